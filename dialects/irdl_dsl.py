@@ -1,0 +1,154 @@
+"""A small declarative layer over IRDL: op classes with typed fields that emit IRDL text.
+
+MLIR 22's Python wheel has `mlir.dialects.irdl` (the IRDL ops and `load_dialects`) but not the
+newer `irdl.dsl` module, so op classes declare their fields here and `Dialect.irdl_text()` turns
+them into an `irdl.dialect` that `irdl.load_dialects` registers in a context.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, ClassVar, Optional
+
+from mlir import ir
+
+# IRDL base constraints by short name; "any" accepts every type or attribute.
+_BASES = {
+    "tensor": '"!builtin.tensor"',
+    "symbol": '"#builtin.symbol_ref"',
+    "string": '"#builtin.string"',
+    "array": '"#builtin.array"',
+    "integer": '"#builtin.integer"',
+    "float": '"#builtin.float"',
+    "bool": '"#builtin.bool"',
+    "dense": '"#builtin.dense_elements"',
+    "type": '"#builtin.type"',
+}
+
+
+@dataclass(frozen=True)
+class Operand:
+    constraint: str = "tensor"
+    variadic: bool = False
+
+
+@dataclass(frozen=True)
+class Result:
+    constraint: str = "tensor"
+    variadic: bool = False
+
+
+@dataclass(frozen=True)
+class Attr:
+    constraint: str = "any"
+
+
+@dataclass(frozen=True)
+class Region:
+    blocks: int = 1
+
+
+Verifier = Callable[[ir.Operation], Optional[str]]
+
+
+class Dialect:
+    """A named set of op classes; `load(ctx)` registers it (idempotent per context)."""
+
+    def __init__(self, name: str):
+        self.name = name
+        self.ops: dict[str, type["Op"]] = {}
+
+    def op(self, cls: type["Op"]) -> type["Op"]:
+        cls.dialect = self
+        cls.name = f"{self.name}.{cls.mnemonic}"
+        self.ops[cls.name] = cls
+        return cls
+
+    def irdl_text(self) -> str:
+        lines = [f"irdl.dialect @{self.name} {{"]
+        for cls in self.ops.values():
+            lines += ["  " + line for line in cls.irdl_lines()]
+        lines.append("}")
+        return "\n".join(lines)
+
+    def load(self, ctx: ir.Context) -> None:
+        from mlir.dialects import irdl
+
+        first = next(iter(self.ops))
+        if ctx.is_registered_operation(first):
+            return
+        with ctx, ir.Location.unknown():
+            irdl.load_dialects(ir.Module.parse(self.irdl_text()))
+
+
+class Op:
+    """Base of declarative op classes: subclasses declare Operand/Result/Attr/Region fields."""
+
+    dialect: ClassVar[Dialect]
+    name: ClassVar[str]
+    mnemonic: ClassVar[str]
+    # Semantic checks that IRDL cannot express (callee exists, placement, shapes); run by the
+    # `relax-verify` pass. Returns an error message or None.
+    verify: ClassVar[Optional[Verifier]] = None
+
+    @classmethod
+    def fields(cls, kind: type) -> list[tuple[str, object]]:
+        out = []
+        for klass in reversed(cls.__mro__):
+            for key, value in vars(klass).items():
+                if isinstance(value, kind):
+                    out.append((key, value))
+        return out
+
+    @classmethod
+    def irdl_lines(cls) -> list[str]:
+        body: list[str] = []
+        consts: dict[str, str] = {}
+
+        def const(constraint: str) -> str:
+            if constraint not in consts:
+                var = f"%c{len(consts)}"
+                rhs = "irdl.any" if constraint == "any" else f"irdl.base {_BASES[constraint]}"
+                body.append(f"{var} = {rhs}")
+                consts[constraint] = var
+            return consts[constraint]
+
+        def group(kind: type) -> str:
+            items = []
+            for key, value in cls.fields(kind):
+                var = const(value.constraint)
+                items.append(f"{key}: {'variadic ' if value.variadic else ''}{var}")
+            return ", ".join(items)
+
+        operands, results = group(Operand), group(Result)
+        attrs = [(k, const(v.constraint)) for k, v in cls.fields(Attr)]
+        regions = cls.fields(Region)
+        if operands:
+            body.append(f"irdl.operands({operands})")
+        if results:
+            body.append(f"irdl.results({results})")
+        if attrs:
+            body.append("irdl.attributes {" + ", ".join(f'"{k}" = {v}' for k, v in attrs) + "}")
+        if regions:
+            names = []
+            for i, (key, region) in enumerate(regions):
+                body.append(f"%r{i} = irdl.region with size {region.blocks}")
+                names.append(f"{key}: %r{i}")
+            body.append(f"irdl.regions({', '.join(names)})")
+        return [f"irdl.operation @{cls.mnemonic} {{"] + ["  " + b for b in body] + ["}"]
+
+    @classmethod
+    def create(
+        cls,
+        operands=(),
+        results=(),
+        attributes: Optional[dict] = None,
+        loc: Optional[ir.Location] = None,
+    ) -> ir.Operation:
+        return ir.Operation.create(
+            cls.name,
+            results=list(results),
+            operands=list(operands),
+            attributes=attributes or {},
+            loc=loc,
+        )

@@ -1,0 +1,14 @@
+"""Passes and named pipelines from the relax dialect down to LLVM (and later the GPU dialect)."""
+
+from lowering.registry import (  # noqa: F401
+    PASSES,
+    PassError,
+    PipelineError,
+    get_pass,
+    register_pass,
+    run_pipeline,
+)
+
+# Importing the pass modules fills the registry.
+from lowering import dataflow, graph_to_memref, verify  # noqa: F401,E402
+from lowering.pipelines import PIPELINES, get_pipeline  # noqa: F401,E402

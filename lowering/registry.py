@@ -1,0 +1,162 @@
+"""The pass registry: every project pass by a stable name, and pipelines that mix them with upstream.
+
+A project pass is a factory `(**options) -> ModulePass`; a ModulePass mutates a `builtin.module`
+in place and raises `PassError` (with the op to blame) on failure. `build_pass_manager` turns a
+textual pipeline such as `builtin.module(relax-legalize-ops,canonicalize)` into one MLIR
+PassManager in which our passes run as Python passes beside upstream ones.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from mlir import ir
+from mlir.passmanager import PassManager
+
+ModulePass = Callable[[ir.Operation], None]
+
+
+class PassError(Exception):
+    """A pass failed; `op` (when known) locates the diagnostic."""
+
+    def __init__(self, message: str, op: Optional[ir.Operation] = None):
+        super().__init__(message)
+        self.op = op
+
+    @property
+    def location(self) -> Optional[ir.Location]:
+        return self.op.location if self.op is not None else None
+
+
+class PipelineError(Exception):
+    """A pipeline failed: holds the MLIR diagnostics or the project pass error."""
+
+
+@dataclass
+class PassInfo:
+    name: str
+    summary: str
+    factory: Callable[..., ModulePass]
+    options: dict[str, str] = field(default_factory=dict)
+
+
+PASSES: dict[str, PassInfo] = {}
+
+
+def register_pass(name: str, summary: str, options: Optional[dict[str, str]] = None):
+    """Decorator: register a pass factory under `name` (kebab case, e.g. `relax-fuse-ops`)."""
+
+    def wrap(factory: Callable[..., ModulePass]) -> Callable[..., ModulePass]:
+        PASSES[name] = PassInfo(name, summary, factory, dict(options or {}))
+        return factory
+
+    return wrap
+
+
+def get_pass(name: str) -> PassInfo:
+    if name not in PASSES:
+        raise KeyError(f"unknown pass '{name}'; known passes: {', '.join(sorted(PASSES))}")
+    return PASSES[name]
+
+
+def split_top_level(text: str, sep: str = ",") -> list[str]:
+    """Split on `sep` outside of (), {} and quotes."""
+    parts, depth, quote, start = [], 0, None, 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            quote = ch
+        elif ch in "({[":
+            depth += 1
+        elif ch in ")}]":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    tail = text[start:].strip()
+    if tail:
+        parts.append(tail)
+    return [p for p in parts if p]
+
+
+def parse_options(text: str) -> dict[str, str]:
+    """`a=1 b=x` or `a=1,b=x` (the inside of `{...}`) -> dict."""
+    out = {}
+    for item in split_top_level(text.replace(" ", ","), ","):
+        key, _, value = item.partition("=")
+        out[key.strip()] = value.strip().strip("\"'") if value else "true"
+    return out
+
+
+def _strip_anchor(pipeline: str) -> str:
+    text = pipeline.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        return text[len("builtin.module(") : -1]
+    return text
+
+
+class _Runner:
+    """Wraps a project pass for PassManager.add: records the error and signals failure."""
+
+    def __init__(self, name: str, fn: ModulePass):
+        self.name, self.fn = name, fn
+        self.error: Optional[BaseException] = None
+
+    def __call__(self, op, pass_) -> None:
+        try:
+            self.fn(op.operation if hasattr(op, "operation") else op)
+        except Exception as exc:  # reported after the PassManager returns
+            self.error = exc
+            pass_.signal_pass_failure()
+
+
+def build_pass_manager(pipeline: str, ctx: ir.Context) -> tuple[PassManager, list[_Runner]]:
+    """One PassManager for a textual pipeline mixing project and upstream passes."""
+    with ctx:
+        pm = PassManager("builtin.module")
+    runners: list[_Runner] = []
+    upstream: list[str] = []
+
+    def flush() -> None:
+        if upstream:
+            with ctx:
+                pm.add(",".join(upstream))
+            upstream.clear()
+
+    for element in split_top_level(_strip_anchor(pipeline)):
+        name, brace, rest = element.partition("{")
+        name = name.strip()
+        if name in PASSES:
+            flush()
+            options = parse_options(rest.rstrip("}")) if brace else {}
+            info = PASSES[name]
+            unknown = set(options) - set(info.options)
+            if unknown:
+                raise PipelineError(
+                    f"pass '{name}' has no option(s) {sorted(unknown)}; options: {sorted(info.options)}"
+                )
+            runner = _Runner(name, info.factory(**options))
+            runners.append(runner)
+            with ctx:
+                pm.add(runner, name=name, argument=name, description=info.summary)
+        else:
+            upstream.append(element)
+    flush()
+    return pm, runners
+
+
+def run_pipeline(module: ir.Module, pipeline: str, print_ir_after_all: bool = False) -> None:
+    """Run `pipeline` on `module` in place; raise PassError or PipelineError on failure."""
+    ctx = module.context
+    pm, runners = build_pass_manager(pipeline, ctx)
+    if print_ir_after_all:
+        pm.enable_ir_printing(print_after_all=True, large_elements_limit=16)
+    try:
+        pm.run(module.operation)
+    except ir.MLIRError as exc:
+        for runner in runners:
+            if runner.error is not None:
+                raise runner.error from None
+        raise PipelineError(str(exc)) from None
