@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from mlir import ir
 
-from dialects.relax import relax
+from dialects.relax import RELAX
 
 _CONTEXT: ir.Context | None = None
 
 
 def load_all(ctx: ir.Context) -> None:
     """Register the project's dialects in `ctx` (idempotent)."""
-    relax.load(ctx)
+    RELAX.load(ctx)
 
 
 def get_context() -> ir.Context:

@@ -17,7 +17,7 @@ from mlir import ir
 
 from dialects.irdl_dsl import Attr, Dialect, Op, Operand, Result
 
-relax = Dialect("relax")
+RELAX = Dialect("relax")
 
 DATAFLOW_ATTR = "relax.dataflow"  # unit attribute on scf.execute_region
 FUNCTION_ATTR = "relax.function"  # unit attribute on a graph-level func.func
@@ -110,7 +110,7 @@ def _verify_constant(op: ir.Operation) -> Optional[str]:
     return None
 
 
-@relax.op
+@RELAX.op
 class CallTIR(Op):
     """Destination-passing call of a primitive function: outputs are allocated by the caller."""
 
@@ -121,7 +121,7 @@ class CallTIR(Op):
     verify = staticmethod(_verify_call_tir)
 
 
-@relax.op
+@RELAX.op
 class CallDPSPacked(Op):
     """Destination-passing call of a registered (packed) function, by name."""
 
@@ -132,7 +132,7 @@ class CallDPSPacked(Op):
     verify = staticmethod(_verify_packed_name)
 
 
-@relax.op
+@RELAX.op
 class CallPacked(Op):
     """Side-effecting call of a registered function that may write its arguments in place."""
 
@@ -145,7 +145,7 @@ class CallPacked(Op):
         return _verify_packed_name(op) or _verify_not_in_dataflow(op)
 
 
-@relax.op
+@RELAX.op
 class AllocTensor(Op):
     """`R.builtin.alloc_tensor`: a fresh, uninitialised tensor; side-effecting, so outside dataflow."""
 
@@ -154,7 +154,7 @@ class AllocTensor(Op):
     verify = staticmethod(_verify_not_in_dataflow)
 
 
-@relax.op
+@RELAX.op
 class Constant(Op):
     """A constant tensor (weights); printed elided when large."""
 
@@ -169,4 +169,4 @@ SIDE_EFFECTING = {CallPacked.name, AllocTensor.name}
 
 
 def op_class(name: str) -> Optional[type[Op]]:
-    return relax.ops.get(name)
+    return RELAX.ops.get(name)

@@ -1,0 +1,274 @@
+"""`relax-graph-to-memref`: lower relax graph functions to one native entry point over memrefs.
+
+This is the role of TVM's VM codegen, done ahead of time: every tensor value gets a buffer,
+`call_tir` becomes a native `func.call` of the primitive function (bridged to its tensor
+signature with `bufferization.to_tensor` / `materialize_in_destination`, so one-shot
+bufferization later writes in place), `call_dps_packed` / `call_packed` become calls of external
+C-interface symbols that the runtime binds to registered Python functions, constants become
+`memref.global`s, and results are written into caller-provided out-parameters (returning memrefs
+through the C interface is not reliable; see MLIR_NOTES). Deallocation is left to upstream's
+`buffer-deallocation-pipeline`.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional
+
+from mlir import ir
+from mlir.dialects import arith, bufferization, func, memref, tensor
+
+from dialects import relax as rx
+from dialects import shape as sh
+from lowering.dataflow import graph_functions
+from lowering.registry import PassError, register_pass
+
+PACKED_ATTR = "relax.packed"  # on external declarations: the registered function's name
+ARG_NAME_ATTR = "relax.name"
+
+_INDEX_OPS = {
+    "Add": arith.AddIOp,
+    "Sub": arith.SubIOp,
+    "Mult": arith.MulIOp,
+    "FloorDiv": arith.FloorDivSIOp,
+    "Mod": arith.RemSIOp,
+}
+
+
+def _memref_type(t: ir.Type) -> ir.MemRefType:
+    t = ir.RankedTensorType(t)
+    return ir.MemRefType.get(t.shape, t.element_type)
+
+
+def _tensor_type(m: ir.Type) -> ir.RankedTensorType:
+    m = ir.MemRefType(m)
+    return ir.RankedTensorType.get(m.shape, m.element_type)
+
+
+def _result_shapes(op: ir.Operation) -> list[Optional[tuple]]:
+    if rx.SHAPE_ATTR not in op.attributes:
+        return [None] * len(op.results)
+    return [sh.from_attr(a) for a in ir.ArrayAttr(op.attributes[rx.SHAPE_ATTR])]
+
+
+class _FunctionLowering:
+    """Lowers one graph function; holds the value -> buffer map and the symbol environment."""
+
+    def __init__(self, module_op: ir.Operation, old: ir.Operation, helpers: "_ModuleHelpers"):
+        self.module_op, self.old, self.helpers = module_op, old, helpers
+        ftype = ir.FunctionType(ir.TypeAttr(old.attributes["function_type"]).value)
+        self.in_types, self.out_types = list(ftype.inputs), list(ftype.results)
+        self.buffers: dict = {}
+        self.symbols: dict[str, ir.Value] = {}
+        self.index_consts: dict[int, ir.Value] = {}
+        self.out_params: list[ir.Value] = []
+        self.dest_for: dict = {}  # value -> out-param it may be computed into directly
+
+    def run(self) -> None:
+        old = self.old
+        name = ir.StringAttr(old.attributes["sym_name"]).value
+        for t in self.in_types + self.out_types:
+            if not ir.RankedTensorType.isinstance(t):
+                raise PassError(f"graph function @{name}: only ranked tensors are supported, got ({t})", old)
+        arg_types = [_memref_type(t) for t in self.in_types + self.out_types]
+        with ir.InsertionPoint(old), old.location:
+            new = func.FuncOp(name, ir.FunctionType.get(arg_types, []))
+        new.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+        new.attributes[rx.FUNCTION_ATTR] = ir.UnitAttr.get()
+        self._copy_arg_attrs(new)
+        entry = new.add_entry_block()
+        old_block = old.regions[0].blocks[0]
+        n_in = len(self.in_types)
+        for value, arg in zip(old_block.arguments, list(entry.arguments)[:n_in]):
+            self.buffers[value] = arg
+        self.out_params = list(entry.arguments)[n_in:]
+        self.arg_shapes = self._arg_shapes(old, entry)
+        terminator = list(old_block.operations)[-1]
+        for i, value in enumerate(terminator.operands):
+            # A value returned once and produced by a call is computed straight into the out-param.
+            if value not in self.dest_for and not isinstance(value.owner, ir.Block):
+                self.dest_for[value] = self.out_params[i]
+        with ir.InsertionPoint(entry), ir.Location.unknown():
+            self._bind_symbols()
+            for op in list(old_block.operations):
+                self._lower(op.operation)
+        old.erase()
+
+    def _copy_arg_attrs(self, new) -> None:
+        if "arg_attrs" in self.old.attributes:
+            attrs = list(ir.ArrayAttr(self.old.attributes["arg_attrs"]))
+            empty = ir.DictAttr.get({})
+            new.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs + [empty] * len(self.out_types))
+
+    def _arg_shapes(self, old, entry) -> list:
+        shapes = []
+        arg_attrs = list(ir.ArrayAttr(old.attributes["arg_attrs"])) if "arg_attrs" in old.attributes else []
+        for i, arg in enumerate(entry.arguments):
+            attrs = ir.DictAttr(arg_attrs[i]) if i < len(arg_attrs) else None
+            if attrs is not None and rx.SHAPE_ATTR in attrs:
+                shapes.append((arg, sh.from_attr(attrs[rx.SHAPE_ATTR])))
+        return shapes
+
+    def _bind_symbols(self) -> None:
+        for arg, shape in self.arg_shapes:
+            for i, dim in enumerate(shape):
+                if isinstance(dim, str) and dim.isidentifier() and dim not in self.symbols:
+                    self.symbols[dim] = memref.DimOp(arg, self._index(i)).result
+
+    def _index(self, value: int) -> ir.Value:
+        if value not in self.index_consts:
+            self.index_consts[value] = arith.ConstantOp(ir.IndexType.get(), value).result
+        return self.index_consts[value]
+
+    def _dim_value(self, expr, op) -> ir.Value:
+        def leaf(x):
+            if isinstance(x, int):
+                return self._index(x)
+            if x not in self.symbols:
+                raise PassError(f"symbolic dimension '{x}' is not bound by any function parameter", op)
+            return self.symbols[x]
+
+        return sh.fold(expr, lambda kind, a, b: _INDEX_OPS[kind.__name__](a, b).result, leaf)
+
+    def _alloc(self, value: ir.Value, shape: Optional[tuple], op: ir.Operation) -> ir.Value:
+        if value in self.dest_for:
+            return self.dest_for.pop(value)
+        mtype = _memref_type(value.type)
+        dyn = ir.ShapedType.get_dynamic_size()
+        sizes = []
+        for i, d in enumerate(mtype.shape):
+            if d == dyn:
+                if shape is None or isinstance(shape[i], int):
+                    raise PassError(f"'{op.name}' result has a dynamic dimension {i} without a relax.shape", op)
+                sizes.append(self._dim_value(shape[i], op))
+        return memref.AllocOp(mtype, sizes, [], alignment=64).result
+
+    def _as_tensor(self, buffer: ir.Value, want: ir.Type, writable: bool = False) -> ir.Value:
+        t = bufferization.ToTensorOp(_tensor_type(buffer.type), buffer, restrict=True, writable=writable or None).result
+        return t if t.type == want else tensor.CastOp(want, t).result
+
+    def _lower(self, op: ir.Operation) -> None:
+        rule = _RULES.get(op.name)
+        if rule is None:
+            raise PassError(
+                f"'{op.name}' cannot be lowered by relax-graph-to-memref; legalize high-level ops first "
+                f"(relax-legalize-ops)",
+                op,
+            )
+        rule(self, op)
+
+    def operand_buffers(self, op: ir.Operation) -> list[ir.Value]:
+        return [self.buffers[v] for v in op.operands]
+
+
+def _lower_call_tir(fl: _FunctionLowering, op: ir.Operation) -> None:
+    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    target = rx.lookup_symbol(op, callee)
+    if target is None:
+        raise PassError(f"'relax.call_tir' op callee @{callee} not found", op)
+    ftype = ir.FunctionType(ir.TypeAttr(target.attributes["function_type"]).value)
+    n_in = len(op.operands)
+    ins = [fl._as_tensor(b, t) for b, t in zip(fl.operand_buffers(op), ftype.inputs[:n_in])]
+    outs_buf = [fl._alloc(r, s, op) for r, s in zip(op.results, _result_shapes(op))]
+    outs = [fl._as_tensor(b, t, writable=True) for b, t in zip(outs_buf, ftype.inputs[n_in:])]
+    call = func.CallOp(list(ftype.results), ir.FlatSymbolRefAttr.get(callee), ins + outs)
+    for result, buffer, value in zip(call.results, outs_buf, op.results):
+        want = _tensor_type(buffer.type)
+        src = result if result.type == want else tensor.CastOp(want, result).result
+        bufferization.MaterializeInDestinationOp(None, src, buffer, restrict=True, writable=True)
+        fl.buffers[value] = buffer
+
+
+def _lower_packed(fl: _FunctionLowering, op: ir.Operation) -> None:
+    name = ir.StringAttr(op.attributes["callee"]).value
+    args = fl.operand_buffers(op)
+    outs = [fl._alloc(r, s, op) for r, s in zip(op.results, _result_shapes(op))]
+    symbol = fl.helpers.packed_decl(name, [a.type for a in args + outs])
+    func.CallOp([], ir.FlatSymbolRefAttr.get(symbol), args + outs)
+    for value, buffer in zip(op.results, outs):
+        fl.buffers[value] = buffer
+
+
+def _lower_alloc(fl: _FunctionLowering, op: ir.Operation) -> None:
+    fl.buffers[op.results[0]] = fl._alloc(op.results[0], _result_shapes(op)[0], op)
+
+
+def _lower_constant(fl: _FunctionLowering, op: ir.Operation) -> None:
+    value = op.attributes["value"]
+    mtype = _memref_type(op.results[0].type)
+    symbol = fl.helpers.constant_global(value, mtype)
+    fl.buffers[op.results[0]] = memref.GetGlobalOp(mtype, symbol).result
+
+
+def _lower_return(fl: _FunctionLowering, op: ir.Operation) -> None:
+    for value, out in zip(op.operands, fl.out_params):
+        buffer = fl.buffers[value]
+        if buffer != out:
+            memref.CopyOp(buffer, out)
+    func.ReturnOp([])
+
+
+_RULES: dict[str, Callable[[_FunctionLowering, ir.Operation], None]] = {
+    rx.CallTIR.name: _lower_call_tir,
+    rx.CallDPSPacked.name: _lower_packed,
+    rx.CallPacked.name: _lower_packed,
+    rx.AllocTensor.name: _lower_alloc,
+    rx.Constant.name: _lower_constant,
+    "func.return": _lower_return,
+}
+
+
+class _ModuleHelpers:
+    """Module-level symbols created while lowering: packed-function declarations and globals."""
+
+    def __init__(self, module_op: ir.Operation):
+        self.module_op = module_op
+        self.body = module_op.regions[0].blocks[0]
+        self.decls: dict[tuple, str] = {}
+        self.n_globals = 0
+
+    def _insert_point(self) -> ir.InsertionPoint:
+        return ir.InsertionPoint.at_block_begin(self.body)
+
+    def packed_decl(self, name: str, types: list[ir.Type]) -> str:
+        key = (name, tuple(str(t) for t in types))
+        if key not in self.decls:
+            stem = re.sub(r"[^A-Za-z0-9_]", "_", name)
+            symbol = f"__packed_{stem}_{len(self.decls)}"
+            with self._insert_point(), ir.Location.unknown():
+                decl = func.FuncOp(symbol, ir.FunctionType.get(types, []), visibility="private")
+            decl.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+            decl.attributes[PACKED_ATTR] = ir.StringAttr.get(name)
+            self.decls[key] = symbol
+        return self.decls[key]
+
+    def constant_global(self, value: ir.Attribute, mtype: ir.MemRefType) -> str:
+        symbol = f"__constant_{self.n_globals}"
+        self.n_globals += 1
+        i64 = ir.IntegerType.get_signless(64)
+        with self._insert_point(), ir.Location.unknown():
+            memref.GlobalOp(
+                symbol,
+                ir.TypeAttr.get(mtype),
+                sym_visibility="private",
+                initial_value=value,
+                constant=True,
+                alignment=ir.IntegerAttr.get(i64, 64),
+            )
+        return symbol
+
+
+def graph_to_memref(module_op: ir.Operation) -> None:
+    helpers = _ModuleHelpers(module_op)
+    for func_op in graph_functions(module_op):
+        _FunctionLowering(module_op, func_op, helpers).run()
+
+
+@register_pass(
+    "relax-graph-to-memref",
+    "lower relax graph functions to memref code that calls primitive and packed functions",
+)
+def relax_graph_to_memref():
+    return graph_to_memref
+
+

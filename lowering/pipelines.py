@@ -1,0 +1,84 @@
+"""Named pipelines: one line per stage, each saying why it is there.
+
+`PIPELINES` maps a name to a list of pass-pipeline elements (project passes by their registered
+names, upstream passes by their textual names). `TARGETS` maps a target name to the pipeline that
+lowers a whole module for it and the runtime libraries the ExecutionEngine must load.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+
+import mlir
+
+MLIR_LIB_DIR = os.path.join(list(mlir.__path__)[0], "lib")
+
+# Relax graph level: what must hold before the graph is lowered to buffers.
+GRAPH_LOWERING = [
+    "relax-verify",  # fail early, at the op, on malformed relax IR
+    "relax-inline-dataflow",  # block boundaries carry no information past this point
+]
+
+# Primitive functions: schedules run on tensors, before bufferization (tile, pack, vectorize).
+SCHEDULE_CPU: list[str] = []
+
+BUFFERIZE = [
+    "relax-graph-to-memref",  # graph functions -> one native entry point with out-parameters
+    # Primitive functions keep tensor signatures until here; function-boundary bufferization makes
+    # their out-arguments the buffers the caller allocated (destination-passing, in place).
+    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
+    "drop-equivalent-buffer-results",  # DPS results equal their out-arguments: drop them
+    "buffer-deallocation-pipeline",  # frees for every allocation of the graph and the kernels
+]
+
+# Loops and vectors down to the LLVM dialect.
+CPU_CODEGEN = [
+    "convert-linalg-to-loops",
+    "lower-affine",
+    "expand-strided-metadata",
+    "convert-scf-to-cf",
+    "convert-math-to-llvm",
+    "convert-math-to-libm",
+    "finalize-memref-to-llvm",
+    "convert-to-llvm",
+    "reconcile-unrealized-casts",
+]
+
+
+@dataclass
+class Target:
+    name: str
+    pipeline: list[str]
+    shared_libs: list[str] = field(default_factory=list)
+    opt_level: int = 3
+
+
+TARGETS: dict[str, Target] = {
+    "llvm": Target(
+        "llvm",
+        GRAPH_LOWERING + SCHEDULE_CPU + BUFFERIZE + CPU_CODEGEN,
+        shared_libs=[os.path.join(MLIR_LIB_DIR, "libmlir_c_runner_utils.so")],
+    ),
+}
+
+PIPELINES: dict[str, list[str]] = {
+    "graph-lowering": GRAPH_LOWERING,
+    "bufferize": BUFFERIZE,
+    "cpu-codegen": CPU_CODEGEN,
+    "llvm": TARGETS["llvm"].pipeline,
+}
+
+
+def get_target(name: str) -> Target:
+    key = {"cpu": "llvm", "c": "llvm"}.get(name, name)
+    if key not in TARGETS:
+        raise ValueError(f"unknown target '{name}'; known targets: {', '.join(sorted(TARGETS))}")
+    return TARGETS[key]
+
+
+def get_pipeline(name: str) -> str:
+    """The textual pipeline `builtin.module(...)` registered under `name`."""
+    if name not in PIPELINES:
+        raise ValueError(f"unknown pipeline '{name}'; known pipelines: {', '.join(sorted(PIPELINES))}")
+    return "builtin.module(" + ",".join(PIPELINES[name]) + ")"
