@@ -1,0 +1,89 @@
+"""pytest plugin: `tests/lit/**/*.mlir` files and `# RUN:` Python scripts run as lit tests.
+
+Each lit file is one test item; `relaxmlir.tools.lit.run_lit_file` runs its RUN lines and a
+failure shows the RUN line, the command and FileCheck's own report. `REQUIRES: cuda` tests
+carry the `gpu` marker (deselected by default) and skip cleanly without a GPU.
+"""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LIT_DIR = ROOT / "tests" / "lit"
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+_FEATURES: set[str] | None = None
+
+
+def _features() -> set[str]:
+    global _FEATURES
+    if _FEATURES is None:
+        from relaxmlir.tools.lit import available_features
+
+        _FEATURES = available_features()
+    return _FEATURES
+
+
+def _in_lit_dir(path: Path) -> bool:
+    return LIT_DIR in Path(path).resolve().parents
+
+
+def pytest_collect_file(file_path: Path, parent):
+    if _in_lit_dir(file_path) and file_path.suffix in (".mlir", ".py"):
+        from relaxmlir.tools.lit import is_lit_test
+
+        if is_lit_test(file_path):
+            return LitFile.from_parent(parent, path=file_path)
+    return None
+
+
+def pytest_pycollect_makemodule(module_path: Path, parent):
+    # Scripts under tests/lit run through their RUN line; they are never imported as modules.
+    if _in_lit_dir(module_path):
+        return _NoTests.from_parent(parent, path=module_path)
+    return None
+
+
+class _NoTests(pytest.File):
+    def collect(self):
+        return []
+
+
+class LitFailure(Exception):
+    """A RUN line failed; the message is the whole report."""
+
+
+class LitFile(pytest.File):
+    def collect(self):
+        yield LitItem.from_parent(self, name="lit")
+
+
+class LitItem(pytest.Item):
+    def __init__(self, **kwargs):
+        super().__init__(**kwargs)
+        from relaxmlir.tools.lit import parse_test
+
+        if "cuda" in parse_test(self.path).requires:
+            self.add_marker(pytest.mark.gpu)
+
+    def runtest(self) -> None:
+        from relaxmlir.tools.lit import run_lit_file
+
+        result = run_lit_file(self.path, features=_features())
+        if result.status == "skip":
+            pytest.skip(result.message)
+        if result.status == "fail":
+            raise LitFailure(result.message)
+
+    def repr_failure(self, excinfo, style=None):
+        if isinstance(excinfo.value, LitFailure):
+            return str(excinfo.value)
+        return super().repr_failure(excinfo, style=style)
+
+    def reportinfo(self):
+        return self.path, None, f"lit {self.path.relative_to(ROOT)}"
