@@ -28,14 +28,23 @@ _BASES = {
 
 @dataclass(frozen=True)
 class Operand:
+    """An operand group. `variadic` groups take any number of values of possibly different types.
+
+    IRDL (MLIR 22) binds one constraint variable per group, so a variadic group would force all of
+    its values to the same type. A heterogeneous variadic group is therefore declared as `slots`
+    optional single-value groups (with `operandSegmentSizes`), and `create` fills them in order.
+    """
+
     constraint: str = "tensor"
     variadic: bool = False
+    slots: int = 32
 
 
 @dataclass(frozen=True)
 class Result:
     constraint: str = "tensor"
     variadic: bool = False
+    slots: int = 8
 
 
 @dataclass(frozen=True)
@@ -103,21 +112,21 @@ class Op:
     @classmethod
     def irdl_lines(cls) -> list[str]:
         body: list[str] = []
-        consts: dict[str, str] = {}
 
         def const(constraint: str) -> str:
-            if constraint not in consts:
-                var = f"%c{len(consts)}"
-                rhs = "irdl.any" if constraint == "any" else f"irdl.base {_BASES[constraint]}"
-                body.append(f"{var} = {rhs}")
-                consts[constraint] = var
-            return consts[constraint]
+            # A fresh variable per use: IRDL requires every use of one variable to match one type.
+            var = f"%c{len(body)}"
+            rhs = "irdl.any" if constraint == "any" else f"irdl.base {_BASES[constraint]}"
+            body.append(f"{var} = {rhs}")
+            return var
 
         def group(kind: type) -> str:
             items = []
             for key, value in cls.fields(kind):
-                var = const(value.constraint)
-                items.append(f"{key}: {'variadic ' if value.variadic else ''}{var}")
+                if value.variadic:
+                    items += [f"{key}{i}: optional {const(value.constraint)}" for i in range(value.slots)]
+                else:
+                    items.append(f"{key}: {const(value.constraint)}")
             return ", ".join(items)
 
         operands, results = group(Operand), group(Result)
@@ -138,6 +147,27 @@ class Op:
         return [f"irdl.operation @{cls.mnemonic} {{"] + ["  " + b for b in body] + ["}"]
 
     @classmethod
+    def segment_sizes(cls, kind: type, count: int) -> Optional[ir.Attribute]:
+        """`operandSegmentSizes`/`resultSegmentSizes` for `count` values, or None if not needed."""
+        fields = cls.fields(kind)
+        if not any(f.variadic for _, f in fields):
+            return None
+        sizes = []
+        fixed = sum(1 for _, f in fields if not f.variadic)
+        remaining = count - fixed
+        for key, f in fields:
+            if not f.variadic:
+                sizes.append(1)
+                continue
+            take = max(0, min(remaining, f.slots))
+            sizes += [1] * take + [0] * (f.slots - take)
+            remaining -= take
+        if remaining > 0:
+            kind_name = "operands" if kind is Operand else "results"
+            raise ValueError(f"'{cls.name}' takes at most {sum(f.slots if f.variadic else 1 for _, f in fields)} {kind_name}, got {count}")
+        return ir.DenseI32ArrayAttr.get(sizes)
+
+    @classmethod
     def create(
         cls,
         operands=(),
@@ -145,10 +175,15 @@ class Op:
         attributes: Optional[dict] = None,
         loc: Optional[ir.Location] = None,
     ) -> ir.Operation:
+        attributes = dict(attributes or {})
+        for kind, key, values in ((Operand, "operandSegmentSizes", operands), (Result, "resultSegmentSizes", results)):
+            sizes = cls.segment_sizes(kind, len(list(values)))
+            if sizes is not None:
+                attributes[key] = sizes
         return ir.Operation.create(
             cls.name,
             results=list(results),
             operands=list(operands),
-            attributes=attributes or {},
+            attributes=attributes,
             loc=loc,
         )

@@ -16,6 +16,7 @@ from typing import Optional
 from mlir import ir
 
 from dialects.irdl_dsl import Attr, Dialect, Op, Operand, Result
+from dialects.shape import isa
 
 RELAX = Dialect("relax")
 
@@ -80,7 +81,7 @@ def _verify_call_tir(op: ir.Operation) -> Optional[str]:
 def _compatible(a: ir.Type, b: ir.Type) -> bool:
     if a == b:
         return True
-    if not (ir.RankedTensorType.isinstance(a) and ir.RankedTensorType.isinstance(b)):
+    if not (isa(a, ir.RankedTensorType) and isa(b, ir.RankedTensorType)):
         return False
     a, b = ir.RankedTensorType(a), ir.RankedTensorType(b)
     if a.element_type != b.element_type or a.rank != b.rank:
@@ -103,7 +104,7 @@ def _verify_packed_name(op: ir.Operation) -> Optional[str]:
 
 def _verify_constant(op: ir.Operation) -> Optional[str]:
     value = op.attributes["value"]
-    if not ir.DenseElementsAttr.isinstance(value):
+    if not isa(value, ir.DenseElementsAttr):
         return "expects a dense elements value"
     if ir.DenseElementsAttr(value).type != op.results[0].type:
         return f"value type ({ir.DenseElementsAttr(value).type}) does not match result type ({op.results[0].type})"
@@ -170,3 +171,11 @@ SIDE_EFFECTING = {CallPacked.name, AllocTensor.name}
 
 def op_class(name: str) -> Optional[type[Op]]:
     return RELAX.ops.get(name)
+
+
+def create(name: str, operands=(), results=(), attributes=None, loc=None) -> ir.Operation:
+    """Create the relax op `name` (adds segment sizes for variadic groups)."""
+    cls = op_class(name)
+    if cls is None:
+        raise ValueError(f"unknown relax op '{name}'")
+    return cls.create(operands, results, attributes, loc)

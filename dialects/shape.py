@@ -15,6 +15,13 @@ from mlir import ir
 Dim = Union[int, str]
 
 
+def isa(value, cls) -> bool:
+    """`isinstance` on MLIR types/attributes after downcasting to their concrete class."""
+    if hasattr(value, "maybe_downcast"):
+        value = value.maybe_downcast()
+    return isinstance(value, cls)
+
+
 def to_attr(shape: Sequence[Dim]) -> ir.ArrayAttr:
     i64 = ir.IntegerType.get_signless(64)
     return ir.ArrayAttr.get(
@@ -25,7 +32,7 @@ def to_attr(shape: Sequence[Dim]) -> ir.ArrayAttr:
 def from_attr(attr: ir.Attribute) -> tuple[Dim, ...]:
     out: list[Dim] = []
     for item in ir.ArrayAttr(attr):
-        if ir.IntegerAttr.isinstance(item):
+        if isa(item, ir.IntegerAttr):
             out.append(ir.IntegerAttr(item).value)
         else:
             out.append(ir.StringAttr(item).value)

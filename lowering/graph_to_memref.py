@@ -24,6 +24,7 @@ from lowering.dataflow import graph_functions
 from lowering.registry import PassError, register_pass
 
 PACKED_ATTR = "relax.packed"  # on external declarations: the registered function's name
+PACKED_ARGS_ATTR = "relax.packed_args"  # their memref argument types, kept through LLVM conversion
 ARG_NAME_ATTR = "relax.name"
 
 _INDEX_OPS = {
@@ -68,7 +69,7 @@ class _FunctionLowering:
         old = self.old
         name = ir.StringAttr(old.attributes["sym_name"]).value
         for t in self.in_types + self.out_types:
-            if not ir.RankedTensorType.isinstance(t):
+            if not sh.isa(t, ir.RankedTensorType):
                 raise PassError(f"graph function @{name}: only ranked tensors are supported, got ({t})", old)
         arg_types = [_memref_type(t) for t in self.in_types + self.out_types]
         with ir.InsertionPoint(old), old.location:
@@ -239,6 +240,7 @@ class _ModuleHelpers:
                 decl = func.FuncOp(symbol, ir.FunctionType.get(types, []), visibility="private")
             decl.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
             decl.attributes[PACKED_ATTR] = ir.StringAttr.get(name)
+            decl.attributes[PACKED_ARGS_ATTR] = ir.ArrayAttr.get([ir.TypeAttr.get(t) for t in types])
             self.decls[key] = symbol
         return self.decls[key]
 

@@ -1,0 +1,177 @@
+"""`IRModule`: a `builtin.module` in the project's context, with TVM-style accessors."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+from mlir import ir
+
+from dialects import relax as rx
+from dialects import shape as sh
+from relaxmlir.scope import in_scope, scope
+
+SHOW_ELEMENTS_LIMIT = 16  # constants above this many elements print as dense_resource<__elided__>
+
+
+class ParseError(ValueError):
+    """Malformed MLIR text; the message holds the MLIR diagnostics with locations."""
+
+
+def _format_diagnostics(exc: ir.MLIRError) -> str:
+    lines = []
+    for diag in exc.error_diagnostics:
+        lines.append(f"{diag.location}: error: {diag.message}")
+        for note in diag.notes:
+            lines.append(f"{note.location}: note: {note.message}")
+    return "\n".join(lines) or str(exc)
+
+
+class Function:
+    """A view of one `func.func` of a module: a relax graph function or a primitive function."""
+
+    def __init__(self, op: ir.Operation):
+        self.op = op
+
+    @property
+    def name(self) -> str:
+        return ir.StringAttr(self.op.attributes["sym_name"]).value
+
+    @property
+    def is_prim_func(self) -> bool:
+        return rx.PRIM_FUNC_ATTR in self.op.attributes
+
+    @property
+    def is_relax_function(self) -> bool:
+        return rx.FUNCTION_ATTR in self.op.attributes
+
+    @property
+    def function_type(self) -> ir.FunctionType:
+        return ir.FunctionType(ir.TypeAttr(self.op.attributes["function_type"]).value)
+
+    def arg_attr(self, index: int, key: str) -> Optional[ir.Attribute]:
+        if "arg_attrs" not in self.op.attributes:
+            return None
+        attrs = ir.DictAttr(ir.ArrayAttr(self.op.attributes["arg_attrs"])[index])
+        return attrs[key] if key in attrs else None
+
+    @property
+    def params(self) -> list:
+        """[(name, TensorStructInfo)] of the parameters."""
+        from relaxmlir.relax.struct_info import TensorStructInfo, dtype_of
+
+        out = []
+        for i, t in enumerate(self.function_type.inputs):
+            t = ir.RankedTensorType(t)
+            name = self.arg_attr(i, "relax.name")
+            shape_attr = self.arg_attr(i, rx.SHAPE_ATTR)
+            shape = sh.from_attr(shape_attr) if shape_attr is not None else tuple(t.shape)
+            out.append((ir.StringAttr(name).value if name else f"arg{i}", TensorStructInfo(shape, dtype_of(t.element_type))))
+        return out
+
+    def show(self) -> None:
+        print(self.script())
+
+    @in_scope
+    def script(self, elide: bool = True) -> str:
+        return self.op.get_asm(
+            large_elements_limit=SHOW_ELEMENTS_LIMIT if elide else None,
+            use_name_loc_as_prefix=True,
+        )
+
+    def __str__(self) -> str:
+        return self.script(elide=False)
+
+    def __repr__(self) -> str:
+        kind = "PrimFunc" if self.is_prim_func else "Function"
+        return f"<{kind} @{self.name}>"
+
+
+class IRModule:
+    """The unit of compilation: relax graph functions and primitive functions in one module."""
+
+    def __init__(self, module: Optional[ir.Module] = None):
+        if module is None:
+            with scope():
+                module = ir.Module.create()
+        self.module = module
+
+    @property
+    def body(self) -> ir.Block:
+        return self.module.body
+
+    def _funcs(self) -> dict[str, ir.Operation]:
+        out = {}
+        for op in self.body.operations:
+            op = op.operation
+            if op.name == "func.func":
+                out[ir.StringAttr(op.attributes["sym_name"]).value] = op
+        return out
+
+    @property
+    def functions(self) -> dict[str, Function]:
+        return {name: Function(op) for name, op in self._funcs().items()}
+
+    def __getitem__(self, name) -> Function:
+        name = getattr(name, "name_hint", name)
+        funcs = self._funcs()
+        if name not in funcs:
+            raise KeyError(f"module has no function '{name}'; functions: {', '.join(funcs)}")
+        return Function(funcs[name])
+
+    def __contains__(self, name) -> bool:
+        return getattr(name, "name_hint", name) in self._funcs()
+
+    def get_global_vars(self) -> list:
+        from relaxmlir.relax.expr import GlobalVar
+
+        return [GlobalVar(name) for name in self._funcs()]
+
+    @in_scope
+    def script(self, elide: bool = False) -> str:
+        return self.module.operation.get_asm(
+            large_elements_limit=SHOW_ELEMENTS_LIMIT if elide else None,
+            use_name_loc_as_prefix=True,
+        )
+
+    def show(self, elide: bool = True) -> None:
+        """Print the module; large constants elided (`show(elide=False)` prints everything)."""
+        print(self.script(elide=elide))
+
+    def __str__(self) -> str:
+        return self.script(elide=False)
+
+    def __repr__(self) -> str:
+        return f"<IRModule: {', '.join(self._funcs())}>"
+
+    @in_scope
+    def clone(self) -> "IRModule":
+        return IRModule(ir.Module.parse(self.script()))
+
+    @in_scope
+    def verify(self) -> None:
+        """MLIR verification plus the relax-verify pass; raises ValueError with the diagnostic."""
+        from lowering.registry import PassError
+        from lowering.verify import verify_module
+
+        try:
+            self.module.operation.verify()
+        except ir.MLIRError as exc:
+            raise ValueError(_format_diagnostics(exc)) from None
+        try:
+            verify_module(self.module.operation)
+        except PassError as exc:
+            raise ValueError(f"{exc.location}: error: {exc}") from None
+
+
+def parse(text: str) -> IRModule:
+    """Parse MLIR text (what `IRModule.show()`/`str()` printed) into an IRModule.
+
+    Raises `ParseError` (a ValueError) carrying the MLIR diagnostic with its location.
+    """
+    if not isinstance(text, str):
+        raise TypeError(f"parse expects MLIR text (str), got {type(text).__name__}")
+    with scope():
+        try:
+            return IRModule(ir.Module.parse(text))
+        except ir.MLIRError as exc:
+            raise ParseError(_format_diagnostics(exc)) from None

@@ -1,0 +1,78 @@
+"""The C ABI of MLIR memrefs: ctypes descriptors built once per argument and patched per call.
+
+`get_ranked_memref_descriptor` builds a new ctypes class per call (tens of µs); here one class per
+rank is cached and each argument slot keeps its descriptor and the pointer to it alive, so a call
+only writes data pointers, sizes and strides (see MLIR_NOTES: a descriptor freed before the call
+gives silently wrong results).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import functools
+
+import numpy as np
+
+
+@functools.lru_cache(maxsize=None)
+def descriptor_class(rank: int) -> type:
+    fields = [
+        ("allocated", ctypes.c_void_p),
+        ("aligned", ctypes.c_void_p),
+        ("offset", ctypes.c_int64),
+    ]
+    if rank > 0:
+        fields += [("sizes", ctypes.c_int64 * rank), ("strides", ctypes.c_int64 * rank)]
+    return type(f"MemRefDescriptor{rank}", (ctypes.Structure,), {"_fields_": fields})
+
+
+class ArgSlot:
+    """One argument of a C-interface function: a descriptor and the pointer the callee reads."""
+
+    __slots__ = ("rank", "desc", "ptr", "address")
+
+    def __init__(self, rank: int):
+        self.rank = rank
+        self.desc = descriptor_class(rank)()
+        self.ptr = ctypes.c_void_p(ctypes.addressof(self.desc))
+        self.address = ctypes.addressof(self.ptr)  # what goes into the packed argument array
+
+    def set(self, array: np.ndarray) -> None:
+        d = self.desc
+        data = array.ctypes.data
+        d.allocated = data
+        d.aligned = data
+        d.offset = 0
+        if self.rank:
+            itemsize = array.itemsize
+            for i, (n, s) in enumerate(zip(array.shape, array.strides)):
+                d.sizes[i] = n
+                d.strides[i] = s // itemsize
+
+
+def packed_args(slots: list[ArgSlot]):
+    """The `void**` array that the packed `_mlir__mlir_ciface_<fn>` wrapper takes."""
+    return (ctypes.c_void_p * max(len(slots), 1))(*[s.address for s in slots])
+
+
+def view(address: int, rank: int, dtype: np.dtype) -> np.ndarray:
+    """A numpy view of the memref whose descriptor is at `address` (no copy)."""
+    d = descriptor_class(rank).from_address(address)
+    shape = tuple(d.sizes) if rank else ()
+    itemsize = dtype.itemsize
+    count = int(np.prod(shape)) if shape else 1
+    base = d.aligned + d.offset * itemsize
+    if count == 0:
+        return np.empty(shape, dtype)
+    strides = tuple(s * itemsize for s in d.strides) if rank else ()
+    span = sum((n - 1) * s for n, s in zip(shape, strides)) + itemsize if rank else itemsize
+    buffer = (ctypes.c_char * span).from_address(base)
+    flat = np.frombuffer(buffer, dtype=np.uint8)
+    return _strided(flat, dtype, shape, strides)
+
+
+def _strided(flat: np.ndarray, dtype: np.dtype, shape: tuple, strides: tuple) -> np.ndarray:
+    contiguous = strides == tuple(np.empty(shape, dtype).strides) if shape else True
+    if contiguous:
+        return flat.view(dtype).reshape(shape)
+    return np.lib.stride_tricks.as_strided(flat.view(dtype), shape, strides)

@@ -1,0 +1,27 @@
+"""`relax.transform`: graph-level passes of the Python API."""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import numpy as np
+
+from lowering.bind_params import bind_params
+from relaxmlir.transform import Pass, Sequential, mlir_pass  # noqa: F401
+
+
+def _to_numpy(value: Any) -> np.ndarray:
+    if hasattr(value, "view_numpy"):
+        return value.view_numpy()
+    if hasattr(value, "detach"):
+        return value.detach().cpu().numpy()
+    return np.asarray(value)
+
+
+def BindParams(func_name: str, params: Mapping[str, Any]) -> Pass:
+    """Bind parameters of `func_name` (by name) to constants; the function keeps the others.
+
+    `params` maps parameter names to numpy arrays, NDArrays or torch tensors.
+    """
+    arrays = {name: _to_numpy(v) for name, v in params.items()}
+    return Pass("BindParams", lambda mod: bind_params(mod.module.operation, func_name, arrays))

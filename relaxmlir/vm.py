@@ -1,0 +1,117 @@
+"""`relax.VirtualMachine`: calls the compiled entry points of an Executable.
+
+Each relax function is ONE native entry point; the VM only validates arguments, allocates the
+outputs whose sizes the symbolic shapes give, patches cached descriptors and makes one ctypes call.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Optional
+
+import numpy as np
+
+from dialects import shape as sh
+from relaxmlir import memref_abi
+from relaxmlir.build import Executable, FunctionInfo
+from relaxmlir.nd import Device, NDArray, cpu
+
+
+def _as_array(value: Any) -> np.ndarray:
+    if isinstance(value, NDArray):
+        return value.view_numpy()
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # torch.Tensor: share its memory
+        if getattr(value, "device", None) is not None and value.device.type != "cpu":
+            raise TypeError(f"expected a CPU tensor, got one on {value.device}")
+        return value.detach().numpy()
+    if hasattr(value, "__dlpack__"):
+        return np.from_dlpack(value)
+    raise TypeError(f"expected an NDArray, numpy array or torch tensor, got {type(value).__name__}")
+
+
+class _EntryPoint:
+    """A callable bound to one function: cached native pointer, descriptors and packed array."""
+
+    def __init__(self, vm: "VirtualMachine", info: FunctionInfo):
+        self.vm, self.info = vm, info
+        self.native = vm.executable.engine.lookup(info.name)
+        specs = info.params + info.results
+        self.slots = [memref_abi.ArgSlot(len(s.shape)) for s in specs]
+        self.packed = memref_abi.packed_args(self.slots)
+        self.param_dtypes = [np.dtype(p.dtype) for p in info.params]
+        self.result_dtypes = [np.dtype(r.dtype) for r in info.results]
+        self.static_results = [
+            tuple(r.shape) if sh.is_static(r.shape) else None for r in info.results
+        ]
+
+    def _error(self, message: str, exc_type: type = ValueError) -> Exception:
+        return exc_type(f"{message}; expected signature {self.info.signature}")
+
+    def __call__(self, *args):
+        info = self.info
+        if len(args) != len(info.params):
+            raise self._error(
+                f"{info.name}() takes {len(info.params)} argument(s), got {len(args)}", TypeError
+            )
+        arrays = []
+        env: dict[str, int] = {}
+        for i, (arg, spec, dtype) in enumerate(zip(args, info.params, self.param_dtypes)):
+            a = _as_array(arg)
+            if a.dtype != dtype:
+                raise self._error(f"argument {i} ('{spec.name}') has dtype {a.dtype}, expected {dtype}", TypeError)
+            problem = sh.bind(spec.shape, a.shape, env)
+            if problem:
+                raise self._error(f"argument {i} ('{spec.name}') has shape {a.shape}: {problem}")
+            if not a.flags.c_contiguous:
+                a = np.ascontiguousarray(a)
+            arrays.append(a)
+        outs = []
+        for spec, dtype, static in zip(info.results, self.result_dtypes, self.static_results):
+            shape = static if static is not None else tuple(sh.evaluate(d, env) for d in spec.shape)
+            outs.append(np.empty(shape, dtype))
+        for slot, a in zip(self.slots, arrays + outs):
+            slot.set(a)
+        self.native(self.packed)
+        for cb in self.vm.executable.callbacks:
+            if cb.error is not None:
+                error, cb.error = cb.error, None
+                raise RuntimeError(f"packed function '{cb.packed_name}' raised {type(error).__name__}: {error}") from error
+        if info.destination_passing:
+            return None
+        results = [NDArray(o, self.vm.device) for o in outs]
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+class VirtualMachine:
+    """Run the functions of an Executable: `vm["main"](*args)`.
+
+    Arguments may be `rm.nd.NDArray`, numpy arrays or torch CPU tensors (shared, not copied);
+    results are NDArrays (a tuple when the function returns several).
+    """
+
+    def __init__(self, executable: Executable, device: Optional[Device] = None, memory_cfg=None):
+        if not isinstance(executable, Executable):
+            raise TypeError(f"VirtualMachine expects an Executable from relax.build, got {type(executable).__name__}")
+        self.executable = executable
+        self.device = device if device is not None else cpu()
+        if isinstance(self.device, (list, tuple)):
+            self.device = self.device[0]
+        if self.device.device_type != executable.target.replace("llvm", "cpu"):
+            raise ValueError(f"executable built for target '{executable.target}' cannot run on {self.device}")
+        self._entries: dict[str, _EntryPoint] = {}
+
+    def __getitem__(self, name: str) -> _EntryPoint:
+        if name not in self._entries:
+            if name not in self.executable.infos:
+                raise KeyError(
+                    f"no function '{name}' in the executable; functions: {', '.join(self.executable.infos)}"
+                )
+            self._entries[name] = _EntryPoint(self, self.executable.infos[name])
+        return self._entries[name]
+
+    def signature(self, name: str = "main") -> FunctionInfo:
+        return self.executable.infos[name]
+
+    def invoke(self, name: str, *args):
+        return self[name](*args)
