@@ -347,8 +347,8 @@ def list_passes() -> str:
 
     width = max([len(n) for n in list(PASSES) + list(PIPELINES)] + [10]) + 2
     lines = ["Project passes (--<name>, or inside --pass-pipeline):"]
-    lines += [f"  {name:<{width}}{PASSES[name].summary}" for name in sorted(PASSES)]
     for name in sorted(PASSES):
+        lines.append(f"  {name:<{width}}{PASSES[name].summary}")
         for option, help_text in PASSES[name].options.items():
             lines.append(f"  {'':<{width}}  {option}=...: {help_text}")
     lines.append("Named pipelines (--pipeline=<name>):")
