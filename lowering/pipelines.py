@@ -25,6 +25,8 @@ SCHEDULE_CPU: list[str] = []
 
 BUFFERIZE = [
     "relax-graph-to-memref",  # graph functions -> one native entry point with out-parameters
+    "relax-prim-func-dps",  # kernels return exactly their out-arguments
+    "eliminate-empty-tensors",  # ... and compute into them rather than into a temporary
     # Primitive functions keep tensor signatures until here; function-boundary bufferization makes
     # their out-arguments the buffers the caller allocated (destination-passing, in place).
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",

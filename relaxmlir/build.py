@@ -88,13 +88,42 @@ def _function_infos(mod: IRModule) -> dict[str, FunctionInfo]:
         ]
         infos[f.name] = FunctionInfo(f.name, params, results)
     if not relax_funcs:  # a module of primitive functions: each public one is an entry point
-        for f in mod.functions.values():
+        for f in list(mod.functions.values()):
             visibility = f.op.attributes["sym_visibility"] if "sym_visibility" in f.op.attributes else None
             if visibility is None or ir.StringAttr(visibility).value == "public":
-                f.op.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-                params = [TensorSpec(n, s.shape, s.dtype) for n, s in f.params]
-                infos[f.name] = FunctionInfo(f.name, params, [], destination_passing=True)
+                info = _wrap_prim_func(mod, f)
+                infos[info.name] = info
     return infos
+
+
+def _wrap_prim_func(mod: IRModule, f) -> FunctionInfo:
+    """Entry point for a public primitive function: a relax function that `call_tir`s it.
+
+    The VM then passes the caller's output arrays as the out-parameters (destination passing).
+    """
+    from mlir.dialects import func as func_d
+
+    name = f.name
+    ftype = f.function_type
+    n_out = len(ftype.results)
+    n_in = len(ftype.inputs) - n_out
+    specs = [TensorSpec(n, s.shape, s.dtype) for n, s in f.params]
+    f.op.attributes["sym_name"] = ir.StringAttr.get(f"__tir_{name}")
+    f.op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    with ir.InsertionPoint(mod.body):
+        wrapper = func_d.FuncOp(name, ir.FunctionType.get(list(ftype.inputs[:n_in]), list(ftype.results)))
+    wrapper.attributes[rx.FUNCTION_ATTR] = ir.UnitAttr.get()
+    if "arg_attrs" in f.op.attributes:
+        wrapper.attributes["arg_attrs"] = ir.ArrayAttr.get(list(ir.ArrayAttr(f.op.attributes["arg_attrs"]))[:n_in])
+    entry = wrapper.add_entry_block()
+    with ir.InsertionPoint(entry):
+        attrs = {"callee": ir.FlatSymbolRefAttr.get(f"__tir_{name}")}
+        out_shapes = [s.shape for s in specs[n_in:]]
+        if not all(sh.is_static(s) for s in out_shapes):
+            attrs[rx.SHAPE_ATTR] = ir.ArrayAttr.get([sh.to_attr(s) for s in out_shapes])
+        call = rx.create(rx.CallTIR.name, list(entry.arguments), list(ftype.results), attrs)
+        func_d.ReturnOp(list(call.results))
+    return FunctionInfo(name, specs[:n_in], specs[n_in:], destination_passing=True)
 
 
 def _packed_names(mod: IRModule) -> set[str]:

@@ -50,13 +50,15 @@ class _EntryPoint:
 
     def __call__(self, *args):
         info = self.info
-        if len(args) != len(info.params):
-            raise self._error(
-                f"{info.name}() takes {len(info.params)} argument(s), got {len(args)}", TypeError
-            )
+        dps = info.destination_passing
+        expected = len(info.params) + (len(info.results) if dps else 0)
+        if len(args) != expected:
+            raise self._error(f"{info.name}() takes {expected} argument(s), got {len(args)}", TypeError)
         arrays = []
         env: dict[str, int] = {}
-        for i, (arg, spec, dtype) in enumerate(zip(args, info.params, self.param_dtypes)):
+        specs = info.params + (info.results if dps else [])
+        dtypes = self.param_dtypes + (self.result_dtypes if dps else [])
+        for i, (arg, spec, dtype) in enumerate(zip(args, specs, dtypes)):
             a = _as_array(arg)
             if a.dtype != dtype:
                 raise self._error(f"argument {i} ('{spec.name}') has dtype {a.dtype}, expected {dtype}", TypeError)
@@ -64,23 +66,34 @@ class _EntryPoint:
             if problem:
                 raise self._error(f"argument {i} ('{spec.name}') has shape {a.shape}: {problem}")
             if not a.flags.c_contiguous:
+                if dps and i >= len(info.params):
+                    raise self._error(f"output argument {i} ('{spec.name}') must be C-contiguous")
                 a = np.ascontiguousarray(a)
             arrays.append(a)
+        if dps:
+            for slot, a in zip(self.slots, arrays):
+                slot.set(a)
+            self._call()
+            return None
         outs = []
         for spec, dtype, static in zip(info.results, self.result_dtypes, self.static_results):
             shape = static if static is not None else tuple(sh.evaluate(d, env) for d in spec.shape)
             outs.append(np.empty(shape, dtype))
         for slot, a in zip(self.slots, arrays + outs):
             slot.set(a)
+        self._call()
+        results = [NDArray(o, self.vm.device) for o in outs]
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+    def _call(self) -> None:
         self.native(self.packed)
         for cb in self.vm.executable.callbacks:
             if cb.error is not None:
                 error, cb.error = cb.error, None
-                raise RuntimeError(f"packed function '{cb.packed_name}' raised {type(error).__name__}: {error}") from error
-        if info.destination_passing:
-            return None
-        results = [NDArray(o, self.vm.device) for o in outs]
-        return results[0] if len(results) == 1 else tuple(results)
+                raise RuntimeError(
+                    f"packed function '{cb.packed_name}' raised {type(error).__name__}: {error}"
+                ) from error
 
 
 class VirtualMachine:
