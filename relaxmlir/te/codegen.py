@@ -27,6 +27,25 @@ def mlir_type(dtype: str) -> ir.Type:
     return ir.IntegerType.get_signless(E.bits(dtype))
 
 
+def storage_type(dtype: str) -> ir.Type:
+    """Element type of tensors: bool is stored as i8 (0/1), like numpy and DLPack.
+
+    NOTE: MLIR 22's memref-to-LLVM lowering asserts on `memref<...xi1>` stores, so i1 exists
+    only as a scalar inside bodies; reads and writes convert at the tensor boundary.
+    """
+    return ir.IntegerType.get_signless(8) if dtype == "bool" else mlir_type(dtype)
+
+
+def from_storage(v: ir.Value, dtype: str) -> ir.Value:
+    if dtype != "bool":
+        return v
+    return arith.cmpi(arith.CmpIPredicate.ne, v, arith.constant(v.type, 0))
+
+
+def to_storage(v: ir.Value, dtype: str) -> ir.Value:
+    return arith.extui(storage_type(dtype), v) if dtype == "bool" else v
+
+
 def constant(value, dtype: str) -> ir.Value:
     ty = mlir_type(dtype)
     if E.kind(dtype) == "f":
@@ -236,8 +255,9 @@ def _call(em: Emitter, e: Expr) -> ir.Value:
 
 def _read(em: Emitter, e: Expr) -> ir.Value:
     if id(e) in em.slots:
-        return em.slots[id(e)]
-    return tensor.extract(em.tensors[id(e.arg)], [em.index(i) for i in e.args])
+        return from_storage(em.slots[id(e)], e.dtype)
+    v = tensor.extract(em.tensors[id(e.arg)], [em.index(i) for i in e.args])
+    return from_storage(v, e.dtype)
 
 
 def _select(em: Emitter, e: Expr) -> ir.Value:

@@ -52,6 +52,9 @@ class Expr:
             return self.arg
         if self.op == "read":
             return f"{self.arg.name}[{', '.join(map(repr, self.args))}]"
+        if self.op == "reduce":
+            axes = ", ".join(a.name for a in self.arg[1])
+            return f"te.{self.arg[0]}({self.args[0]!r}, axis=[{axes}])"
         if self.op in _INFIX:
             return f"({self.args[0]!r} {_INFIX[self.op]} {self.args[1]!r})"
         inner = ", ".join(map(repr, self.args))

@@ -15,7 +15,9 @@ from mlir.dialects import func, linalg, tensor
 import dialects
 from dialects.relax import PRIM_FUNC_ATTR, SHAPE_ATTR
 from relaxmlir.te import expr as E
-from relaxmlir.te.codegen import Emitter, combine, index_constant, mlir_type
+from relaxmlir.te.codegen import (
+    Emitter, combine, from_storage, index_constant, storage_type, to_storage,
+)
 from relaxmlir.te.tensor import Tensor, dim_key, identity
 
 DYN = ir.ShapedType.get_dynamic_size()
@@ -210,11 +212,12 @@ def emit_compute(t: Tensor, values: dict, symbols: dict, dest: Optional[ir.Value
             ins.append(tensor.empty([ext_vals[k]], ir.IntegerType.get_signless(8)))
             maps.append(ir.AffineMap.get(n, 0, [ir.AffineDimExpr.get(k)]))
 
-    elem = mlir_type(t.dtype)
+    elem = storage_type(t.dtype)
     out_ty = ir.RankedTensorType.get([d if isinstance(d, int) else DYN for d in t.shape], elem)
     out = dest if dest is not None else tensor.empty(ext_vals[: t.ndim], elem)
     if is_reduce:
-        out = linalg.fill(outer.value(identity(body.arg[0], t.dtype)), outs=[out])
+        init = to_storage(outer.value(identity(body.arg[0], t.dtype)), t.dtype)
+        out = linalg.fill(init, outs=[out])
     maps.append(ir.AffineMap.get(n, 0, [ir.AffineDimExpr.get(k) for k in range(t.ndim)]))
     iters = ["parallel"] * t.ndim + ["reduction"] * len(reduce_axes)
     op = linalg.GenericOp(
@@ -228,8 +231,9 @@ def emit_compute(t: Tensor, values: dict, symbols: dict, dest: Optional[ir.Value
         em = Emitter(symbols, values, loops, args, block)
         v = em.value(value_expr)
         if is_reduce:
-            v = combine(body.arg[0], t.dtype, block.arguments[len(ins)], v)
-        linalg.YieldOp([v])
+            acc = from_storage(block.arguments[len(ins)], t.dtype)
+            v = combine(body.arg[0], t.dtype, acc, v)
+        linalg.YieldOp([to_storage(v, t.dtype)])
     return op.result
 
 
@@ -303,7 +307,7 @@ def create_prim_func(args: Sequence[Tensor]) -> PrimFunc:
     with ctx, ir.Location.unknown():
         module = ir.Module.create()
         types = [ir.RankedTensorType.get([d if isinstance(d, int) else DYN for d in t.shape],
-                                         mlir_type(t.dtype)) for t in params]
+                                         storage_type(t.dtype)) for t in params]
         with ir.InsertionPoint(module.body):
             fn = func.FuncOp("main", (types, types[len(inputs):]))
         fn.attributes[PRIM_FUNC_ATTR] = ir.UnitAttr.get()
