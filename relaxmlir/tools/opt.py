@@ -274,7 +274,8 @@ def process_chunk(chunk: Chunk, opts: Options, source_name: str, ctx) -> tuple[b
 
     errors: list[dg.Diagnostic] = []
     output = ""
-    with dg.captured(ctx, source_name) as handled:
+    # Python passes build IR with the context and a location taken from the environment.
+    with ctx, ir.Location.unknown(ctx), dg.captured(ctx, source_name) as handled:
         try:
             module = ir.Module.parse(chunk.text, context=ctx)
         except ir.MLIRError as exc:

@@ -1,0 +1,54 @@
+// RUN: relaxmlir-opt %s -split-input-file -verify-diagnostics --relax-inline-dataflow --relax-graph-to-memref | FileCheck %s
+
+func.func private @add(%a: tensor<?x4xf32>, %b: tensor<?x4xf32>, %out: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {relax.prim_func} {
+  %0 = linalg.add ins(%a, %b : tensor<?x4xf32>, tensor<?x4xf32>) outs(%out : tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %0 : tensor<?x4xf32>
+}
+
+// The graph function becomes one C-interface entry point over memrefs whose last argument is
+// the result buffer; the intermediate gets an allocation sized from the symbolic dim `n`, and
+// the last call_tir writes straight into the out-parameter.
+// CHECK-LABEL: func.func @chain
+// CHECK-SAME: (%[[X:[^:]+]]: memref<?x4xf32> {{.*}}, %[[Y:[^:]+]]: memref<?x4xf32> {{.*}}, %[[OUT:[^:]+]]: memref<?x4xf32>)
+// CHECK-SAME: attributes {llvm.emit_c_interface, relax.function}
+// CHECK: %[[N:.+]] = memref.dim %[[X]], %{{.+}} : memref<?x4xf32>
+// CHECK: %[[TMP:.+]] = memref.alloc(%[[N]]) {alignment = 64 : i64} : memref<?x4xf32>
+// CHECK: %[[FIRST:.+]] = call @add(
+// CHECK: bufferization.materialize_in_destination %[[FIRST]] in restrict writable %[[TMP]]
+// CHECK: %[[SECOND:.+]] = call @add(
+// CHECK: bufferization.materialize_in_destination %[[SECOND]] in restrict writable %[[OUT]]
+// CHECK-NOT: memref.copy
+// CHECK: return
+func.func @chain(%x: tensor<?x4xf32> {relax.name = "x", relax.shape = ["n", 4]}, %y: tensor<?x4xf32> {relax.name = "y", relax.shape = ["n", 4]}) -> tensor<?x4xf32> attributes {relax.function} {
+  %0 = scf.execute_region -> tensor<?x4xf32> no_inline {
+    %1 = "relax.call_tir"(%x, %y) {callee = @add, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, relax.shape = [["n", 4]], resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+    %2 = "relax.call_tir"(%1, %y) {callee = @add, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, relax.shape = [["n", 4]], resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+    scf.yield %2 : tensor<?x4xf32>
+  } {relax.dataflow}
+  return %0 : tensor<?x4xf32>
+}
+
+// -----
+
+// Constants become private memref globals; packed functions become C-interface declarations
+// that the runtime binds to registered Python functions.
+// CHECK-DAG: func.func private @[[PRINT:__packed_env_print_[0-9]+]](memref<2xf32>) attributes {llvm.emit_c_interface, relax.packed = "env.print"
+// CHECK-DAG: memref.global "private" constant @[[CONST:__constant_[0-9]+]] : memref<2xf32> = dense<[1.000000e+00, 2.000000e+00]>
+// CHECK-LABEL: func.func @constant_and_packed
+// CHECK: %[[C:.+]] = memref.get_global @[[CONST]] : memref<2xf32>
+// CHECK: call @[[PRINT]](%[[C]]) : (memref<2xf32>) -> ()
+// CHECK: memref.copy %[[C]], %{{.+}}
+func.func @constant_and_packed() -> tensor<2xf32> attributes {relax.function} {
+  %c = "relax.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
+  "relax.call_packed"(%c) {callee = "env.print", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2xf32>) -> ()
+  return %c : tensor<2xf32>
+}
+
+// -----
+
+func.func @packed_dynamic_without_shape(%x: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {relax.function} {
+  // expected-error @+1 {{'relax.call_dps_packed' result has a dynamic dimension 0 without a relax.shape}}
+  %0 = "relax.call_dps_packed"(%x) {callee = "env.relu", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %1 = "relax.call_dps_packed"(%0) {callee = "env.relu", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  return %1 : tensor<?x4xf32>
+}
