@@ -147,6 +147,13 @@ def cast_value(v: ir.Value, src: str, dst: str) -> ir.Value:
     return arith.extsi(ty, v) if ks == "i" else arith.extui(ty, v)
 
 
+def cast_to_index(v: ir.Value, dtype: str) -> ir.Value:
+    if E.kind(dtype) not in "iub":
+        raise ValueError(f"te: expected an integer index, got ({dtype})")
+    unsigned = E.kind(dtype) in "ub"
+    return (arith.index_castui if unsigned else arith.index_cast)(ir.IndexType.get(), v)
+
+
 class Emitter:
     """Lowers expressions at the current insertion point.
 
@@ -188,7 +195,7 @@ class Emitter:
         hit = self._lookup((id(e), True))
         if hit is None:
             rule = INDEX_RULES.get(e.op)
-            hit = rule(self, e) if rule else arith.index_cast(ir.IndexType.get(), self.value(e))
+            hit = rule(self, e) if rule else cast_to_index(self.value(e), e.dtype)
             self.memo[-1][(id(e), True)] = hit
         return hit
 
@@ -277,7 +284,8 @@ def _reduce(em: Emitter, e: Expr) -> ir.Value:
 
 VALUE_RULES: Dict[str, Callable[[Emitter, Expr], ir.Value]] = {
     "const": lambda em, e: constant(e.arg, e.dtype),
-    "var": lambda em, e: arith.index_cast(mlir_type(e.dtype), em.index(e)),
+    "var": lambda em, e: (arith.index_castui if E.kind(e.dtype) == "u" else arith.index_cast)(
+        mlir_type(e.dtype), em.index(e)),
     "read": _read,
     "cast": lambda em, e: cast_value(em.value(e.args[0]), e.args[0].dtype, e.dtype),
     "neg": _neg,
@@ -308,7 +316,7 @@ INDEX_RULES: Dict[str, Callable[[Emitter, Expr], ir.Value]] = {
     "max": _index_binary(arith.maxsi),
     "neg": lambda em, e: arith.subi(index_constant(0), em.index(e.args[0])),
     "cast": lambda em, e: em.index(e.args[0]) if E.kind(e.args[0].dtype) in "iu"
-    else arith.index_cast(ir.IndexType.get(), em.value(e)),
+    else cast_to_index(em.value(e), e.dtype),
 }
 
 

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from functools import partial
+from typing import Any, Callable, Dict, Optional, Sequence, Union
 
 DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
           "float16", "bfloat16", "float32", "float64")
@@ -69,35 +70,11 @@ class Expr:
         raise ValueError(f"te: cannot use expression {self!r} as a python bool "
                          "(use te.all, te.any or te.if_then_else)")
 
-    # arithmetic
-    def __add__(self, o): return binary("add", self, o)
-    def __radd__(self, o): return binary("add", o, self)
-    def __sub__(self, o): return binary("sub", self, o)
-    def __rsub__(self, o): return binary("sub", o, self)
-    def __mul__(self, o): return binary("mul", self, o)
-    def __rmul__(self, o): return binary("mul", o, self)
-    def __truediv__(self, o): return div(self, o)
-    def __rtruediv__(self, o): return div(o, self)
-    def __floordiv__(self, o): return binary("floordiv", self, o)
-    def __rfloordiv__(self, o): return binary("floordiv", o, self)
-    def __mod__(self, o): return binary("floormod", self, o)
-    def __rmod__(self, o): return binary("floormod", o, self)
-    def __pow__(self, o): return binary("pow", self, o)
-    def __rpow__(self, o): return binary("pow", o, self)
-    def __neg__(self): return Expr("neg", self.dtype, (self,))
-    # comparisons and logic
-    def __lt__(self, o): return compare("lt", self, o)
-    def __le__(self, o): return compare("le", self, o)
-    def __gt__(self, o): return compare("gt", self, o)
-    def __ge__(self, o): return compare("ge", self, o)
-    def __eq__(self, o): return compare("eq", self, o)
-    def __ne__(self, o): return compare("ne", self, o)
-    def __and__(self, o): return logical("and", self, o)
-    def __rand__(self, o): return logical("and", o, self)
-    def __or__(self, o): return logical("or", self, o)
-    def __ror__(self, o): return logical("or", o, self)
-    def __xor__(self, o): return logical("xor", self, o)
-    def __invert__(self): return logical("xor", self, const(True if self.dtype == "bool" else -1, self.dtype))
+    def __neg__(self) -> "Expr":
+        return Expr("neg", self.dtype, (self,))
+
+    def __invert__(self) -> "Expr":
+        return logical("xor", self, const(True if self.dtype == "bool" else -1, self.dtype))
 
     def equal(self, other) -> "Expr":
         """Elementwise `==` as an expression (same as the operator)."""
@@ -126,6 +103,8 @@ class Var(Expr):
     @property
     def name(self) -> str:
         return self.arg
+
+    name_hint = name
 
 
 class IterVar(Var):
@@ -338,3 +317,24 @@ trunc = _unary("trunc")
 
 pow = power  # noqa: A001 - TVM's alias
 indexdiv, indexmod = floordiv, floormod
+
+
+def _method(fn: Callable, reflected: bool) -> Callable:
+    def method(self: Expr, other: Any) -> Expr:
+        return fn(other, self) if reflected else fn(self, other)
+
+    return method
+
+
+# python operator -> expression builder; `/` and `%` follow TVM (truncdiv on ints, floormod)
+_OPERATORS: Dict[str, Callable] = {
+    "add": partial(binary, "add"), "sub": partial(binary, "sub"),
+    "mul": partial(binary, "mul"), "truediv": div, "floordiv": floordiv, "mod": floormod,
+    "pow": power, "and": partial(logical, "and"), "or": partial(logical, "or"),
+    "xor": partial(logical, "xor"),
+}
+for _name, _fn in _OPERATORS.items():
+    setattr(Expr, f"__{_name}__", _method(_fn, False))
+    setattr(Expr, f"__r{_name}__", _method(_fn, True))
+for _name in ("lt", "le", "gt", "ge", "eq", "ne"):  # python reflects comparisons itself
+    setattr(Expr, f"__{_name}__", _method(partial(compare, _name), False))

@@ -106,6 +106,11 @@ def _terms(form: dict) -> tuple:
     return {k: c for k, c in form.items() if k is not None and c != 0}, form.get(None, 0)
 
 
+def _form_key(form: dict) -> tuple:
+    terms, c0 = _terms(form)
+    return tuple(sorted(terms.items())) + (c0,)
+
+
 def _in_bounds(t: Tensor, forms: list, extents: list) -> bool:
     """Whether an affine read stays inside `t` over the whole iteration space."""
     for size, form in zip(t.shape, forms):
@@ -155,7 +160,7 @@ def _affine_expr(form: dict) -> ir.AffineExpr:
     return out
 
 
-def _sliced_operand(value: ir.Value, t: Tensor, forms: list, extents: list, ext_vals: list):
+def _sliced_operand(value: ir.Value, t: Tensor, forms: list, extents: list, ext_val):
     """Turn `s*d + c` subscripts into plain dims over a `tensor.extract_slice` view.
 
     NOTE: linalg infers loop bounds from operand dims, so a plain `d_k` result must index a
@@ -167,7 +172,7 @@ def _sliced_operand(value: ir.Value, t: Tensor, forms: list, extents: list, ext_
         if len(terms) == 1 and next(iter(terms.values())) >= 1:
             (k, s), = terms.items()
             if not (s == 1 and c0 == 0 and dim_key(size) == dim_key(extents[k])):
-                plan.append((c0, ext_vals[k], s, ir.AffineDimExpr.get(k)))
+                plan.append((c0, ext_val(k), s, ir.AffineDimExpr.get(k)))
                 continue
         plan.append((0, None, 1, _affine_expr(form)))
     if all(p[1] is None for p in plan):
@@ -196,25 +201,28 @@ def emit_compute(t: Tensor, values: dict, symbols: dict, dest: Optional[ir.Value
     n = len(loop_vars)
 
     outer = Emitter(symbols, values)
-    ext_vals = [x if isinstance(x, int) else outer.index(x) for x in extents]
+
+    def ext_val(k: int):  # int, or an `index` value made (once, memoized) only when needed
+        return extents[k] if isinstance(extents[k], int) else outer.index(extents[k])
+
     ins, maps, slots, keys = [], [], {}, {}
     for rid, (read, forms) in _operand_reads(value_expr, loops, extents).items():
-        key = (id(read.arg), repr(forms))
+        key = (id(read.arg), tuple(_form_key(f) for f in forms))
         if key not in keys:
             keys[key] = len(ins)
-            v, results = _sliced_operand(values[id(read.arg)], read.arg, forms, extents, ext_vals)
+            v, results = _sliced_operand(values[id(read.arg)], read.arg, forms, extents, ext_val)
             ins.append(v)
             maps.append(ir.AffineMap.get(n, 0, results))
         slots[rid] = keys[key]
     for k in range(t.ndim, n):  # a reduce dim no operand indexes plainly needs a bound witness
         if not any(isinstance(r, ir.AffineDimExpr) and r.position == k
                    for m in maps for r in m.results):
-            ins.append(tensor.empty([ext_vals[k]], ir.IntegerType.get_signless(8)))
+            ins.append(tensor.empty([ext_val(k)], ir.IntegerType.get_signless(8)))
             maps.append(ir.AffineMap.get(n, 0, [ir.AffineDimExpr.get(k)]))
 
     elem = storage_type(t.dtype)
     out_ty = ir.RankedTensorType.get([d if isinstance(d, int) else DYN for d in t.shape], elem)
-    out = dest if dest is not None else tensor.empty(ext_vals[: t.ndim], elem)
+    out = dest if dest is not None else tensor.empty([ext_val(k) for k in range(t.ndim)], elem)
     if is_reduce:
         init = to_storage(outer.value(identity(body.arg[0], t.dtype)), t.dtype)
         out = linalg.fill(init, outs=[out])

@@ -52,8 +52,10 @@ class Tensor:
     `reduce_axis` list. Tensors compare by identity.
     """
 
-    def __init__(self, shape: Sequence[Dim], dtype: str, name: str, axis=(), body=None):
+    def __init__(self, shape: Sequence[Dim], dtype: str, name: str, axis=(), body=None,
+                 tag: str = "", attrs: Optional[dict] = None):
         self.shape = tuple(shape)
+        self.tag, self.attrs = tag, dict(attrs or {})
         self.dtype = E.check_dtype(dtype)
         self.name = name
         self.axis: List[Var] = list(axis)
@@ -196,7 +198,7 @@ def compute(shape: Any, fcompute: Callable, name: str = "compute", tag: str = ""
         if builtins.any(node.op == "reduce" for node in walk(root)):
             raise ValueError(f"te.compute '{name}': reduction must be at the top level of the "
                              f"body (got {body!r})")
-    return Tensor(shape, body.dtype, name, axis, body)
+    return Tensor(shape, body.dtype, name, axis, body, tag, attrs)
 
 
 def _reduce(combiner: str, source: Any, axis: Any, where: Any = None) -> Expr:

@@ -121,6 +121,10 @@ def test_take_int64_indices():
     e, ix = rand(10, 4), np.array([3, 0, 9, 3, 7, 1], "int64")
     f = check([emb, idx, out], [e, ix], [e[ix]], rtol=0, atol=0)
     assert "tensor.extract" in str(f)
+    table, u8 = te.placeholder((256,), name="table"), te.placeholder((4,), "uint8", name="u8")
+    look = te.compute((4,), lambda i: table[u8[i]], name="look")
+    tv, uv = rand(256), np.array([0, 200, 255, 7], "uint8")  # unsigned: 200 is not -56
+    check([table, u8, look], [tv, uv], [tv[uv]], rtol=0, atol=0)
 
 
 def test_pad_if_then_else():
@@ -143,8 +147,21 @@ def test_conv1d_padded_and_maxpool():
     pool = te.compute((6,), lambda i: te.max(A[i * 2 + q], axis=q), name="pool")
     a, w = rand(12), rand(3, seed=1)
     ap = np.pad(a, 1)
+    B = te.compute((4,), lambda i: A[i] + A[1 + i] + A[i + 1], name="B")  # slices, deduped
+    f = check([A, B], [a], [a[:4] + 2 * a[1:5]])
+    assert str(f).count("tensor.extract_slice") == 2
     want = np.array([ap[i:i + 3] @ w for i in range(12)], "float32")
     check([A, W, conv, pool], [a, w], [want, a.reshape(6, 2).max(1)], rtol=1e-5)
+
+
+def test_conv2d_strided_multi_axis():
+    X, W = te.placeholder((2, 9, 9), name="X"), te.placeholder((3, 2, 3, 3), name="W")
+    rc, ry, rx = (te.reduce_axis((0, e), name=n) for n, e in [("rc", 2), ("ry", 3), ("rx", 3)])
+    Y = te.compute((3, 4, 4), lambda f, y, x: te.sum(
+        X[rc, y * 2 + ry, x * 2 + rx] * W[f, rc, ry, rx], axis=[rc, ry, rx]), name="Y")
+    x, w = rand(2, 9, 9), rand(3, 2, 3, 3, seed=1)
+    win = np.lib.stride_tricks.sliding_window_view(x, (3, 3), axis=(1, 2))[:, ::2, ::2]
+    check([X, W, Y], [x, w], [np.einsum("cyxij,fcij->fyx", win, w)], rtol=1e-4, atol=1e-5)
 
 
 def test_reduce_axis_offset_and_where():
@@ -179,6 +196,18 @@ def test_symbolic_batch():
     for batch in (2, 5):
         x = rand(batch, 8, seed=batch)
         check([X, W, Y, mean], [x, w], [x @ w, (x @ w).mean(0)], rtol=1e-4, atol=1e-5)
+
+
+def test_symbolic_concat():
+    n = te.var("n")
+    A, B = te.placeholder((n, 2), name="A"), te.placeholder((n, 2), name="B")
+    C = te.compute((n * 2, 2), lambda i, j: te.if_then_else(i < n, A[i, j], B[i - n, j]),
+                   name="C")
+    f = te.create_prim_func([A, B, C])
+    assert 'relax.shape = ["(n * 2)", 2]' in str(f)
+    for size in (1, 4):
+        a, b = rand(size, 2), rand(size, 2, seed=1)
+        check([A, B, C], [a, b], [np.concatenate([a, b])], rtol=0, atol=0)
 
 
 def test_int32_arithmetic():
@@ -226,7 +255,9 @@ def test_bool_compare_select():
                    name="W")
     a, b = rand(10), rand(10, seed=1)
     m = (a > b) | (a < -1)
-    check([A, B, M, W], [a, b], [m, np.where(m, a, b * 2)], rtol=0, atol=0)
+    f = check([A, B, M, W], [a, b], [m, np.where(m, a, b * 2)], rtol=0, atol=0)
+    # in-bounds reads under a condition are plain operands, so the select stays branch-free
+    assert "arith.select" in str(f) and "scf.if" not in str(f)
 
 
 def test_upsample_nonaffine_index():
