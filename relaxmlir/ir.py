@@ -8,6 +8,7 @@ from mlir import ir
 
 from dialects import relax as rx
 from dialects import shape as sh
+from dialects.relax_syntax import add_segments, strip_segments
 from relaxmlir.scope import in_scope, scope
 
 SHOW_ELEMENTS_LIMIT = 16  # constants above this many elements print as dense_resource<__elided__>
@@ -73,9 +74,11 @@ class Function:
 
     @in_scope
     def script(self, elide: bool = True) -> str:
-        return self.op.get_asm(
-            large_elements_limit=SHOW_ELEMENTS_LIMIT if elide else None,
-            use_name_loc_as_prefix=True,
+        return strip_segments(
+            self.op.get_asm(
+                large_elements_limit=SHOW_ELEMENTS_LIMIT if elide else None,
+                use_name_loc_as_prefix=True,
+            )
         )
 
     def __str__(self) -> str:
@@ -128,9 +131,12 @@ class IRModule:
 
     @in_scope
     def script(self, elide: bool = False) -> str:
-        return self.module.operation.get_asm(
-            large_elements_limit=SHOW_ELEMENTS_LIMIT if elide else None,
-            use_name_loc_as_prefix=True,
+        """MLIR text of the module (relax segment-size bookkeeping hidden; `parse` restores it)."""
+        return strip_segments(
+            self.module.operation.get_asm(
+                large_elements_limit=SHOW_ELEMENTS_LIMIT if elide else None,
+                use_name_loc_as_prefix=True,
+            )
         )
 
     def show(self, elide: bool = True) -> None:
@@ -145,7 +151,9 @@ class IRModule:
 
     @in_scope
     def clone(self) -> "IRModule":
-        return IRModule(ir.Module.parse(self.script()))
+        """A deep copy; locations (which carry the SSA names) are kept."""
+        text = self.module.operation.get_asm(enable_debug_info=True)
+        return IRModule(ir.Module.parse(text))
 
     @in_scope
     def verify(self) -> None:
@@ -172,6 +180,6 @@ def parse(text: str) -> IRModule:
         raise TypeError(f"parse expects MLIR text (str), got {type(text).__name__}")
     with scope():
         try:
-            return IRModule(ir.Module.parse(text))
+            return IRModule(ir.Module.parse(add_segments(text)))
         except ir.MLIRError as exc:
             raise ParseError(_format_diagnostics(exc)) from None

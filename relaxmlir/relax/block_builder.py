@@ -165,8 +165,9 @@ class BlockBuilder:
         holder = df["op"]
         outputs: list[Var] = df["outputs"]
         values = [v for var in outputs for v in frame.env[id(var)]]
+        loc = ir.Location.name(self._out_name()) if outputs else ir.Location.unknown()
         with ir.InsertionPoint(holder):
-            region_op = scf.ExecuteRegionOp([v.type for v in values], no_inline=True)
+            region_op = scf.ExecuteRegionOp([v.type for v in values], no_inline=True, loc=loc)
         region_op.operation.attributes[rx.DATAFLOW_ATTR] = ir.UnitAttr.get()
         body = holder.regions[0].blocks[0]
         body.append_to(region_op.regions[0])
@@ -201,9 +202,10 @@ class BlockBuilder:
         frame = self._require_function("emit")
         if isinstance(expr, Var):
             return expr
+        name = self._name(name_hint)
         with scope():
-            values, sinfo = self._materialize(expr, name_hint)
-        var = Var(self._name(name_hint), sinfo)
+            values, sinfo = self._materialize(expr, name)
+        var = Var(name, sinfo)
         frame.env[id(var)] = values
         var.values = values
         if frame.dataflow is not None:
@@ -350,7 +352,7 @@ class BlockBuilder:
                 results=[s.mlir_type() for s in outs],
                 operands=operands,
                 attributes=attrs,
-                loc=ir.Location.name(self._name(name_hint)) if outs else ir.Location.unknown(),
+                loc=ir.Location.name(name_hint or self._name("")) if outs else ir.Location.unknown(),
             )
         return list(op.results)
 

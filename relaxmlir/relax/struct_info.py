@@ -66,7 +66,8 @@ class TensorStructInfo(StructInfo):
     def __init__(self, shape: Sequence[Union[int, str]], dtype: str = "float32"):
         object.__setattr__(self, "shape", tuple(normalize_dim(d) for d in shape))
         object.__setattr__(self, "dtype", str(np.dtype(dtype)) if dtype != "bfloat16" else dtype)
-        mlir_element_type(self.dtype)
+        if self.dtype not in _DTYPES:
+            raise TypeError(f"unsupported dtype '{dtype}'; supported: {', '.join(_DTYPES)}")
 
     @property
     def ndim(self) -> int:
@@ -77,9 +78,12 @@ class TensorStructInfo(StructInfo):
         return sh.is_static(self.shape)
 
     def mlir_type(self) -> ir.RankedTensorType:
-        dyn = ir.ShapedType.get_dynamic_size()
-        dims = [d if isinstance(d, int) else dyn for d in self.shape]
-        return ir.RankedTensorType.get(dims, mlir_element_type(self.dtype))
+        from relaxmlir.scope import scope
+
+        with scope():
+            dyn = ir.ShapedType.get_dynamic_size()
+            dims = [d if isinstance(d, int) else dyn for d in self.shape]
+            return ir.RankedTensorType.get(dims, mlir_element_type(self.dtype))
 
     def __repr__(self) -> str:
         return f"R.Tensor({self.shape}, \"{self.dtype}\")"
