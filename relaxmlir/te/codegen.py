@@ -103,7 +103,8 @@ COMPARE: Dict[str, tuple] = {
     "eq": ("oeq", "eq", "eq"), "ne": ("une", "ne", "ne"),
 }
 _CMPF = {name: getattr(arith.CmpFPredicate, name.upper()) for name, _, _ in COMPARE.values()}
-_CMPI = {name: getattr(arith.CmpIPredicate, name) for _, s, u in COMPARE.values() for name in (s, u)}
+_CMPI = {name: getattr(arith.CmpIPredicate, name)
+         for _, signed, unsigned in COMPARE.values() for name in (signed, unsigned)}
 
 
 def _sigmoid(x):
@@ -120,6 +121,9 @@ UNARY: Dict[str, Callable] = {
     "floor": math.floor, "ceil": math.ceil, "round": math.roundeven, "trunc": math.trunc,
     "abs": math.absf,
 }
+
+
+_NATIVE_HALF = ("abs", "floor", "ceil", "round", "trunc", "sqrt")
 
 
 def _column(dtype: str) -> int:
@@ -257,6 +261,10 @@ def _call(em: Emitter, e: Expr) -> ir.Value:
     x = em.value(e.args[0])
     if e.arg == "abs" and E.kind(e.dtype) != "f":
         return math.absi(x)
+    if E.kind(e.dtype) == "f" and E.bits(e.dtype) < 32 and e.arg not in _NATIVE_HALF:
+        # NOTE: libm has no f16/bf16 entry points, so transcendentals run in f32 (as TVM does)
+        f32 = ir.F32Type.get()
+        return arith.truncf(x.type, UNARY[e.arg](arith.extf(f32, x)))
     return UNARY[e.arg](x)
 
 

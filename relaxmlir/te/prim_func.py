@@ -64,7 +64,8 @@ class PrimFunc:
         if module.context != self.module.context:
             raise ValueError("PrimFunc.emit: target module must live in dialects.get_context()")
         for op in module.body.operations:
-            if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == name:
+            sym = op.attributes["sym_name"] if "sym_name" in op.attributes else None
+            if sym is not None and ir.StringAttr(sym).value == name:
                 raise ValueError(f"PrimFunc.emit: symbol '{name}' already exists in the module")
         with module.context, ir.Location.unknown():
             new = self.func_op.clone(ip=ir.InsertionPoint(module.body))
@@ -111,8 +112,9 @@ def _form_key(form: dict) -> tuple:
     return tuple(sorted(terms.items())) + (c0,)
 
 
-def _in_bounds(t: Tensor, forms: list, extents: list) -> bool:
-    """Whether an affine read stays inside `t` over the whole iteration space."""
+def _in_bounds(t: Tensor, forms: list, extents: list) -> Optional[bool]:
+    """Whether an affine read stays inside `t` over the whole iteration space (None: unknown)."""
+    known = True
     for size, form in zip(t.shape, forms):
         terms, c0 = _terms(form)
         if len(terms) == 1 and c0 == 0:
@@ -121,17 +123,18 @@ def _in_bounds(t: Tensor, forms: list, extents: list) -> bool:
                 continue
         exts = [extents[k] for k in terms]
         if not isinstance(size, int) or not all(isinstance(x, int) for x in exts):
-            return False
+            known = None
+            continue
         if any(x == 0 for x in exts):
             continue
         lo = c0 + sum(min(0, c * (extents[k] - 1)) for k, c in terms.items())
         hi = c0 + sum(max(0, c * (extents[k] - 1)) for k, c in terms.items())
         if lo < 0 or hi >= size:
             return False
-    return True
+    return known
 
 
-def _operand_reads(body: E.Expr, loops: dict, extents: list) -> Dict[int, tuple]:
+def _operand_reads(name: str, body: E.Expr, loops: dict, extents: list) -> Dict[int, tuple]:
     """Reads that become `ins` operands: affine, and unconditional or provably in bounds."""
     found: Dict[int, tuple] = {}
     seen, stack = set(), [(body, False)]
@@ -142,8 +145,12 @@ def _operand_reads(body: E.Expr, loops: dict, extents: list) -> Dict[int, tuple]
         seen.add((id(node), guarded))
         if node.op == "read":
             forms = [_affine(i, loops) for i in node.args]
-            if all(f is not None for f in forms) and (
-                    not guarded or _in_bounds(node.arg, forms, extents)):
+            inside = _in_bounds(node.arg, forms, extents) if None not in forms else None
+            if inside is False and not guarded:
+                raise ValueError(f"te.compute '{name}': read {node!r} is out of bounds of "
+                                 f"'{node.arg.name}' {node.arg.shape}; guard it with "
+                                 "te.if_then_else")
+            if None not in forms and (not guarded or inside):
                 found[id(node)] = (node, forms)
         if node.op == "select":  # branches run conditionally: only safe reads may be hoisted
             stack += [(node.args[2], True), (node.args[1], True), (node.args[0], guarded)]
@@ -206,7 +213,7 @@ def emit_compute(t: Tensor, values: dict, symbols: dict, dest: Optional[ir.Value
         return extents[k] if isinstance(extents[k], int) else outer.index(extents[k])
 
     ins, maps, slots, keys = [], [], {}, {}
-    for rid, (read, forms) in _operand_reads(value_expr, loops, extents).items():
+    for rid, (read, forms) in _operand_reads(t.name, value_expr, loops, extents).items():
         key = (id(read.arg), tuple(_form_key(f) for f in forms))
         if key not in keys:
             keys[key] = len(ins)

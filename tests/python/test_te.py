@@ -340,7 +340,44 @@ def test_error_unlisted_placeholder():
         te.create_prim_func([A, C])
 
 
+def test_error_out_of_bounds_read():
+    A = te.placeholder((6,), name="A")
+    B = te.compute((6,), lambda i: A[i + 1], name="B")
+    with pytest.raises(ValueError, match=r"'B': read A\[\(i \+ 1\)\] is out of bounds"):
+        te.create_prim_func([A, B])
+
+
 def test_error_python_bool():
     A = te.placeholder((4,), name="A")
     with pytest.raises(ValueError, match="python bool"):
         te.compute((4,), lambda i: A[i] if A[i] > 0 else 0.0)
+
+
+def test_rank0_input_bool_reductions_guarded_div():
+    s, A = te.placeholder((), name="s"), te.placeholder((3,), name="A")
+    B = te.compute((3,), lambda i: A[i] * s[()], name="B")
+    check([s, A, B], [np.array(2.0, "float32"), np.arange(3, dtype="float32")],
+          [np.arange(3, dtype="float32") * 2])
+    M = te.placeholder((3, 4), "bool", name="M")
+    k1, k2 = te.reduce_axis((0, 4), name="k1"), te.reduce_axis((0, 4), name="k2")
+    anyr = te.compute((3,), lambda i: te.max(M[i, k1], axis=k1), name="anyr")
+    allr = te.compute((3,), lambda i: te.min(M[i, k2], axis=k2), name="allr")
+    m = np.array([[0, 0, 0, 0], [1, 0, 1, 0], [1, 1, 1, 1]], bool)
+    check([M, anyr, allr], [m], [m.any(1), m.all(1)], rtol=0, atol=0)
+    # the division must not run where the divisor is zero (x86 traps on it)
+    I, J = te.placeholder((5,), "int32", name="I"), te.placeholder((5,), "int32", name="J")
+    D = te.compute((5,), lambda i: te.if_then_else(J[i] != 0, I[i] // J[i], -1), name="D")
+    iv, jv = np.array([7, -7, 3, 9, 0], "int32"), np.array([2, 0, -2, 0, 5], "int32")
+    want = np.where(jv != 0, iv // np.where(jv == 0, 1, jv), -1).astype("int32")
+    f = check([I, J, D], [iv, jv], [want], rtol=0, atol=0)
+    assert "scf.if" in str(f)
+
+
+def test_float16_math():
+    H = te.placeholder((8,), "float16", name="H")
+    T = te.compute((8,), lambda i: te.tanh(H[i]) + te.exp(H[i]) + te.sqrt(te.abs(H[i])),
+                   name="T")
+    h = rand(8).astype("float16")
+    hf = h.astype("float32")
+    want = np.tanh(hf).astype("float16") + np.exp(hf).astype("float16") + np.sqrt(np.abs(h))
+    check([H, T], [h], [want], rtol=2e-3, atol=2e-3)
