@@ -150,7 +150,7 @@ def convert(value: Any, like: Optional[str] = None) -> Expr:
     if isinstance(value, float):
         return const(value, like if like and kind(like) == "f" else "float32")
     if hasattr(value, "dtype") and getattr(value, "shape", None) == ():  # numpy scalar
-        return const(value.item(), str(value.dtype))
+        return convert(value.item(), like)
     raise TypeError(f"te: cannot convert {type(value).__name__} ({value!r}) to an expression")
 
 
