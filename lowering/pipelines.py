@@ -37,6 +37,7 @@ BUFFERIZE = [
 # Loops and vectors down to the LLVM dialect.
 CPU_CODEGEN = [
     "convert-linalg-to-loops",
+    "arith-expand",  # floordivsi/ceildivsi and friends have no direct LLVM lowering
     "lower-affine",
     "expand-strided-metadata",
     "convert-scf-to-cf",

@@ -60,6 +60,8 @@ class _EntryPoint:
         dtypes = self.param_dtypes + (self.result_dtypes if dps else [])
         for i, (arg, spec, dtype) in enumerate(zip(args, specs, dtypes)):
             a = _as_array(arg)
+            if a.dtype == np.bool_ and dtype == np.int8:  # bool tensors are stored as bytes
+                a = a.view(np.int8)
             if a.dtype != dtype:
                 raise self._error(f"argument {i} ('{spec.name}') has dtype {a.dtype}, expected {dtype}", TypeError)
             problem = sh.bind(spec.shape, a.shape, env)

@@ -20,7 +20,8 @@ _DTYPES = {
     "int16": lambda: ir.IntegerType.get_signless(16),
     "int8": lambda: ir.IntegerType.get_signless(8),
     "uint8": lambda: ir.IntegerType.get_unsigned(8),
-    "bool": lambda: ir.IntegerType.get_signless(1),
+    # bool tensors are bytes (0/1), as in numpy and DLPack: memref<..xi1> does not lower to LLVM
+    "bool": lambda: ir.IntegerType.get_signless(8),
 }
 
 
