@@ -281,6 +281,8 @@ def process_chunk(chunk: Chunk, opts: Options, source_name: str, ctx) -> tuple[b
         except ir.MLIRError as exc:
             errors = dg.from_error(exc, source_name)
         else:
+            if opts.debuginfo:
+                _name_source(module, source_name)
             errors = _run_passes(module, opts, source_name, ctx)
             if not errors:
                 buf = io.StringIO()
@@ -300,6 +302,31 @@ def process_chunk(chunk: Chunk, opts: Options, source_name: str, ctx) -> tuple[b
     for diag in diags:
         sys.stderr.write(dg.format_diagnostic(diag, chunk.text))
     return not errors, output
+
+
+def _name_source(module, source_name: str) -> None:
+    """Text parsed from a string is located in file "-": show the real name in printed locations."""
+    from mlir import ir
+
+    def renamed(loc):
+        if loc.is_a_file() and loc.filename == "-":
+            return ir.Location.file(source_name, loc.start_line, loc.start_col)
+        return None
+
+    def visit(op):
+        op = op.operation
+        new = renamed(op.location)
+        if new is not None:
+            op.location = new
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.arguments:
+                    new = renamed(arg.location)
+                    if new is not None:
+                        arg.set_location(new)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
 
 
 def _run_passes(module, opts: Options, source_name: str, ctx) -> list:
