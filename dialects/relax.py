@@ -179,3 +179,684 @@ def create(name: str, operands=(), results=(), attributes=None, loc=None) -> ir.
     if cls is None:
         raise ValueError(f"unknown relax op '{name}'")
     return cls.create(operands, results, attributes, loc)
+
+
+# ---------------------------------------------------------------------------------------------
+# High-level operators (TVM's `relax.op.*`). Shapes and dtypes are inferred in Python at emit time
+# (`relaxmlir/relax/op/`); `relax-legalize-ops` turns each into a `call_tir` of a PrimFunc. Results
+# with symbolic dims carry `relax.shape`. Optional TVM arguments are stored resolved (e.g. the
+# reduced axes, never "None"), since IRDL requires every declared attribute.
+# ---------------------------------------------------------------------------------------------
+
+
+class _Unary(Op):
+    x = Operand("tensor")
+    out = Result("tensor")
+
+
+class _Binary(Op):
+    """Numpy broadcasting of `lhs` and `rhs`; both operands share one dtype."""
+
+    lhs = Operand("tensor")
+    rhs = Operand("tensor")
+    out = Result("tensor")
+
+
+class _Reduce(Op):
+    x = Operand("tensor")
+    out = Result("tensor")
+    axis = Attr("array")
+    keepdims = Attr("any")
+
+
+@RELAX.op
+class Abs(_Unary):
+    """Elementwise `|x|`."""
+
+    mnemonic = "abs"
+
+
+@RELAX.op
+class Negative(_Unary):
+    """Elementwise `-x`."""
+
+    mnemonic = "negative"
+
+
+@RELAX.op
+class Exp(_Unary):
+    """Elementwise `e**x` (float)."""
+
+    mnemonic = "exp"
+
+
+@RELAX.op
+class Log(_Unary):
+    """Elementwise natural logarithm (float)."""
+
+    mnemonic = "log"
+
+
+@RELAX.op
+class Sqrt(_Unary):
+    """Elementwise square root (float)."""
+
+    mnemonic = "sqrt"
+
+
+@RELAX.op
+class Rsqrt(_Unary):
+    """Elementwise `1 / sqrt(x)` (float)."""
+
+    mnemonic = "rsqrt"
+
+
+@RELAX.op
+class Sigmoid(_Unary):
+    """Elementwise `1 / (1 + exp(-x))` (float)."""
+
+    mnemonic = "sigmoid"
+
+
+@RELAX.op
+class Tanh(_Unary):
+    """Elementwise hyperbolic tangent (float)."""
+
+    mnemonic = "tanh"
+
+
+@RELAX.op
+class Erf(_Unary):
+    """Elementwise Gauss error function (float)."""
+
+    mnemonic = "erf"
+
+
+@RELAX.op
+class Sin(_Unary):
+    """Elementwise sine (float)."""
+
+    mnemonic = "sin"
+
+
+@RELAX.op
+class Cos(_Unary):
+    """Elementwise cosine (float)."""
+
+    mnemonic = "cos"
+
+
+@RELAX.op
+class Floor(_Unary):
+    """Elementwise round toward -inf (identity on integers)."""
+
+    mnemonic = "floor"
+
+
+@RELAX.op
+class Ceil(_Unary):
+    """Elementwise round toward +inf (identity on integers)."""
+
+    mnemonic = "ceil"
+
+
+@RELAX.op
+class Round(_Unary):
+    """Elementwise round half to even (identity on integers)."""
+
+    mnemonic = "round"
+
+
+@RELAX.op
+class Sign(_Unary):
+    """Elementwise -1, 0 or 1 by the sign of `x`, in x's dtype."""
+
+    mnemonic = "sign"
+
+
+@RELAX.op
+class Square(_Unary):
+    """Elementwise `x * x`."""
+
+    mnemonic = "square"
+
+
+@RELAX.op
+class LogicalNot(_Unary):
+    """Elementwise logical not of a bool tensor."""
+
+    mnemonic = "logical_not"
+
+
+@RELAX.op
+class Relu(_Unary):
+    """`relax.nn.relu`: elementwise `max(x, 0)`."""
+
+    mnemonic = "nn_relu"
+
+
+@RELAX.op
+class Gelu(_Unary):
+    """`relax.nn.gelu`: `x * (1 + erf(x / sqrt(2))) / 2` (exact, torch's default)."""
+
+    mnemonic = "nn_gelu"
+
+
+@RELAX.op
+class GeluTanh(_Unary):
+    """`relax.nn.gelu_tanh`: the tanh approximation of gelu (torch's approximate="tanh")."""
+
+    mnemonic = "nn_gelu_tanh"
+
+
+@RELAX.op
+class Silu(_Unary):
+    """`relax.nn.silu`: `x * sigmoid(x)`."""
+
+    mnemonic = "nn_silu"
+
+
+@RELAX.op
+class LeakyRelu(_Unary):
+    """`relax.nn.leaky_relu`: `x if x >= 0 else alpha * x`."""
+
+    mnemonic = "nn_leaky_relu"
+    alpha = Attr("float")
+
+
+@RELAX.op
+class Clip(_Unary):
+    """Elementwise `min(max(x, min), max)`; the bounds are converted to x's dtype."""
+
+    mnemonic = "clip"
+    min = Attr("float")
+    max = Attr("float")
+
+
+@RELAX.op
+class Astype(_Unary):
+    """Elementwise cast to `dtype` (C semantics: float -> int truncates, bool is `!= 0`)."""
+
+    mnemonic = "astype"
+    dtype = Attr("string")
+
+
+@RELAX.op
+class Softmax(_Unary):
+    """`relax.nn.softmax`: `exp(x - max) / sum(exp(x - max))` along `axis`."""
+
+    mnemonic = "nn_softmax"
+    axis = Attr("integer")
+
+
+@RELAX.op
+class LogSoftmax(_Unary):
+    """`relax.nn.log_softmax`: `x - max - log(sum(exp(x - max)))` along `axis`."""
+
+    mnemonic = "nn_log_softmax"
+    axis = Attr("integer")
+
+
+@RELAX.op
+class Dropout(_Unary):
+    """`relax.nn.dropout` in inference: the identity (TVM also returns the mask; not kept here)."""
+
+    mnemonic = "nn_dropout"
+    rate = Attr("float")
+
+
+@RELAX.op
+class Add(_Binary):
+    """`lhs + rhs`."""
+
+    mnemonic = "add"
+
+
+@RELAX.op
+class Subtract(_Binary):
+    """`lhs - rhs`."""
+
+    mnemonic = "subtract"
+
+
+@RELAX.op
+class Multiply(_Binary):
+    """`lhs * rhs`."""
+
+    mnemonic = "multiply"
+
+
+@RELAX.op
+class Divide(_Binary):
+    """`lhs / rhs`: true division on floats, truncating on integers (TVM's `div`)."""
+
+    mnemonic = "divide"
+
+
+@RELAX.op
+class FloorDivide(_Binary):
+    """`floor(lhs / rhs)`."""
+
+    mnemonic = "floor_divide"
+
+
+@RELAX.op
+class FloorMod(_Binary):
+    """`lhs - floor(lhs / rhs) * rhs` (sign of the divisor, like python and torch)."""
+
+    mnemonic = "floor_mod"
+
+
+@RELAX.op
+class Power(_Binary):
+    """`lhs ** rhs` (float)."""
+
+    mnemonic = "power"
+
+
+@RELAX.op
+class Maximum(_Binary):
+    """Elementwise maximum."""
+
+    mnemonic = "maximum"
+
+
+@RELAX.op
+class Minimum(_Binary):
+    """Elementwise minimum."""
+
+    mnemonic = "minimum"
+
+
+@RELAX.op
+class Equal(_Binary):
+    """`lhs == rhs`, a bool tensor."""
+
+    mnemonic = "equal"
+
+
+@RELAX.op
+class NotEqual(_Binary):
+    """`lhs != rhs`, a bool tensor."""
+
+    mnemonic = "not_equal"
+
+
+@RELAX.op
+class Less(_Binary):
+    """`lhs < rhs`, a bool tensor."""
+
+    mnemonic = "less"
+
+
+@RELAX.op
+class LessEqual(_Binary):
+    """`lhs <= rhs`, a bool tensor."""
+
+    mnemonic = "less_equal"
+
+
+@RELAX.op
+class Greater(_Binary):
+    """`lhs > rhs`, a bool tensor."""
+
+    mnemonic = "greater"
+
+
+@RELAX.op
+class GreaterEqual(_Binary):
+    """`lhs >= rhs`, a bool tensor."""
+
+    mnemonic = "greater_equal"
+
+
+@RELAX.op
+class LogicalAnd(_Binary):
+    """Elementwise logical and of bool tensors."""
+
+    mnemonic = "logical_and"
+
+
+@RELAX.op
+class LogicalOr(_Binary):
+    """Elementwise logical or of bool tensors."""
+
+    mnemonic = "logical_or"
+
+
+@RELAX.op
+class Where(Op):
+    """`x1 if condition else x2`, all three broadcast (numpy rules); condition is bool."""
+
+    mnemonic = "where"
+    condition = Operand("tensor")
+    x1 = Operand("tensor")
+    x2 = Operand("tensor")
+    out = Result("tensor")
+
+
+@RELAX.op
+class Matmul(Op):
+    """numpy `matmul`: batch dims broadcast, 1-D operands are promoted then squeezed."""
+
+    mnemonic = "matmul"
+    x1 = Operand("tensor")
+    x2 = Operand("tensor")
+    out = Result("tensor")
+    out_dtype = Attr("string")
+
+
+@RELAX.op
+class PermuteDims(_Unary):
+    """`out.shape[i] = x.shape[axes[i]]` (numpy transpose)."""
+
+    mnemonic = "permute_dims"
+    axes = Attr("array")
+
+
+@RELAX.op
+class Reshape(_Unary):
+    """Same elements in row-major order, new `shape` (ints and symbolic dims, no -1 left)."""
+
+    mnemonic = "reshape"
+    shape = Attr("array")
+
+
+@RELAX.op
+class Flatten(_Unary):
+    """Reshape to 1-D (TVM semantics; torch.flatten(x, 1) is a reshape)."""
+
+    mnemonic = "flatten"
+
+
+@RELAX.op
+class Squeeze(_Unary):
+    """Drop the listed size-1 `axis` (all size-1 axes when created with axis=None)."""
+
+    mnemonic = "squeeze"
+    axis = Attr("array")
+
+
+@RELAX.op
+class ExpandDims(_Unary):
+    """Insert size-1 axes at the positions `axis` of the result."""
+
+    mnemonic = "expand_dims"
+    axis = Attr("array")
+
+
+@RELAX.op
+class BroadcastTo(_Unary):
+    """Broadcast `x` to `shape` (numpy rules)."""
+
+    mnemonic = "broadcast_to"
+    shape = Attr("array")
+
+
+@RELAX.op
+class Tile(_Unary):
+    """Repeat the whole tensor `repeats[i]` times along each axis (numpy tile)."""
+
+    mnemonic = "tile"
+    repeats = Attr("array")
+
+
+@RELAX.op
+class Concat(Op):
+    """Join `tensors` along `axis`; the other dims must agree."""
+
+    mnemonic = "concat"
+    tensors = Operand("tensor", variadic=True)
+    out = Result("tensor")
+    axis = Attr("integer")
+
+
+@RELAX.op
+class Split(Op):
+    """Split along `axis` at the ascending `indices` (sections are resolved to indices)."""
+
+    mnemonic = "split"
+    x = Operand("tensor")
+    outs = Result("tensor", variadic=True)
+    indices = Attr("array")
+    axis = Attr("integer")
+
+
+@RELAX.op
+class Take(Op):
+    """`x` gathered at integer `indices` along `axis` (flattened x when created with axis=None)."""
+
+    mnemonic = "take"
+    x = Operand("tensor")
+    indices = Operand("tensor")
+    out = Result("tensor")
+    axis = Attr("integer")
+    mode = Attr("string")
+
+
+@RELAX.op
+class StridedSlice(_Unary):
+    """`x[begin:end:strides]` on `axes`; bounds are clamped like python slices."""
+
+    mnemonic = "strided_slice"
+    axes = Attr("array")
+    begin = Attr("array")
+    end = Attr("array")
+    strides = Attr("array")
+
+
+@RELAX.op
+class Sum(_Reduce):
+    """Sum over `axis`; `keepdims` keeps them as size 1."""
+
+    mnemonic = "sum"
+
+
+@RELAX.op
+class Mean(_Reduce):
+    """Arithmetic mean over `axis` (float)."""
+
+    mnemonic = "mean"
+
+
+@RELAX.op
+class Max(_Reduce):
+    """Maximum over `axis`."""
+
+    mnemonic = "max"
+
+
+@RELAX.op
+class Min(_Reduce):
+    """Minimum over `axis`."""
+
+    mnemonic = "min"
+
+
+@RELAX.op
+class Prod(_Reduce):
+    """Product over `axis`."""
+
+    mnemonic = "prod"
+
+
+@RELAX.op
+class Variance(_Reduce):
+    """Population variance (divisor n) over `axis` (float)."""
+
+    mnemonic = "variance"
+
+
+@RELAX.op
+class Argmax(_Reduce):
+    """int64 index of the first maximum along the single `axis` (all axes flattened if empty)."""
+
+    mnemonic = "argmax"
+
+
+@RELAX.op
+class Argmin(_Reduce):
+    """int64 index of the first minimum along the single `axis` (all axes flattened if empty)."""
+
+    mnemonic = "argmin"
+
+
+@RELAX.op
+class Full(Op):
+    """A tensor of `shape` and `dtype` filled with the 0-d `fill_value`."""
+
+    mnemonic = "full"
+    fill_value = Operand("tensor")
+    out = Result("tensor")
+    shape = Attr("array")
+    dtype = Attr("string")
+
+
+@RELAX.op
+class FullLike(Op):
+    """A tensor shaped like `x` filled with the 0-d `fill_value`, in `dtype`."""
+
+    mnemonic = "full_like"
+    x = Operand("tensor")
+    fill_value = Operand("tensor")
+    out = Result("tensor")
+    dtype = Attr("string")
+
+
+@RELAX.op
+class Zeros(Op):
+    """A tensor of `shape` and `dtype` filled with 0."""
+
+    mnemonic = "zeros"
+    out = Result("tensor")
+    shape = Attr("array")
+    dtype = Attr("string")
+
+
+@RELAX.op
+class Ones(Op):
+    """A tensor of `shape` and `dtype` filled with 1."""
+
+    mnemonic = "ones"
+    out = Result("tensor")
+    shape = Attr("array")
+    dtype = Attr("string")
+
+
+@RELAX.op
+class Arange(Op):
+    """`start, start + step, ...` below `end` (numpy arange), in `dtype`."""
+
+    mnemonic = "arange"
+    out = Result("tensor")
+    start = Attr("any")
+    end = Attr("any")
+    step = Attr("any")
+    dtype = Attr("string")
+
+
+@RELAX.op
+class Tril(_Unary):
+    """Zero the elements above the `k`-th diagonal of the last two axes."""
+
+    mnemonic = "tril"
+    k = Attr("integer")
+
+
+@RELAX.op
+class Triu(_Unary):
+    """Zero the elements below the `k`-th diagonal of the last two axes."""
+
+    mnemonic = "triu"
+    k = Attr("integer")
+
+
+@RELAX.op
+class Conv2d(Op):
+    """`relax.nn.conv2d`, NCHW data and OIHW weight; padding is (top, left, bottom, right)."""
+
+    mnemonic = "nn_conv2d"
+    data = Operand("tensor")
+    weight = Operand("tensor")
+    out = Result("tensor")
+    strides = Attr("array")
+    padding = Attr("array")
+    dilation = Attr("array")
+    groups = Attr("integer")
+    data_layout = Attr("string")
+    kernel_layout = Attr("string")
+    out_dtype = Attr("string")
+
+
+class _Pool2d(Op):
+    data = Operand("tensor")
+    out = Result("tensor")
+    pool_size = Attr("array")
+    strides = Attr("array")
+    padding = Attr("array")
+    dilation = Attr("array")
+    ceil_mode = Attr("any")
+    count_include_pad = Attr("any")
+    layout = Attr("string")
+
+
+@RELAX.op
+class MaxPool2d(_Pool2d):
+    """`relax.nn.max_pool2d` over NCHW windows; padding never wins the max."""
+
+    mnemonic = "nn_max_pool2d"
+
+
+@RELAX.op
+class AvgPool2d(_Pool2d):
+    """`relax.nn.avg_pool2d` over NCHW windows (torch's divisor rules for padding/ceil_mode)."""
+
+    mnemonic = "nn_avg_pool2d"
+
+
+@RELAX.op
+class AdaptiveAvgPool2d(Op):
+    """`relax.nn.adaptive_avg_pool2d`: NCHW windows `[floor(i*H/oh), ceil((i+1)*H/oh))`."""
+
+    mnemonic = "nn_adaptive_avg_pool2d"
+    data = Operand("tensor")
+    out = Result("tensor")
+    output_size = Attr("array")
+    layout = Attr("string")
+
+
+@RELAX.op
+class LayerNorm(Op):
+    """`relax.nn.layer_norm`: normalize over `axes` (biased variance), then `* gamma + beta`."""
+
+    mnemonic = "nn_layer_norm"
+    data = Operand("tensor")
+    gamma = Operand("tensor")
+    beta = Operand("tensor")
+    out = Result("tensor")
+    axes = Attr("array")
+    epsilon = Attr("float")
+    center = Attr("any")
+    scale = Attr("any")
+
+
+@RELAX.op
+class BatchNorm(Op):
+    """`relax.nn.batch_norm` in inference: moving statistics along `axis`; result is the
+    normalized tensor only (TVM returns a tuple with the unchanged statistics)."""
+
+    mnemonic = "nn_batch_norm"
+    data = Operand("tensor")
+    gamma = Operand("tensor")
+    beta = Operand("tensor")
+    moving_mean = Operand("tensor")
+    moving_var = Operand("tensor")
+    out = Result("tensor")
+    axis = Attr("integer")
+    epsilon = Attr("float")
+    center = Attr("any")
+    scale = Attr("any")
+
+
+# Ops that lower directly (no legalization): the runtime-level core of the dialect.
+CORE_OPS = {CallTIR.name, CallDPSPacked.name, CallPacked.name, AllocTensor.name, Constant.name}
