@@ -115,6 +115,7 @@ _EXPECTED = re.compile(
     r"expected-(?P<kind>error|warning|note|remark)(?P<re>-re)?\s*"
     r"(?:@(?P<where>[+-]\d+|above|below|unknown))?\s*\{\{(?P<text>.*)\}\}\s*$"
 )
+_DESIGNATOR = re.compile(r"expected-(error|warning|note|remark)")
 
 
 @dataclass
@@ -136,38 +137,37 @@ def _pattern(text: str, is_regex: bool) -> re.Pattern:
 
 
 def parse_expected(source: str) -> tuple[list[Expected], list[str]]:
-    """Expectations in `source` (line numbers as in the file) and errors in their syntax."""
+    """Expectations in `source` (line numbers as in the file) and errors in their syntax.
+
+    As in mlir-opt, `@above` / `@below` name the nearest line above / below that holds no
+    expected-* designator, and `@+N` / `@-N` count from the comment's own line.
+    """
     expected: list[Expected] = []
     errors: list[str] = []
     pending_below: list[Expected] = []
-    last_plain_line: Optional[int] = None  # last line without an expected-* designator
+    last_plain_line: Optional[int] = None
     for number, line in enumerate(source.splitlines(), start=1):
         match = _EXPECTED.search(line)
         if match is None:
-            if "expected-" in line and re.search(r"expected-(error|warning|note|remark)", line):
+            if _DESIGNATOR.search(line):
                 errors.append(f"{number}: error: malformed expected-* directive (want {{{{...}}}})")
             for item in pending_below:
                 item.line = number
             pending_below.clear()
             last_plain_line = number
             continue
-        where = match["where"]
+        where = match["where"] or "+0"
+        if where == "above" and last_plain_line is None:
+            errors.append(f"{number}: error: @above has no line above it")
+            continue
+        target = {"unknown": None, "above": last_plain_line, "below": number}.get(where)
+        if where[0] in "+-":
+            target = number + int(where)
         item = Expected(
-            match["kind"], number, _pattern(match["text"], bool(match["re"])), match["text"], number
+            match["kind"], target, _pattern(match["text"], bool(match["re"])), match["text"], number
         )
-        if where is None:
-            item.line = number
-        elif where == "unknown":
-            item.line = None
-        elif where == "above":
-            if last_plain_line is None:
-                errors.append(f"{number}: error: @above has no line above it")
-                continue
-            item.line = last_plain_line
-        elif where == "below":
+        if where == "below":
             pending_below.append(item)
-        else:
-            item.line = number + int(where)
         expected.append(item)
     return expected, errors
 
@@ -179,7 +179,8 @@ def verify_expected(source: str, diags: list[Diagnostic], source_name: str) -> l
     for diag in (d for top in diags for d in top.flatten()):
         if diag.severity == "note" and diag.message.startswith(_OP_NOTE):
             continue
-        line = diag.line if diag.file is not None else None
+        # None: an unknown location (matched by `@unknown`); -1: another file (never matched).
+        line = None if diag.file is None else diag.line if diag.file == source_name else -1
         for item in expected:
             if (
                 not item.matched

@@ -150,3 +150,29 @@ def test_run_saves_outputs_and_reports_bad_shapes(mlp_inputs, tmp_path):
     assert proc.returncode == 1
     assert "argument 0 ('x') has shape (3, 700)" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_verify_expected_severities_and_designators():
+    from relaxmlir.tools.diagnostics import Diagnostic, verify_expected
+
+    source = (
+        "op_a  // expected-warning {{slow}}\n"
+        "// expected-remark @below {{fused}}\n"
+        "op_b\n"
+        "// expected-error @unknown {{no location}}\n"
+        "// expected-note @-4 {{see op_a}}\n"
+    )
+    diags = [
+        Diagnostic("warning", "op is slow here", "t.mlir", 1, 1,
+                   notes=[Diagnostic("note", "see op_a", "t.mlir", 1, 1)]),  # fmt: skip
+        Diagnostic("remark", "fused 2 ops", "t.mlir", 3, 1),
+        Diagnostic("error", "no location at all"),
+    ]
+    assert verify_expected(source, diags, "t.mlir") == []
+    problems = verify_expected(source, diags[:1] + [Diagnostic("error", "boom", "t.mlir", 3, 2)],
+                               "t.mlir")  # fmt: skip
+    assert problems == [
+        "t.mlir:3:2: error: unexpected error: boom",
+        't.mlir:2: error: expected remark "fused" was not produced',
+        't.mlir:4: error: expected error "no location" was not produced',
+    ]
