@@ -42,23 +42,20 @@ usage: relaxmlir-opt [options] [input.mlir | -]
   -h, --help                            show this message
 """
 
-# Driver flags (any other `--name` is a pass). True: takes a value.
-_FLAGS = {
-    "o": True,
-    "pass-pipeline": True,
-    "pipeline": True,
-    "mlir-elide-elementsattrs-if-larger": True,
-    "split-input-file": False,
-    "verify-diagnostics": False,
-    "mlir-print-ir-after-all": False,
-    "mlir-print-ir-before-all": False,
-    "mlir-print-op-generic": False,
-    "mlir-print-debuginfo": False,
-    "allow-unregistered-dialect": False,
-    "dump-pass-pipeline": False,
-    "list-passes": False,
-    "help": False,
-    "h": False,
+# Driver flags; any other `--name` is a pass. Flags with a value, then on/off switches.
+_VALUE_FLAGS = {"o", "pass-pipeline", "pipeline", "mlir-elide-elementsattrs-if-larger"}
+_SWITCHES = {
+    "split-input-file": "split_marker",  # optional value: the marker
+    "verify-diagnostics": "verify_diagnostics",  # optional value: only "all"
+    "mlir-print-ir-after-all": "print_after_all",
+    "mlir-print-ir-before-all": "print_before_all",
+    "mlir-print-op-generic": "generic",
+    "mlir-print-debuginfo": "debuginfo",
+    "allow-unregistered-dialect": "allow_unregistered",
+    "dump-pass-pipeline": "dump_pipeline",
+    "list-passes": "list_passes",
+    "help": "help",
+    "h": "help",
 }
 _SPLIT_MARKER = "// -----"
 _UNKNOWN_PASS = re.compile(r"'([^']+)' does not refer to a registered pass or pass pipeline")
@@ -87,7 +84,7 @@ class Options:
 
     @property
     def pipeline(self) -> str:
-        return f"builtin.module({','.join(self.elements)})"
+        return f"builtin.module({','.join(e for e in self.elements if e)})"
 
 
 def _strip_anchor(text: str) -> str:
@@ -102,13 +99,9 @@ def _named_pipeline(name: str) -> str:
     from lowering.pipelines import get_pipeline
 
     try:
-        pipeline = get_pipeline(name)
+        return _strip_anchor(get_pipeline(name))
     except (KeyError, ValueError) as exc:
         raise UsageError(str(exc).strip("'\"")) from None
-    if not isinstance(pipeline, str):
-        pipeline = ",".join(pipeline)
-    pipeline = pipeline.strip()
-    return _strip_anchor(pipeline) if pipeline.startswith("builtin.module(") else pipeline
 
 
 def _pass_element(flag: str, value: Optional[str]) -> str:
@@ -134,16 +127,18 @@ def parse_args(argv: list[str]) -> Options:
         name, eq, value = body.partition("=")
         if "{" in name:  # `--pass{opt=v}`: braces may contain '='
             name, value, eq = body, None, ""
-        if name not in _FLAGS:
-            if not name:
-                raise UsageError(f"bad flag '{arg}'")
+        if name in _VALUE_FLAGS:
+            if not eq:
+                if not args:
+                    raise UsageError(f"flag '{arg}' needs a value")
+                value = args.pop(0)
+            _apply_value_flag(opts, name, value)
+        elif name in _SWITCHES:
+            _apply_switch(opts, name, value if eq else None)
+        elif name:
             opts.elements.append(_pass_element(name, value if eq else None))
-            continue
-        if _FLAGS[name] and not eq:
-            if not args:
-                raise UsageError(f"flag '{arg}' needs a value")
-            value = args.pop(0)
-        _apply_flag(opts, name, value if (eq or _FLAGS[name]) else None)
+        else:
+            raise UsageError(f"bad flag '{arg}'")
     if len(positional) > 1:
         raise UsageError(f"expected one input file, got {len(positional)}: {' '.join(positional)}")
     if positional:
@@ -151,37 +146,27 @@ def parse_args(argv: list[str]) -> Options:
     return opts
 
 
-def _apply_flag(opts: Options, name: str, value: Optional[str]) -> None:
+def _apply_value_flag(opts: Options, name: str, value: str) -> None:
     if name == "o":
         opts.output = value
     elif name == "pass-pipeline":
         opts.elements.append(_strip_anchor(value))
     elif name == "pipeline":
         opts.elements.append(_named_pipeline(value))
-    elif name == "mlir-elide-elementsattrs-if-larger":
+    else:  # mlir-elide-elementsattrs-if-larger
         try:
             opts.elide_limit = int(value)
         except ValueError:
-            raise UsageError(f"{name} expects an integer, got '{value}'") from None
-    elif name == "split-input-file":
+            raise UsageError(f"--{name} expects an integer, got '{value}'") from None
+
+
+def _apply_switch(opts: Options, name: str, value: Optional[str]) -> None:
+    if name == "split-input-file":
         opts.split_marker = value or _SPLIT_MARKER
-    elif name == "verify-diagnostics":
-        opts.verify_diagnostics = value in (None, "all", "true")
-        if not opts.verify_diagnostics:
-            raise UsageError(f"unsupported --verify-diagnostics={value} (only 'all')")
+    elif value is not None and not (name == "verify-diagnostics" and value == "all"):
+        raise UsageError(f"flag '--{name}' takes no value '{value}'")
     else:
-        attr = {
-            "mlir-print-ir-after-all": "print_after_all",
-            "mlir-print-ir-before-all": "print_before_all",
-            "mlir-print-op-generic": "generic",
-            "mlir-print-debuginfo": "debuginfo",
-            "allow-unregistered-dialect": "allow_unregistered",
-            "dump-pass-pipeline": "dump_pipeline",
-            "list-passes": "list_passes",
-            "help": "help",
-            "h": "help",
-        }[name]
-        setattr(opts, attr, True)
+        setattr(opts, _SWITCHES[name], True)
 
 
 # --- pass pipeline ----------------------------------------------------------------------------
