@@ -384,6 +384,8 @@ def _read_input(path: str) -> tuple[str, str]:
             return f.read(), path
     except OSError as exc:
         raise UsageError(f"cannot open input file '{path}': {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise UsageError(f"input file '{path}' is not UTF-8 text: {exc.reason}") from None
 
 
 def run(opts: Options) -> int:
@@ -406,8 +408,11 @@ def run(opts: Options) -> int:
         ctx.allow_unregistered_dialects = previous
     output = f"{_SPLIT_MARKER}\n".join(out for _, out in results)
     if opts.output and opts.output != "-":
-        with open(opts.output, "w", encoding="utf-8") as f:
-            f.write(output)
+        try:
+            with open(opts.output, "w", encoding="utf-8") as f:
+                f.write(output)
+        except OSError as exc:
+            raise UsageError(f"cannot write output file '{opts.output}': {exc.strerror}") from None
     else:
         sys.stdout.write(output)
     return 0 if all(ok for ok, _ in results) else 1

@@ -24,6 +24,10 @@ class RunError(Exception):
     """A user error: printed as `relaxmlir-run: error: ...`, exit status 1."""
 
 
+class CompileError(RunError):
+    """MLIR diagnostics (`file:line:col: error: ...`): printed as they are, exit status 1."""
+
+
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="relaxmlir-run",
@@ -53,11 +57,18 @@ def _read(path: str) -> tuple[str, str]:
             return f.read(), path
     except OSError as exc:
         raise RunError(f"cannot open input file '{path}': {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise RunError(f"input file '{path}' is not UTF-8 text: {exc.reason}") from None
 
 
-def _located(message: str, source_name: str) -> str:
-    """MLIR prints buffers parsed from strings as `loc("-":L:C)`: show them as `file:L:C`."""
-    return re.sub(r'loc\("-":(\d+):(\d+)\)', rf"{source_name}:\1:\2", message)
+def _failure(message: str, source_name: str) -> RunError:
+    """A RunError, or a CompileError when the message is a located MLIR diagnostic.
+
+    MLIR names buffers parsed from strings "-" (`loc("-":L:C)`): shown as `file:L:C`.
+    """
+    message = re.sub(r'loc\("-":(\d+):(\d+)\)', rf"{source_name}:\1:\2", message)
+    located = re.match(rf"{re.escape(source_name)}:\d+:\d+: error: ", message)
+    return CompileError(message) if located else RunError(message)
 
 
 def compile_module(text: str, source_name: str, target: str):
@@ -68,11 +79,11 @@ def compile_module(text: str, source_name: str, target: str):
     try:
         mod = relaxmlir.parse(text)
     except relaxmlir.ParseError as exc:
-        raise RunError(_located(str(exc), source_name)) from None
+        raise _failure(str(exc), source_name) from None
     try:
         return relaxmlir.relax.build(mod, target=target)
     except (BuildError, ValueError, TypeError, NotImplementedError) as exc:
-        raise RunError(_located(str(exc), source_name)) from None
+        raise _failure(str(exc), source_name) from None
 
 
 def parse_dims(items: list[str]) -> dict[str, int]:
@@ -194,7 +205,10 @@ def run(opts: argparse.Namespace) -> int:
         raise RunError(str(exc)) from None
     if opts.output:
         names = _result_names(info, len(outputs))
-        np.savez(opts.output, **dict(zip(names, outputs)))
+        try:
+            np.savez(opts.output, **dict(zip(names, outputs)))
+        except OSError as exc:
+            raise RunError(f"cannot write '{opts.output}': {exc.strerror}") from None
     else:
         for array in outputs:
             print(repr(array))
@@ -214,6 +228,9 @@ def main(argv: Optional[list[str]] = None) -> int:
         return 1
     try:
         return run(opts)
+    except CompileError as exc:
+        print(exc, file=sys.stderr)
+        return 1
     except RunError as exc:
         print(f"relaxmlir-run: error: {exc}", file=sys.stderr)
         return 1

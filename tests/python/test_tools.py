@@ -67,11 +67,12 @@ def test_lit_requires_skips_and_substitutes(tmp_path):
 
 def test_malformed_input_is_located_without_traceback(tmp_path):
     (tmp_path / "bad.mlir").write_text("func.func @f() {\n  %0 = arith.constant 1 : i32 : i32\n}\n")
-    proc = run_tool("relaxmlir-opt", "bad.mlir", cwd=tmp_path)
-    assert proc.returncode != 0
-    assert re.search(r"^bad\.mlir:2:30: error: ", proc.stderr, flags=re.M), proc.stderr
-    assert "Traceback" not in proc.stderr
-    assert proc.stdout == ""
+    for tool in ("relaxmlir-opt", "relaxmlir-run"):
+        proc = run_tool(tool, "bad.mlir", cwd=tmp_path)
+        assert proc.returncode != 0
+        assert re.search(r"^bad\.mlir:2:30: error: ", proc.stderr, flags=re.M), proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert proc.stdout == ""
 
 
 def test_unknown_pass_lists_candidates(tmp_path, capsys):
