@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 
 import mlir
 
+from lowering.schedule.runtime import PARALLEL_CODEGEN, SHARED_LIBS, VECTOR_CODEGEN
+
 MLIR_LIB_DIR = os.path.join(list(mlir.__path__)[0], "lib")
 
 # Relax graph level: what must hold before the graph is lowered to buffers.
@@ -36,14 +38,19 @@ BUFFERIZE = [
 
 # Loops and vectors down to the LLVM dialect.
 CPU_CODEGEN = [
+    *VECTOR_CODEGEN,  # scheduled kernels: n-D vector transfers -> 1-D (one zmm row each)
+    *PARALLEL_CODEGEN,  # scheduled kernels: scf.forall -> async tasks on the runtime's thread pool
     "convert-linalg-to-loops",
     "arith-expand",  # floordivsi/ceildivsi and friends have no direct LLVM lowering
     "lower-affine",
     "expand-strided-metadata",
+    "lower-affine",  # expand-strided-metadata emits affine.apply for subview offsets
     "convert-scf-to-cf",
+    "convert-vector-to-llvm{enable-x86vector}",  # contractions were lowered to FMAs by the schedule
     "convert-math-to-llvm",
     "convert-math-to-libm",
     "finalize-memref-to-llvm",
+    "convert-ub-to-llvm",  # vectorization pads transfers with ub.poison
     "convert-to-llvm",
     "reconcile-unrealized-casts",
 ]
@@ -61,7 +68,7 @@ TARGETS: dict[str, Target] = {
     "llvm": Target(
         "llvm",
         GRAPH_LOWERING + SCHEDULE_CPU + BUFFERIZE + CPU_CODEGEN,
-        shared_libs=[os.path.join(MLIR_LIB_DIR, "libmlir_c_runner_utils.so")],
+        shared_libs=list(SHARED_LIBS),  # c runner utils + the async runtime (parallel loops)
     ),
 }
 

@@ -1,0 +1,94 @@
+"""`relax-schedule-cpu`: default CPU schedules for PrimFuncs (the DLight role), as transform scripts.
+
+    relaxmlir-opt kernels.mlir --relax-schedule-cpu
+    relaxmlir-opt kernels.mlir '--relax-schedule-cpu=threads=1'
+    relaxmlir-opt kernels.mlir '--relax-schedule-cpu=schedule=off'
+
+Runs on tensor-level PrimFuncs (`func.func` with `relax.prim_func`), before bufferization. Each
+linalg op is classified (matmul / reduction / elementwise / fallback, `common.classify`) and gets
+the rule of `SCHEDULES[(target, pattern)]`. Options:
+- `threads=N`: the parallel split of large ops (default `RELAXMLIR_NUM_THREADS`, else all cores);
+  `threads=1` emits no `scf.forall`.
+- `schedule=off`: leave every PrimFunc as it is (naive loops after convert-linalg-to-loops).
+- `strict=true`: raise when a schedule fails instead of leaving that function unscheduled.
+The parallel loops need the async lowering in `lowering.schedule.runtime.PARALLEL_CODEGEN`.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from lowering.registry import PassError, register_pass
+from lowering.schedule import elementwise, matmul, reduction  # noqa: F401  (fill the table)
+from lowering.schedule.common import (
+    PRIM_FUNC_ATTR,
+    SCHEDULE_ATTR,
+    SCHEDULES,
+    ScheduleOptions,
+    classify,
+    schedule_function,
+)
+from lowering.schedule.matmul import PackedLayout, pack_weight, use_prepacked_weight  # noqa: F401
+
+__all__ = [
+    "SCHEDULES",
+    "ScheduleOptions",
+    "classify",
+    "schedule_module",
+    "pack_weight",
+    "use_prepacked_weight",
+    "PackedLayout",
+]
+
+
+def prim_funcs(module_op: ir.Operation) -> list[ir.Operation]:
+    out = []
+    for op in module_op.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name == "func.func" and PRIM_FUNC_ATTR in op.attributes and len(op.regions[0].blocks):
+            out.append(op)
+    return out
+
+
+def schedule_module(module_op: ir.Operation, opts: ScheduleOptions) -> None:
+    """Schedule every PrimFunc of `module_op` in place; records the chosen rules on each one."""
+    for func_op in prim_funcs(module_op):
+        try:
+            used = schedule_function(func_op, opts)
+        except Exception as exc:
+            raise PassError(f"relax-schedule-cpu: {exc}", func_op) from exc
+        if used:
+            with func_op.context:
+                func_op.attributes[SCHEDULE_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(u) for u in used])
+
+
+def _flag(value: str, name: str) -> bool:
+    if value in ("on", "true", "1"):
+        return True
+    if value in ("off", "false", "0"):
+        return False
+    raise PassError(f"relax-schedule-cpu: expected {name}=on|off, got ({value})")
+
+
+@register_pass(
+    "relax-schedule-cpu",
+    "tile, pack, vectorize and parallelize PrimFuncs for the host CPU (transform dialect)",
+    {
+        "threads": "threads for parallel loops (default: RELAXMLIR_NUM_THREADS or all cores)",
+        "schedule": "on|off (off: leave PrimFuncs unscheduled)",
+        "strict": "true|false (raise when a schedule fails instead of leaving the function as is)",
+    },
+)
+def schedule_cpu(threads: str = "", schedule: str = "on", strict: str = "false"):
+    opts = ScheduleOptions(strict=_flag(strict, "strict"))
+    if threads:
+        if not threads.isdigit() or int(threads) < 1:
+            raise PassError(f"relax-schedule-cpu: expected threads=N with N >= 1, got ({threads})")
+        opts.threads = int(threads)
+    enabled = _flag(schedule, "schedule")
+
+    def run(module_op: ir.Operation) -> None:
+        if enabled:
+            schedule_module(module_op, opts)
+
+    return run

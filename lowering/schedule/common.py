@@ -1,0 +1,439 @@
+"""Schedule table, linalg op classification and transform-script application for PrimFuncs.
+
+A schedule rule (the role of a DLight rule in TVM) looks at one classified linalg op and writes
+transform-dialect ops into a `Script`: pack, tile, vectorize, parallelize. The rules of one
+primitive function go into one `transform.named_sequence`, followed by the shared vector cleanup
+(`finalize`), and the sequence is applied to the function with the transform interpreter.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+from mlir import ir
+from mlir.dialects.transform import interpreter
+
+PRIM_FUNC_ATTR = "relax.prim_func"
+SCHED_ID_ATTR = "relax_sched_id"  # temporary tag: lets the script match exactly one payload op
+SCHEDULE_ATTR = "relax.schedule"  # left on each scheduled function: the rules that ran
+PREPACKED_ATTR = "relax.prepacked"  # on a linalg.unpack of an argument packed ahead of time
+PATTERNS = ("matmul", "reduction", "elementwise", "fallback")
+PRINT_SCRIPT_ENV = "RELAXMLIR_PRINT_SCHEDULE"  # set to 1: print every generated script to stderr
+
+
+def default_threads() -> int:
+    """`RELAXMLIR_NUM_THREADS` if set, else every core this process may run on."""
+    env = os.environ.get("RELAXMLIR_NUM_THREADS")
+    if env:
+        return max(1, int(env))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+@dataclass
+class ScheduleOptions:
+    threads: int = field(default_factory=default_threads)
+    target: str = "llvm"
+    strict: bool = False  # raise instead of leaving a function unscheduled when its script fails
+
+
+@dataclass
+class OpInfo:
+    """What a rule needs to know about one linalg op (static shapes; None marks a dynamic size).
+
+    `op` is valid only until the first script runs (packing replaces ops): rules read the fields.
+    """
+
+    op: ir.Operation
+    pattern: str
+    ranges: list[Optional[int]]
+    iterators: list[str]  # "parallel" / "reduction" per loop
+    operand_dims: list[Optional[list[int]]]  # loop dim of each operand axis (None: not a permutation)
+    element_type: str
+    tag: int = -1  # the SCHED_ID_ATTR value that the scripts match
+    num_results: int = 1
+    # matmul only: the loop dims playing each role
+    batch: list[int] = field(default_factory=list)
+    m: Optional[int] = None
+    n: Optional[int] = None
+    k: Optional[int] = None
+    b_prepacked: bool = False  # B is a linalg.unpack marked PREPACKED_ATTR (weights packed ahead)
+
+    @property
+    def static(self) -> bool:
+        return all(r is not None for r in self.ranges)
+
+    def size(self, dim: Optional[int]) -> int:
+        return 1 if dim is None else self.ranges[dim]
+
+    @property
+    def work(self) -> int:
+        """Iteration-space size (flops / 2 for a matmul)."""
+        total = 1
+        for r in self.ranges:
+            total *= r or 1
+        return total
+
+
+class ScheduleRule:
+    """One table entry. `prepare` runs first (layout changes such as packing) and must leave the
+    op to schedule tagged again (`Script.tag`); `schedule` then tiles, vectorizes and
+    parallelizes it and returns a short name of what it chose (recorded on the function)."""
+
+    def prepare(self, s: "Script", h: str, info: OpInfo, opts: ScheduleOptions) -> None:
+        pass
+
+    def schedule(self, s: "Script", h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+        raise NotImplementedError
+
+
+SCHEDULES: dict[tuple[str, str], ScheduleRule] = {}
+
+
+def register_schedule(pattern: str, target: str = "llvm"):
+    """Class decorator: an instance of the class is the rule for `pattern` on `target`."""
+    if pattern not in PATTERNS:
+        raise ValueError(f"unknown schedule pattern '{pattern}'; known: {', '.join(PATTERNS)}")
+
+    def wrap(cls: type) -> type:
+        SCHEDULES[(target, pattern)] = cls()
+        return cls
+
+    return wrap
+
+
+def get_schedule(target: str, pattern: str) -> ScheduleRule:
+    key = (target, pattern)
+    if key not in SCHEDULES:
+        known = ", ".join(f"{t}/{p}" for t, p in sorted(SCHEDULES))
+        raise NotImplementedError(f"no schedule for pattern '{pattern}' on target '{target}'; known: {known}")
+    return SCHEDULES[key]
+
+
+# ----------------------------------------------------------------------------------------------
+# Classification
+
+
+def _is_op(value: ir.Value, name: str) -> bool:
+    owner = value.owner
+    return isinstance(owner, (ir.Operation, ir.OpView)) and owner.name == name
+
+
+def _body_ops(op: ir.Operation) -> list[ir.Operation]:
+    return [o.operation for o in op.regions[0].blocks[0].operations]
+
+
+def _is_mul_add(op: ir.Operation) -> bool:
+    """Body `out + a * b` (either operand order), the contraction body TE and linalg emit."""
+    body = _body_ops(op)
+    names = [o.name for o in body]
+    if names == ["arith.mulf", "arith.addf", "linalg.yield"] or names == [
+        "arith.muli",
+        "arith.addi",
+        "linalg.yield",
+    ]:
+        args = list(op.regions[0].blocks[0].arguments)
+        mul, add = body[0], body[1]
+        mul_ins = {a for a in mul.operands}
+        add_ins = list(add.operands)
+        return (
+            len(args) == 3
+            and set(args[:2]) == mul_ins
+            and (add_ins == [args[2], mul.results[0]] or add_ins == [mul.results[0], args[2]])
+        )
+    return False
+
+
+def _operand_dims(maps: list[ir.AffineMap]) -> list[Optional[list[int]]]:
+    out = []
+    for amap in maps:
+        dims = []
+        for expr in amap.results:
+            if not isinstance(expr, ir.AffineDimExpr):
+                dims = None
+                break
+            dims.append(expr.position)
+        out.append(dims)
+    return out
+
+
+def classify(op: ir.Operation) -> OpInfo:
+    """Sort a linalg op into one of PATTERNS by its iterators, indexing maps and body."""
+    op = op.operation
+    if op.name != "linalg.generic":
+        return OpInfo(op, "fallback", [], [], [], "")
+    iterators = [str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    operand_dims = _operand_dims(maps)
+    ranges: list[Optional[int]] = [None] * len(iterators)
+    for value, dims in zip(op.operands, operand_dims):
+        if dims is None or not isinstance(value.type, ir.RankedTensorType):
+            continue
+        for axis, dim in enumerate(dims):
+            size = ir.RankedTensorType(value.type).shape[axis]
+            if size != ir.ShapedType.get_dynamic_size() and ranges[dim] is None:
+                ranges[dim] = size
+    results = op.results
+    elem = str(ir.RankedTensorType(results[0].type).element_type) if len(results) else ""
+    info = OpInfo(op, "fallback", ranges, iterators, operand_dims, elem, num_results=len(results))
+    if len(results) != 1 or any(d is None for d in operand_dims):
+        return info
+    out_dims = operand_dims[-1]
+    if sorted(out_dims) != [i for i, t in enumerate(iterators) if t == "parallel"]:
+        return info  # outputs must be indexed by exactly the parallel loops
+    reductions = [i for i, t in enumerate(iterators) if t == "reduction"]
+    if not reductions:
+        info.pattern = "elementwise"
+    elif len(reductions) == 1 and len(op.operands) == 3 and _is_mul_add(op):
+        _classify_contraction(info, reductions[0])
+    else:
+        info.pattern = "reduction"
+    return info
+
+
+def _classify_contraction(info: OpInfo, k: int) -> None:
+    """A: (.., m, .., k), B: (.., k, .., n), C: (.., m, n): assign roles, else a plain reduction."""
+    a_dims, b_dims, c_dims = info.operand_dims
+    info.pattern = "reduction"
+    if k not in a_dims or k not in b_dims or k in c_dims:
+        return
+    m_dims = [d for d in c_dims if d in a_dims and d not in b_dims]
+    n_dims = [d for d in c_dims if d in b_dims and d not in a_dims]
+    batch = [d for d in c_dims if d in a_dims and d in b_dims]
+    if not m_dims or not n_dims or len(n_dims) != 1 or len(m_dims) + len(n_dims) + len(batch) != len(c_dims):
+        return
+    # The innermost M dim is the one packed; outer M dims (e.g. a 3-D activation) act as batch.
+    info.pattern = "matmul"
+    info.m, info.n, info.k = m_dims[-1], n_dims[0], k
+    info.batch = batch + m_dims[:-1]
+    owner = info.op.operands[1].owner
+    info.b_prepacked = (
+        isinstance(owner, (ir.Operation, ir.OpView))
+        and owner.name == "linalg.unpack"
+        and PREPACKED_ATTR in owner.operation.attributes
+    )
+
+
+def linalg_ops(func_op: ir.Operation) -> list[ir.Operation]:
+    """The linalg ops of a PrimFunc body, in order (fills excluded: they fold into schedules)."""
+    out = []
+    for block in func_op.regions[0].blocks:
+        for op in block.operations:
+            op = op.operation
+            if op.name.startswith("linalg.") and op.name != "linalg.fill":
+                out.append(op)
+    return out
+
+
+# ----------------------------------------------------------------------------------------------
+# Transform scripts
+
+
+class Script:
+    """Builds the text of one `transform.named_sequence`; each helper returns fresh handle names."""
+
+    ANY = "!transform.any_op"
+
+    def __init__(self, func: str = "%func"):
+        self.func = func
+        self.lines: list[str] = []
+        self._count = 0
+
+    def fresh(self, base: str = "h") -> str:
+        self._count += 1
+        return f"%{base}{self._count}"
+
+    def emit(self, line: str) -> None:
+        self.lines.append("    " + line)
+
+    def _results(self, n: int, base: str) -> list[str]:
+        return [self.fresh(base) for _ in range(n)]
+
+    # -- matching ---------------------------------------------------------------------------------
+    def match_tagged(self, tag: int) -> str:
+        h = self.fresh("op")
+        self.emit(
+            f"{h} = transform.structured.match attributes{{{SCHED_ID_ATTR} = {tag} : i64}} "
+            f"in {self.func} : ({self.ANY}) -> {self.ANY}"
+        )
+        return h
+
+    def tag(self, h: str, tag: int) -> None:
+        p = self.fresh("tag")
+        self.emit(f"{p} = transform.param.constant {tag} : i64 -> !transform.param<i64>")
+        self.emit(f'transform.annotate {h} "{SCHED_ID_ATTR}" = {p} : {self.ANY}, !transform.param<i64>')
+
+    def producer(self, h: str, operand: int) -> str:
+        p = self.fresh("prod")
+        self.emit(f"{p} = transform.get_producer_of_operand {h}[{operand}] : ({self.ANY}) -> {self.ANY}")
+        return p
+
+    def consumer(self, h: str, result: int = 0) -> str:
+        c = self.fresh("cons")
+        self.emit(f"{c} = transform.get_consumers_of_result {h}[{result}] : ({self.ANY}) -> {self.ANY}")
+        return c
+
+    # -- structured ops ----------------------------------------------------------------------------
+    def tile_for(self, h: str, sizes: list[int], interchange: Optional[list[int]] = None) -> tuple[str, list[str]]:
+        nloops = sum(1 for s in sizes if s)
+        tiled, *loops = self._results(1 + nloops, "t")
+        inter = f" interchange = {interchange}" if interchange else ""
+        types = ", ".join([self.ANY] * (1 + nloops))
+        lhs = ", ".join([tiled] + loops)
+        self.emit(f"{lhs} = transform.structured.tile_using_for {h} tile_sizes {sizes}{inter} : ({self.ANY}) -> ({types})")
+        return tiled, loops
+
+    def tile_forall(self, h: str, *, tile_sizes: Optional[list[int]] = None, num_threads: Optional[list[int]] = None) -> tuple[str, str]:
+        tiled, loop = self._results(2, "par")
+        spec = f"num_threads {num_threads}" if num_threads is not None else f"tile_sizes {tile_sizes}"
+        self.emit(f"{tiled}, {loop} = transform.structured.tile_using_forall {h} {spec} : ({self.ANY}) -> ({self.ANY}, {self.ANY})")
+        return tiled, loop
+
+    def vectorize(self, h: str, vector_sizes: Optional[list[int]] = None) -> None:
+        sizes = f" vector_sizes {vector_sizes}" if vector_sizes else ""
+        self.emit(f"transform.structured.vectorize {h}{sizes} : {self.ANY}")
+
+    def patterns(self, *names: str, target: Optional[str] = None) -> None:
+        body = " ".join(f"transform.apply_patterns.{n}" for n in names)
+        self.emit(f"transform.apply_patterns to {target or self.func} {{ {body} }} : {self.ANY}")
+
+    def text(self) -> str:
+        body = "\n".join(self.lines)
+        return (
+            "module attributes {transform.with_named_sequence} {\n"
+            f"  transform.named_sequence @__transform_main({self.func}: {self.ANY} {{transform.readonly}}) {{\n"
+            f"{body}\n    transform.yield\n  }}\n}}\n"
+        )
+
+
+def finalize(s: Script) -> None:
+    """Shared vector cleanup after the rules: contract formation, hoisting, lowering to 1-D FMAs.
+
+    Order matters: hoist loop-invariant subsets *before* folding tensor subsets into transfers,
+    else the accumulators are not hoisted out of the reduction loop (MLIR_NOTES). Lowerings that
+    fight canonicalization (shape_cast, broadcast + outerproduct) are left to convert-vector-to-llvm.
+    """
+    s.patterns("vector.reduction_to_contract", "vector.transfer_permutation_patterns")
+    loops = s.fresh("loops")
+    s.emit(f"{loops} = transform.structured.match interface{{LoopLikeInterface}} in {s.func} : ({s.ANY}) -> {s.ANY}")
+    s.emit(f"transform.apply_licm to {loops} : {s.ANY}")
+    s.emit(f"transform.loop.hoist_loop_invariant_subsets {loops} : {s.ANY}")
+    s.patterns(
+        "vector.reduction_to_contract",
+        "vector.cast_away_vector_leading_one_dim",
+        "canonicalization",
+    )
+    s.patterns("tensor.fold_tensor_subset_ops_into_vector_transfers")
+    s.patterns('vector.lower_contraction lowering_strategy = "outerproduct"')
+    s.patterns(
+        'vector.lower_transpose lowering_strategy = "shuffle_1d"',
+        'vector.lower_multi_reduction lowering_strategy = "innerparallel"',
+        "vector.lower_masked_transfers",
+    )
+
+
+def apply_script(func_op: ir.Operation, script: Script) -> None:
+    text = script.text()
+    if os.environ.get(PRINT_SCRIPT_ENV):
+        import sys
+
+        print(f"// payload\n{func_op}\n// schedule\n{text}", file=sys.stderr)
+    tmod = ir.Module.parse(text, func_op.context)
+    seq = next(op for op in tmod.body.operations if ir.StringAttr(op.attributes["sym_name"]).value == "__transform_main")
+    interpreter.apply_named_sequence(func_op, seq, tmod)
+
+
+def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]:
+    """Apply the table's rules to every linalg op of `func_op`; returns the names they report.
+
+    Two scripts run: every rule's `prepare` (packing), then `fold_prepacked`, then every rule's
+    `schedule` and the shared `finalize`. On a failure the function is restored unscheduled
+    (still correct, slower) with a warning naming it; with `strict` the failure is raised.
+    """
+    infos = [classify(op) for op in linalg_ops(func_op)]
+    if not infos:
+        return []
+    for tag, info in enumerate(infos):
+        info.tag = tag
+        info.op.attributes[SCHED_ID_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tag)
+    rules = [get_schedule(opts.target, info.pattern) for info in infos]
+    backup = func_op.clone(ip=False)
+    try:
+        pre = Script()
+        for tag, (rule, info) in enumerate(zip(rules, infos)):
+            rule.prepare(pre, pre.match_tagged(tag), info, opts)
+        if pre.lines:
+            apply_script(func_op, pre)
+            fold_prepacked(func_op)
+        main = Script()
+        used = []
+        for tag, (rule, info) in enumerate(zip(rules, infos)):
+            used.append(rule.schedule(main, main.match_tagged(tag), info, opts))
+        finalize(main)
+        apply_script(func_op, main)
+    except Exception as exc:  # transform failures surface as ValueError/MLIRError with diagnostics
+        name = ir.StringAttr(func_op.attributes["sym_name"]).value
+        _restore(func_op, backup)
+        if opts.strict:
+            raise
+        warnings.warn(f"relax-schedule-cpu: @{name} left unscheduled: {exc}", RuntimeWarning, stacklevel=2)
+        return []
+    backup.erase()
+    _untag(func_op)
+    return used
+
+
+def fold_prepacked(func_op: ir.Operation) -> None:
+    """`linalg.pack(linalg.unpack(x))` -> `x` when the unpack is marked prepacked and both use the
+    same tiling. Upstream's fold refuses padded packs (it cannot know the padding of `x`); a
+    prepacked argument is zero-padded by construction (`matmul.pack_weight`)."""
+    keys = ("inner_dims_pos", "static_inner_tiles", "outer_dims_perm")
+
+    def same_tiling(a: ir.Operation, b: ir.Operation) -> bool:
+        for key in keys:
+            in_a, in_b = key in a.attributes, key in b.attributes
+            if in_a != in_b or (in_a and str(a.attributes[key]) != str(b.attributes[key])):
+                return False
+        return True
+
+    packs = []
+
+    def visit(op):
+        if op.operation.name == "linalg.pack":
+            packs.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    func_op.walk(visit)
+    for pack in packs:
+        src = pack.operands[0]
+        unpack = src.owner
+        if not isinstance(unpack, (ir.Operation, ir.OpView)) or unpack.name != "linalg.unpack":
+            continue
+        unpack = unpack.operation
+        if PREPACKED_ATTR not in unpack.attributes or not same_tiling(pack, unpack):
+            continue
+        if unpack.operands[0].type != pack.results[0].type:
+            continue
+        pack.results[0].replace_all_uses_with(unpack.operands[0])
+        pack.erase()
+
+
+def _restore(func_op: ir.Operation, backup: ir.Operation) -> None:
+    ir.InsertionPoint(func_op).insert(backup)
+    func_op.erase()
+    _untag(backup)
+
+
+def _untag(root: ir.Operation) -> None:
+    def visit(op):
+        op = op.operation
+        if SCHED_ID_ATTR in op.attributes:
+            del op.attributes[SCHED_ID_ATTR]
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)

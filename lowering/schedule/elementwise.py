@@ -1,0 +1,50 @@
+"""Schedules for elementwise / injective ops (all loops parallel) and the do-nothing fallback."""
+
+from __future__ import annotations
+
+from lowering.schedule.common import OpInfo, ScheduleOptions, ScheduleRule, Script, register_schedule
+
+VECTOR = 64  # elements per step along the innermost loop: 4 zmm per value, masked at the edge
+LANES = 16  # f32 lanes of one zmm register
+PARALLEL_MIN_ELEMENTS = 1 << 18  # below this a parallel loop costs more than it gains
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+@register_schedule("elementwise")
+class ElementwiseSchedule(ScheduleRule):
+    """Innermost loop in vectors of up to 64 lanes (masked tail), outer loops one by one; the
+    outermost loop split across threads when the op is large."""
+
+    def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+        if not info.ranges:
+            return "fallback"
+        inner = _innermost_loop(info)
+        size = info.ranges[inner]
+        width = VECTOR if size is None else min(VECTOR, _round_up(size, LANES))
+        if info.static and opts.threads > 1 and info.work >= PARALLEL_MIN_ELEMENTS:
+            split = [0] * len(info.ranges)
+            outer = next(d for d in range(len(info.ranges)) if d != inner) if len(info.ranges) > 1 else inner
+            split[outer] = opts.threads
+            h, _ = s.tile_forall(h, num_threads=split)
+        sizes = [1] * len(info.ranges)
+        sizes[inner] = width
+        h, _ = s.tile_for(h, sizes)
+        s.vectorize(h, sizes)
+        return f"elementwise-{width}"
+
+
+def _innermost_loop(info: OpInfo) -> int:
+    """The loop that walks the output's last axis (contiguous in memory)."""
+    out_dims = info.operand_dims[-1]
+    return out_dims[-1] if out_dims else len(info.ranges) - 1
+
+
+@register_schedule("fallback")
+class FallbackSchedule(ScheduleRule):
+    """Leave the op to convert-linalg-to-loops: correct for anything, dynamic shapes included."""
+
+    def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+        return "fallback"

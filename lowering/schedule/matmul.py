@@ -1,0 +1,319 @@
+"""Schedules for contractions (matmul, dense with transposed B, batch matmul) and weight packing.
+
+Routes, chosen per op by `MatmulSchedule.route`:
+- "packed": data tiling (MLIR_NOTES). A is packed into [.., M/8, K, 8] panels, B into
+  [.., N/32, K, 32] panels (`linalg.pack` via `pack_greedily`, zero padded), the packed
+  contraction is tiled for the caches (N blocks, then K blocks, then M blocks) and for registers
+  (one 8x32 tile = 16 zmm accumulators), vectorized and lowered to FMAs, and unpacked at the end.
+  With fewer than 8 rows, A stays unpacked and the register tile is 1x128 (8 accumulators).
+- "small": no packing, register tile 1x128 (x1 in K) straight on the operands: GEMV-like shapes
+  whose B is not a compile-time constant (packing B would cost as much as the product).
+Weights known at compile time are packed once by `pack_weight` and reach the PrimFunc already in
+the [.., N/32, K, 32] layout (`use_prepacked_weight`), so the B pack folds away.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import linalg, tensor
+
+from lowering.schedule.common import (
+    PREPACKED_ATTR,
+    OpInfo,
+    ScheduleOptions,
+    ScheduleRule,
+    Script,
+    register_schedule,
+)
+
+MR, NR = 8, 32  # micro tile: 8 x 32 f32 = 16 zmm accumulators (2 FMA ports x 4-cycle latency)
+GEMV_NB = 4  # 1-row register tile: 4 panels of 32 = 8 accumulators
+MC, NC, KC = 16, 8, 256  # cache tiles: 16 row panels (128 rows) x 8 col panels (256 cols) x 256 k
+PACK_K = 16  # k elements per vectorized pack step (8x16 transpose for A, 16x32 copy for B)
+SMALL_N = 128  # register tile of the unpacked route: 1 x 128 (8 zmm accumulators)
+PARALLEL_MIN_WORK = 1 << 19  # M*N*K under which a parallel loop costs more than it gains
+
+
+@register_schedule("matmul")
+class MatmulSchedule(ScheduleRule):
+    def route(self, info: OpInfo) -> str:
+        if not info.static or info.element_type != "f32":
+            return "fallback"
+        if info.b_prepacked:
+            return "packed"
+        m, n = info.size(info.m), info.size(info.n)
+        if m >= MR and n >= NR:
+            return "packed"
+        if _b_k_major(info):
+            return "small"
+        return "packed"  # transposed B with few rows: packing B turns dot products into FMAs
+
+    def prepare(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> None:
+        if self.route(info) != "packed":
+            return
+        mr = MR if info.size(info.m) >= MR else 0
+        packed = s.fresh("packed")
+        s.emit(
+            f"{packed} = transform.structured.pack_greedily {h} matmul_packed_sizes = [{mr}, {NR}, 0] "
+            f"matmul_inner_dims_order = [0, 1, 2] : ({s.ANY}) -> {s.ANY}"
+        )
+        if _b_k_major(info):  # B panels must be [N/32, K, 32]: move the N blocks outside K
+            b_dims = info.operand_dims[1]
+            perm = list(range(len(b_dims)))
+            i, j = b_dims.index(info.k), b_dims.index(info.n)
+            perm[i], perm[j] = perm[j], perm[i]
+            b_pack = s.producer(packed, 1)
+            new_op, new_pack, new_unpack = s.fresh("pt"), s.fresh("pt"), s.fresh("pt")
+            s.emit(
+                f"{new_op}, {new_pack}, {new_unpack} = transform.structured.pack_transpose "
+                f"{b_pack} with_compute_op({packed}) outer_perm = {perm} : ({s.ANY}, {s.ANY}) -> "
+                f"({s.ANY}, {s.ANY}, {s.ANY})"
+            )
+            packed = new_op
+        s.patterns("canonicalization")  # folds the zero fill into the packed accumulator
+        s.tag(packed, info.tag)
+
+    def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+        route = self.route(info)
+        if route == "fallback":
+            return "matmul-fallback"
+        if route == "small":
+            return _schedule_small(s, h, info, opts)
+        return _schedule_packed(s, h, info, opts)
+
+
+def _b_k_major(info: OpInfo) -> bool:
+    """B indexed (.., k, .., n): row-major [K, N] weights (matmul), not [N, K] (dense)."""
+    b_dims = info.operand_dims[1]
+    return b_dims.index(info.k) < b_dims.index(info.n)
+
+
+def _threads_for(info: OpInfo, opts: ScheduleOptions) -> int:
+    work = info.work
+    return opts.threads if opts.threads > 1 and work >= PARALLEL_MIN_WORK else 1
+
+
+def _ceil(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+def _divisor_tile(total: int, cap: int, multiple: int) -> int:
+    """The largest tile <= cap that is a multiple of `multiple` and divides `total` (else cap)."""
+    for t in range(min(cap, total), 0, -1):
+        if t % multiple == 0 and total % t == 0:
+            return t
+    return min(cap, total)
+
+
+def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+    """`h` is the packed contraction: loops = the original loops (M, N now counting panels) + the
+    inner panel loops (m if packed, then n)."""
+    threads = _threads_for(info, opts)
+    m_packed = info.size(info.m) >= MR
+    nloops = len(info.ranges)
+    inner = [0, 0] if m_packed else [0]
+    a_pack = s.producer(h, 0) if m_packed else None
+    b_pack = None if info.b_prepacked else s.producer(h, 1)
+    unpack = s.consumer(h, 0)
+
+    # Tiles that divide their loops keep every tile static (the vectorizer needs static shapes
+    # when a register tile spans several panels).
+    m_blocks = _ceil(info.size(info.m), MR) if m_packed else info.size(info.m)
+    n_blocks = _ceil(info.size(info.n), NR)
+    nb = 1 if m_packed else next(b for b in (GEMV_NB, 2, 1) if n_blocks % b == 0)
+    # Thread level: one forall over the batch, the M panels or the N panels.
+    if threads > 1:
+        sizes = [0] * nloops + inner
+        batch_total = int(np.prod([info.size(d) for d in info.batch])) if info.batch else 1
+        if info.batch and batch_total >= threads:
+            sizes[info.batch[0]] = _ceil(info.size(info.batch[0]), threads)
+        elif m_packed and m_blocks >= n_blocks and m_blocks >= threads:
+            sizes[info.m] = _ceil(m_blocks, threads)
+        elif n_blocks % (threads * nb) == 0:
+            sizes[info.n] = n_blocks // threads
+        elif m_blocks >= threads:
+            sizes[info.m] = _ceil(m_blocks, threads)
+        if any(sizes):
+            h, _ = s.tile_forall(h, tile_sizes=sizes)
+    # Cache level: N blocks, then K blocks, then M blocks (B block stays in L2, A block in L2).
+    cache = [1 if d in info.batch else 0 for d in range(nloops)] + inner
+    cache[info.m] = min(MC, m_blocks) if m_packed else 1
+    cache[info.n] = _divisor_tile(n_blocks, NC, nb)
+    cache[info.k] = min(KC, info.size(info.k))
+    order = list(info.batch) + [info.n, info.k, info.m]
+    h, _ = s.tile_for(h, cache, interchange=order)
+    # Register level: one micro tile (8x32, or 1x32*nb) per step of K, accumulators in registers.
+    reg = [0] * nloops + inner
+    reg[info.m], reg[info.n], reg[info.k] = 1, nb, 1
+    h, _ = s.tile_for(h, reg, interchange=list(info.batch) + [info.n, info.m, info.k])
+    s.vectorize(h)
+
+    if a_pack:
+        _schedule_pack(s, a_pack, info.operand_dims[0], info.k, info.m, [MR], threads)
+    if b_pack:
+        b_outer = list(info.operand_dims[1])
+        if _b_k_major(info):
+            i, j = b_outer.index(info.k), b_outer.index(info.n)
+            b_outer[i], b_outer[j] = b_outer[j], b_outer[i]
+        _schedule_pack(s, b_pack, b_outer, info.k, info.n, [NR], threads)
+    _schedule_unpack(s, unpack, info, m_packed, threads)
+    return f"matmul-packed-{MR if m_packed else 1}x{NR * nb}"
+
+
+def _schedule_pack(s: Script, h: str, outer: list[int], k: int, tiled_dim: int, inner: list[int], threads: int) -> None:
+    """Vectorize a pack op: PACK_K steps along K, one panel at a time; masks handle padding."""
+    sizes = [1] * len(outer)
+    sizes[outer.index(k)] = PACK_K
+    if threads > 1:
+        split = [0] * len(outer)
+        split[0] = threads
+        h, _ = s.tile_forall(h, num_threads=split)
+    h, _ = s.tile_for(h, sizes)
+    s.vectorize(h, sizes + inner)
+
+
+def _schedule_unpack(s: Script, h: str, info: OpInfo, m_packed: bool, threads: int) -> None:
+    c_dims = info.operand_dims[2]
+    divisible = info.size(info.n) % NR == 0 and (not m_packed or info.size(info.m) % MR == 0)
+    if not divisible:  # vectorizing a partial unpack tile hits an upstream bug (invalid vector.mask)
+        typed = _cast(s, h, "linalg.unpack")
+        results = ", ".join(
+            f'!transform.op<"{name}">'
+            for name in ("tensor.empty", "linalg.transpose", "tensor.collapse_shape", "tensor.extract_slice")
+        )
+        s.emit(f'transform.structured.lower_unpack {typed} : (!transform.op<"linalg.unpack">) -> ({results})')
+        return
+    sizes = [1] * len(c_dims)
+    sizes[c_dims.index(info.n)] = NR
+    if m_packed:
+        sizes[c_dims.index(info.m)] = MR
+    if threads > 1:
+        split = [0] * len(c_dims)
+        split[0] = threads
+        h, _ = s.tile_forall(h, num_threads=split)
+    h, _ = s.tile_for(h, sizes)
+    s.vectorize(h, [1] * len(c_dims) + ([MR, NR] if m_packed else [NR]))
+
+
+def _cast(s: Script, h: str, op_name: str) -> str:
+    c = s.fresh("cast")
+    s.emit(f'{c} = transform.cast {h} : {s.ANY} to !transform.op<"{op_name}">')
+    return c
+
+
+def _schedule_small(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+    """Unpacked register tile 1 x SMALL_N x 1: a row of A times a [1, 128] strip of B per step."""
+    nloops = len(info.ranges)
+    n_tile = min(SMALL_N, _ceil(info.size(info.n), 16) * 16)
+    outer = [1 if d in info.batch else 0 for d in range(nloops)]
+    outer[info.m], outer[info.n] = 1, n_tile
+    h, _ = s.tile_for(h, outer)
+    reg = [0] * nloops
+    reg[info.k] = 1
+    h, _ = s.tile_for(h, reg)
+    vec = [1] * nloops
+    vec[info.n] = n_tile
+    s.vectorize(h, vec)
+    return f"matmul-small-1x{n_tile}"
+
+
+# ----------------------------------------------------------------------------------------------
+# Constant weights: pack once at compile time
+
+
+@dataclass(frozen=True)
+class PackedLayout:
+    """How `pack_weight` laid out a weight: `packed[.., j, k, jj] = w[.., k, j * nr + jj]` (or
+    `w[.., j * nr + jj, k]` when `transposed`), zero where `j * nr + jj >= n`."""
+
+    shape: tuple[int, ...]  # the original weight shape
+    transposed: bool  # the original is [.., N, K] (dense / nn.Linear) rather than [.., K, N]
+    nr: int  # panel width (columns of the product per panel)
+
+    @property
+    def n(self) -> int:
+        return self.shape[-2] if self.transposed else self.shape[-1]
+
+    @property
+    def k(self) -> int:
+        return self.shape[-1] if self.transposed else self.shape[-2]
+
+    @property
+    def packed_shape(self) -> tuple[int, ...]:
+        return (*self.shape[:-2], _ceil(self.n, self.nr), self.k, self.nr)
+
+    @property
+    def inner_dims_pos(self) -> list[int]:
+        """`linalg.unpack` attributes that turn the packed array back into the weight."""
+        rank = len(self.shape)
+        return [rank - 2] if self.transposed else [rank - 1]
+
+    @property
+    def outer_dims_perm(self) -> Optional[list[int]]:
+        rank = len(self.shape)
+        if self.transposed:
+            return None
+        return list(range(rank - 2)) + [rank - 1, rank - 2]
+
+
+def pack_weight(w: np.ndarray, *, transposed: bool, nr: int = NR) -> tuple[np.ndarray, PackedLayout]:
+    """Pack a constant matmul operand B into the panels the packed route reads.
+
+    Parameters
+    ----------
+    w : the weight, [.., K, N] (`transposed=False`, `x @ w`) or [.., N, K] (`transposed=True`,
+        `x @ w.T`, TE's `topi.nn.dense` / `nn.Linear`).
+    nr : panel width; keep the default (the schedule's micro tile).
+
+    Returns
+    -------
+    (packed, layout): a C-contiguous [.., ceil(N/nr), K, nr] array, zero padded, and its layout.
+
+    Example
+    -------
+    >>> packed, layout = pack_weight(w, transposed=True)
+    >>> use_prepacked_weight(prim_func, 1, layout)   # the PrimFunc now takes `packed` as arg 1
+    """
+    layout = PackedLayout(tuple(w.shape), transposed, nr)
+    wt = w if transposed else np.swapaxes(w, -1, -2)  # [.., N, K]
+    pad = layout.packed_shape[-3] * nr - layout.n
+    if pad:
+        widths = [(0, 0)] * (wt.ndim - 2) + [(0, pad), (0, 0)]
+        wt = np.pad(wt, widths)
+    blocks = wt.reshape(*wt.shape[:-2], layout.packed_shape[-3], nr, layout.k)
+    return np.ascontiguousarray(np.swapaxes(blocks, -1, -2)), layout
+
+
+def use_prepacked_weight(func_op: ir.Operation, arg_index: int, layout: PackedLayout) -> None:
+    """Make PrimFunc argument `arg_index` (a weight of `layout.shape`) take the packed array.
+
+    The argument's type becomes `layout.packed_shape` and a `linalg.unpack` marked
+    `relax.prepacked` rebuilds the weight for the body, so the function stays correct without a
+    schedule; the matmul schedule folds its B pack into that unpack and reads the panels directly.
+    """
+    block = func_op.regions[0].blocks[0]
+    arg = block.arguments[arg_index]
+    old_type = ir.RankedTensorType(arg.type)
+    if tuple(old_type.shape) != layout.shape:
+        raise ValueError(
+            f"use_prepacked_weight: expected argument {arg_index} of shape {layout.shape}, got {tuple(old_type.shape)}"
+        )
+    packed_type = ir.RankedTensorType.get(list(layout.packed_shape), old_type.element_type)
+    with func_op.context, func_op.location:
+        with ir.InsertionPoint.at_block_begin(block):
+            empty = tensor.EmptyOp(list(layout.shape), old_type.element_type)
+            unpack = linalg.UnPackOp(
+                old_type, arg, empty.result, layout.inner_dims_pos, [], [layout.nr],
+                outer_dims_perm=layout.outer_dims_perm,
+            ).operation
+        arg.replace_all_uses_except(unpack.results[0], unpack)
+        arg.set_type(packed_type)
+        unpack.attributes[PREPACKED_ATTR] = ir.UnitAttr.get()
+        ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+        inputs = list(ftype.inputs)
+        inputs[arg_index] = packed_type
+        func_op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, list(ftype.results)))

