@@ -35,6 +35,8 @@ usage: relaxmlir-opt [options] [input.mlir | -]
   --mlir-print-ir-before-all            print the IR before every pass (to stderr)
   --mlir-print-op-generic               print ops in the generic form
   --mlir-print-debuginfo                print locations
+  --mlir-timing                         report the time of each pass (to stderr)
+  --mlir-disable-threading              run passes on one thread
   --mlir-elide-elementsattrs-if-larger=N  elide constants with more than N elements
   --allow-unregistered-dialect          accept ops of unknown dialects
   --dump-pass-pipeline                  print the resolved pipeline (to stderr)
@@ -51,6 +53,8 @@ _SWITCHES = {
     "mlir-print-ir-before-all": "print_before_all",
     "mlir-print-op-generic": "generic",
     "mlir-print-debuginfo": "debuginfo",
+    "mlir-timing": "timing",
+    "mlir-disable-threading": "disable_threading",
     "allow-unregistered-dialect": "allow_unregistered",
     "dump-pass-pipeline": "dump_pipeline",
     "list-passes": "list_passes",
@@ -76,6 +80,8 @@ class Options:
     print_before_all: bool = False
     generic: bool = False
     debuginfo: bool = False
+    timing: bool = False
+    disable_threading: bool = False
     elide_limit: Optional[int] = None
     allow_unregistered: bool = False
     dump_pipeline: bool = False
@@ -329,6 +335,8 @@ def _run_passes(module, opts: Options, source_name: str, ctx) -> list:
             large_elements_limit=opts.elide_limit,
             print_generic_op_form=opts.generic,
         )
+    if opts.timing:
+        pm.enable_timing()
     sys.stdout.flush()
     sys.stderr.flush()  # MLIR prints IR dumps from C++ to the same stderr
     try:
@@ -397,15 +405,13 @@ def run(opts: Options) -> int:
         pm, _ = build(opts.pipeline, ctx)  # validate the pipeline once, before any chunk
         if opts.dump_pipeline:
             print(pm, file=sys.stderr)
-    previous = ctx.allow_unregistered_dialects
-    ctx.allow_unregistered_dialects = opts.allow_unregistered or previous
-    try:
-        results = [
-            process_chunk(chunk, opts, source_name, ctx)
-            for chunk in split_input(text, opts.split_marker)
-        ]
-    finally:
-        ctx.allow_unregistered_dialects = previous
+    if opts.disable_threading:
+        ctx.enable_multithreading(False)
+    ctx.allow_unregistered_dialects = opts.allow_unregistered
+    results = [
+        process_chunk(chunk, opts, source_name, ctx)
+        for chunk in split_input(text, opts.split_marker)
+    ]
     output = f"{_SPLIT_MARKER}\n".join(out for _, out in results)
     if opts.output and opts.output != "-":
         try:
