@@ -29,9 +29,7 @@ from typing import Optional
 from relaxmlir.tools import REPO_ROOT, SCRIPTS, tool_path
 
 _DIRECTIVE = re.compile(r"^\s*(?://|#)\s*(RUN|REQUIRES|UNSUPPORTED)\s*:(.*)$")
-_TOOLS = (
-    "FileCheck", "not", "count", "split-file", "mlir-opt", "mlir-translate", "mlir-runner"
-)  # fmt: skip
+_TOOLS = ("FileCheck", "not", "count", "split-file", "mlir-opt", "mlir-translate", "mlir-runner")
 TIMEOUT_S = 600  # per RUN line; some greedy rewrites never terminate (MLIR_NOTES)
 
 

@@ -44,7 +44,9 @@ def _parser() -> argparse.ArgumentParser:
         "--dim", action="append", default=[], metavar="NAME=SIZE", help="symbolic dim for --random"
     )
     p.add_argument("--output", metavar="OUT.npz", help="save the results instead of printing")
-    p.add_argument("--time", type=int, default=0, metavar="N", help="report median latency of N runs")
+    p.add_argument(
+        "--time", type=int, default=0, metavar="N", help="report median latency of N runs"
+    )
     p.add_argument("--signature", action="store_true", help="print the entry's signature and exit")
     return p
 

@@ -10,8 +10,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from relaxmlir.tools import REPO_ROOT, SCRIPTS
-from relaxmlir.tools import lit
+from relaxmlir.tools import REPO_ROOT, SCRIPTS, lit
 from relaxmlir.tools.opt import main as opt_main
 
 LIT_DIR = REPO_ROOT / "tests" / "lit"
@@ -61,7 +60,9 @@ def test_lit_requires_skips_and_substitutes(tmp_path):
     test.write_text("// REQUIRES: cuda\n// RUN: false\n")
     assert lit.run_lit_file(test, features=set()).status == "skip"
     tools = {"not": "/bin/NOT", "FileCheck": "/bin/FC"}
-    command = lit.substitute("not tool %s | FileCheck --check-prefix=not %s 100%%", test, tmp_path, tools)
+    command = lit.substitute(
+        "not tool %s | FileCheck --check-prefix=not %s 100%%", test, tmp_path, tools
+    )
     assert command == f"/bin/NOT tool {test} | /bin/FC --check-prefix=not {test} 100%"
 
 
@@ -137,8 +138,9 @@ def test_run_matches_python_api(mlp_inputs):
 
 def test_run_saves_outputs_and_reports_bad_shapes(mlp_inputs, tmp_path):
     saved = tmp_path / "out.npz"
-    proc = run_tool("relaxmlir-run", str(MLP), "--inputs", str(mlp_inputs), "--output", str(saved),
-                    cwd=tmp_path)  # fmt: skip
+    proc = run_tool(
+        "relaxmlir-run", str(MLP), "--inputs", str(mlp_inputs), "--output", str(saved), cwd=tmp_path
+    )
     assert proc.returncode == 0, proc.stderr
     with np.load(saved) as data:
         assert [data[k].shape for k in data.files] == [(3, 10)]
@@ -164,14 +166,21 @@ def test_verify_expected_severities_and_designators():
         "// expected-note @-4 {{see op_a}}\n"
     )
     diags = [
-        Diagnostic("warning", "op is slow here", "t.mlir", 1, 1,
-                   notes=[Diagnostic("note", "see op_a", "t.mlir", 1, 1)]),  # fmt: skip
+        Diagnostic(
+            "warning",
+            "op is slow here",
+            "t.mlir",
+            1,
+            1,
+            notes=[Diagnostic("note", "see op_a", "t.mlir", 1, 1)],
+        ),
         Diagnostic("remark", "fused 2 ops", "t.mlir", 3, 1),
         Diagnostic("error", "no location at all"),
     ]
     assert verify_expected(source, diags, "t.mlir") == []
-    problems = verify_expected(source, diags[:1] + [Diagnostic("error", "boom", "t.mlir", 3, 2)],
-                               "t.mlir")  # fmt: skip
+    problems = verify_expected(
+        source, diags[:1] + [Diagnostic("error", "boom", "t.mlir", 3, 2)], "t.mlir"
+    )
     assert problems == [
         "t.mlir:3:2: error: unexpected error: boom",
         't.mlir:2: error: expected remark "fused" was not produced',
