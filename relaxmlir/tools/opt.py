@@ -208,11 +208,11 @@ def unknown_pass_message(name: str) -> str:
 
 def build(pipeline: str, ctx):
     """`lowering.registry.build_pass_manager`, with command-line errors as UsageError."""
-    from lowering.registry import PipelineError, build_pass_manager
+    from lowering.registry import PassError, PipelineError, build_pass_manager
 
     try:
         return build_pass_manager(pipeline, ctx)
-    except PipelineError as exc:
+    except (PipelineError, PassError) as exc:  # PassError: a factory rejected an option value
         raise UsageError(str(exc)) from None
     except ValueError as exc:  # the upstream pipeline parser
         match = _UNKNOWN_PASS.search(str(exc))
