@@ -1,0 +1,169 @@
+"""`from_exported_program`: a `torch.export.ExportedProgram` -> relax `IRModule`.
+
+The program is first decomposed to core ATen, except for the ops `common.CONVERTERS` translates
+directly (linear, layer_norm, scaled_dot_product_attention, ...: one relax op beats the dozen core
+ops they decompose into). The ATen-only rules below register into the same table.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Union
+
+import numpy as np
+import torch
+import torch.fx as fx
+from torch.export import ExportedProgram
+from torch.export.graph_signature import InputKind, OutputKind
+
+from relaxmlir.frontend import common
+from relaxmlir.frontend.common import CONVERTERS, Deferred, Importer, call, first, register
+from relaxmlir.ir import IRModule
+from relaxmlir.relax.expr import Var, const
+from relaxmlir.relax.struct_info import TensorStructInfo
+
+aten = torch.ops.aten
+
+
+def _unused(what: str, node: fx.Node) -> Deferred:
+    def fail():
+        raise NotImplementedError(f"{what} of node '{node.name}' is not supported")
+
+    return Deferred(fail)
+
+
+def _native_batch_norm(ctx: Importer, node: fx.Node):
+    """`_native_batch_norm_legit_no_training(input, weight, bias, mean, var, momentum, eps)`."""
+    x, weight, bias = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
+    mean, var = ctx.arg(node, 3, "running_mean"), ctx.arg(node, 4, "running_var")
+    out = common.batch_norm(ctx, x, weight, bias, mean, var, ctx.arg(node, 6, "eps", 1e-5))
+    return out, _unused("the saved mean", node), _unused("the saved inverse std", node)
+
+
+def _aten_batch_norm(ctx: Importer, node: fx.Node):
+    """`aten.batch_norm(input, weight, bias, mean, var, training, momentum, eps, cudnn)`."""
+    if ctx.arg(node, 5, "training", False):
+        raise NotImplementedError(f"batch_norm in training mode at node '{node.name}'")
+    x, weight, bias = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
+    mean, var = ctx.arg(node, 3, "running_mean"), ctx.arg(node, 4, "running_var")
+    return common.batch_norm(ctx, x, weight, bias, mean, var, ctx.arg(node, 7, "eps", 1e-5))
+
+
+def _native_layer_norm(ctx: Importer, node: fx.Node):
+    x, shape = first(ctx, node), ctx.arg(node, 1, "normalized_shape")
+    weight, bias = ctx.arg(node, 2, "weight"), ctx.arg(node, 3, "bias")
+    out = common.layer_norm(ctx, x, shape, weight, bias, ctx.arg(node, 4, "eps", 1e-5))
+    return out, _unused("the mean", node), _unused("the inverse std", node)
+
+
+def _convolution(ctx: Importer, node: fx.Node):
+    """`convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)`."""
+    if ctx.arg(node, 6, "transposed", False):
+        raise NotImplementedError(f"unsupported torch op 'aten.convolution.default' (transposed) at node '{node.name}'")
+    x, w, b = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
+    return common.conv2d(ctx, x, w, b, ctx.arg(node, 3, "stride"), ctx.arg(node, 4, "padding"),
+                         ctx.arg(node, 5, "dilation"), ctx.arg(node, 8, "groups"))
+
+
+def _index(ctx: Importer, node: fx.Node):
+    """`x[..., idx, ...]` with one index tensor (`aten.index.Tensor(x, [None, idx])`)."""
+    x, indices = first(ctx, node), ctx.arg(node, 1, "indices")
+    given = [(i, t) for i, t in enumerate(indices) if t is not None]
+    if len(given) != 1:
+        raise NotImplementedError(f"aten.index with {len(given)} index tensors at node '{node.name}'")
+    return call(ctx, "take", x, given[0][1], given[0][0])
+
+
+register(_native_batch_norm, aten._native_batch_norm_legit_no_training)
+register(_aten_batch_norm, aten.batch_norm)
+register(_native_layer_norm, aten.native_layer_norm)
+register(_convolution, aten.convolution)
+register(_index, aten.index)
+register(lambda ctx, node: None, aten._assert_tensor_metadata, aten._assert_scalar,
+         aten.sym_constrain_range_for_size, aten._assert_async)
+
+
+def decomposition_table() -> dict:
+    """Core-ATen decompositions minus those of the ops translated directly."""
+    table = torch.export.default_decompositions()
+    for op in list(table.keys()):
+        if op in CONVERTERS or getattr(op, "overloadpacket", None) in CONVERTERS:
+            table.pop(op)
+    return table
+
+
+def _input_sinfo(node: fx.Node) -> TensorStructInfo:
+    val = node.meta.get("val")
+    if not isinstance(val, torch.Tensor):
+        raise NotImplementedError(f"non-tensor input '{node.name}' ({type(val).__name__})")
+    dims = [d if isinstance(d, int) else str(d) for d in val.shape]
+    return TensorStructInfo(dims, common.dtype_str(val.dtype))
+
+
+def from_exported_program(
+    exported_program: ExportedProgram,
+    keep_params_as_input: bool = False,
+    run_decompositions: bool = True,
+) -> Union[IRModule, tuple[IRModule, dict[str, np.ndarray]]]:
+    """Import `torch.export.export(model, args)` into a relax `IRModule` with function "main".
+
+    Parameters
+    ----------
+    exported_program : torch.export.ExportedProgram
+        Dynamic dimensions (`torch.export.Dim`) become symbolic dimensions of the inputs.
+    keep_params_as_input : bool
+        Parameters and buffers become parameters of "main" after the user inputs, named by
+        their state-dict keys, instead of constants.
+    run_decompositions : bool
+        Decompose to core ATen first (keeping the ops that have a direct translation).
+
+    Returns
+    -------
+    mod : IRModule, or `(mod, params)` with `keep_params_as_input` (params: name -> numpy array)
+
+    Examples
+    --------
+    >>> ep = torch.export.export(model.eval(), (torch.randn(1, 784),))
+    >>> mod = from_exported_program(ep)
+    """
+    ep = exported_program
+    if run_decompositions:
+        ep = ep.run_decompositions(decomposition_table())
+    specs = {spec.arg.name: spec for spec in ep.graph_signature.input_specs if hasattr(spec.arg, "name")}
+    output_kinds = [spec.kind for spec in ep.graph_signature.output_specs]
+    ctx = Importer("from_exported_program", keep_params_as_input=keep_params_as_input)
+
+    def placeholder(node: fx.Node) -> Any:
+        spec = specs.get(node.name)
+        kind = spec.kind if spec is not None else InputKind.USER_INPUT
+        if kind == InputKind.USER_INPUT:
+            if not isinstance(node.meta.get("val"), torch.Tensor):
+                return node.meta.get("val")
+            var = Var(node.name, _input_sinfo(node))
+            ctx.inputs.append(var)
+            return var
+        if kind in (InputKind.PARAMETER, InputKind.BUFFER):
+            if spec.target in ep.state_dict:
+                return ctx.weight(spec.target, ep.state_dict[spec.target])
+            return ctx.weight(spec.target, ep.constants[spec.target], as_param=False)
+        if kind == InputKind.CONSTANT_TENSOR:
+            value = ep.constants[spec.target]
+            return const(value.detach().numpy()) if isinstance(value, torch.Tensor) else value
+        raise NotImplementedError(f"exported program input '{node.name}' of kind {kind.name}")
+
+    def body():
+        for node in ep.graph.nodes:
+            if node.op == "placeholder":
+                ctx.env[node] = placeholder(node)
+            elif node.op == "call_function":
+                ctx.env[node] = ctx.translate(node)
+            elif node.op == "output":
+                outs = [v for v, kind in zip(ctx.retrieve(node.args[0]), output_kinds)
+                        if kind == OutputKind.USER_OUTPUT]
+                return outs[0] if len(outs) == 1 else tuple(outs)
+            else:
+                raise NotImplementedError(
+                    f"unsupported graph node '{node.name}' ({node.op}) (from_exported_program)"
+                )
+        raise ValueError("from_exported_program: the graph has no output node")
+
+    return ctx.build(body)

@@ -1,0 +1,332 @@
+"""`from_fx`: a `torch.fx.GraphModule` (or an `nn.Module`, traced) -> relax `IRModule`.
+
+Functions, tensor methods and operators go through `common.CONVERTERS`; `nn.Module` calls go
+through `MODULE_CONVERTERS` below (module class -> rule `(ctx, node, module) -> value`).
+"""
+
+from __future__ import annotations
+
+import inspect
+from typing import Any, Callable, Optional, Sequence, Union
+
+import numpy as np
+import torch
+import torch.fx as fx
+from torch import nn
+
+from relaxmlir.frontend import common
+from relaxmlir.frontend.common import (
+    Importer, axis, call, conv2d, emit_binary, first, is_tensor, ndim, reshape, shape_of,
+    strided_slice, target_name, transpose,
+)
+from relaxmlir.ir import IRModule
+from relaxmlir.relax.expr import Constant, Var, const
+from relaxmlir.relax.struct_info import TensorStructInfo
+
+ModuleRule = Callable[[Importer, fx.Node, nn.Module], Any]
+MODULE_CONVERTERS: dict[type, ModuleRule] = {}
+
+
+def register_module(rule: ModuleRule, *classes: type) -> ModuleRule:
+    for cls in classes:
+        MODULE_CONVERTERS[cls] = rule
+    return rule
+
+
+def _weight(ctx: Importer, node: fx.Node, name: str, module: nn.Module):
+    tensor = getattr(module, name)
+    return None if tensor is None else ctx.weight(f"{node.target}.{name}", tensor)
+
+
+def _unary_module(op_name: str, **attrs: str) -> ModuleRule:
+    """An activation module: `op_name(x, **{arg: module.<attr>})`."""
+
+    def rule(ctx: Importer, node: fx.Node, module: nn.Module):
+        kwargs = {arg: getattr(module, attr) for arg, attr in attrs.items()}
+        return call(ctx, op_name, first(ctx, node), **kwargs)
+
+    return rule
+
+
+def _linear(ctx, node, module: nn.Linear):
+    w, b = _weight(ctx, node, "weight", module), _weight(ctx, node, "bias", module)
+    return call(ctx, "linear", first(ctx, node), w, b)
+
+
+def _conv(ctx, node, module: nn.Conv2d):
+    if module.padding_mode != "zeros":
+        raise NotImplementedError(f"{type(module).__name__} padding_mode '{module.padding_mode}' at node '{node.name}'")
+    w, b = _weight(ctx, node, "weight", module), _weight(ctx, node, "bias", module)
+    return conv2d(ctx, first(ctx, node), w, b, module.stride, module.padding, module.dilation, module.groups)
+
+
+def _batch_norm(ctx, node, module: nn.BatchNorm2d):
+    if module.training or module.running_mean is None:
+        raise NotImplementedError(f"{type(module).__name__} in training mode at node '{node.name}'; call model.eval()")
+    w, b = _weight(ctx, node, "weight", module), _weight(ctx, node, "bias", module)
+    mean, var = _weight(ctx, node, "running_mean", module), _weight(ctx, node, "running_var", module)
+    return common.batch_norm(ctx, first(ctx, node), w, b, mean, var, module.eps)
+
+
+def _layer_norm(ctx, node, module: nn.LayerNorm):
+    w, b = _weight(ctx, node, "weight", module), _weight(ctx, node, "bias", module)
+    return common.layer_norm(ctx, first(ctx, node), module.normalized_shape, w, b, module.eps)
+
+
+def _gelu(ctx, node, module: nn.GELU):
+    return call(ctx, "nn.gelu_tanh" if module.approximate == "tanh" else "nn.gelu", first(ctx, node))
+
+
+def _softmax(op_name: str) -> ModuleRule:
+    def rule(ctx, node, module):
+        x = first(ctx, node)
+        return call(ctx, op_name, x, axis(-1 if module.dim is None else module.dim, ndim(x)))
+
+    return rule
+
+
+def _max_pool(ctx, node, module: nn.MaxPool2d):
+    if module.return_indices:
+        raise NotImplementedError(f"MaxPool2d(return_indices=True) at node '{node.name}'")
+    return common.max_pool2d(ctx, first(ctx, node), module.kernel_size, module.stride,
+                             module.padding, module.dilation, module.ceil_mode)
+
+
+def _avg_pool(ctx, node, module: nn.AvgPool2d):
+    return common.avg_pool2d(ctx, first(ctx, node), module.kernel_size, module.stride, module.padding,
+                             module.ceil_mode, module.count_include_pad, module.divisor_override)
+
+
+def _adaptive_avg_pool(ctx, node, module: nn.AdaptiveAvgPool2d):
+    return common.adaptive_avg_pool2d(ctx, first(ctx, node), module.output_size)
+
+
+def _flatten(ctx, node, module: nn.Flatten):
+    return common.flatten(ctx, first(ctx, node), module.start_dim, module.end_dim)
+
+
+def _unflatten(ctx, node, module: nn.Unflatten):
+    x = first(ctx, node)
+    dim = axis(module.dim, ndim(x))
+    dims = common._sym_dims(x)
+    return reshape(ctx, x, dims[:dim] + tuple(module.unflattened_size) + dims[dim + 1 :])
+
+
+def _embedding(ctx, node, module: nn.Embedding):
+    return call(ctx, "take", _weight(ctx, node, "weight", module), first(ctx, node), 0)
+
+
+def _rows(ctx, w, start: int, stop: int):
+    """Rows `start:stop` of a packed projection weight (sliced now when it is a constant)."""
+    if isinstance(w, Constant):
+        return const(w.data[start:stop])
+    return strided_slice(ctx, w, [0], [start], [stop])
+
+
+def _multihead_attention(ctx, node, module: nn.MultiheadAttention):
+    """`nn.MultiheadAttention` decomposed: projections, per-head scaled dot products, softmax,
+    output projection. Returns `(output, weights)`; the weights are built only if used."""
+    if module.bias_k is not None or module.add_zero_attn or module.dropout and module.training:
+        raise NotImplementedError(f"MultiheadAttention with bias_k/add_zero_attn/training at node '{node.name}'")
+    q, k, v = first(ctx, node), ctx.arg(node, 1, "key"), ctx.arg(node, 2, "value")
+    key_padding_mask, attn_mask = ctx.arg(node, 3, "key_padding_mask"), ctx.arg(node, 5, "attn_mask")
+    need_weights = ctx.arg(node, 4, "need_weights", True)
+    average = ctx.arg(node, 6, "average_attn_weights", True)
+    is_causal = ctx.arg(node, 7, "is_causal", False)
+    batched = ndim(q) == 3
+    if not batched:
+        q, k, v = (call(ctx, "expand_dims", t, 0 if module.batch_first else 1) for t in (q, k, v))
+    if not module.batch_first:
+        q, k, v = (transpose(ctx, t, 0, 1) for t in (q, k, v))
+    embed, heads = module.embed_dim, module.num_heads
+    head_dim = embed // heads
+    in_bias = _weight(ctx, node, "in_proj_bias", module)
+    if module._qkv_same_embed_dim:
+        packed = _weight(ctx, node, "in_proj_weight", module)
+        weights = [_rows(ctx, packed, i * embed, (i + 1) * embed) for i in range(3)]
+    else:
+        weights = [_weight(ctx, node, f"{n}_proj_weight", module) for n in "qkv"]
+    biases = [None] * 3 if in_bias is None else [_rows(ctx, in_bias, i * embed, (i + 1) * embed) for i in range(3)]
+
+    def heads_first(t, w, b):
+        t = call(ctx, "linear", t, w, b)
+        batch, length = shape_of(t)[:2]
+        return transpose(ctx, reshape(ctx, t, [batch, length, heads, head_dim]), 1, 2)
+
+    q, k, v = (heads_first(t, w, b) for t, w, b in zip((q, k, v), weights, biases))
+    batch, length, source = shape_of(q)[0], shape_of(q)[2], shape_of(k)[2]
+    scores = emit_binary(ctx, "multiply", call(ctx, "matmul", q, transpose(ctx, k, -2, -1)),
+                         1.0 / float(np.sqrt(head_dim)))
+    if attn_mask is None and is_causal:
+        attn_mask = const(np.triu(np.ones((length, source), dtype=bool), 1))
+    for mask in (attn_mask, key_padding_mask):
+        if mask is None:
+            continue
+        if mask is key_padding_mask:
+            mask = reshape(ctx, mask, [batch, 1, 1, source])
+        elif ndim(mask) == 3:
+            mask = reshape(ctx, mask, [batch, heads, length, source])
+        if mask.struct_info.dtype == "bool":  # True means "do not attend" (the opposite of SDPA)
+            scores = common.where(ctx, mask, float("-inf"), scores)
+        else:
+            scores = emit_binary(ctx, "add", scores, mask)
+    probs = call(ctx, "nn.softmax", scores, 3)
+    out = transpose(ctx, call(ctx, "matmul", probs, v), 1, 2)
+    out = reshape(ctx, out, [batch, length, embed])
+    out_proj = module.out_proj
+    w = ctx.weight(f"{node.target}.out_proj.weight", out_proj.weight)
+    b = None if out_proj.bias is None else ctx.weight(f"{node.target}.out_proj.bias", out_proj.bias)
+    out = call(ctx, "linear", out, w, b)
+    if not module.batch_first:
+        out = transpose(ctx, out, 0, 1)
+    if not batched:
+        out = common.squeeze(ctx, out, [0 if module.batch_first else 1])
+
+    def attn_weights():
+        w = common.reduce(ctx, "mean", probs, [1]) if average else probs
+        return w if batched else common.squeeze(ctx, w, [0])
+
+    return out, (common.Deferred(attn_weights) if need_weights else None)
+
+
+register_module(_linear, nn.Linear)
+register_module(_conv, nn.Conv1d, nn.Conv2d)
+register_module(_batch_norm, nn.BatchNorm1d, nn.BatchNorm2d)
+register_module(_layer_norm, nn.LayerNorm)
+register_module(_unary_module("nn.relu"), nn.ReLU)
+register_module(_unary_module("nn.silu"), nn.SiLU)
+register_module(_unary_module("sigmoid"), nn.Sigmoid)
+register_module(_unary_module("tanh"), nn.Tanh)
+register_module(_unary_module("nn.leaky_relu", alpha="negative_slope"), nn.LeakyReLU)
+register_module(_unary_module("clip", min="min_val", max="max_val"), nn.Hardtanh, nn.ReLU6)
+register_module(_gelu, nn.GELU)
+register_module(_softmax("nn.softmax"), nn.Softmax)
+register_module(_softmax("nn.log_softmax"), nn.LogSoftmax)
+register_module(_max_pool, nn.MaxPool2d)
+register_module(_avg_pool, nn.AvgPool2d)
+register_module(_adaptive_avg_pool, nn.AdaptiveAvgPool2d)
+register_module(_flatten, nn.Flatten)
+register_module(_unflatten, nn.Unflatten)
+register_module(_embedding, nn.Embedding)
+register_module(_multihead_attention, nn.MultiheadAttention)
+register_module(lambda ctx, node, module: first(ctx, node), nn.Identity, nn.Dropout,
+                nn.Dropout1d, nn.Dropout2d, nn.AlphaDropout)
+
+
+# -- tracing and the importer ---------------------------------------------------------------
+def trace(model: Union[nn.Module, fx.GraphModule], num_inputs: int) -> fx.GraphModule:
+    """`symbolic_trace` with the forward arguments after the first `num_inputs` fixed to their
+    defaults and the fused MultiheadAttention fast path off (it branches on tensor values)."""
+    if isinstance(model, fx.GraphModule):
+        return model
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"from_fx expects a torch.fx.GraphModule or nn.Module, got {type(model).__name__}")
+    params = list(inspect.signature(model.forward).parameters.values())[num_inputs:]
+    concrete = {p.name: p.default for p in params
+                if p.default is not inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD}
+    fastpath = torch.backends.mha.get_fastpath_enabled()
+    torch.backends.mha.set_fastpath_enabled(False)
+    try:
+        return fx.symbolic_trace(model, concrete_args=concrete or None)
+    finally:
+        torch.backends.mha.set_fastpath_enabled(fastpath)
+
+
+def _module_rule(module: nn.Module, user: dict[type, ModuleRule], node: fx.Node) -> ModuleRule:
+    for cls in type(module).__mro__:
+        for table in (user, MODULE_CONVERTERS):
+            if cls in table:
+                return table[cls]
+    raise NotImplementedError(
+        f"unsupported torch op '{target_name(type(module))}' at node '{node.name}' (from_fx)"
+    )
+
+
+def _get_attr(ctx: Importer, gm: fx.GraphModule, node: fx.Node):
+    value = gm
+    for part in node.target.split("."):
+        value = getattr(value, part)
+    if not isinstance(value, torch.Tensor):
+        return value
+    state = dict(gm.named_parameters())
+    state.update(gm.named_buffers())
+    return ctx.weight(node.target, value, as_param=node.target in state)
+
+
+def from_fx(
+    model: Union[nn.Module, fx.GraphModule],
+    input_shapes: Sequence[Sequence[Union[int, str]]],
+    call_function_map: Optional[dict] = None,
+    call_module_map: Optional[dict] = None,
+    keep_params_as_input: bool = False,
+    input_dtypes: Optional[Sequence] = None,
+) -> Union[IRModule, tuple[IRModule, dict[str, np.ndarray]]]:
+    """Import a PyTorch model through torch.fx into a relax `IRModule` with function "main".
+
+    Parameters
+    ----------
+    model : torch.fx.GraphModule or torch.nn.Module
+        An `nn.Module` is traced with `torch.fx.symbolic_trace`; put it in eval mode first.
+    input_shapes : list of shapes
+        One shape per input; a dimension is an int or a symbol name (`[("n", 784)]`).
+    call_function_map : dict, optional
+        `{torch_target: fn(bb, node_map, node)}` for `call_function`/`call_method` nodes;
+        entries extend or override the built-in rules. `node_map[n]` is the relax value of node n.
+    call_module_map : dict, optional
+        `{nn.Module subclass: fn(bb, node_map, node, module)}` for `call_module` nodes.
+    keep_params_as_input : bool
+        Weights become parameters of "main" (after the inputs) instead of constants.
+    input_dtypes : list of str or torch.dtype, optional
+        Default "float32" for each input.
+
+    Returns
+    -------
+    mod : IRModule, or `(mod, params)` with `keep_params_as_input` (params: name -> numpy array)
+
+    Examples
+    --------
+    >>> mod = from_fx(MLP().eval(), [("n", 784)])
+    >>> vm = relax.VirtualMachine(relax.build(mod, "llvm"), rm.cpu())
+    """
+    gm = trace(model, len(input_shapes))
+    overrides = {t: _user_function_rule(fn) for t, fn in (call_function_map or {}).items()}
+    user_modules = {cls: _user_module_rule(fn) for cls, fn in (call_module_map or {}).items()}
+    ctx = Importer("from_fx", overrides, keep_params_as_input)
+    dtypes = list(input_dtypes or ["float32"] * len(input_shapes))
+    modules = dict(gm.named_modules())
+
+    def body():
+        placeholders = 0
+        for node in gm.graph.nodes:
+            if node.op == "placeholder":
+                if placeholders < len(input_shapes):
+                    dtype = common.dtype_str(dtypes[placeholders])
+                    var = Var(node.name, TensorStructInfo(input_shapes[placeholders], dtype))
+                    ctx.inputs.append(var)
+                    ctx.env[node] = var
+                elif node.args:  # an argument fixed to its default while tracing
+                    ctx.env[node] = node.args[0]
+                else:
+                    raise ValueError(f"from_fx: got {len(input_shapes)} input shape(s) but the graph "
+                                     f"has more inputs (first without a shape: '{node.name}')")
+                placeholders += 1
+            elif node.op == "get_attr":
+                ctx.env[node] = _get_attr(ctx, gm, node)
+            elif node.op in ("call_function", "call_method"):
+                ctx.env[node] = ctx.translate(node)
+            elif node.op == "call_module":
+                module = modules[node.target]
+                ctx.env[node] = _module_rule(module, user_modules, node)(ctx, node, module)
+            elif node.op == "output":
+                return ctx.retrieve(node.args[0])
+        raise ValueError("from_fx: the graph has no output node")
+
+    return ctx.build(body)
+
+
+def _user_function_rule(fn: Callable) -> common.Rule:
+    return lambda ctx, node: fn(ctx.bb, ctx.env, node)
+
+
+def _user_module_rule(fn: Callable) -> ModuleRule:
+    return lambda ctx, node, module: fn(ctx.bb, ctx.env, node, module)
