@@ -26,17 +26,34 @@ VECTOR_CODEGEN = ["convert-vector-to-scf{full-unroll=true target-rank=1}"]
 # scf.forall (from the schedule) -> scf.parallel -> async tasks on the runtime's thread pool.
 PARALLEL_CODEGEN = [
     "scf-forall-to-parallel",
-    "async-parallel-for{async-dispatch=true num-workers=-1}",
+    # min-task-size=1: each forall iteration is already a coarse task (the default, 1000, would
+    # run a 2-iteration forall on one thread).
+    "async-parallel-for{async-dispatch=true num-workers=-1 min-task-size=1}",
     "async-to-async-runtime",
     "async-runtime-ref-counting",
     "async-runtime-ref-counting-opt",
     "convert-async-to-llvm",
 ]
 
-SHARED_LIBS = [
-    os.path.join(MLIR_LIB_DIR, "libmlir_c_runner_utils.so"),
-    os.path.join(MLIR_LIB_DIR, "libmlir_async_runtime.so"),
-]
+# The async runtime is NOT given to ExecutionEngine: an engine calls the library's
+# `__mlir_execution_engine_destroy` when it is freed, which deletes the process-wide runtime that
+# every other live engine still uses (the next parallel loop then segfaults). It is loaded once,
+# globally, instead (`load_async_runtime`), and JIT code finds its symbols in the process.
+SHARED_LIBS = [os.path.join(MLIR_LIB_DIR, "libmlir_c_runner_utils.so")]
+ASYNC_RUNTIME_LIB = os.path.join(MLIR_LIB_DIR, "libmlir_async_runtime.so")
+_ASYNC_RUNTIME = None
+
+
+def load_async_runtime() -> ctypes.CDLL:
+    """Load libmlir_async_runtime.so into the process (RTLD_GLOBAL), once, never unloaded."""
+    global _ASYNC_RUNTIME
+    if _ASYNC_RUNTIME is None:
+        _ASYNC_RUNTIME = ctypes.CDLL(ASYNC_RUNTIME_LIB, mode=ctypes.RTLD_GLOBAL)
+    return _ASYNC_RUNTIME
+
+
+# Engines of the llvm target may run parallel loops: their runtime must be there first.
+load_async_runtime()
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _MALLOC_TUNED = False
