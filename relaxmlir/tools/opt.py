@@ -20,6 +20,12 @@ import traceback
 from dataclasses import dataclass, field
 from typing import Optional
 
+from mlir import ir
+
+import dialects
+from lowering import PASSES, PIPELINES, PassError, PipelineError, get_pipeline
+from lowering.registry import build_pass_manager
+from relaxmlir.tools import diagnostics as dg
 from relaxmlir.tools import tool_path
 
 USAGE = """\
@@ -102,8 +108,6 @@ def _strip_anchor(text: str) -> str:
 
 def _named_pipeline(name: str) -> str:
     """The elements of `lowering.pipelines.get_pipeline(name)` as pipeline text."""
-    from lowering.pipelines import get_pipeline
-
     try:
         return _strip_anchor(get_pipeline(name))
     except (KeyError, ValueError) as exc:
@@ -194,8 +198,6 @@ def _upstream_pass_names() -> list[str]:
 
 
 def unknown_pass_message(name: str) -> str:
-    from lowering import PASSES, PIPELINES
-
     ours = sorted(PASSES)
     close = difflib.get_close_matches(name, ours + sorted(PIPELINES) + _upstream_pass_names(), 5)
     text = f"unknown pass or pipeline '{name}'"
@@ -208,8 +210,6 @@ def unknown_pass_message(name: str) -> str:
 
 def build(pipeline: str, ctx):
     """`lowering.registry.build_pass_manager`, with command-line errors as UsageError."""
-    from lowering.registry import PassError, PipelineError, build_pass_manager
-
     try:
         return build_pass_manager(pipeline, ctx)
     except (PipelineError, PassError) as exc:  # PassError: a factory rejected an option value
@@ -227,28 +227,20 @@ def build(pipeline: str, ctx):
 # --- one input chunk --------------------------------------------------------------------------
 
 
-@dataclass
-class Chunk:
-    text: str  # padded with newlines so that line numbers match the whole file
-    first_line: int
-
-
-def split_input(text: str, marker: Optional[str]) -> list[Chunk]:
+def split_input(text: str, marker: Optional[str]) -> list[str]:
+    """Chunks between marker lines, padded with newlines to keep the file's line numbers."""
     if marker is None:
-        return [Chunk(text, 1)]
+        return [text]
     chunks, start, lines = [], 0, text.splitlines(keepends=True)
     for i, line in enumerate(lines + [marker]):
         if line.strip().startswith(marker):
-            chunks.append(Chunk("\n" * start + "".join(lines[start:i]), start + 1))
+            chunks.append("\n" * start + "".join(lines[start:i]))
             start = i + 1
     return chunks
 
 
 def _pass_failure(runner, source_name: str):
     """A Diagnostic for the exception a project pass raised, or None for an internal error."""
-    from lowering.registry import PassError, PipelineError
-    from relaxmlir.tools import diagnostics as dg
-
     exc = runner.error
     if isinstance(exc, PassError):
         return dg.from_location("error", str(exc), exc.location, source_name)
@@ -257,18 +249,14 @@ def _pass_failure(runner, source_name: str):
     return None
 
 
-def process_chunk(chunk: Chunk, opts: Options, source_name: str, ctx) -> tuple[bool, str]:
+def process_chunk(chunk: str, opts: Options, source_name: str, ctx) -> tuple[bool, str]:
     """Parse, run the pipeline, print. Returns (success, IR text or "")."""
-    from mlir import ir
-
-    from relaxmlir.tools import diagnostics as dg
-
     errors: list[dg.Diagnostic] = []
     output = ""
     # Python passes build IR with the context and a location taken from the environment.
     with ctx, ir.Location.unknown(ctx), dg.captured(ctx, source_name) as handled:
         try:
-            module = ir.Module.parse(chunk.text, context=ctx)
+            module = ir.Module.parse(chunk, context=ctx)
         except ir.MLIRError as exc:
             errors = dg.from_error(exc, source_name)
         else:
@@ -286,18 +274,17 @@ def process_chunk(chunk: Chunk, opts: Options, source_name: str, ctx) -> tuple[b
                 output = buf.getvalue()
     diags = handled + errors
     if opts.verify_diagnostics:
-        problems = dg.verify_expected(chunk.text, diags, source_name)
+        problems = dg.verify_expected(chunk, diags, source_name)
         for problem in problems:
             print(problem, file=sys.stderr)
         return not problems, output
     for diag in diags:
-        sys.stderr.write(dg.format_diagnostic(diag, chunk.text))
+        sys.stderr.write(dg.format_diagnostic(diag, chunk))
     return not errors, output
 
 
 def _name_source(module, source_name: str) -> None:
     """Text parsed from a string is located in file "-": show the real name in printed locations."""
-    from mlir import ir
 
     def renamed(loc):
         if loc.is_a_file() and loc.filename == "-":
@@ -321,10 +308,6 @@ def _name_source(module, source_name: str) -> None:
 
 
 def _run_passes(module, opts: Options, source_name: str, ctx) -> list:
-    from mlir import ir
-
-    from relaxmlir.tools import diagnostics as dg
-
     if not opts.elements:
         return []
     pm, runners = build(opts.pipeline, ctx)
@@ -364,8 +347,6 @@ class InternalError(Exception):
 
 
 def list_passes() -> str:
-    from lowering import PASSES, PIPELINES
-
     width = max([len(n) for n in list(PASSES) + list(PIPELINES)] + [10]) + 2
     lines = ["Project passes (--<name>, or inside --pass-pipeline):"]
     for name in sorted(PASSES):
@@ -397,8 +378,6 @@ def _read_input(path: str) -> tuple[str, str]:
 
 
 def run(opts: Options) -> int:
-    import dialects
-
     text, source_name = _read_input(opts.input)
     ctx = dialects.get_context()
     if opts.elements:
