@@ -19,6 +19,10 @@ from typing import Optional
 
 import numpy as np
 
+import relaxmlir
+from dialects import shape as sh
+from relaxmlir.build import BuildError
+
 
 class RunError(Exception):
     """A user error: printed as `relaxmlir-run: error: ...`, exit status 1."""
@@ -75,9 +79,6 @@ def _failure(message: str, source_name: str) -> RunError:
 
 def compile_module(text: str, source_name: str, target: str):
     """Parse and build through the user API; located diagnostics on failure."""
-    import relaxmlir
-    from relaxmlir.build import BuildError
-
     try:
         mod = relaxmlir.parse(text)
     except relaxmlir.ParseError as exc:
@@ -100,8 +101,6 @@ def parse_dims(items: list[str]) -> dict[str, int]:
 
 def random_inputs(params, dims: dict[str, int], seed: int) -> list[np.ndarray]:
     """Arrays of the declared shapes and dtypes; symbolic dims come from `dims`."""
-    from dialects import shape as sh
-
     rng = np.random.default_rng(seed)
     arrays = []
     for spec in params:
@@ -158,7 +157,7 @@ def _as_numpy(results) -> list[np.ndarray]:
 
 
 def _result_names(info, count: int) -> list[str]:
-    names = [getattr(r, "name", "") for r in getattr(info, "results", [])]
+    names = [r.name for r in info.results]
     if len(names) != count or len(set(names)) != count or not all(names):
         names = [f"out{i}" for i in range(count)]
     return names
@@ -178,16 +177,13 @@ def run(opts: argparse.Namespace) -> int:
     text, source_name = _read(opts.input)
     dims = parse_dims(opts.dim)
     executable = compile_module(text, source_name, opts.target)
-    import relaxmlir
-
+    if opts.entry not in executable:
+        names = ", ".join(executable.function_names())
+        raise RunError(f"no function '{opts.entry}' to run; functions: {names}")
     vm = relaxmlir.relax.VirtualMachine(executable, relaxmlir.cpu())
-    try:
-        info = vm.signature(opts.entry)
-    except KeyError:
-        names = ", ".join(getattr(executable, "infos", {}) or [])
-        raise RunError(f"no function '{opts.entry}' to run; functions: {names}") from None
+    info = vm.signature(opts.entry)
     if opts.signature:
-        print(getattr(info, "signature", info))
+        print(info.signature)
         return 0
     if opts.inputs:
         args = load_inputs(opts.inputs, info.params)
