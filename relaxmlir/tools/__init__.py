@@ -8,12 +8,30 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from pathlib import Path
 from typing import Optional
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 # The repo's own tools, run as `python scripts/<name>`.
 SCRIPTS = {name: REPO_ROOT / "scripts" / name for name in ("relaxmlir-opt", "relaxmlir-run")}
+
+
+class ToolError(Exception):
+    """A user error of a tool: printed as `<tool>: error: <message>`, exit status 1."""
+
+
+def read_source(path: str) -> tuple[str, str]:
+    """(text, name for diagnostics) of an input file, or of stdin for "-"."""
+    if path == "-":
+        return sys.stdin.read(), "<stdin>"
+    try:
+        with open(path, encoding="utf-8") as f:
+            return f.read(), path
+    except OSError as exc:
+        raise ToolError(f"cannot open input file '{path}': {exc.strerror}") from None
+    except UnicodeDecodeError as exc:
+        raise ToolError(f"input file '{path}' is not UTF-8 text: {exc.reason}") from None
 
 
 def _package_bins() -> list[Path]:

@@ -25,8 +25,8 @@ from mlir import ir
 import dialects
 from lowering import PASSES, PIPELINES, PassError, PipelineError, get_pipeline
 from lowering.registry import build_pass_manager
+from relaxmlir.tools import ToolError, read_source, tool_path
 from relaxmlir.tools import diagnostics as dg
-from relaxmlir.tools import tool_path
 
 USAGE = """\
 usage: relaxmlir-opt [options] [input.mlir | -]
@@ -71,10 +71,6 @@ _SPLIT_MARKER = "// -----"
 _UNKNOWN_PASS = re.compile(r"'([^']+)' does not refer to a registered pass or pass pipeline")
 
 
-class UsageError(Exception):
-    """A bad command line or pipeline: printed as `relaxmlir-opt: error: ...`, exit status 1."""
-
-
 @dataclass
 class Options:
     input: str = "-"
@@ -102,7 +98,7 @@ class Options:
 def _strip_anchor(text: str) -> str:
     text = text.strip()
     if not (text.startswith("builtin.module(") and text.endswith(")")):
-        raise UsageError(f"expected --pass-pipeline='builtin.module(...)', got '{text}'")
+        raise ToolError(f"expected --pass-pipeline='builtin.module(...)', got '{text}'")
     return text[len("builtin.module(") : -1]
 
 
@@ -111,7 +107,7 @@ def _named_pipeline(name: str) -> str:
     try:
         return _strip_anchor(get_pipeline(name))
     except (KeyError, ValueError) as exc:
-        raise UsageError(str(exc).strip("'\"")) from None
+        raise ToolError(str(exc).strip("'\"")) from None
 
 
 def _pass_element(flag: str, value: Optional[str]) -> str:
@@ -140,7 +136,7 @@ def parse_args(argv: list[str]) -> Options:
         if name in _VALUE_FLAGS:
             if not eq:
                 if not args:
-                    raise UsageError(f"flag '{arg}' needs a value")
+                    raise ToolError(f"flag '{arg}' needs a value")
                 value = args.pop(0)
             _apply_value_flag(opts, name, value)
         elif name in _SWITCHES:
@@ -148,9 +144,9 @@ def parse_args(argv: list[str]) -> Options:
         elif name:
             opts.elements.append(_pass_element(name, value if eq else None))
         else:
-            raise UsageError(f"bad flag '{arg}'")
+            raise ToolError(f"bad flag '{arg}'")
     if len(positional) > 1:
-        raise UsageError(f"expected one input file, got {len(positional)}: {' '.join(positional)}")
+        raise ToolError(f"expected one input file, got {len(positional)}: {' '.join(positional)}")
     if positional:
         opts.input = positional[0]
     return opts
@@ -167,14 +163,14 @@ def _apply_value_flag(opts: Options, name: str, value: str) -> None:
         try:
             opts.elide_limit = int(value)
         except ValueError:
-            raise UsageError(f"--{name} expects an integer, got '{value}'") from None
+            raise ToolError(f"--{name} expects an integer, got '{value}'") from None
 
 
 def _apply_switch(opts: Options, name: str, value: Optional[str]) -> None:
     if name == "split-input-file":
         opts.split_marker = value or _SPLIT_MARKER
     elif value is not None and not (name == "verify-diagnostics" and value == "all"):
-        raise UsageError(f"flag '--{name}' takes no value '{value}'")
+        raise ToolError(f"flag '--{name}' takes no value '{value}'")
     else:
         setattr(opts, _SWITCHES[name], True)
 
@@ -209,19 +205,19 @@ def unknown_pass_message(name: str) -> str:
 
 
 def build(pipeline: str, ctx):
-    """`lowering.registry.build_pass_manager`, with command-line errors as UsageError."""
+    """`lowering.registry.build_pass_manager`, with command-line errors as ToolError."""
     try:
         return build_pass_manager(pipeline, ctx)
     except (PipelineError, PassError) as exc:  # PassError: a factory rejected an option value
-        raise UsageError(str(exc)) from None
+        raise ToolError(str(exc)) from None
     except ValueError as exc:  # the upstream pipeline parser
         match = _UNKNOWN_PASS.search(str(exc))
         if match:
-            raise UsageError(unknown_pass_message(match.group(1))) from None
+            raise ToolError(unknown_pass_message(match.group(1))) from None
         lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
-        raise UsageError(f"invalid pass pipeline: {'; '.join(lines)}") from None
+        raise ToolError(f"invalid pass pipeline: {'; '.join(lines)}") from None
     except TypeError as exc:  # a project pass factory rejected its options
-        raise UsageError(f"invalid pass options: {exc}") from None
+        raise ToolError(f"invalid pass options: {exc}") from None
 
 
 # --- one input chunk --------------------------------------------------------------------------
@@ -365,20 +361,8 @@ def _pipeline_summary(elements: list[str]) -> str:
     return ",".join(re.sub(r"\{.*\}", "{...}", element) for element in elements)
 
 
-def _read_input(path: str) -> tuple[str, str]:
-    if path == "-":
-        return sys.stdin.read(), "<stdin>"
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read(), path
-    except OSError as exc:
-        raise UsageError(f"cannot open input file '{path}': {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise UsageError(f"input file '{path}' is not UTF-8 text: {exc.reason}") from None
-
-
 def run(opts: Options) -> int:
-    text, source_name = _read_input(opts.input)
+    text, source_name = read_source(opts.input)
     ctx = dialects.get_context()
     if opts.elements:
         pm, _ = build(opts.pipeline, ctx)  # validate the pipeline once, before any chunk
@@ -397,7 +381,7 @@ def run(opts: Options) -> int:
             with open(opts.output, "w", encoding="utf-8") as f:
                 f.write(output)
         except OSError as exc:
-            raise UsageError(f"cannot write output file '{opts.output}': {exc.strerror}") from None
+            raise ToolError(f"cannot write output file '{opts.output}': {exc.strerror}") from None
     else:
         sys.stdout.write(output)
     return 0 if all(ok for ok, _ in results) else 1
@@ -414,7 +398,7 @@ def main(argv: Optional[list[str]] = None) -> int:
             sys.stdout.write(list_passes())
             return 0
         return run(opts)
-    except UsageError as exc:
+    except ToolError as exc:
         print(f"relaxmlir-opt: error: {exc}", file=sys.stderr)
         return 1
     except InternalError as exc:

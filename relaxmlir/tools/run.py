@@ -22,13 +22,10 @@ import numpy as np
 import relaxmlir
 from dialects import shape as sh
 from relaxmlir.build import BuildError
+from relaxmlir.tools import ToolError, read_source
 
 
-class RunError(Exception):
-    """A user error: printed as `relaxmlir-run: error: ...`, exit status 1."""
-
-
-class CompileError(RunError):
+class CompileError(ToolError):
     """MLIR diagnostics (`file:line:col: error: ...`): printed as they are, exit status 1."""
 
 
@@ -55,26 +52,14 @@ def _parser() -> argparse.ArgumentParser:
     return p
 
 
-def _read(path: str) -> tuple[str, str]:
-    if path == "-":
-        return sys.stdin.read(), "<stdin>"
-    try:
-        with open(path, encoding="utf-8") as f:
-            return f.read(), path
-    except OSError as exc:
-        raise RunError(f"cannot open input file '{path}': {exc.strerror}") from None
-    except UnicodeDecodeError as exc:
-        raise RunError(f"input file '{path}' is not UTF-8 text: {exc.reason}") from None
-
-
-def _failure(message: str, source_name: str) -> RunError:
-    """A RunError, or a CompileError when the message is a located MLIR diagnostic.
+def _failure(message: str, source_name: str) -> ToolError:
+    """A ToolError, or a CompileError when the message is a located MLIR diagnostic.
 
     MLIR names buffers parsed from strings "-" (`loc("-":L:C)`): shown as `file:L:C`.
     """
     message = re.sub(r'loc\("-":(\d+):(\d+)\)', rf"{source_name}:\1:\2", message)
     located = re.match(rf"{re.escape(source_name)}:\d+:\d+: error: ", message)
-    return CompileError(message) if located else RunError(message)
+    return CompileError(message) if located else ToolError(message)
 
 
 def compile_module(text: str, source_name: str, target: str):
@@ -94,7 +79,7 @@ def parse_dims(items: list[str]) -> dict[str, int]:
     for item in items:
         name, eq, value = item.partition("=")
         if not eq or not name.strip() or not value.strip().lstrip("-").isdigit():
-            raise RunError(f"--dim expects NAME=SIZE, got '{item}'")
+            raise ToolError(f"--dim expects NAME=SIZE, got '{item}'")
         dims[name.strip()] = int(value)
     return dims
 
@@ -106,7 +91,7 @@ def random_inputs(params, dims: dict[str, int], seed: int) -> list[np.ndarray]:
     for spec in params:
         missing = sorted({s for d in spec.shape for s in sh.symbols(d)} - set(dims))
         if missing:
-            raise RunError(
+            raise ToolError(
                 f"parameter '{spec.name}' has shape {tuple(spec.shape)}: give the symbolic "
                 f"dimension(s) with {' '.join(f'--dim {m}=SIZE' for m in missing)}"
             )
@@ -119,7 +104,7 @@ def random_inputs(params, dims: dict[str, int], seed: int) -> list[np.ndarray]:
         elif dtype.kind == "b":
             arrays.append(rng.random(shape) < 0.5)
         else:
-            raise RunError(f"--random cannot make parameter '{spec.name}' of dtype {dtype}")
+            raise ToolError(f"--random cannot make parameter '{spec.name}' of dtype {dtype}")
     return arrays
 
 
@@ -128,7 +113,7 @@ def load_inputs(path: str, params) -> list[np.ndarray]:
     try:
         data = np.load(path, allow_pickle=False)
     except (OSError, ValueError) as exc:
-        raise RunError(f"cannot read inputs '{path}': {exc}") from None
+        raise ToolError(f"cannot read inputs '{path}': {exc}") from None
     with data:
         names = [p.name for p in params]
         positional = [f"arr_{i}" for i in range(len(params))]
@@ -138,13 +123,13 @@ def load_inputs(path: str, params) -> list[np.ndarray]:
             keys = positional
         else:
             missing = [n for n in names if n not in data.files]
-            raise RunError(
+            raise ToolError(
                 f"{path} has no array for parameter(s) {', '.join(missing)} "
                 f"(it holds: {', '.join(data.files) or 'nothing'}; expected {', '.join(names)})"
             )
         unused = sorted(set(data.files) - set(keys))
         if unused:
-            raise RunError(f"{path} holds arrays that match no parameter: {', '.join(unused)}")
+            raise ToolError(f"{path} holds arrays that match no parameter: {', '.join(unused)}")
         return [data[k] for k in keys]
 
 
@@ -174,12 +159,12 @@ def time_calls(fn, args, runs: int) -> list[float]:
 
 
 def run(opts: argparse.Namespace) -> int:
-    text, source_name = _read(opts.input)
+    text, source_name = read_source(opts.input)
     dims = parse_dims(opts.dim)
     executable = compile_module(text, source_name, opts.target)
     if opts.entry not in executable:
         names = ", ".join(executable.function_names())
-        raise RunError(f"no function '{opts.entry}' to run; functions: {names}")
+        raise ToolError(f"no function '{opts.entry}' to run; functions: {names}")
     vm = relaxmlir.relax.VirtualMachine(executable, relaxmlir.cpu())
     info = vm.signature(opts.entry)
     if opts.signature:
@@ -190,7 +175,7 @@ def run(opts: argparse.Namespace) -> int:
     elif opts.random:
         args = random_inputs(info.params, dims, opts.seed)
     elif info.params:
-        raise RunError(
+        raise ToolError(
             f"@{opts.entry} takes {len(info.params)} argument(s) "
             f"({', '.join(p.name for p in info.params)}): pass --inputs IN.npz or --random"
         )
@@ -200,13 +185,13 @@ def run(opts: argparse.Namespace) -> int:
     try:
         outputs = _as_numpy(fn(*args))
     except (ValueError, TypeError) as exc:
-        raise RunError(str(exc)) from None
+        raise ToolError(str(exc)) from None
     if opts.output:
         names = _result_names(info, len(outputs))
         try:
             np.savez(opts.output, **dict(zip(names, outputs)))
         except OSError as exc:
-            raise RunError(f"cannot write '{opts.output}': {exc.strerror}") from None
+            raise ToolError(f"cannot write '{opts.output}': {exc.strerror}") from None
     else:
         for array in outputs:
             print(repr(array))
@@ -229,7 +214,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     except CompileError as exc:
         print(exc, file=sys.stderr)
         return 1
-    except RunError as exc:
+    except ToolError as exc:
         print(f"relaxmlir-run: error: {exc}", file=sys.stderr)
         return 1
     except BrokenPipeError:
