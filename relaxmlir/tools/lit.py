@@ -4,6 +4,8 @@
 Directives, in comments (`//` or `#`):
   RUN: <shell command>        one per line; a trailing `\\` continues on the next RUN line
   REQUIRES: cuda[, torch]     skip unless every feature is available
+  UNSUPPORTED: cuda           skip when a feature is available (`*`: always)
+Files under an `Inputs/` folder are data for other tests, not tests.
 Substitutions: %s (the file), %S / %p (its folder), %t (a temp path), %T (a temp folder),
 %PYTHON (this Python), %% (a percent sign); the tools `relaxmlir-opt`, `relaxmlir-run`,
 `FileCheck`, `not`, `count`, `split-file`, `mlir-opt`, `mlir-translate`, `mlir-runner` become
@@ -30,7 +32,7 @@ from relaxmlir.tools import REPO_ROOT, SCRIPTS, tool_path
 
 _DIRECTIVE = re.compile(r"^\s*(?://|#)\s*(RUN|REQUIRES|UNSUPPORTED)\s*:(.*)$")
 _TOOLS = ("FileCheck", "not", "count", "split-file", "mlir-opt", "mlir-translate", "mlir-runner")
-TIMEOUT_S = 600  # per RUN line; some greedy rewrites never terminate (MLIR_NOTES)
+TIMEOUT_S = 300  # per RUN line; some greedy rewrites never terminate (MLIR_NOTES)
 
 
 @dataclass
@@ -72,6 +74,8 @@ def parse_test(path: Path) -> LitTest:
 def is_lit_test(path: Path) -> bool:
     """A .mlir file, or a .py script whose header has a RUN line."""
     path = Path(path)
+    if "Inputs" in path.parts:
+        return False
     if path.suffix == ".mlir":
         return True
     if path.suffix != ".py":
