@@ -25,3 +25,4 @@ def BindParams(func_name: str, params: Mapping[str, Any]) -> Pass:
     """
     arrays = {name: _to_numpy(v) for name, v in params.items()}
     return Pass("BindParams", lambda mod: bind_params(mod.module.operation, func_name, arrays))
+from relaxmlir.relax.transform.legalize import LegalizeOps  # noqa: F401,E402

@@ -1,0 +1,89 @@
+"""Elementwise unary operators (`relax.op.exp`, `relax.op.clip`, `relax.op.astype`, ...)."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from relaxmlir.relax.expr import Call, Expr
+from relaxmlir.relax.op.common import check_float, make_call, scalar_value, tensor_sinfo
+from relaxmlir.relax.struct_info import TensorStructInfo
+
+
+def infer_unary(x: Expr, op: str, float_only: bool = False, dtype: str = "") -> TensorStructInfo:
+    """Same shape as `x`; dtype `dtype` or x's own. Float-only ops reject integer tensors."""
+    sinfo = tensor_sinfo(x, op)
+    if float_only:
+        check_float(sinfo, op)
+    return TensorStructInfo(sinfo.shape, dtype or sinfo.dtype)
+
+
+def unary_op(tvm_name: str, float_only: bool = False, doc: str = "") -> Callable[[Expr], Call]:
+    """The `relax.op.<name>(x)` function of an attribute-less elementwise op."""
+
+    def op(x: Expr) -> Call:
+        return make_call(tvm_name, [x], {}, infer_unary(x, tvm_name, float_only))
+
+    op.__name__ = tvm_name.rsplit(".", 1)[-1]
+    op.__qualname__ = op.__name__
+    op.__doc__ = f"`{tvm_name}`: {doc}\n\nParameters\n----------\nx : Expr\n\nReturns\n-------\nCall"
+    return op
+
+
+abs = unary_op("relax.abs", doc="elementwise absolute value")  # noqa: A001
+negative = unary_op("relax.negative", doc="elementwise `-x`")
+exp = unary_op("relax.exp", True, "elementwise `e**x`")
+log = unary_op("relax.log", True, "elementwise natural logarithm")
+sqrt = unary_op("relax.sqrt", True, "elementwise square root")
+rsqrt = unary_op("relax.rsqrt", True, "elementwise `1 / sqrt(x)`")
+sigmoid = unary_op("relax.sigmoid", True, "elementwise `1 / (1 + exp(-x))`")
+tanh = unary_op("relax.tanh", True, "elementwise hyperbolic tangent")
+erf = unary_op("relax.erf", True, "elementwise error function")
+sin = unary_op("relax.sin", True, "elementwise sine")
+cos = unary_op("relax.cos", True, "elementwise cosine")
+floor = unary_op("relax.floor", doc="elementwise round toward -inf")
+ceil = unary_op("relax.ceil", doc="elementwise round toward +inf")
+round = unary_op("relax.round", doc="elementwise round half to even")  # noqa: A001
+sign = unary_op("relax.sign", doc="elementwise sign (-1, 0, 1)")
+square = unary_op("relax.square", doc="elementwise `x * x`")
+
+
+def logical_not(x: Expr) -> Call:
+    """`relax.logical_not`: elementwise not of a bool tensor."""
+    sinfo = tensor_sinfo(x, "relax.logical_not")
+    if sinfo.dtype != "bool":
+        raise TypeError(f"relax.logical_not: expected a bool tensor, got ({sinfo.dtype})")
+    return make_call("relax.logical_not", [x], {}, sinfo)
+
+
+def clip(x: Expr, min, max) -> Call:  # noqa: A002 - TVM's argument names
+    """`relax.clip`: elementwise `min(max(x, min), max)`.
+
+    Parameters
+    ----------
+    x : Expr
+    min, max : float or int (or a 0-d relax constant)
+        The bounds, converted to x's dtype.
+
+    Returns
+    -------
+    Call
+    """
+    lo, hi = float(scalar_value(min)), float(scalar_value(max))
+    return make_call("relax.clip", [x], {"min": lo, "max": hi}, infer_unary(x, "relax.clip"))
+
+
+def astype(x: Expr, dtype: str) -> Call:
+    """`relax.astype`: cast every element to `dtype`.
+
+    Parameters
+    ----------
+    x : Expr
+    dtype : str
+        e.g. "float32", "int64", "bool".
+
+    Returns
+    -------
+    Call
+    """
+    sinfo = infer_unary(x, "relax.astype", dtype=str(dtype))
+    return make_call("relax.astype", [x], {"dtype": sinfo.dtype}, sinfo)

@@ -1,0 +1,279 @@
+"""`LegalizeOps` (`relax-legalize-ops`): high-level relax ops -> `call_tir` of topi PrimFuncs.
+
+For each high-level op of a graph function, the rule of `legalize_ops.LEGALIZE_RULES` gets a
+`Call` whose args are vars with the operands' struct info (symbolic names from `relax.shape`) and
+whose attrs are python values. Its `bb.call_te(...)` builds the PrimFunc (identical bodies are
+shared) and the op is replaced by a `relax.call_tir` with the same result types and `relax.shape`.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any, Optional
+
+import numpy as np
+from mlir import ir
+
+from dialects import relax as rx
+from dialects import shape as sh
+from lowering.dataflow import graph_functions
+from lowering.registry import PassError, register_pass
+from relaxmlir.relax.block_builder import BlockBuilder, to_attribute
+from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var
+from relaxmlir.relax.struct_info import (
+    StructInfo, TensorStructInfo, TupleStructInfo, dtype_of, flatten,
+)
+from relaxmlir.relax.transform.legalize_ops import LEGALIZE_RULES, LegalizeRule
+from relaxmlir.transform import Pass
+
+_ANON = itertools.count()
+_SKIPPED_ATTRS = {"operandSegmentSizes", "resultSegmentSizes", rx.SHAPE_ATTR}
+
+
+class MissingRuleError(PassError):
+    """A high-level op has no legalization rule (raised as NotImplementedError by the API)."""
+
+
+def from_attribute(attr: ir.Attribute) -> Any:
+    """MLIR attribute -> python value (the inverse of `block_builder.to_attribute`)."""
+    attr = attr.maybe_downcast() if hasattr(attr, "maybe_downcast") else attr
+    if isinstance(attr, ir.BoolAttr):
+        return attr.value
+    if isinstance(attr, ir.IntegerAttr):
+        return bool(attr.value) if ir.IntegerType(attr.type).width == 1 else attr.value
+    if isinstance(attr, ir.FloatAttr):
+        return attr.value
+    if isinstance(attr, ir.StringAttr):
+        return attr.value
+    if isinstance(attr, ir.ArrayAttr):
+        return [from_attribute(a) for a in attr]
+    if isinstance(attr, ir.UnitAttr):
+        return None
+    return attr
+
+
+def tvm_name(op_name: str) -> str:
+    """`relax.nn_softmax` -> `relax.nn.softmax` (for messages)."""
+    head, _, rest = op_name.partition(".")
+    return f"{head}.{rest.replace('nn_', 'nn.', 1) if rest.startswith('nn_') else rest}"
+
+
+def _body_key(func_op: ir.Operation) -> str:
+    """Text of a function without its name: equal keys mean interchangeable PrimFuncs."""
+    return str(func_op).partition("(")[2]
+
+
+class ModuleBuilder(BlockBuilder):
+    """The builder rules see: `call_te` adds PrimFuncs to the module being legalized."""
+
+    def __init__(self, module_op: ir.Operation):
+        super().__init__()
+        self.module_op = module_op
+        self.block = module_op.regions[0].blocks[0]
+        self.op_hint = "prim_func"
+        for op in self.block.operations:
+            op = op.operation
+            if op.name == "func.func" and rx.PRIM_FUNC_ATTR in op.attributes:
+                self._func_text.setdefault(_body_key(op), ir.StringAttr(op.attributes["sym_name"]).value)
+
+    def _symbols(self) -> set[str]:
+        return {ir.StringAttr(op.operation.attributes["sym_name"]).value
+                for op in self.block.operations if "sym_name" in op.operation.attributes}
+
+    def add_func(self, func: Any, func_name: str) -> GlobalVar:
+        src = func.func_op
+        key = _body_key(src)
+        if key in self._func_text:
+            return GlobalVar(self._func_text[key])
+        taken = self._symbols()
+        name = next(n for n in itertools.chain([func_name], (f"{func_name}{i}" for i in itertools.count(1)))
+                    if n not in taken)
+        if src.context != self.module_op.context:
+            src = ir.Module.parse(str(func.module), context=self.module_op.context).body.operations[0]
+        with ir.Location.unknown(self.module_op.context):
+            new = src.clone(ip=ir.InsertionPoint(self.block))
+        new.attributes["sym_name"] = ir.StringAttr.get(name, self.module_op.context)
+        new.attributes["sym_visibility"] = ir.StringAttr.get("private", self.module_op.context)
+        self._func_text[key] = name
+        return GlobalVar(name)
+
+    def call_te(self, te_func, *args, primfunc_name_hint: Optional[str] = None, **kwargs) -> Call:
+        """`BlockBuilder.call_te`, naming the PrimFunc after the op being legalized."""
+        return super().call_te(te_func, *args, primfunc_name_hint=primfunc_name_hint or self.op_hint, **kwargs)
+
+
+def value_shape(value: ir.Value) -> tuple:
+    """Symbolic shape of a graph value: `relax.shape` of its producer or parameter, else its type."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        func_op = owner.owner
+        if owner.region == func_op.regions[0] and "arg_attrs" in func_op.attributes:
+            attrs = ir.DictAttr(ir.ArrayAttr(func_op.attributes["arg_attrs"])[value.arg_number])
+            if rx.SHAPE_ATTR in attrs:
+                return sh.from_attr(attrs[rx.SHAPE_ATTR])
+    else:
+        op = owner.operation if hasattr(owner, "operation") else owner
+        if rx.is_dataflow(op):
+            terminator = list(op.regions[0].blocks[0].operations)[-1]
+            return value_shape(terminator.operands[value.result_number])
+        if rx.SHAPE_ATTR in op.attributes:
+            return sh.from_attr(ir.ArrayAttr(op.attributes[rx.SHAPE_ATTR])[value.result_number])
+    # NOTE: an unnamed dynamic dim gets a fresh symbol: equal to nothing else, bound from its tensor
+    dyn = ir.ShapedType.get_dynamic_size()
+    return tuple(f"_anon{next(_ANON)}" if d == dyn else d for d in ir.RankedTensorType(value.type).shape)
+
+
+def _sinfo(value: ir.Value) -> TensorStructInfo:
+    return TensorStructInfo(value_shape(value), dtype_of(ir.RankedTensorType(value.type).element_type))
+
+
+def _scalar_constant(value: ir.Value) -> Optional[Constant]:
+    """A one-element `relax.constant` operand as a `Constant` (rules may fold it as a scalar)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != rx.Constant.name:
+        return None
+    sinfo = _sinfo(value)
+    if not sinfo.is_static or int(np.prod(sinfo.shape)) != 1 or sinfo.dtype == "bool":
+        return None
+    attr = ir.DenseElementsAttr(owner.attributes["value"])
+    item = attr.get_splat_value() if attr.is_splat else attr[0]
+    item = item.maybe_downcast() if hasattr(item, "maybe_downcast") else item
+    const = Constant(np.asarray(item.value, dtype=sinfo.dtype).reshape(sinfo.shape))
+    const.data = np.asarray(item.value, dtype=sinfo.dtype).reshape(sinfo.shape)
+    const.struct_info = sinfo
+    return const
+
+
+def as_call(op: ir.Operation) -> Call:
+    """The relax op as a `Call` over vars bound to its operands."""
+    args: list[Expr] = []
+    for i, v in enumerate(op.operands):
+        arg = _scalar_constant(v) or Var(f"arg{i}", _sinfo(v))
+        arg.values = [v]
+        args.append(arg)
+    attrs = {name: from_attribute(op.attributes[name]) for name in op.attributes
+             if name not in _SKIPPED_ATTRS}
+    outs = [_sinfo(r) for r in op.results]
+    sinfo = outs[0] if len(outs) == 1 else TupleStructInfo(outs)
+    return Call(op.name, args, attrs, sinfo)
+
+
+class Legalizer:
+    """Applies the rules to every high-level op of a module's graph functions."""
+
+    def __init__(self, module_op: ir.Operation, rules: dict[str, LegalizeRule], target: str):
+        self.rules, self.target = rules, target
+        self.bb = ModuleBuilder(module_op)
+        self.module_op = module_op
+
+    def run(self) -> None:
+        for func_op in graph_functions(self.module_op):
+            ops: list[ir.Operation] = []
+
+            def collect(op, ops=ops):
+                op = op.operation if hasattr(op, "operation") else op
+                if op.name.startswith("relax.") and op.name not in rx.CORE_OPS:
+                    ops.append(op)
+                return ir.WalkResult.ADVANCE
+
+            func_op.walk(collect)
+            for op in ops:
+                self.legalize(op)
+
+    def legalize(self, op: ir.Operation) -> list[ir.Value]:
+        """Replace `op` by what its rule builds; returns the replacement values."""
+        rule = self.rules.get(op.name)
+        if rule is None:
+            raise MissingRuleError(
+                f"no legalization rule for '{tvm_name(op.name)}' ('{op.name}') at {op.location} "
+                f"for target '{self.target}'; register one with register_legalize", op)
+        call = as_call(op)
+        self.bb.op_hint = op.name.partition(".")[2].removeprefix("nn_")
+        with ir.InsertionPoint(op), op.location:
+            new = rule(self.bb, call)
+            values = self.materialize(new, op)
+        if len(values) != len(op.results):
+            raise PassError(f"legalization of '{tvm_name(op.name)}' produced {len(values)} values, "
+                            f"expected ({len(op.results)})", op)
+        for old, value in zip(op.results, values):
+            old.replace_all_uses_with(value)
+        op.erase()
+        return values
+
+    def materialize(self, expr: Expr, op: Optional[ir.Operation] = None) -> list[ir.Value]:
+        """The values of `expr` at the insertion point; `op` is the op being replaced (its
+        result types and `relax.shape` are kept)."""
+        if getattr(expr, "values", None) is not None:
+            return list(expr.values)
+        if isinstance(expr, Tuple):
+            return [v for f in expr.fields for v in self.materialize(f)]
+        if isinstance(expr, Constant):
+            attr = ir.DenseElementsAttr.get(expr.data, type=expr.struct_info.mlir_type())
+            return list(rx.Constant.create([], [expr.struct_info.mlir_type()], {"value": attr}).results)
+        if not isinstance(expr, Call):
+            raise TypeError(f"a legalization rule returned {expr!r}, expected a relax expression")
+        operands = [v for a in expr.args for v in self.materialize(a)]
+        attrs = {}
+        for key, value in expr.attrs.items():
+            if key == "callee" and expr.op == rx.CallTIR.name:
+                value = ir.FlatSymbolRefAttr.get(getattr(value, "name_hint", value))
+            attrs[key] = to_attribute(value)
+        if op is not None:
+            types = [r.type for r in op.results]
+            if rx.SHAPE_ATTR in op.attributes:
+                attrs[rx.SHAPE_ATTR] = op.attributes[rx.SHAPE_ATTR]
+        else:
+            outs = flatten(expr.struct_info)
+            types = [s.mlir_type() for s in outs]
+            if not all(s.is_static for s in outs):
+                attrs[rx.SHAPE_ATTR] = ir.ArrayAttr.get([sh.to_attr(s.shape) for s in outs])
+        new = rx.create(expr.op, operands, types, attrs)
+        if expr.op not in rx.CORE_OPS:  # a rule composed other high-level ops
+            return self.legalize(new)
+        return list(new.results)
+
+
+def legalize_module(module_op: ir.Operation, rules: Optional[dict] = None, target: str = "llvm") -> None:
+    """Legalize every high-level op of `module_op` in place (raises MissingRuleError)."""
+    Legalizer(module_op, {**LEGALIZE_RULES, **(rules or {})}, target).run()
+
+
+@register_pass(
+    "relax-legalize-ops",
+    "lower high-level relax ops to call_tir of PrimFuncs built from topi",
+    {"target": "target named in diagnostics (default: llvm)"},
+)
+def relax_legalize_ops(target: str = "llvm"):
+    return lambda module_op: legalize_module(module_op, target=target)
+
+
+def LegalizeOps(customize_legalize_map: Optional[dict[str, LegalizeRule]] = None,
+                enable_warning: bool = False, target: str = "llvm") -> Pass:
+    """Legalize high-level ops into `call_tir`s of PrimFuncs written with topi.
+
+    Parameters
+    ----------
+    customize_legalize_map : dict, optional
+        Rules by TVM op name (`"relax.add"`) that override the registered ones.
+    enable_warning : bool
+        Accepted for TVM compatibility; a missing rule is always an error here.
+    target : str
+        Named in the error for an op without a rule.
+
+    Returns
+    -------
+    Pass
+
+    Examples
+    --------
+    >>> mod = relax.transform.LegalizeOps()(mod)
+    """
+    rules = {rx.mlir_op_name(k): v for k, v in (customize_legalize_map or {}).items()}
+
+    def run(mod) -> None:
+        try:
+            legalize_module(mod.module.operation, rules, target)
+        except MissingRuleError as exc:
+            raise NotImplementedError(str(exc)) from None
+
+    return Pass("LegalizeOps", run)

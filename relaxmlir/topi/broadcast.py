@@ -1,0 +1,78 @@
+"""Broadcasting elementwise operators (numpy rules) written with `te`: `topi.add`, `topi.less`, ..."""
+
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence, Union
+
+from relaxmlir import te
+from relaxmlir.te.tensor import dim_key
+
+Operand = Union[te.Tensor, int, float]
+
+
+def broadcast_shape(*shapes: Sequence) -> tuple:
+    """numpy broadcasting; a static 1 yields to the other dim, other dims must agree."""
+    ndim = max(len(s) for s in shapes)
+    out = []
+    for i in range(ndim):
+        dims = [s[len(s) - ndim + i] for s in shapes if len(s) - ndim + i >= 0]
+        result = 1
+        for d in dims:
+            if isinstance(d, int) and d == 1:
+                continue
+            if isinstance(result, int) and result == 1:
+                result = d
+            elif dim_key(result) != dim_key(d):
+                raise ValueError(f"topi: shapes {[tuple(s) for s in shapes]} do not broadcast")
+        out.append(result)
+    return tuple(out)
+
+
+def broadcast_index(t: te.Tensor, index: Sequence) -> tuple:
+    """Index of `t` read at output `index`: leading dims dropped, static size-1 dims at 0."""
+    index = list(index)[len(index) - t.ndim:]
+    return tuple(0 if isinstance(d, int) and d == 1 else i for d, i in zip(t.shape, index))
+
+
+def read(x: Operand, index: Sequence) -> Any:
+    """`x` at the broadcast `index`; python scalars are themselves."""
+    return x[broadcast_index(x, index)] if isinstance(x, te.Tensor) else x
+
+
+def elementwise(name: str, fn: Callable, *args: Operand) -> te.Tensor:
+    """`fn` applied to the broadcast elements of `args` (tensors or scalars)."""
+    shape = broadcast_shape(*[a.shape for a in args if isinstance(a, te.Tensor)])
+    return te.compute(shape, lambda *i: fn(*[read(a, i) for a in args]), name=name)
+
+
+def binary(name: str, fn: Callable) -> Callable[[Operand, Operand], te.Tensor]:
+    def op(lhs: Operand, rhs: Operand) -> te.Tensor:
+        return elementwise(f"T_{name}", fn, lhs, rhs)
+
+    op.__name__ = name
+    op.__doc__ = f"`topi.{name}(lhs, rhs)` with numpy broadcasting."
+    return op
+
+
+add = binary("add", lambda a, b: a + b)
+subtract = binary("subtract", lambda a, b: a - b)
+multiply = binary("multiply", lambda a, b: a * b)
+divide = binary("divide", lambda a, b: a / b)
+floor_divide = binary("floor_divide", te.floordiv)
+floor_mod = binary("floor_mod", te.floormod)
+power = binary("power", te.power)
+maximum = binary("maximum", te.max)
+minimum = binary("minimum", te.min)
+equal = binary("equal", lambda a, b: a == b)
+not_equal = binary("not_equal", lambda a, b: a != b)
+less = binary("less", lambda a, b: a < b)
+less_equal = binary("less_equal", lambda a, b: a <= b)
+greater = binary("greater", lambda a, b: a > b)
+greater_equal = binary("greater_equal", lambda a, b: a >= b)
+logical_and = binary("logical_and", te.all)
+logical_or = binary("logical_or", te.any)
+
+
+def where(condition: te.Tensor, x1: Operand, x2: Operand) -> te.Tensor:
+    """`x1` where `condition`, else `x2` (all broadcast)."""
+    return elementwise("T_where", te.if_then_else, condition, x1, x2)

@@ -1,0 +1,56 @@
+"""Elementwise unary operators written with `te`: `topi.exp`, `topi.clip`, `topi.cast`, ..."""
+
+from __future__ import annotations
+
+from typing import Callable
+
+from relaxmlir import te
+from relaxmlir.te import expr as E
+
+
+def unary(name: str, fn: Callable) -> Callable[[te.Tensor], te.Tensor]:
+    def op(x: te.Tensor) -> te.Tensor:
+        return te.compute(x.shape, lambda *i: fn(x(*i)), name=f"T_{name}")
+
+    op.__name__ = name
+    op.__doc__ = f"`topi.{name}(x)`, elementwise."
+    return op
+
+
+def _sign(v: E.Expr) -> E.Expr:
+    zero, one = te.const(0, v.dtype), te.const(1, v.dtype)
+    return te.if_then_else(v > zero, one, te.if_then_else(v < zero, -one, zero))
+
+
+abs = unary("abs", te.abs)  # noqa: A001
+negative = unary("negative", lambda v: -v)
+exp = unary("exp", te.exp)
+log = unary("log", te.log)
+sqrt = unary("sqrt", te.sqrt)
+rsqrt = unary("rsqrt", te.rsqrt)
+sigmoid = unary("sigmoid", te.sigmoid)
+tanh = unary("tanh", te.tanh)
+erf = unary("erf", te.erf)
+sin = unary("sin", te.sin)
+cos = unary("cos", te.cos)
+floor = unary("floor", te.floor)
+ceil = unary("ceil", te.ceil)
+round = unary("round", te.round)  # noqa: A001
+sign = unary("sign", _sign)
+square = unary("square", lambda v: v * v)
+logical_not = unary("logical_not", lambda v: ~v)
+
+
+def clip(x: te.Tensor, a_min: float, a_max: float) -> te.Tensor:
+    """`min(max(x, a_min), a_max)`, the bounds converted to x's dtype."""
+
+    def fn(v: E.Expr) -> E.Expr:
+        lo, hi = te.const(a_min, v.dtype), te.const(a_max, v.dtype)
+        return te.min(te.max(v, lo), hi)
+
+    return te.compute(x.shape, lambda *i: fn(x(*i)), name="T_clip")
+
+
+def cast(x: te.Tensor, dtype: str) -> te.Tensor:
+    """Elementwise conversion to `dtype`."""
+    return te.compute(x.shape, lambda *i: te.cast(x(*i), dtype), name="T_cast")
