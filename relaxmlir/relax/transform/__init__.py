@@ -26,3 +26,5 @@ def BindParams(func_name: str, params: Mapping[str, Any]) -> Pass:
     arrays = {name: _to_numpy(v) for name, v in params.items()}
     return Pass("BindParams", lambda mod: bind_params(mod.module.operation, func_name, arrays))
 from relaxmlir.relax.transform.legalize import LegalizeOps  # noqa: F401,E402
+from relaxmlir.relax.transform.dead_code import DeadCodeElimination  # noqa: F401,E402
+from relaxmlir.relax.transform.fold_constant import FoldConstant  # noqa: F401,E402

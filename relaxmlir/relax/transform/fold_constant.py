@@ -1,0 +1,131 @@
+"""`FoldConstant` (`relax-fold-constant`): evaluate `call_tir`s whose inputs are all constants.
+
+The callee is built on its own (`relax.build` of a one-PrimFunc module, cached per distinct
+body) and run on the constant inputs; the call becomes a `relax.constant` of its result.
+"""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import numpy as np
+from mlir import ir
+
+from dialects import relax as rx
+from lowering.dataflow import graph_functions
+from lowering.registry import PassError, register_pass
+from relaxmlir.relax.struct_info import dtype_of
+from relaxmlir.transform import Pass
+
+# Results above this many elements stay computed at run time (they would bloat the module).
+MAX_ELEMENTS = 1 << 24
+
+
+def dense_to_numpy(attr: ir.Attribute, tensor_type: ir.Type) -> Optional[np.ndarray]:
+    """The value of a dense elements attribute, or None when it is not readable here."""
+    t = ir.RankedTensorType(tensor_type)
+    if not isinstance(attr.maybe_downcast() if hasattr(attr, "maybe_downcast") else attr,
+                      ir.DenseElementsAttr):
+        return None  # e.g. dense_resource blobs
+    dense = ir.DenseElementsAttr(attr)
+    dtype = dtype_of(t.element_type)
+    if dense.is_splat:
+        value = dense.get_splat_value()
+        value = value.maybe_downcast() if hasattr(value, "maybe_downcast") else value
+        return np.full(t.shape, value.value, dtype=dtype)
+    return np.array(dense).astype(dtype, copy=False).reshape(t.shape)
+
+
+def _constant_operands(op: ir.Operation) -> Optional[list[np.ndarray]]:
+    arrays = []
+    for v in op.operands:
+        owner = v.owner
+        if isinstance(owner, ir.Block) or owner.name != rx.Constant.name:
+            return None
+        array = dense_to_numpy(owner.attributes["value"], v.type)
+        if array is None:
+            return None
+        arrays.append(array)
+    return arrays
+
+
+def _foldable_results(op: ir.Operation) -> bool:
+    for r in op.results:
+        t = ir.RankedTensorType(r.type)
+        if not t.has_static_shape or t.element_type == ir.IntegerType.get_signless(1):
+            return False
+        if int(np.prod(t.shape)) > MAX_ELEMENTS:
+            return False
+    return True
+
+
+class _Evaluator:
+    """Builds each distinct callee once and runs it destination-passing."""
+
+    def __init__(self):
+        self.cache: dict[str, object] = {}
+
+    def __call__(self, callee: ir.Operation, inputs: list, result_types: list) -> list[np.ndarray]:
+        from relaxmlir.build import build
+        from relaxmlir.ir import IRModule
+
+        key = str(callee).partition("(")[2]
+        if key not in self.cache:
+            module = ir.Module.create(loc=ir.Location.unknown(callee.context))
+            clone = callee.clone(ip=ir.InsertionPoint(module.body))
+            clone.attributes["sym_name"] = ir.StringAttr.get("main", callee.context)
+            del clone.attributes["sym_visibility"]
+            self.cache[key] = build(IRModule(module))
+        outs = [np.empty(ir.RankedTensorType(t).shape, dtype_of(ir.RankedTensorType(t).element_type))
+                for t in result_types]
+        self.cache[key]["main"](*inputs, *outs)
+        return outs
+
+
+def fold_constants(module_op: ir.Operation) -> None:
+    evaluate = _Evaluator()
+    for func_op in graph_functions(module_op):
+        calls: list[ir.Operation] = []
+
+        def collect(op, calls=calls):
+            op = op.operation if hasattr(op, "operation") else op
+            if op.name == rx.CallTIR.name:
+                calls.append(op)
+            return ir.WalkResult.ADVANCE
+
+        func_op.walk(collect)
+        for op in calls:  # program order, so a folded result can feed the next fold
+            inputs = _constant_operands(op)
+            if inputs is None or not _foldable_results(op):
+                continue
+            name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            callee = rx.lookup_symbol(op, name)
+            if callee is None:
+                raise PassError(f"relax-fold-constant: callee @{name} not found", op)
+            values = evaluate(callee, inputs, [r.type for r in op.results])
+            with ir.InsertionPoint(op), op.location:
+                for result, value in zip(op.results, values):
+                    attr = ir.DenseElementsAttr.get(value, type=result.type)
+                    const = rx.Constant.create([], [result.type], {"value": attr})
+                    result.replace_all_uses_with(const.result)
+            op.erase()
+
+
+@register_pass("relax-fold-constant", "evaluate call_tir ops whose inputs are all relax.constant")
+def relax_fold_constant():
+    return fold_constants
+
+
+def FoldConstant() -> Pass:
+    """Fold `call_tir`s of constant inputs into constants (PrimFuncs left unused stay until
+    `DeadCodeElimination`).
+
+    Returns
+    -------
+    Pass
+
+    Examples
+    --------
+    >>> mod = relax.transform.FoldConstant()(relax.transform.LegalizeOps()(mod))
+    """
+    return Pass("FoldConstant", lambda mod: fold_constants(mod.module.operation))
