@@ -53,3 +53,17 @@ func.func @constant() -> tensor<2xf32> attributes {relax.function} {
   %0 = "relax.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+// High-level ops (legalized later by relax-legalize-ops) keep their attributes.
+// CHECK-LABEL: func.func @high_level_ops
+// CHECK: %[[MM:.+]] = "relax.matmul"(%{{.+}}, %{{.+}}) {out_dtype = "float32", relax.shape = {{\[}}["n", 3]]}
+// CHECK: %[[ADD:.+]] = "relax.add"(%[[MM]], %{{.+}}) {relax.shape = {{\[}}["n", 3]]}
+// CHECK: "relax.nn_softmax"(%[[ADD]]) {axis = -1 : i64, relax.shape = {{\[}}["n", 3]]}
+func.func @high_level_ops(%x: tensor<?x4xf32> {relax.shape = ["n", 4]}, %w: tensor<4x3xf32>, %b: tensor<3xf32>) -> tensor<?x3xf32> attributes {relax.function} {
+  %0 = "relax.matmul"(%x, %w) {out_dtype = "float32", relax.shape = [["n", 3]]} : (tensor<?x4xf32>, tensor<4x3xf32>) -> tensor<?x3xf32>
+  %1 = "relax.add"(%0, %b) {relax.shape = [["n", 3]]} : (tensor<?x3xf32>, tensor<3xf32>) -> tensor<?x3xf32>
+  %2 = "relax.nn_softmax"(%1) {axis = -1 : i64, relax.shape = [["n", 3]]} : (tensor<?x3xf32>) -> tensor<?x3xf32>
+  return %2 : tensor<?x3xf32>
+}
