@@ -11,6 +11,7 @@ register into the same table.
 
 from __future__ import annotations
 
+import collections
 import operator
 from typing import Any, Callable, Optional, Sequence
 
@@ -403,18 +404,27 @@ def _hardtanh(ctx: Importer, node: fx.Node):
     return call(ctx, "clip", first(ctx, node), lo, hi)
 
 
-def _invert(ctx: Importer, node: fx.Node):
-    x = first(ctx, node)
-    if x.struct_info.dtype != "bool":
-        raise NotImplementedError(f"bitwise not of {x.struct_info.dtype} at node '{node.name}'")
-    return call(ctx, "logical_not", x)
+def bitwise(op_name: str) -> Rule:
+    """`~`, `&`, `|` on bool tensors (masks) are the logical ops."""
+
+    def rule(ctx: Importer, node: fx.Node):
+        args = [first(ctx, node)] + ([ctx.arg(node, 1, "other")] if op_name != "logical_not" else [])
+        dtype = next(a.struct_info.dtype for a in args if is_tensor(a))
+        if dtype != "bool":
+            raise NotImplementedError(
+                f"unsupported torch op '{target_name(node.target)}' on {dtype} at node '{node.name}'")
+        return emit_binary(ctx, op_name, *args) if len(args) == 2 else call(ctx, op_name, args[0])
+
+    return rule
 
 
 register(_gelu, F.gelu, aten.gelu)
 register(_leaky_relu, F.leaky_relu, aten.leaky_relu)
 register(_hardtanh, F.hardtanh, aten.hardtanh)
 register(lambda ctx, node: call(ctx, "clip", first(ctx, node), 0.0, 6.0), F.relu6)
-register(_invert, operator.invert)
+register(bitwise("logical_not"), operator.invert, torch.bitwise_not, "bitwise_not", aten.bitwise_not)
+register(bitwise("logical_and"), operator.and_, torch.bitwise_and, "bitwise_and", aten.bitwise_and)
+register(bitwise("logical_or"), operator.or_, torch.bitwise_or, "bitwise_or", aten.bitwise_or)
 
 _DTYPE_RANK = ["bool", "uint8", "int8", "int16", "int32", "int64", "bfloat16", "float16",
                "float32", "float64"]
@@ -479,8 +489,8 @@ for _op_name, _targets in {
     "less_equal": (torch.le, operator.le, "le", aten.le),
     "greater": (torch.gt, operator.gt, "gt", aten.gt),
     "greater_equal": (torch.ge, operator.ge, "ge", aten.ge),
-    "logical_and": (torch.logical_and, operator.and_, "logical_and", aten.logical_and),
-    "logical_or": (torch.logical_or, operator.or_, "logical_or", aten.logical_or),
+    "logical_and": (torch.logical_and, "logical_and", aten.logical_and),
+    "logical_or": (torch.logical_or, "logical_or", aten.logical_or),
 }.items():
     register(binary(_op_name), *_targets)
 register(binary("subtract", swap=True), aten.rsub)
@@ -779,10 +789,9 @@ def _stack(ctx: Importer, node: fx.Node):
 
 
 def split(ctx: Importer, x, sizes: list, dim: int) -> tuple:
-    if len(sizes) == 1:
-        return (x,)
-    indices = [int(i) for i in np.cumsum(sizes)[:-1]]
-    return call(ctx, "split", x, indices, axis(dim, ndim(x)))
+    """One `strided_slice` per part: each part is its own var (a graph output, too)."""
+    dim, bounds = axis(dim, ndim(x)), [0] + [int(i) for i in np.cumsum(sizes)]
+    return tuple(strided_slice(ctx, x, [dim], [b], [e]) for b, e in zip(bounds, bounds[1:]))
 
 
 def _split(ctx: Importer, node: fx.Node):
@@ -881,6 +890,9 @@ def reduction(op_name: str) -> Rule:
     return rule
 
 
+MinMax = collections.namedtuple("MinMax", ["values", "indices"])
+
+
 def _max_min(op_name: str, arg_op: str, pairwise: str) -> Rule:
     """`torch.max(x)`, `torch.max(x, dim)` -> (values, indices), `torch.max(x, other)`."""
 
@@ -892,7 +904,7 @@ def _max_min(op_name: str, arg_op: str, pairwise: str) -> Rule:
             return reduce(ctx, op_name, x)
         keepdim = ctx.arg(node, 2, "keepdim", False)
         values = reduce(ctx, op_name, x, dim, keepdim)
-        return values, Deferred(lambda: call(ctx, arg_op, x, axis(dim, ndim(x)), keepdim))
+        return MinMax(values, Deferred(lambda: call(ctx, arg_op, x, axis(dim, ndim(x)), keepdim)))
 
     return rule
 

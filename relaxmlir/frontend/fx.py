@@ -221,6 +221,8 @@ def trace(model: Union[nn.Module, fx.GraphModule], num_inputs: int) -> fx.GraphM
         return model
     if not isinstance(model, nn.Module):
         raise TypeError(f"from_fx expects a torch.fx.GraphModule or nn.Module, got {type(model).__name__}")
+    if any(cls in MODULE_CONVERTERS for cls in type(model).__mro__):
+        model = nn.Sequential(model)  # e.g. a bare nn.BatchNorm2d: call it as a module
     params = list(inspect.signature(model.forward).parameters.values())[num_inputs:]
     concrete = {p.name: p.default for p in params
                 if p.default is not inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD}
