@@ -69,8 +69,14 @@ less = binary("less", lambda a, b: a < b)
 less_equal = binary("less_equal", lambda a, b: a <= b)
 greater = binary("greater", lambda a, b: a > b)
 greater_equal = binary("greater_equal", lambda a, b: a >= b)
-logical_and = binary("logical_and", te.all)
-logical_or = binary("logical_or", te.any)
+# NOTE: bool tensors are bytes at the graph level, so a bool input may arrive as int8 0/1
+logical_and = binary("logical_and", lambda a, b: te.all(truth(a), truth(b)))
+logical_or = binary("logical_or", lambda a, b: te.any(truth(a), truth(b)))
+
+
+def truth(v):
+    """`v != 0` as a bool expression (bool tensors may be read as their int8 storage)."""
+    return v if v.dtype == "bool" else v != te.const(0, v.dtype)
 
 
 def where(condition: te.Tensor, x1: Operand, x2: Operand) -> te.Tensor:

@@ -38,7 +38,7 @@ ceil = unary("ceil", te.ceil)
 round = unary("round", te.round)  # noqa: A001
 sign = unary("sign", _sign)
 square = unary("square", lambda v: v * v)
-logical_not = unary("logical_not", lambda v: ~v)
+logical_not = unary("logical_not", lambda v: v == te.const(0, v.dtype))  # also on int8 0/1 bools
 
 
 def clip(x: te.Tensor, a_min: float, a_max: float) -> te.Tensor:

@@ -7,7 +7,7 @@ import math
 from typing import Sequence
 
 from relaxmlir import te
-from relaxmlir.te.tensor import dim_key
+from relaxmlir.te.tensor import dim_key, normalize_dim
 from relaxmlir.topi.broadcast import broadcast_index
 
 
@@ -29,8 +29,8 @@ def unravel(flat, shape: Sequence) -> tuple:
 
 
 def reshape(x: te.Tensor, newshape: Sequence) -> te.Tensor:
-    """The elements of `x` in row-major order, in `newshape`."""
-    newshape = tuple(newshape)
+    """The elements of `x` in row-major order, in `newshape` (ints, symbol names or te exprs)."""
+    newshape = tuple(normalize_dim(d) for d in newshape)
     if len(newshape) == x.ndim and all(dim_key(a) == dim_key(b) for a, b in zip(x.shape, newshape)):
         return te.compute(x.shape, lambda *i: x(*i), name="T_reshape")
     return te.compute(newshape, lambda *i: x[unravel(ravel(i, newshape), x.shape)], name="T_reshape")
@@ -72,7 +72,7 @@ def expand_dims(x: te.Tensor, axis: Sequence[int]) -> te.Tensor:
 
 def broadcast_to(x: te.Tensor, shape: Sequence) -> te.Tensor:
     """numpy broadcast of `x` to `shape`."""
-    return te.compute(tuple(shape), lambda *i: x[broadcast_index(x, i)], name="T_broadcast_to")
+    return te.compute(tuple(normalize_dim(d) for d in shape), lambda *i: x[broadcast_index(x, i)], name="T_broadcast_to")
 
 
 def tile(x: te.Tensor, reps: Sequence[int]) -> te.Tensor:

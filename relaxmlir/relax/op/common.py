@@ -46,11 +46,22 @@ def as_tensor(value: Any, dtype: str, op: str, what: str) -> Expr:
 
 
 def scalar_const(value: Any, dtype: str) -> Constant:
-    """A 0-d constant. NOTE: `relax.const` keeps numpy's `ascontiguousarray` promotion to 1-d."""
-    out = const(np.asarray(value).astype(dtype))
-    out.data = np.asarray(value).astype(dtype)
-    out.struct_info = TensorStructInfo((), dtype)
-    return out
+    """A 0-d constant, shared per (value, dtype).
+
+    NOTE: `relax.const` turns 0-d arrays into shape (1,) (numpy's `ascontiguousarray`), and
+    `BlockBuilder` caches emitted constants by `id()`, so a freed constant's id can be reused
+    by a new one; keeping these scalars alive (and shared) avoids both.
+    """
+    key = (repr(value), dtype)
+    if key not in _SCALARS:
+        out = const(np.asarray(value).astype(dtype))
+        out.data = np.asarray(value).astype(dtype)
+        out.struct_info = TensorStructInfo((), dtype)
+        _SCALARS[key] = out
+    return _SCALARS[key]
+
+
+_SCALARS: dict[tuple, Constant] = {}
 
 
 def is_float(dtype: str) -> bool:
