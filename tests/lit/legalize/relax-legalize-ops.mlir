@@ -32,8 +32,8 @@ func.func @mlp_layer(%x: tensor<?x4xf32> {relax.name = "x", relax.shape = ["n", 
 
 // Two ops with identical PrimFunc bodies share one PrimFunc.
 // CHECK-LABEL: func.func @shared_prim_func
-// CHECK: "relax.call_tir"({{.*}}) {callee = @[[EXP:[a-z_0-9]+]],
-// CHECK: "relax.call_tir"({{.*}}) {callee = @[[EXP]],
+// CHECK: "relax.call_tir"({{.*}}) {callee = @[[EXP:[a-z_0-9]+]]{{[,}]}}
+// CHECK: "relax.call_tir"({{.*}}) {callee = @[[EXP]]{{[,}]}}
 // CHECK: func.func private @[[EXP]](
 // CHECK-NOT: func.func private
 func.func @shared_prim_func(%x: tensor<8xf32> {relax.name = "x"}) -> tensor<8xf32> attributes {relax.function} {

@@ -1,0 +1,67 @@
+// RUN: relaxmlir-opt %s -split-input-file --relax-legalize-ops | FileCheck %s
+
+// Elementwise unary ops become one elementwise linalg.generic each; attributes (clip bounds,
+// the astype dtype, the leaky_relu slope) are baked into the kernel.
+
+// CHECK-LABEL: func.func @exp
+// CHECK-NOT: "relax.exp"
+// CHECK: "relax.call_tir"(%[[X:.+]]) {callee = @[[FN:[a-z_0-9]+]]}
+// CHECK: func.func private @[[FN]](
+// CHECK: iterator_types = ["parallel", "parallel"]
+// CHECK: math.exp
+func.func @exp(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {relax.function} {
+  %0 = "relax.exp"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @clip
+// CHECK: "relax.call_tir"(%{{.+}}) {callee = @[[FN:[a-z_0-9]+]]}
+// CHECK: func.func private @[[FN]](
+// CHECK: %[[LO:.+]] = arith.constant -5.000000e-01 : f32
+// CHECK: %[[MAX:.+]] = arith.maximumf %{{.+}}, %[[LO]]
+// CHECK: %[[HI:.+]] = arith.constant 5.000000e-01 : f32
+// CHECK: arith.minimumf %[[MAX]], %[[HI]]
+func.func @clip(%x: tensor<4xf32>) -> tensor<4xf32> attributes {relax.function} {
+  %0 = "relax.clip"(%x) {min = -5.000000e-01 : f64, max = 5.000000e-01 : f64} : (tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @astype
+// CHECK: "relax.call_tir"(%{{.+}}) {callee = @[[FN:[a-z_0-9]+]]} : (tensor<4xf32>) -> tensor<4xi32>
+// CHECK: func.func private @[[FN]](%{{.+}}: tensor<4xf32>, %{{.+}}: tensor<4xi32>)
+// CHECK: arith.fptosi %{{.+}} : f32 to i32
+func.func @astype(%x: tensor<4xf32>) -> tensor<4xi32> attributes {relax.function} {
+  %0 = "relax.astype"(%x) {dtype = "int32"} : (tensor<4xf32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
+
+// -----
+
+// The symbolic batch stays symbolic: the call keeps relax.shape and the kernel's types are dynamic.
+// CHECK-LABEL: func.func @gelu_symbolic
+// CHECK: "relax.call_tir"(%{{.+}}) {callee = @[[FN:[a-z_0-9]+]], relax.shape = {{\[}}["n", 8]]} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+// CHECK: func.func private @[[FN]](%{{.+}}: tensor<?x8xf32> {relax.shape = ["n", 8]}, %[[OUT:.+]]: tensor<?x8xf32> {relax.shape = ["n", 8]})
+// CHECK: math.erf
+func.func @gelu_symbolic(%x: tensor<?x8xf32> {relax.name = "x", relax.shape = ["n", 8]}) -> tensor<?x8xf32> attributes {relax.function} {
+  %0 = "relax.nn_gelu"(%x) {relax.shape = [["n", 8]]} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  return %0 : tensor<?x8xf32>
+}
+
+// -----
+
+// Softmax is three reductions/maps in one kernel; the intermediates are local tensors.
+// CHECK-LABEL: func.func @softmax
+// CHECK: "relax.call_tir"(%{{.+}}) {callee = @[[FN:[a-z_0-9]+]]}
+// CHECK: func.func private @[[FN]](
+// CHECK: arith.maximumf
+// CHECK: math.exp
+// CHECK: arith.addf
+// CHECK: arith.divf
+func.func @softmax(%x: tensor<2x5xf32>) -> tensor<2x5xf32> attributes {relax.function} {
+  %0 = "relax.nn_softmax"(%x) {axis = 1 : i64} : (tensor<2x5xf32>) -> tensor<2x5xf32>
+  return %0 : tensor<2x5xf32>
+}
