@@ -77,6 +77,8 @@ class LitItem(pytest.Item):
         result = run_lit_file(self.path, features=_features())
         if result.status == "skip":
             pytest.skip(result.message)
+        if result.status == "xfail":
+            pytest.xfail(result.message.splitlines()[0])
         if result.status == "fail":
             raise LitFailure(result.message)
 

@@ -55,10 +55,14 @@ def test_broken_check_fails_with_filecheck_report(tmp_path):
     assert "func.func @here" in result.message  # FileCheck's input dump
 
 
-def test_lit_requires_skips_and_substitutes(tmp_path):
+def test_lit_requires_xfail_and_substitutions(tmp_path):
     test = tmp_path / "gpu.mlir"
     test.write_text("// REQUIRES: cuda\n// RUN: false\n")
     assert lit.run_lit_file(test, features=set()).status == "skip"
+    test.write_text("// XFAIL: *\n// RUN: false\n")
+    assert lit.run_lit_file(test, features=set()).status == "xfail"
+    test.write_text("// XFAIL: *\n// RUN: true\n")
+    assert "XPASS" in lit.run_lit_file(test, features=set()).message
     tools = {"not": "/bin/NOT", "FileCheck": "/bin/FC"}
     command = lit.substitute(
         "not tool %s | FileCheck --check-prefix=not %s 100%%", test, tmp_path, tools
