@@ -1,19 +1,23 @@
 """`FoldConstant` (`relax-fold-constant`): evaluate `call_tir`s whose inputs are all constants.
 
-The callee is built on its own (`relax.build` of a one-PrimFunc module, cached per distinct
-body) and run on the constant inputs; the call becomes a `relax.constant` of its result.
+The callee is compiled on its own with the CPU pipeline's bufferization and codegen stages
+(cached per distinct body) and run on the constant inputs; the call becomes a `relax.constant`.
 """
 
 from __future__ import annotations
 
+import ctypes
 from typing import Optional
 
 import numpy as np
 from mlir import ir
+from mlir.execution_engine import ExecutionEngine
+from mlir.runtime.np_to_memref import get_ranked_memref_descriptor
 
 from dialects import relax as rx
 from lowering.dataflow import graph_functions
-from lowering.registry import PassError, register_pass
+from lowering.pipelines import BUFFERIZE, CPU_CODEGEN, get_target
+from lowering.registry import PassError, register_pass, run_pipeline
 from relaxmlir.relax.struct_info import dtype_of
 from relaxmlir.transform import Pass
 
@@ -60,25 +64,39 @@ def _foldable_results(op: ir.Operation) -> bool:
 
 
 class _Evaluator:
-    """Builds each distinct callee once and runs it destination-passing."""
+    """Compiles each distinct callee once and runs it destination-passing.
+
+    NOTE: the kernels are compiled in a context of their own: creating an ExecutionEngine in a
+    context that is running a PassManager (this pass under relaxmlir-opt) asserts in MLIR.
+    """
 
     def __init__(self):
-        self.cache: dict[str, object] = {}
+        self.ctx = ir.Context()
+        self.engines: dict[str, ExecutionEngine] = {}
+
+    def _compile(self, callee: ir.Operation) -> ExecutionEngine:
+        target = get_target("llvm")
+        with self.ctx, ir.Location.unknown(self.ctx):
+            module = ir.Module.parse(str(callee))
+            fn = module.body.operations[0]
+            fn.attributes["sym_name"] = ir.StringAttr.get("main")
+            # drop-equivalent-buffer-results only rewrites private functions
+            fn.attributes["sym_visibility"] = ir.StringAttr.get("private")
+            run_pipeline(module, "builtin.module(" + ",".join(BUFFERIZE) + ")")
+            del fn.attributes["sym_visibility"]
+            fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+            run_pipeline(module, "builtin.module(" + ",".join(CPU_CODEGEN) + ")")
+            return ExecutionEngine(module, opt_level=2, shared_libs=target.shared_libs)
 
     def __call__(self, callee: ir.Operation, inputs: list, result_types: list) -> list[np.ndarray]:
-        from relaxmlir.build import build
-        from relaxmlir.ir import IRModule
-
         key = str(callee).partition("(")[2]
-        if key not in self.cache:
-            module = ir.Module.create(loc=ir.Location.unknown(callee.context))
-            clone = callee.clone(ip=ir.InsertionPoint(module.body))
-            clone.attributes["sym_name"] = ir.StringAttr.get("main", callee.context)
-            del clone.attributes["sym_visibility"]
-            self.cache[key] = build(IRModule(module))
-        outs = [np.empty(ir.RankedTensorType(t).shape, dtype_of(ir.RankedTensorType(t).element_type))
+        if key not in self.engines:
+            self.engines[key] = self._compile(callee)
+        outs = [np.zeros(ir.RankedTensorType(t).shape, dtype_of(ir.RankedTensorType(t).element_type))
                 for t in result_types]
-        self.cache[key]["main"](*inputs, *outs)
+        arrays = [np.ascontiguousarray(a) for a in inputs] + outs
+        descs = [get_ranked_memref_descriptor(a) for a in arrays]
+        self.engines[key].invoke("main", *[ctypes.pointer(ctypes.pointer(d)) for d in descs])
         return outs
 
 

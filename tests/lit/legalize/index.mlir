@@ -1,0 +1,25 @@
+// RUN: relaxmlir-opt %s -split-input-file --relax-legalize-ops | FileCheck %s
+
+// take reads the table at data-dependent rows (tensor.extract); negative indices wrap once.
+// CHECK-LABEL: func.func @take_embedding
+// CHECK-SAME: (%[[TABLE:[^:]+]]: tensor<10x4xf32>, %[[IDS:[^:]+]]: tensor<?x?xi64> {{.*}})
+// CHECK: "relax.call_tir"(%[[TABLE]], %[[IDS]]) {callee = @[[FN:[a-z_0-9]+]], relax.shape = {{\[}}["b", "s", 4]]}
+// CHECK: func.func private @[[FN]](
+// CHECK: arith.cmpi slt
+// CHECK: tensor.extract
+func.func @take_embedding(%table: tensor<10x4xf32>, %ids: tensor<?x?xi64> {relax.name = "ids", relax.shape = ["b", "s"]}) -> tensor<?x?x4xf32> attributes {relax.function} {
+  %0 = "relax.take"(%table, %ids) {axis = 0, mode = "fast", relax.shape = [["b", "s", 4]]} : (tensor<10x4xf32>, tensor<?x?xi64>) -> tensor<?x?x4xf32>
+  return %0 : tensor<?x?x4xf32>
+}
+
+// -----
+
+// A strided slice is a strided view of the input (offset 1, stride 2), read by a copy.
+// CHECK-LABEL: func.func @strided_slice
+// CHECK: func.func private @[[FN:[a-z_0-9]+]](
+// CHECK: tensor.extract_slice %{{.+}}[1, 0] [3, 4] [2, 1]
+// CHECK: linalg.generic
+func.func @strided_slice(%x: tensor<7x4xf32>) -> tensor<3x4xf32> attributes {relax.function} {
+  %0 = "relax.strided_slice"(%x) {axes = [0], begin = [1], end = [7], strides = [2]} : (tensor<7x4xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
