@@ -19,6 +19,9 @@ MLIR_LIB_DIR = os.path.join(list(mlir.__path__)[0], "lib")
 # Relax graph level: what must hold before the graph is lowered to buffers.
 GRAPH_LOWERING = [
     "relax-verify",  # fail early, at the op, on malformed relax IR
+    "relax-fuse-ops",  # group matmul -> bias -> relu and elementwise runs (in dataflow blocks)
+    "relax-fuse-tir",  # ... into one primitive function each, without intermediate tensors
+    "symbol-dce",  # primitive functions that fusion made unreferenced
     "relax-inline-dataflow",  # block boundaries carry no information past this point
 ]
 

@@ -26,7 +26,10 @@ def prim_funcs(module_op: ir.Operation) -> list[ir.Operation]:
 
 
 def materialize_results(module_op: ir.Operation) -> None:
+    from lowering.fuse_tir import make_inplace
+
     for func_op in prim_funcs(module_op):
+        make_inplace(func_op)
         block = func_op.regions[0].blocks[0]
         args = list(block.arguments)
         terminator = list(block.operations)[-1]

@@ -23,6 +23,7 @@ from typing import Optional
 from mlir import ir
 
 import dialects
+from dialects.relax_syntax import add_segments, strip_segments
 from lowering import PASSES, PIPELINES, PassError, PipelineError, get_pipeline
 from lowering.registry import build_pass_manager
 from relaxmlir.tools import ToolError, read_source, tool_path
@@ -252,7 +253,8 @@ def process_chunk(chunk: str, opts: Options, source_name: str, ctx) -> tuple[boo
     # Python passes build IR with the context and a location taken from the environment.
     with ctx, ir.Location.unknown(ctx), dg.captured(ctx, source_name) as handled:
         try:
-            module = ir.Module.parse(chunk, context=ctx)
+            # Segment sizes of relax's variadic ops are bookkeeping: accepted absent, hidden on print.
+            module = ir.Module.parse(add_segments(chunk), context=ctx)
         except ir.MLIRError as exc:
             errors = dg.from_error(exc, source_name)
         else:
@@ -267,7 +269,7 @@ def process_chunk(chunk: str, opts: Options, source_name: str, ctx) -> tuple[boo
                     print_generic_op_form=opts.generic,
                     enable_debug_info=opts.debuginfo,
                 )
-                output = buf.getvalue()
+                output = buf.getvalue() if opts.generic else strip_segments(buf.getvalue())
     diags = handled + errors
     if opts.verify_diagnostics:
         problems = dg.verify_expected(chunk, diags, source_name)

@@ -25,6 +25,17 @@ def BindParams(func_name: str, params: Mapping[str, Any]) -> Pass:
     """
     arrays = {name: _to_numpy(v) for name, v in params.items()}
     return Pass("BindParams", lambda mod: bind_params(mod.module.operation, func_name, arrays))
+
+
+def FuseOps() -> Pass:
+    """Group call_tir chains that can become one PrimFunc (annotates `relax.fuse_group`)."""
+    return mlir_pass("relax-fuse-ops")
+
+
+def FuseTIR() -> Pass:
+    """Merge each fusion group into one PrimFunc without intermediate tensors."""
+    return mlir_pass("relax-fuse-tir")
+
 from relaxmlir.relax.transform.legalize import LegalizeOps  # noqa: F401,E402
 from relaxmlir.relax.transform.dead_code import DeadCodeElimination  # noqa: F401,E402
 from relaxmlir.relax.transform.fold_constant import FoldConstant  # noqa: F401,E402

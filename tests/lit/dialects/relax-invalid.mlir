@@ -4,7 +4,7 @@
 
 func.func @call_tir_callee_not_a_symbol(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{expected base attribute 'builtin.symbol_ref' but got 'builtin.string'}}
-  %0 = "relax.call_tir"(%x) {callee = "add", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = "relax.call_tir"(%x) {callee = "add"} : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
@@ -12,7 +12,7 @@ func.func @call_tir_callee_not_a_symbol(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 func.func @call_tir_missing_callee(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'relax.call_tir' op attribute "callee" is expected but not provided}}
-  %0 = "relax.call_tir"(%x) {operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = "relax.call_tir"(%x) : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
@@ -28,7 +28,7 @@ func.func @unknown_relax_op(%x: tensor<4xf32>) -> tensor<4xf32> {
 
 func.func @call_packed_on_memref(%x: memref<4xf32>) {
   // expected-error @+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
-  "relax.call_packed"(%x) {callee = "env.f", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (memref<4xf32>) -> ()
+  "relax.call_packed"(%x) {callee = "env.f"} : (memref<4xf32>) -> ()
   return
 }
 
@@ -38,7 +38,7 @@ func.func @call_packed_on_memref(%x: memref<4xf32>) {
 
 func.func @call_tir_callee_missing(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'relax.call_tir' op callee @nowhere not found in the module}}
-  %0 = "relax.call_tir"(%x) {callee = @nowhere, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = "relax.call_tir"(%x) {callee = @nowhere} : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
@@ -51,7 +51,7 @@ func.func private @add(%a: tensor<4xf32>, %b: tensor<4xf32>, %out: tensor<4xf32>
 
 func.func @call_tir_wrong_arity(%x: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @+1 {{'relax.call_tir' op callee @add takes 3 arguments, expected (2): 1 inputs + 1 outputs}}
-  %0 = "relax.call_tir"(%x) {callee = @add, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = "relax.call_tir"(%x) {callee = @add} : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
@@ -64,7 +64,7 @@ func.func private @add(%a: tensor<4xf32>, %b: tensor<4xf32>, %out: tensor<4xf32>
 
 func.func @call_tir_wrong_type(%x: tensor<4xf32>, %y: tensor<4xi32>) -> tensor<4xf32> {
   // expected-error @+1 {{'relax.call_tir' op argument #1 of @add has type (tensor<4xf32>), got (tensor<4xi32>)}}
-  %0 = "relax.call_tir"(%x, %y) {callee = @add, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>, tensor<4xi32>) -> tensor<4xf32>
+  %0 = "relax.call_tir"(%x, %y) {callee = @add} : (tensor<4xf32>, tensor<4xi32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 
@@ -84,7 +84,7 @@ func.func @alloc_in_dataflow() -> tensor<4xf32> attributes {relax.function} {
 func.func @call_packed_in_dataflow(%x: tensor<4xf32>) -> tensor<4xf32> attributes {relax.function} {
   %0 = scf.execute_region -> tensor<4xf32> no_inline {
     // expected-error @+1 {{'relax.call_packed' op is side-effecting and not allowed inside a dataflow block}}
-    "relax.call_packed"(%x) {callee = "env.print", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> ()
+    "relax.call_packed"(%x) {callee = "env.print"} : (tensor<4xf32>) -> ()
     scf.yield %x : tensor<4xf32>
   } {relax.dataflow}
   return %0 : tensor<4xf32>
@@ -94,7 +94,7 @@ func.func @call_packed_in_dataflow(%x: tensor<4xf32>) -> tensor<4xf32> attribute
 
 func.func @packed_empty_name(%x: tensor<4xf32>) -> tensor<4xf32> attributes {relax.function} {
   // expected-error @+1 {{'relax.call_dps_packed' op expects a non-empty packed function name}}
-  %0 = "relax.call_dps_packed"(%x) {callee = "", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = "relax.call_dps_packed"(%x) {callee = ""} : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
 

@@ -11,13 +11,13 @@ func.func private @add(%a: tensor<4xf32>, %b: tensor<4xf32>, %out: tensor<4xf32>
 // CHECK-LABEL: func.func @call_tir_in_dataflow
 // CHECK-SAME: (%[[X:.+]]: tensor<4xf32>, %[[Y:.+]]: tensor<4xf32>) -> tensor<4xf32> attributes {relax.function}
 // CHECK: %[[BLOCK:.+]] = scf.execute_region -> tensor<4xf32> no_inline {
-// CHECK:   %[[SUM:.+]] = "relax.call_tir"(%[[X]], %[[Y]]) {callee = @add, operandSegmentSizes = array<i32: 1, 1, 0, {{.*}}>, resultSegmentSizes = array<i32: 1, 0, {{.*}}>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK:   %[[SUM:.+]] = "relax.call_tir"(%[[X]], %[[Y]]) {callee = @add} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
 // CHECK:   scf.yield %[[SUM]] : tensor<4xf32>
 // CHECK: } {relax.dataflow}
 // CHECK: return %[[BLOCK]]
 func.func @call_tir_in_dataflow(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<4xf32> attributes {relax.function} {
   %0 = scf.execute_region -> tensor<4xf32> no_inline {
-    %1 = "relax.call_tir"(%x, %y) {callee = @add, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %1 = "relax.call_tir"(%x, %y) {callee = @add} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
     scf.yield %1 : tensor<4xf32>
   } {relax.dataflow}
   return %0 : tensor<4xf32>
@@ -27,9 +27,9 @@ func.func @call_tir_in_dataflow(%x: tensor<4xf32>, %y: tensor<4xf32>) -> tensor<
 
 // CHECK-LABEL: func.func @call_dps_packed
 // CHECK-SAME: (%[[X:.+]]: tensor<?x8xf32> {relax.shape = ["n", 8]})
-// CHECK: "relax.call_dps_packed"(%[[X]]) {callee = "env.relu", operandSegmentSizes = {{.*}}, relax.shape = {{\[}}["n", 8]], resultSegmentSizes = {{.*}}} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+// CHECK: "relax.call_dps_packed"(%[[X]]) {callee = "env.relu", relax.shape = {{\[}}["n", 8]]} : (tensor<?x8xf32>) -> tensor<?x8xf32>
 func.func @call_dps_packed(%x: tensor<?x8xf32> {relax.shape = ["n", 8]}) -> tensor<?x8xf32> attributes {relax.function} {
-  %0 = "relax.call_dps_packed"(%x) {callee = "env.relu", relax.shape = [["n", 8]], operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x8xf32>) -> tensor<?x8xf32>
+  %0 = "relax.call_dps_packed"(%x) {callee = "env.relu", relax.shape = [["n", 8]]} : (tensor<?x8xf32>) -> tensor<?x8xf32>
   return %0 : tensor<?x8xf32>
 }
 
@@ -37,11 +37,11 @@ func.func @call_dps_packed(%x: tensor<?x8xf32> {relax.shape = ["n", 8]}) -> tens
 
 // CHECK-LABEL: func.func @call_packed_and_alloc
 // CHECK: %[[BUF:.+]] = "relax.builtin_alloc_tensor"() : () -> tensor<2x3xf32>
-// CHECK: "relax.call_packed"(%[[BUF]]) {callee = "env.fill", operandSegmentSizes = {{.*}}} : (tensor<2x3xf32>) -> ()
+// CHECK: "relax.call_packed"(%[[BUF]]) {callee = "env.fill"} : (tensor<2x3xf32>) -> ()
 // CHECK: return %[[BUF]]
 func.func @call_packed_and_alloc() -> tensor<2x3xf32> attributes {relax.function} {
   %0 = "relax.builtin_alloc_tensor"() : () -> tensor<2x3xf32>
-  "relax.call_packed"(%0) {callee = "env.fill", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x3xf32>) -> ()
+  "relax.call_packed"(%0) {callee = "env.fill"} : (tensor<2x3xf32>) -> ()
   return %0 : tensor<2x3xf32>
 }
 

@@ -9,7 +9,7 @@
 // CHECK: %[[W:.+]] = "relax.constant"() {value = dense<[0.000000e+00, 1.000000e+00, 2.000000e+00, 3.000000e+00]> : tensor<4xf32>}
 // CHECK: "relax.call_packed"(%[[X]], %[[W]])
 func.func @main(%x: tensor<4xf32> {relax.name = "x"}, %w: tensor<4xf32> {relax.name = "w"}) -> tensor<4xf32> attributes {relax.function} {
-  "relax.call_packed"(%x, %w) {callee = "env.show", operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>, tensor<4xf32>) -> ()
+  "relax.call_packed"(%x, %w) {callee = "env.show"} : (tensor<4xf32>, tensor<4xf32>) -> ()
   return %x : tensor<4xf32>
 }
 

@@ -21,8 +21,8 @@ func.func private @add(%a: tensor<?x4xf32>, %b: tensor<?x4xf32>, %out: tensor<?x
 // CHECK: return
 func.func @chain(%x: tensor<?x4xf32> {relax.name = "x", relax.shape = ["n", 4]}, %y: tensor<?x4xf32> {relax.name = "y", relax.shape = ["n", 4]}) -> tensor<?x4xf32> attributes {relax.function} {
   %0 = scf.execute_region -> tensor<?x4xf32> no_inline {
-    %1 = "relax.call_tir"(%x, %y) {callee = @add, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, relax.shape = [["n", 4]], resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
-    %2 = "relax.call_tir"(%1, %y) {callee = @add, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, relax.shape = [["n", 4]], resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+    %1 = "relax.call_tir"(%x, %y) {callee = @add, relax.shape = [["n", 4]]} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
+    %2 = "relax.call_tir"(%1, %y) {callee = @add, relax.shape = [["n", 4]]} : (tensor<?x4xf32>, tensor<?x4xf32>) -> tensor<?x4xf32>
     scf.yield %2 : tensor<?x4xf32>
   } {relax.dataflow}
   return %0 : tensor<?x4xf32>
@@ -40,7 +40,7 @@ func.func @chain(%x: tensor<?x4xf32> {relax.name = "x", relax.shape = ["n", 4]},
 // CHECK: memref.copy %[[C]], %{{.+}}
 func.func @constant_and_packed() -> tensor<2xf32> attributes {relax.function} {
   %c = "relax.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
-  "relax.call_packed"(%c) {callee = "env.print", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2xf32>) -> ()
+  "relax.call_packed"(%c) {callee = "env.print"} : (tensor<2xf32>) -> ()
   return %c : tensor<2xf32>
 }
 
@@ -48,7 +48,7 @@ func.func @constant_and_packed() -> tensor<2xf32> attributes {relax.function} {
 
 func.func @packed_dynamic_without_shape(%x: tensor<?x4xf32>) -> tensor<?x4xf32> attributes {relax.function} {
   // expected-error @+1 {{'relax.call_dps_packed' result has a dynamic dimension 0 without a relax.shape}}
-  %0 = "relax.call_dps_packed"(%x) {callee = "env.relu", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32>) -> tensor<?x4xf32>
-  %1 = "relax.call_dps_packed"(%0) {callee = "env.relu", operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %0 = "relax.call_dps_packed"(%x) {callee = "env.relu"} : (tensor<?x4xf32>) -> tensor<?x4xf32>
+  %1 = "relax.call_dps_packed"(%0) {callee = "env.relu"} : (tensor<?x4xf32>) -> tensor<?x4xf32>
   return %1 : tensor<?x4xf32>
 }

@@ -16,14 +16,14 @@ func.func private @add(%a: tensor<4xf32>, %b: tensor<4xf32>, %out: tensor<4xf32>
 // CHECK: return %[[C]]
 func.func @two_blocks(%x: tensor<4xf32>) -> tensor<4xf32> attributes {relax.function} {
   %0 = scf.execute_region -> tensor<4xf32> no_inline {
-    %1 = "relax.call_tir"(%x, %x) {callee = @add, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %1 = "relax.call_tir"(%x, %x) {callee = @add} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
     scf.yield %1 : tensor<4xf32>
   } {relax.dataflow}
   %2:2 = scf.execute_region -> (tensor<4xf32>, tensor<4xf32>) no_inline {
-    %3 = "relax.call_tir"(%0, %x) {callee = @add, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+    %3 = "relax.call_tir"(%0, %x) {callee = @add} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
     scf.yield %3, %0 : tensor<4xf32>, tensor<4xf32>
   } {relax.dataflow}
-  %4 = "relax.call_tir"(%2#0, %2#1) {callee = @add, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+  %4 = "relax.call_tir"(%2#0, %2#1) {callee = @add} : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
   return %4 : tensor<4xf32>
 }
 

@@ -17,10 +17,10 @@ func.func private @matmul(%a: tensor<2x8xf32>, %b: tensor<8x3xf32>, %out: tensor
 // CHECK: "relax.call_packed"
 func.func @well_formed(%x: tensor<?x8xf32> {relax.shape = ["n", 8]}, %w: tensor<8x3xf32>) -> tensor<2x3xf32> attributes {relax.function} {
   %0 = scf.execute_region -> tensor<2x3xf32> no_inline {
-    %1 = "relax.call_tir"(%x, %w) {callee = @matmul, operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x8xf32>, tensor<8x3xf32>) -> tensor<2x3xf32>
+    %1 = "relax.call_tir"(%x, %w) {callee = @matmul} : (tensor<?x8xf32>, tensor<8x3xf32>) -> tensor<2x3xf32>
     scf.yield %1 : tensor<2x3xf32>
   } {relax.dataflow}
   %2 = "relax.builtin_alloc_tensor"() : () -> tensor<2x3xf32>
-  "relax.call_packed"(%0, %2) {callee = "env.copy", operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x3xf32>, tensor<2x3xf32>) -> ()
+  "relax.call_packed"(%0, %2) {callee = "env.copy"} : (tensor<2x3xf32>, tensor<2x3xf32>) -> ()
   return %2 : tensor<2x3xf32>
 }

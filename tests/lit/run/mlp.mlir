@@ -31,9 +31,9 @@
 module {
   func.func @main(%x: tensor<?x784xf32> {relax.name = "x", relax.shape = ["n", 784]}, %w0: tensor<128x784xf32> {relax.name = "w0"}, %b0: tensor<128xf32> {relax.name = "b0"}, %w1: tensor<10x128xf32> {relax.name = "w1"}, %b1: tensor<10xf32> {relax.name = "b1"}) -> tensor<?x10xf32> attributes {relax.function} {
     %0 = scf.execute_region -> tensor<?x10xf32> no_inline {
-      %lv0 = "relax.call_tir"(%x, %w0, %b0) {callee = @te_linear, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, relax.shape = [["n", 128]], resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x784xf32>, tensor<128x784xf32>, tensor<128xf32>) -> tensor<?x128xf32>
-      %lv2 = "relax.call_tir"(%lv0) {callee = @te_relu, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, relax.shape = [["n", 128]], resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x128xf32>) -> tensor<?x128xf32>
-      %lv4 = "relax.call_tir"(%lv2, %w1, %b1) {callee = @te_linear1, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, relax.shape = [["n", 10]], resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<?x128xf32>, tensor<10x128xf32>, tensor<10xf32>) -> tensor<?x10xf32>
+      %lv0 = "relax.call_tir"(%x, %w0, %b0) {callee = @te_linear, relax.shape = [["n", 128]]} : (tensor<?x784xf32>, tensor<128x784xf32>, tensor<128xf32>) -> tensor<?x128xf32>
+      %lv2 = "relax.call_tir"(%lv0) {callee = @te_relu, relax.shape = [["n", 128]]} : (tensor<?x128xf32>) -> tensor<?x128xf32>
+      %lv4 = "relax.call_tir"(%lv2, %w1, %b1) {callee = @te_linear1, relax.shape = [["n", 10]]} : (tensor<?x128xf32>, tensor<10x128xf32>, tensor<10xf32>) -> tensor<?x10xf32>
       scf.yield %lv4 : tensor<?x10xf32>
     } {relax.dataflow}
     return %0 : tensor<?x10xf32>

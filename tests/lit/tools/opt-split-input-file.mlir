@@ -23,6 +23,6 @@ func.func @second() {
 
 // ERR: opt-split-input-file.mlir:[[@LINE+2]]:8: error: 'relax.call_tir' op callee @missing not found in the module
 func.func @third(%x: tensor<4xf32>) -> tensor<4xf32> {
-  %0 = "relax.call_tir"(%x) {callee = @missing, operandSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4xf32>) -> tensor<4xf32>
+  %0 = "relax.call_tir"(%x) {callee = @missing} : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }

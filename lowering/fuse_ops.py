@@ -1,0 +1,153 @@
+"""`relax-fuse-ops`: group chains of `call_tir`s that can become one primitive function.
+
+The TVM FuseOps role. Each callee gets an op pattern kind from its linalg body (TVM's
+OpPatternKind); along single-use edges inside a dataflow block, a producer joins its consumer's
+group when the pair is fusable (table `_FUSABLE`). A group is recorded as the attribute
+`relax.fuse_group` on its ops; `relax-fuse-tir` then merges each group into one PrimFunc.
+"""
+
+from __future__ import annotations
+
+from enum import IntEnum
+from typing import Optional
+
+from mlir import ir
+
+from dialects import relax as rx
+from lowering.dataflow import dataflow_blocks, graph_functions
+from lowering.registry import register_pass
+
+GROUP_ATTR = "relax.fuse_group"
+
+
+class Pattern(IntEnum):
+    """TVM's OpPatternKind, ordered from most to least fusable."""
+
+    ELEMWISE = 0
+    BROADCAST = 1
+    INJECTIVE = 2
+    REDUCTION = 3
+    OUT_EWISE_FUSABLE = 4  # matmul, conv: an elementwise epilogue can follow
+    OPAQUE = 8
+
+
+# (producer, consumer) kinds that fuse: elementwise-like consumers take anything up to a
+# contraction; a reduction consumer takes elementwise producers (its prologue).
+_FUSABLE = {
+    (p, c)
+    for c in (Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.INJECTIVE)
+    for p in (Pattern.ELEMWISE, Pattern.BROADCAST, Pattern.INJECTIVE, Pattern.OUT_EWISE_FUSABLE)
+} | {(p, Pattern.REDUCTION) for p in (Pattern.ELEMWISE, Pattern.BROADCAST)}
+
+_ANCHORS = (Pattern.REDUCTION, Pattern.OUT_EWISE_FUSABLE)
+
+
+def _generic_kind(op: ir.Operation) -> Pattern:
+    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    has_extract = False
+
+    def visit(inner):
+        nonlocal has_extract
+        name = inner.operation.name
+        if name in ("tensor.extract", "scf.if", "linalg.index"):
+            has_extract = True
+        return ir.WalkResult.ADVANCE
+
+    op.regions[0].blocks[0].operations and op.walk(visit)
+    n_red = sum("reduction" in t for t in iterators)
+    out_map = maps[-1]
+    if n_red:
+        # A reduction whose inputs each miss a different loop (matmul/conv shape) is a contraction.
+        n_inputs = len(maps) - 1
+        return Pattern.OUT_EWISE_FUSABLE if n_inputs >= 2 else Pattern.REDUCTION
+    if has_extract or not out_map.is_permutation:
+        return Pattern.INJECTIVE
+    if all(m == out_map for m in maps):
+        return Pattern.ELEMWISE
+    if all(m.is_projected_permutation for m in maps[:-1]) and out_map == ir.AffineMap.get_identity(out_map.n_dims):
+        return Pattern.BROADCAST
+    return Pattern.INJECTIVE
+
+
+def callee_kind(func_op: ir.Operation) -> Pattern:
+    """The least fusable kind over the linalg ops of a PrimFunc body (fills are free)."""
+    kinds = []
+    for op in func_op.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name == "linalg.generic":
+            kinds.append(_generic_kind(op))
+        elif op.name in ("linalg.fill", "tensor.empty", "func.return", "bufferization.materialize_in_destination") or op.name.startswith("arith."):
+            continue
+        elif op.name.startswith("tensor.") and op.name in ("tensor.extract_slice", "tensor.dim"):
+            kinds.append(Pattern.INJECTIVE)
+        else:
+            kinds.append(Pattern.OPAQUE)
+    if not kinds:
+        return Pattern.OPAQUE
+    anchors = [k for k in kinds if k in _ANCHORS]
+    if len(anchors) > 1 or Pattern.OPAQUE in kinds:
+        return Pattern.OPAQUE
+    return anchors[0] if anchors else max(kinds)
+
+
+def _callee(op: ir.Operation) -> Optional[ir.Operation]:
+    if op.name != rx.CallTIR.name:
+        return None
+    return rx.lookup_symbol(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+
+
+def _is_static(op: ir.Operation) -> bool:
+    values = list(op.operands) + list(op.results)
+    return all(ir.RankedTensorType(v.type).has_static_shape for v in values)
+
+
+def fuse_ops(module_op: ir.Operation) -> None:
+    n_groups = 0
+    for func_op in graph_functions(module_op):
+        for block_op in dataflow_blocks(func_op):
+            ops = [op.operation for op in block_op.regions[0].blocks[0].operations]
+            kinds: dict = {}
+            group_of: dict = {}
+            members: dict[int, list] = {}
+            for op in ops:
+                callee = _callee(op)
+                if callee is None or len(op.results) != 1 or not _is_static(op):
+                    continue
+                kinds[op] = callee_kind(callee)
+                group_of[op] = len(members)
+                members[len(members)] = [op]
+            for consumer in ops:
+                if consumer not in kinds:
+                    continue
+                for value in consumer.operands:
+                    producer = value.owner.operation if not isinstance(value.owner, ir.Block) else None
+                    if producer not in kinds or group_of[producer] == group_of[consumer]:
+                        continue
+                    uses = list(value.uses)
+                    if len(uses) != 1:
+                        continue
+                    if (kinds[producer], kinds[consumer]) not in _FUSABLE:
+                        continue
+                    g_prod, g_cons = group_of[producer], group_of[consumer]
+                    merged = members[g_prod] + members[g_cons]
+                    if sum(kinds[m] in _ANCHORS for m in merged) > 1:
+                        continue
+                    # Only chains: the producer group must end at the producer.
+                    if members[g_prod][-1] != producer:
+                        continue
+                    for m in members.pop(g_prod):
+                        group_of[m] = g_cons
+                    members[g_cons] = sorted(merged, key=ops.index)
+            for group in members.values():
+                if len(group) < 2:
+                    continue
+                name = ir.StringAttr.get(f"fused_{n_groups}")
+                n_groups += 1
+                for op in group:
+                    op.attributes[GROUP_ATTR] = name
+
+
+@register_pass("relax-fuse-ops", "group call_tir chains (matmul->add->relu, elementwise runs) for fusion")
+def relax_fuse_ops():
+    return fuse_ops

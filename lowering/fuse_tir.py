@@ -1,0 +1,158 @@
+"""`relax-fuse-tir`: merge each `relax.fuse_group` of call_tirs into one primitive function.
+
+The TVM FuseTIR role. The callees' bodies are inlined one after another into a new PrimFunc
+whose arguments are the group's external inputs and its output. Then intermediates disappear:
+elementwise producers fuse into their consumers (upstream `linalg-fuse-elementwise-ops`), and an
+elementwise epilogue that reads a single-use result of the same type (matmul -> +bias -> relu)
+updates that result in place, so bufferization computes the whole chain in the out-argument.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import func as func_d
+from mlir.dialects import linalg
+from mlir.dialects import tensor
+from mlir.passmanager import PassManager
+
+from dialects import relax as rx
+from lowering.dataflow import dataflow_blocks, graph_functions
+from lowering.fuse_ops import GROUP_ATTR
+from lowering.registry import register_pass
+
+
+def _callee(op: ir.Operation) -> ir.Operation:
+    return rx.lookup_symbol(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+
+
+def _inline_body(callee: ir.Operation, args: list[ir.Value], terminator: ir.Operation) -> list[ir.Value]:
+    """Clone `callee`'s body before `terminator` with its arguments replaced by `args`."""
+    tmp = callee.clone(ir.InsertionPoint(terminator.parent))  # beside the function being built
+    block = tmp.regions[0].blocks[0]
+    for arg, value in zip(list(block.arguments), args):
+        arg.replace_all_uses_with(value)
+    ops = [op.operation for op in block.operations]
+    results = list(ops[-1].operands)
+    for op in ops[:-1]:
+        op.move_before(terminator)
+    tmp.erase()
+    return results
+
+
+def make_inplace(func_op: ir.Operation) -> None:
+    """outs(%empty) -> outs(%x) for an elementwise generic reading a single-use %x of the out type."""
+    for op in [o.operation for o in func_op.regions[0].blocks[0].operations]:
+        if op.name != "linalg.generic" or len(op.results) != 1:
+            continue
+        iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+        if any("reduction" in t for t in iterators):
+            continue
+        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        out_type = op.results[0].type
+        n_in = len(op.operands) - 1
+        body = op.regions[0].blocks[0]
+        if len(op.operands) != len(maps):
+            continue
+        out_arg = body.arguments[n_in]
+        if len(list(out_arg.uses)):
+            continue  # the body reads its output: not a pure elementwise map
+        init = op.operands[n_in]
+        fresh = not isinstance(init.owner, ir.Block) and init.owner.operation.name == "tensor.empty"
+        out_param = isinstance(init.owner, ir.Block) and len(list(init.uses)) == 1
+        if not (fresh or out_param):
+            continue  # an init with other readers must keep its own buffer
+        for i in range(n_in):
+            x = op.operands[i]
+            if x.type != out_type or maps[i] != maps[-1] or len(list(x.uses)) != 1:
+                continue
+            if isinstance(x.owner, ir.Block):
+                continue  # a function argument: never write into the caller's input
+            # Read element i from the out block argument and write the result over %x.
+            body.arguments[i].replace_all_uses_with(out_arg)
+            _drop_input(op, i, new_init=x)
+            break
+
+
+def _drop_input(op: ir.Operation, index: int, new_init: ir.Value) -> None:
+    """Rebuild the generic without input `index` (now unread) and with `new_init` as its init."""
+    n_in = len(op.operands) - 1
+    inputs = [v for i, v in enumerate(list(op.operands)[:n_in]) if i != index]
+    maps = [m for i, m in enumerate(ir.ArrayAttr(op.attributes["indexing_maps"])) if i != index]
+    with ir.InsertionPoint(op), op.location:
+        new = linalg.GenericOp(
+            [op.results[0].type], inputs, [new_init], ir.ArrayAttr.get(maps), op.attributes["iterator_types"]
+        )
+    block = op.regions[0].blocks[0]
+    block.append_to(new.regions[0])
+    block.erase_argument(index)
+    op.results[0].replace_all_uses_with(new.results[0])
+    op.erase()
+
+
+def fuse_group(module_op: ir.Operation, func_op: ir.Operation, group: list[ir.Operation], name: str) -> None:
+    inputs: list[ir.Value] = []
+    for op in group:
+        for v in op.operands:
+            owner = v.owner
+            if (isinstance(owner, ir.Block) or owner.operation not in group) and v not in inputs:
+                inputs.append(v)
+    last = group[-1]
+    out_type = last.results[0].type
+    with ir.InsertionPoint(func_op), ir.Location.unknown():
+        fused = func_d.FuncOp(name, ir.FunctionType.get([v.type for v in inputs] + [out_type], [out_type]), visibility="private")
+    fused.attributes[rx.PRIM_FUNC_ATTR] = ir.UnitAttr.get()
+    entry = fused.add_entry_block()
+    with ir.InsertionPoint(entry), ir.Location.unknown():
+        terminator = func_d.ReturnOp([])
+    mapping = {v: a for v, a in zip(inputs, entry.arguments)}
+    out_arg = entry.arguments[len(inputs)]
+    for op in group:
+        callee = _callee(op)
+        ins = [mapping[v] for v in op.operands]
+        if op == last:
+            dest = out_arg
+        else:
+            t = ir.RankedTensorType(op.results[0].type)
+            with ir.InsertionPoint(terminator), ir.Location.unknown():
+                dest = tensor.EmptyOp(t.shape, t.element_type).result
+        results = _inline_body(callee, ins + [dest], terminator)
+        mapping[op.results[0]] = results[0]
+    with ir.InsertionPoint(terminator), ir.Location.unknown():
+        func_d.ReturnOp([mapping[last.results[0]]])
+    terminator.erase()
+    with ir.InsertionPoint(last), last.location:
+        call = rx.create(rx.CallTIR.name, inputs, [out_type], {"callee": ir.FlatSymbolRefAttr.get(name)}, loc=last.location)
+    last.results[0].replace_all_uses_with(call.results[0])
+    for op in reversed(group):
+        op.erase()
+    pm = PassManager.parse("builtin.module(func.func(linalg-fuse-elementwise-ops,canonicalize,cse))")
+    tmp = ir.Module.create()
+    moved = fused.operation.clone(ir.InsertionPoint(tmp.body))
+    pm.run(tmp.operation)
+    make_inplace(moved)
+    moved.move_before(fused.operation)
+    fused.operation.erase()
+
+
+def fuse_tir(module_op: ir.Operation) -> None:
+    used_names = set()
+    for func_op in graph_functions(module_op):
+        for block_op in dataflow_blocks(func_op):
+            groups: dict[str, list] = {}
+            for op in block_op.regions[0].blocks[0].operations:
+                op = op.operation
+                if GROUP_ATTR in op.attributes:
+                    groups.setdefault(ir.StringAttr(op.attributes[GROUP_ATTR]).value, []).append(op)
+            for key, group in groups.items():
+                callees = [ir.FlatSymbolRefAttr(op.attributes["callee"]).value for op in group]
+                name = "fused_" + "_".join(callees)
+                base, i = name, 1
+                while name in used_names or rx.lookup_symbol(func_op, name) is not None:
+                    name, i = f"{base}{i}", i + 1
+                used_names.add(name)
+                fuse_group(module_op, func_op, group, name)
+
+
+@register_pass("relax-fuse-tir", "merge each relax.fuse_group into one primitive function without intermediates")
+def relax_fuse_tir():
+    return fuse_tir

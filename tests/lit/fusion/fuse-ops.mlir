@@ -1,0 +1,91 @@
+// RUN: relaxmlir-opt %s --relax-fuse-ops -split-input-file | FileCheck %s
+// RUN: relaxmlir-opt %s --relax-fuse-ops --relax-fuse-tir --symbol-dce -split-input-file | FileCheck %s --check-prefix=TIR
+
+#mk = affine_map<(d0, d1, d2) -> (d0, d2)>
+#kn = affine_map<(d0, d1, d2) -> (d2, d1)>
+#mn = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+
+func.func private @matmul(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %out: tensor<4x16xf32>) -> tensor<4x16xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %init = linalg.fill ins(%zero : f32) outs(%out : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%init : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+func.func private @bias_add(%x: tensor<4x16xf32>, %b: tensor<16xf32>, %out: tensor<4x16xf32>) -> tensor<4x16xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %b : tensor<4x16xf32>, tensor<16xf32>) outs(%out : tensor<4x16xf32>) {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %s = arith.addf %u, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+func.func private @relu(%x: tensor<4x16xf32>, %out: tensor<4x16xf32>) -> tensor<4x16xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x16xf32>) outs(%out : tensor<4x16xf32>) {
+  ^bb0(%u: f32, %o: f32):
+    %m = arith.maximumf %u, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+// CHECK-LABEL: func.func @matmul_bias_relu
+// CHECK: "relax.call_tir"({{.*}}) {callee = @matmul, relax.fuse_group = "[[G:fused_[0-9]+]]"}
+// CHECK: "relax.call_tir"({{.*}}) {callee = @bias_add, relax.fuse_group = "[[G]]"}
+// CHECK: "relax.call_tir"({{.*}}) {callee = @relu, relax.fuse_group = "[[G]]"}
+
+// TIR-LABEL: func.func private @fused_matmul_bias_add_relu
+// TIR-SAME: (%[[A:.+]]: tensor<4x8xf32>, %[[B:.+]]: tensor<8x16xf32>, %[[BIAS:.+]]: tensor<16xf32>, %[[OUT:.+]]: tensor<4x16xf32>)
+// TIR: %[[MM:.+]] = linalg.generic {{.*}}["parallel", "parallel", "reduction"]
+// The epilogue (bias + relu, one generic) updates the matmul result in place: no new tensor.
+// TIR: linalg.generic {{.*}}["parallel", "parallel"]} ins(%[[BIAS]] : tensor<16xf32>) outs(%[[MM]] : tensor<4x16xf32>)
+// TIR: arith.addf
+// TIR: arith.maximumf
+// TIR-NOT: linalg.generic
+// TIR-LABEL: func.func @matmul_bias_relu
+// TIR: %[[Y:.+]] = "relax.call_tir"(%{{.+}}, %{{.+}}, %{{.+}}) {callee = @fused_matmul_bias_add_relu}
+// TIR-NEXT: scf.yield %[[Y]]
+// TIR-NOT: func.func private @relu
+func.func @matmul_bias_relu(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xf32>) -> tensor<4x16xf32> attributes {relax.function} {
+  %r = scf.execute_region -> tensor<4x16xf32> no_inline {
+    %0 = "relax.call_tir"(%a, %b) {callee = @matmul} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    %1 = "relax.call_tir"(%0, %bias) {callee = @bias_add} : (tensor<4x16xf32>, tensor<16xf32>) -> tensor<4x16xf32>
+    %2 = "relax.call_tir"(%1) {callee = @relu} : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    scf.yield %2 : tensor<4x16xf32>
+  } {relax.dataflow}
+  return %r : tensor<4x16xf32>
+}
+
+// -----
+
+#id = affine_map<(d0) -> (d0)>
+func.func private @neg(%x: tensor<8xf32>, %out: tensor<8xf32>) -> tensor<8xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel"]} ins(%x : tensor<8xf32>) outs(%out : tensor<8xf32>) {
+  ^bb0(%u: f32, %o: f32):
+    %n = arith.negf %u : f32
+    linalg.yield %n : f32
+  } -> tensor<8xf32>
+  return %r : tensor<8xf32>
+}
+
+// A result used twice is not fused: each consumer would recompute it.
+// CHECK-LABEL: func.func @shared_result
+// CHECK-NOT: relax.fuse_group
+// TIR-LABEL: func.func @shared_result
+// TIR-COUNT-3: callee = @neg
+func.func @shared_result(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) attributes {relax.function} {
+  %r:2 = scf.execute_region -> (tensor<8xf32>, tensor<8xf32>) no_inline {
+    %0 = "relax.call_tir"(%x) {callee = @neg} : (tensor<8xf32>) -> tensor<8xf32>
+    %1 = "relax.call_tir"(%0) {callee = @neg} : (tensor<8xf32>) -> tensor<8xf32>
+    %2 = "relax.call_tir"(%0) {callee = @neg} : (tensor<8xf32>) -> tensor<8xf32>
+    scf.yield %1, %2 : tensor<8xf32>, tensor<8xf32>
+  } {relax.dataflow}
+  return %r#0, %r#1 : tensor<8xf32>, tensor<8xf32>
+}
