@@ -131,6 +131,20 @@ class Deferred:
 
 
 # -- the importer ---------------------------------------------------------------------------
+class _Builder(BlockBuilder):
+    """NOTE: `BlockBuilder` caches emitted constants by `id()`; a freed temporary constant's id
+    can be reused by a later one, which would then alias it. Keep every emitted one alive."""
+
+    def __init__(self):
+        super().__init__()
+        self._alive: list = []
+
+    def _materialize(self, expr, name_hint: str = ""):
+        if isinstance(expr, Constant):
+            self._alive.append(expr)
+        return super()._materialize(expr, name_hint)
+
+
 class Importer:
     """Walks an FX graph in order, translating each node through `CONVERTERS` (or user rules)."""
 
@@ -139,7 +153,7 @@ class Importer:
         self.frontend = frontend
         self.overrides = dict(overrides or {})
         self.keep_params_as_input = keep_params_as_input
-        self.bb = BlockBuilder()
+        self.bb = _Builder()
         self.env: dict[fx.Node, Any] = {}
         self.inputs: list[Var] = []
         self.weights: dict[str, Any] = {}  # name -> Constant, or Var when kept as input
@@ -918,6 +932,18 @@ def _arg_reduce(op_name: str) -> Rule:
     return rule
 
 
+def _any_all(op_name: str) -> Rule:
+    """`any`/`all` over `dim` as the max/min of the mask as numbers (decomposed)."""
+
+    def rule(ctx: Importer, node: fx.Node):
+        x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
+        numbers = astype(ctx, x, "float32")
+        out = reduce(ctx, op_name, numbers, dim, ctx.arg(node, 2, "keepdim", False))
+        return emit_binary(ctx, "greater", out, 0.0)
+
+    return rule
+
+
 def variance(ctx: Importer, x, dim, correction, keepdim: bool):
     """`sum((x - mean)^2) / (N - correction)` over `dim` (decomposed)."""
     axes = _axes(x, dim) or list(range(ndim(x)))
@@ -963,6 +989,8 @@ for _op_name, _targets in {
     register(reduction(_op_name), *_targets)
 register(_max_min("max", "argmax", "maximum"), torch.max, "max", aten.max)
 register(_max_min("min", "argmin", "minimum"), torch.min, "min", aten.min)
+register(_any_all("max"), torch.any, "any", aten.any)
+register(_any_all("min"), torch.all, "all", aten.all)
 register(_arg_reduce("argmax"), torch.argmax, "argmax", aten.argmax)
 register(_arg_reduce("argmin"), torch.argmin, "argmin", aten.argmin)
 register(_var_std(False), torch.var, "var", aten.var)

@@ -1,8 +1,9 @@
 """`from_exported_program`: a `torch.export.ExportedProgram` -> relax `IRModule`.
 
-The program is first decomposed to core ATen, except for the ops `common.CONVERTERS` translates
-directly (linear, layer_norm, scaled_dot_product_attention, ...: one relax op beats the dozen core
-ops they decompose into). The ATen-only rules below register into the same table.
+When the program has ops without a direct rule, it is first decomposed to core ATen, except for
+the ops `common.CONVERTERS` translates directly (linear, layer_norm, scaled_dot_product_attention,
+...: one relax op beats the dozen core ops they decompose into). The ATen-only rules below
+register into the same table.
 """
 
 from __future__ import annotations
@@ -91,6 +92,16 @@ def decomposition_table() -> dict:
     return table
 
 
+def _untranslated(ep: ExportedProgram) -> bool:
+    """Whether some op of the graph has no direct rule (then the graph is decomposed first)."""
+    for node in ep.graph.nodes:
+        target = node.target
+        if node.op == "call_function" and target not in CONVERTERS and (
+                getattr(target, "overloadpacket", None) not in CONVERTERS):
+            return True
+    return False
+
+
 def _input_sinfo(node: fx.Node) -> TensorStructInfo:
     val = node.meta.get("val")
     if not isinstance(val, torch.Tensor):
@@ -114,7 +125,8 @@ def from_exported_program(
         Parameters and buffers become parameters of "main" after the user inputs, named by
         their state-dict keys, instead of constants.
     run_decompositions : bool
-        Decompose to core ATen first (keeping the ops that have a direct translation).
+        When some op has no direct translation, decompose to core ATen first (keeping the
+        ops that have one).
 
     Returns
     -------
@@ -126,7 +138,7 @@ def from_exported_program(
     >>> mod = from_exported_program(ep)
     """
     ep = exported_program
-    if run_decompositions:
+    if run_decompositions and _untranslated(ep):
         ep = ep.run_decompositions(decomposition_table())
     specs = {spec.arg.name: spec for spec in ep.graph_signature.input_specs if hasattr(spec.arg, "name")}
     output_kinds = [spec.kind for spec in ep.graph_signature.output_specs]
@@ -141,6 +153,8 @@ def from_exported_program(
             var = Var(node.name, _input_sinfo(node))
             ctx.inputs.append(var)
             return var
+        if kind in (InputKind.PARAMETER, InputKind.BUFFER) and not node.users:
+            return None  # e.g. num_batches_tracked: not an input of the relax function
         if kind in (InputKind.PARAMETER, InputKind.BUFFER):
             if spec.target in ep.state_dict:
                 return ctx.weight(spec.target, ep.state_dict[spec.target])

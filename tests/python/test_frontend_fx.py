@@ -42,6 +42,7 @@ class OpCase:
     inputs: Sequence
     frontends: tuple = ("fx", "ep")
     tol: dict = field(default_factory=dict)
+    xfail: str = ""  # a known bug below the frontend, with where it is
 
 
 def fn(f: Callable, *inputs, **kw) -> tuple:
@@ -51,6 +52,9 @@ def fn(f: Callable, *inputs, **kw) -> tuple:
 
 def mod(make: Callable[[], nn.Module], *inputs, **kw) -> tuple:
     return make, inputs, kw
+
+
+_LOGICAL_NOT_BUG = "topi logical_not on bool (stored as i8) xors with -1, giving -1/-2"
 
 
 def _rows() -> list:
@@ -65,7 +69,7 @@ def _rows() -> list:
         "gelu": fn(F.gelu, s), "gelu_tanh": fn(lambda x: F.gelu(x, approximate="tanh"), s),
         "silu": fn(F.silu, s), "leaky_relu": fn(lambda x: F.leaky_relu(x, 0.2), s),
         "relu6": fn(lambda x: F.relu6(x * 4), s), "hardtanh": fn(F.hardtanh, s),
-        "logical_not": fn(lambda x: ~(x > 0), s),
+        "logical_not": fn(lambda x: ~(x > 0), s, xfail=_LOGICAL_NOT_BUG),
         # elementwise binary, scalars and broadcasting
         "add": fn(torch.add, s, s2), "add_alpha": fn(lambda x, y: torch.add(x, y, alpha=2), s, s),
         "sub": fn(operator.sub, s, s2), "rsub_scalar": fn(lambda x: 2 - x, s),
@@ -115,7 +119,8 @@ def _rows() -> list:
         "mean_keepdim": fn(lambda x: x.mean((-1, -2), keepdim=True), s),
         "max_dim": fn(lambda x: torch.max(x, 1)[0], s), "max_all": fn(torch.max, s),
         "amax": fn(lambda x: x.amax(-1), s), "min_dim": fn(lambda x: x.min(-1, keepdim=True).values, s),
-        "argmax": fn(lambda x: x.argmax(-1), s),
+        "argmax": fn(lambda x: x.argmax(-1), s), "any": fn(lambda x: (x > 0.5).any(-1), s),
+        "all": fn(lambda x: torch.all(x > -1, 1), s),
         "var": fn(lambda x: x.var(-1, unbiased=False), s), "std": fn(lambda x: torch.std(x, 1), s),
         "softmax": fn(lambda x: F.softmax(x, dim=-1), s), "softmax_method": fn(lambda x: x.softmax(0), s),
         "log_softmax": fn(lambda x: F.log_softmax(x, 1), s), "Softmax": mod(lambda: nn.Softmax(1), s),
@@ -223,7 +228,12 @@ def check_numeric(model: nn.Module, inputs: list, frontend: str, name: str = "",
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=where)
 
 
-@pytest.mark.parametrize("case", [c for c in OPS if "fx" in c.frontends], ids=lambda c: c.name)
+def op_params(frontend: str) -> list:
+    marks = lambda c: [pytest.mark.xfail(reason=c.xfail, strict=False)] if c.xfail else []  # noqa: E731
+    return [pytest.param(c, id=c.name, marks=marks(c)) for c in OPS if frontend in c.frontends]
+
+
+@pytest.mark.parametrize("case", op_params("fx"))
 def test_op(case: OpCase):
     torch.manual_seed(0)
     model, inputs = case.make(), make_inputs(case.inputs)
@@ -316,13 +326,13 @@ def test_graph_module_and_multiple_outputs():
 def test_unsupported_function_raises():
     model = Fn(lambda x: torch.special.bessel_j0(x), 1)
     with pytest.raises(NotImplementedError,
-                       match=r"unsupported torch op 'torch\.special\.bessel_j0' at node 'special_bessel_j0' \(from_fx\)"):
+                       match=r"unsupported torch op '.*special_bessel_j0' at node 'special_bessel_j0' \(from_fx\)"):
         from_fx(model, [(2, 3)])
 
 
 def test_unsupported_module_raises():
     model = nn.Sequential(nn.PixelShuffle(2))
-    with pytest.raises(NotImplementedError, match=r"unsupported torch op '.*PixelShuffle' at node '0' \(from_fx\)"):
+    with pytest.raises(NotImplementedError, match=r"unsupported torch op '.*PixelShuffle' at node '_0' \(from_fx\)"):
         from_fx(model, [(1, 4, 2, 2)])
 
 

@@ -2,12 +2,14 @@
 
 import math
 
+import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
 from torch import nn
 
-from test_frontend_fx import MLP, check_numeric
+from relaxmlir.frontend import from_exported_program
+from test_frontend_fx import ATOL, MLP, RTOL, check_numeric, run
 
 
 class LeNet(nn.Module):
@@ -126,3 +128,18 @@ def test_model(name: str, frontend: str):
     torch.manual_seed(0)
     make, inputs = MODELS[name]
     check_numeric(make().eval(), inputs(), frontend, name)
+
+
+@pytest.mark.parametrize("name", [
+    pytest.param(n, marks=[] if n in ("transformer_encoder_layer", "gpt_block") else [pytest.mark.slow])
+    for n in MODELS
+])
+def test_model_core_aten(name: str):
+    """The exported program fully decomposed to core ATen first (bmm, addmm, native_layer_norm,
+    the safe-softmax pattern of scaled_dot_product_attention, ...)."""
+    torch.manual_seed(0)
+    make, inputs = MODELS[name]
+    model, args = make().eval(), inputs()
+    ep = torch.export.export(model, tuple(args)).run_decompositions()
+    got = run(from_exported_program(ep), *args)[0]
+    np.testing.assert_allclose(got, model(*args).detach().numpy(), rtol=RTOL, atol=ATOL, err_msg=name)

@@ -1,0 +1,75 @@
+"""from_exported_program: the operator table of test_frontend_fx.py through torch.export, plus
+dynamic shapes, parameters kept as inputs, decomposition and errors."""
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+from relaxmlir import relax
+from relaxmlir.frontend import from_exported_program
+from relaxmlir.frontend.exported_program import decomposition_table
+from test_frontend_fx import ATOL, MLP, RTOL, Fn, OpCase, check_numeric, make_inputs, op_params, run
+
+pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
+
+
+@pytest.mark.parametrize("case", op_params("ep"))
+def test_op(case: OpCase):
+    torch.manual_seed(0)
+    model, inputs = case.make(), make_inputs(case.inputs)
+    check_numeric(model, inputs, "ep", case.name, **case.tol)
+
+
+def test_dynamic_batch():
+    """`torch.export.Dim` becomes a symbolic dimension: one build runs every batch size."""
+    torch.manual_seed(0)
+    model = MLP().eval()
+    batch = torch.export.Dim("batch", min=1, max=1024)
+    ep = torch.export.export(model, (torch.randn(4, 784),), dynamic_shapes={"x": {0: batch}})
+    mod = from_exported_program(ep)
+    assert "tensor<?x784xf32>" in str(mod)
+    from relaxmlir import cpu
+
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), cpu())
+    for n in (1, 7, 64):
+        x = torch.randn(n, 784)
+        np.testing.assert_allclose(vm["main"](x).numpy(), model(x).detach().numpy(),
+                                   rtol=RTOL, atol=ATOL, err_msg=f"batch {n}")
+
+
+def test_keep_params_as_input():
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(4, 8), nn.BatchNorm1d(8), nn.ReLU()).eval()
+    with torch.no_grad():
+        model[1].running_mean.uniform_(-1, 1)
+    x = torch.randn(3, 4)
+    mod, params = from_exported_program(torch.export.export(model, (x,)), keep_params_as_input=True)
+    assert {"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var"} <= set(params)
+    want = model(x).detach().numpy()
+    np.testing.assert_allclose(run(mod, x, *params.values())[0], want, rtol=RTOL, atol=ATOL)
+    bound = relax.transform.BindParams("main", params)(mod)
+    np.testing.assert_allclose(run(bound, x)[0], want, rtol=RTOL, atol=ATOL)
+
+
+def test_directly_translated_ops_are_not_decomposed():
+    table = decomposition_table()
+    aten = torch.ops.aten
+    for op in (aten.linear.default, aten.layer_norm.default, aten.scaled_dot_product_attention.default):
+        assert op not in table, op
+    assert aten.addcdiv.default in table  # no direct rule: core ATen decomposes it
+
+
+def test_multiple_outputs():
+    model = Fn(lambda x, y: (x + y, x.sum(0)), 2)
+    x, y = torch.randn(2, 3), torch.randn(2, 3)
+    got = run(from_exported_program(torch.export.export(model, (x, y))), x, y)
+    np.testing.assert_allclose(got[0], (x + y).numpy(), rtol=RTOL, atol=ATOL)
+    np.testing.assert_allclose(got[1], x.sum(0).numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_unsupported_op_raises():
+    ep = torch.export.export(Fn(torch.special.bessel_j0, 1), (torch.randn(2, 3),))
+    match = r"unsupported torch op 'aten\.special_bessel_j0\.default' at node 'special_bessel_j0' \(from_exported_program\)"
+    with pytest.raises(NotImplementedError, match=match):
+        from_exported_program(ep)
