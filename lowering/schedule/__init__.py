@@ -9,7 +9,8 @@ linalg op is classified (matmul / reduction / elementwise / fallback, `common.cl
 the rule of `SCHEDULES[(target, pattern)]`. Options:
 - `threads=N`: the parallel split of large ops (default `RELAXMLIR_NUM_THREADS`, else all cores);
   `threads=1` emits no `scf.forall`.
-- `schedule=off`: leave every PrimFunc as it is (naive loops after convert-linalg-to-loops).
+- `schedule=off`: leave every PrimFunc as it is (naive loops after convert-linalg-to-loops);
+  only `linalg.pack`/`unpack` ops (prepacked weights) are decomposed, as bufferization needs.
 - `strict=true`: raise when a schedule fails instead of leaving that function unscheduled.
 The parallel loops need the async lowering in `lowering.schedule.runtime.PARALLEL_CODEGEN`.
 """
@@ -26,6 +27,7 @@ from lowering.schedule.common import (
     SCHEDULES,
     ScheduleOptions,
     classify,
+    legalize_function,
     schedule_function,
 )
 from lowering.schedule.matmul import PackedLayout, pack_weight, use_prepacked_weight  # noqa: F401
@@ -90,5 +92,8 @@ def schedule_cpu(threads: str = "", schedule: str = "on", strict: str = "false")
     def run(module_op: ir.Operation) -> None:
         if enabled:
             schedule_module(module_op, opts)
+        else:  # prepacked weights still need their unpack decomposed
+            for func_op in prim_funcs(module_op):
+                legalize_function(func_op)
 
     return run

@@ -311,6 +311,25 @@ class Script:
         )
 
 
+def lower_leftover_packs(s: Script) -> None:
+    """Decompose pack/unpack ops no rule consumed (e.g. a prepacked weight feeding a matmul that
+    fell back): one-shot bufferization has no rule for them."""
+    results = {
+        "linalg.unpack": ("tensor.empty", "linalg.transpose", "tensor.collapse_shape", "tensor.extract_slice"),
+        "linalg.pack": ("tensor.pad", "tensor.expand_shape", "linalg.transpose"),
+    }
+    for name, outs in results.items():
+        kind = name.split(".")[1]
+        found, each, typed = s.fresh("left"), s.fresh("one"), s.fresh("typed")
+        types = ", ".join(f'!transform.op<"{o}">' for o in outs)
+        s.emit(f'{found} = transform.structured.match ops{{["{name}"]}} in {s.func} : ({s.ANY}) -> {s.ANY}')
+        s.emit(f"transform.foreach {found} : {s.ANY} {{")
+        s.emit(f"^bb0({each}: {s.ANY}):")
+        s.emit(f'  {typed} = transform.cast {each} : {s.ANY} to !transform.op<"{name}">')
+        s.emit(f'  transform.structured.lower_{kind} {typed} : (!transform.op<"{name}">) -> ({types})')
+        s.emit("}")
+
+
 def finalize(s: Script) -> None:
     """Shared vector cleanup after the rules: contract formation, hoisting, lowering to 1-D FMAs.
 
@@ -318,6 +337,7 @@ def finalize(s: Script) -> None:
     else the accumulators are not hoisted out of the reduction loop (MLIR_NOTES). Lowerings that
     fight canonicalization (shape_cast, broadcast + outerproduct) are left to convert-vector-to-llvm.
     """
+    lower_leftover_packs(s)
     s.patterns("vector.reduction_to_contract", "vector.transfer_permutation_patterns")
     loops = s.fresh("loops")
     s.emit(f"{loops} = transform.structured.match interface{{LoopLikeInterface}} in {s.func} : ({s.ANY}) -> {s.ANY}")
@@ -346,6 +366,22 @@ def apply_script(func_op: ir.Operation, script: Script) -> None:
     tmod = ir.Module.parse(text, func_op.context)
     seq = next(op for op in tmod.body.operations if ir.StringAttr(op.attributes["sym_name"]).value == "__transform_main")
     interpreter.apply_named_sequence(func_op, seq, tmod)
+
+
+def legalize_function(func_op: ir.Operation) -> None:
+    """What must run even with schedule=off: decompose pack/unpack ops (prepacked weights)."""
+    has_packs = []
+
+    def visit(op):
+        if op.operation.name in ("linalg.pack", "linalg.unpack"):
+            has_packs.append(op)
+        return ir.WalkResult.ADVANCE
+
+    func_op.walk(visit)
+    if has_packs:
+        s = Script()
+        lower_leftover_packs(s)
+        apply_script(func_op, s)
 
 
 def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]:

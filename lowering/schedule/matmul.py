@@ -302,13 +302,12 @@ def use_prepacked_weight(func_op: ir.Operation, arg_index: int, layout: PackedLa
         raise ValueError(
             f"use_prepacked_weight: expected argument {arg_index} of shape {layout.shape}, got {tuple(old_type.shape)}"
         )
-    packed_type = ir.RankedTensorType.get(list(layout.packed_shape), old_type.element_type)
     with func_op.context, func_op.location:
+        packed_type = ir.RankedTensorType.get(list(layout.packed_shape), old_type.element_type)
         with ir.InsertionPoint.at_block_begin(block):
             empty = tensor.EmptyOp(list(layout.shape), old_type.element_type)
             unpack = linalg.UnPackOp(
-                old_type, arg, empty.result, layout.inner_dims_pos, [], [layout.nr],
-                outer_dims_perm=layout.outer_dims_perm,
+                arg, empty.result, layout.inner_dims_pos, [], [layout.nr], outer_dims_perm=layout.outer_dims_perm
             ).operation
         arg.replace_all_uses_except(unpack.results[0], unpack)
         arg.set_type(packed_type)

@@ -15,6 +15,9 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import os
+import threading
+import time
+import weakref
 
 import mlir
 
@@ -54,6 +57,31 @@ def load_async_runtime() -> ctypes.CDLL:
 
 # Engines of the llvm target may run parallel loops: their runtime must be there first.
 load_async_runtime()
+
+# A worker of the async runtime still runs a few instructions of JIT code (coroutine cleanup)
+# after it signals the task done, so freeing an engine right after a parallel call can pull the
+# code from under it (segfault, seen when tests build and drop kernels in a loop). Engines are
+# therefore freed a while after their owner goes away.
+_GRAVE_DELAY_S = 1.0
+_GRAVEYARD: list[tuple[float, object]] = []
+_GRAVE_LOCK = threading.Lock()
+
+
+def _bury(engine: object) -> None:
+    now = time.monotonic()
+    with _GRAVE_LOCK:
+        _GRAVEYARD.append((now, engine))
+        while _GRAVEYARD and now - _GRAVEYARD[0][0] > _GRAVE_DELAY_S:
+            _GRAVEYARD.pop(0)
+
+
+def release_engine_later(owner: object, engine: object) -> None:
+    """Keep `engine` alive for a second after `owner` (the object holding it) is collected.
+
+    Call once where an ExecutionEngine of the llvm target is created, e.g.
+    `release_engine_later(executable, executable.engine)`.
+    """
+    weakref.finalize(owner, _bury, engine)
 
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _MALLOC_TUNED = False

@@ -21,7 +21,7 @@ from mlir.runtime import get_ranked_memref_descriptor
 
 from lowering.pipelines import CPU_CODEGEN
 from lowering.registry import run_pipeline
-from lowering.schedule.runtime import SHARED_LIBS, configure_malloc
+from lowering.schedule.runtime import SHARED_LIBS, configure_malloc, release_engine_later
 
 # BUFFERIZE of lowering/pipelines.py, with the canonicalize/cse that scheduled (looped) kernels need
 # before drop-equivalent-buffer-results: bufferized scf.for/forall loops still carry the out-buffer
@@ -75,6 +75,7 @@ class Kernel:
 
     def __init__(self, engine: ExecutionEngine, name: str, module: ir.Module, compile_s: float):
         self.engine, self.name, self.module, self.compile_s = engine, name, module, compile_s
+        release_engine_later(self, engine)
         self._fn = engine.lookup(f"{name}_entry")
         self._packed = None
         self._keep: list = []
@@ -90,7 +91,10 @@ class Kernel:
                 for op in module.body.operations
                 if ir.StringAttr(op.attributes["sym_name"]).value == name
             )
-            module = ir.Module.parse(text + "\n" + _entry_text(func_op, name))
+            ftype = ir.TypeAttr(func_op.attributes["function_type"]).value
+            decl = f"func.func private @{name}(" + str(ftype).split("(", 1)[1]
+            entry = ir.Module.parse(decl + "\n" + _entry_text(func_op, name))
+            module.body.append(list(entry.body.operations)[1].operation.clone(ip=False))
             start = time.perf_counter()
             run_pipeline(module, pipeline(schedule))
             engine = ExecutionEngine(module, opt_level=3, shared_libs=SHARED_LIBS)
