@@ -1,6 +1,3 @@
-// XFAIL: *
-// Known bug: the pass builds the callee with an ExecutionEngine while the PassManager runs,
-// and MLIR aborts (MLIRContext::appendDialectRegistry in a multi-threaded execution context).
 // RUN: relaxmlir-opt %s -split-input-file --relax-fold-constant | FileCheck %s
 // RUN: relaxmlir-opt %s -split-input-file --relax-fold-constant --relax-dead-code-elimination \
 // RUN:   | FileCheck %s --check-prefix=DCE
