@@ -220,12 +220,13 @@ def _classify_contraction(info: OpInfo, k: int) -> None:
 
 
 def linalg_ops(func_op: ir.Operation) -> list[ir.Operation]:
-    """The linalg ops of a PrimFunc body, in order (fills excluded: they fold into schedules)."""
+    """The linalg ops of a PrimFunc body, in order. Fills fold into the schedules of their users;
+    a prepacked weight's unpack folds into its matmul (or is decomposed by `finalize`)."""
     out = []
     for block in func_op.regions[0].blocks:
         for op in block.operations:
             op = op.operation
-            if op.name.startswith("linalg.") and op.name != "linalg.fill":
+            if op.name.startswith("linalg.") and op.name != "linalg.fill" and PREPACKED_ATTR not in op.attributes:
                 out.append(op)
     return out
 
@@ -352,7 +353,7 @@ def finalize(s: Script) -> None:
     s.patterns('vector.lower_contraction lowering_strategy = "outerproduct"')
     s.patterns(
         'vector.lower_transpose lowering_strategy = "shuffle_1d"',
-        'vector.lower_multi_reduction lowering_strategy = "innerparallel"',
+        'vector.lower_multi_reduction lowering_strategy = "innerreduction"',
         "vector.lower_masked_transfers",
     )
 

@@ -1,0 +1,103 @@
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{threads=2 strict=true}' -split-input-file | FileCheck %s
+
+// A large matmul takes the data-tiling route: A and B are packed into 8-row and 32-column
+// panels by vectorized loops (split across threads), the packed product is tiled with the
+// N/K/M cache loops inside one scf.forall, each 8x32 register tile accumulates in vectors
+// (8 outer products of a 32-wide B row per k), and the result is unpacked 8x32 at a time.
+// CHECK-LABEL: func.func private @matmul_packed
+// CHECK-SAME: relax.schedule = ["matmul-packed-8x32"]
+// CHECK-NOT: linalg.generic
+// CHECK: %[[APACK:.+]] = scf.forall {{.*}} -> (tensor<32x256x8xf32>)
+// CHECK: vector.transfer_read %{{.+}} : tensor<256x256xf32>, vector<8x16xf32>
+// CHECK: vector.shuffle
+// CHECK: %[[BPACK:.+]] = scf.forall {{.*}} -> (tensor<8x256x32xf32>)
+// CHECK: vector.transfer_read %{{.+}} : tensor<256x256xf32>, vector<16x32xf32>
+// CHECK: scf.forall
+// CHECK: %[[ACC:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %{{.+}}) -> (vector<1x1x8x32xf32>)
+// CHECK: %[[AROW:.+]] = vector.transfer_read %[[APACK]]{{.*}} vector<8xf32>
+// CHECK: %[[BROW:.+]] = vector.transfer_read %[[BPACK]]{{.*}} vector<32xf32>
+// CHECK-COUNT-8: vector.outerproduct %[[BROW]], %{{.+}}, %{{.+}} {kind = #vector.kind<add>} : vector<32xf32>, f32
+// CHECK: scf.forall
+// CHECK: vector.transfer_write %{{.+}} : vector<8x32xf32>, tensor<128x256xf32>
+// CHECK-NOT: linalg.unpack
+// CHECK: return
+func.func private @matmul_packed(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>, %c: tensor<256x256xf32>) -> tensor<256x256xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<256x256xf32>) -> tensor<256x256xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<256x256xf32>, tensor<256x256xf32>) outs(%fill : tensor<256x256xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<256x256xf32>
+  return %r : tensor<256x256xf32>
+}
+
+// -----
+
+// Batch-1 GEMV: no packing, no threads (too little work); a 1x128 register tile keeps 8 zmm
+// accumulators busy while K streams by.
+// CHECK-LABEL: func.func private @gemv
+// CHECK-SAME: relax.schedule = ["matmul-small-1x128"]
+// CHECK-NOT: scf.forall
+// CHECK-NOT: linalg.pack
+// CHECK: scf.for {{.*}} -> (vector<1x128xf32>)
+// CHECK: %[[ROW:.+]] = vector.transfer_read %{{.+}} : tensor<784x128xf32>, vector<128xf32>
+// CHECK: vector.outerproduct %[[ROW]], %{{.+}}, %{{.+}} {kind = #vector.kind<add>} : vector<128xf32>, f32
+// CHECK: vector.transfer_write %{{.+}} : vector<128xf32>, tensor<1x128xf32>
+func.func private @gemv(%a: tensor<1x784xf32>, %b: tensor<784x128xf32>, %c: tensor<1x128xf32>) -> tensor<1x128xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<1x128xf32>) -> tensor<1x128xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<1x784xf32>, tensor<784x128xf32>) outs(%fill : tensor<1x128xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x128xf32>
+  return %r : tensor<1x128xf32>
+}
+
+// -----
+
+// A weight packed ahead of time (`matmul.pack_weight`) reaches the kernel as [N/32, K, 32]
+// panels behind a `relax.prepacked` unpack: the B pack folds away and the micro-kernel reads the
+// argument directly; only A is packed at run time.
+// CHECK-LABEL: func.func private @dense_prepacked
+// CHECK-SAME: (%{{.+}}: tensor<64x48xf32>, %[[W:.+]]: tensor<3x48x32xf32>, %{{.+}}: tensor<64x96xf32>)
+// CHECK-SAME: relax.schedule = ["matmul-packed-8x32"]
+// CHECK-NOT: linalg.unpack
+// CHECK-NOT: linalg.pack
+// CHECK: vector.transfer_read %[[W]][{{.*}}]{{.*}} : tensor<3x48x32xf32>, vector<32xf32>
+// CHECK: vector.outerproduct
+func.func private @dense_prepacked(%arg0: tensor<64x48xf32>, %arg1: tensor<3x48x32xf32>, %arg2: tensor<64x96xf32>) -> tensor<64x96xf32> attributes {relax.prim_func} {
+  %0 = tensor.empty() : tensor<96x48xf32>
+  %unpack = linalg.unpack %arg1 inner_dims_pos = [0] inner_tiles = [32] into %0 {relax.prepacked} : tensor<3x48x32xf32> -> tensor<96x48xf32>
+  %cst = arith.constant 0.000000e+00 : f32
+  %1 = linalg.fill ins(%cst : f32) outs(%arg2 : tensor<64x96xf32>) -> tensor<64x96xf32>
+  %2 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %unpack : tensor<64x48xf32>, tensor<96x48xf32>) outs(%1 : tensor<64x96xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %3 = arith.mulf %in, %in_0 : f32
+    %4 = arith.addf %out, %3 : f32
+    linalg.yield %4 : f32
+  } -> tensor<64x96xf32>
+  return %2 : tensor<64x96xf32>
+}
+
+// -----
+
+// Dynamic rows: the matmul keeps its linalg.generic (naive loops later): safe, not fast.
+// CHECK-LABEL: func.func private @dynamic_rows
+// CHECK-SAME: relax.schedule = ["matmul-fallback"]
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["parallel", "parallel", "reduction"]
+func.func private @dynamic_rows(%a: tensor<?x64xf32>, %b: tensor<32x64xf32>, %c: tensor<?x32xf32>) -> tensor<?x32xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<?x32xf32>) -> tensor<?x32xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<?x64xf32>, tensor<32x64xf32>) outs(%fill : tensor<?x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x32xf32>
+  return %r : tensor<?x32xf32>
+}
