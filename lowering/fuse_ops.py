@@ -124,9 +124,8 @@ def fuse_ops(module_op: ir.Operation) -> None:
                     producer = value.owner.operation if not isinstance(value.owner, ir.Block) else None
                     if producer not in kinds or group_of[producer] == group_of[consumer]:
                         continue
-                    uses = list(value.uses)
-                    if len(uses) != 1:
-                        continue
+                    if any(use.owner.operation != consumer for use in value.uses):
+                        continue  # another user would need the intermediate too
                     if (kinds[producer], kinds[consumer]) not in _FUSABLE:
                         continue
                     g_prod, g_cons = group_of[producer], group_of[consumer]

@@ -134,7 +134,24 @@ def fuse_group(module_op: ir.Operation, func_op: ir.Operation, group: list[ir.Op
     fused.operation.erase()
 
 
+def _referenced_callees(module_op: ir.Operation) -> set[str]:
+    names = set()
+
+    def visit(op):
+        op = op.operation
+        if "callee" in op.attributes:
+            attr = op.attributes["callee"]
+            if isinstance(attr.maybe_downcast() if hasattr(attr, "maybe_downcast") else attr, ir.FlatSymbolRefAttr):
+                names.add(ir.FlatSymbolRefAttr(attr).value)
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    return names
+
+
 def fuse_tir(module_op: ir.Operation) -> None:
+    """Merge every group; the PrimFuncs that only the groups called are removed (as TVM does)."""
+    merged_callees: set[str] = set()
     used_names = set()
     for func_op in graph_functions(module_op):
         for block_op in dataflow_blocks(func_op):
@@ -150,7 +167,13 @@ def fuse_tir(module_op: ir.Operation) -> None:
                 while name in used_names or rx.lookup_symbol(func_op, name) is not None:
                     name, i = f"{base}{i}", i + 1
                 used_names.add(name)
+                merged_callees.update(callees)
                 fuse_group(module_op, func_op, group, name)
+    still_used = _referenced_callees(module_op)
+    for name in merged_callees - still_used:
+        callee = rx.lookup_symbol(module_op.regions[0].blocks[0].operations[0].operation, name)
+        if callee is not None:
+            callee.erase()
 
 
 @register_pass("relax-fuse-tir", "merge each relax.fuse_group into one primitive function without intermediates")

@@ -1,0 +1,113 @@
+"""FuseOps + FuseTIR: chains become one PrimFunc, numerically unchanged, with no intermediates.
+
+Numeric checks against numpy / torch with rtol 1e-4, atol 1e-4 (float32, reductions reordered).
+"""
+
+import numpy as np
+import pytest
+
+import relaxmlir as rm
+from lowering.pipelines import PIPELINES
+from lowering.registry import run_pipeline
+from relaxmlir import relax
+from relaxmlir.scope import scope
+
+from mlp_models import mlp, params, reference
+
+
+def _fused(mod):
+    mod = relax.transform.LegalizeOps()(mod)
+    return relax.transform.FuseTIR()(relax.transform.FuseOps()(mod))
+
+
+def _prim_funcs(mod):
+    return sorted(name for name, f in mod.functions.items() if f.is_prim_func)
+
+
+def _allocs_per_function(mod) -> dict[str, int]:
+    """Bufferize like relax.build does and count memref.alloc in each function."""
+    mod = mod.clone()
+    stages = PIPELINES["llvm"]
+    with scope():
+        run_pipeline(mod.module, "builtin.module(" + ",".join(stages[: stages.index("buffer-deallocation-pipeline") + 1]) + ")")
+    return {name: str(f.op).count("memref.alloc") for name, f in mod.functions.items()}
+
+
+def _run(mod, *args):
+    return relax.VirtualMachine(relax.build(mod), rm.cpu())["main"](*args).numpy()
+
+
+def test_mlp_linear_relu_fuses(rng):
+    p = params()
+    mod = _fused(relax.transform.BindParams("main", p)(mlp("tir")))
+    funcs = _prim_funcs(mod)
+    assert "fused_te_linear_te_relu" in funcs and "te_relu" not in funcs, funcs
+    x = rng.standard_normal((1, 784), dtype=np.float32)
+    np.testing.assert_allclose(_run(mod, x), reference(x, p), rtol=1e-4, atol=1e-4)
+    allocs = _allocs_per_function(mod)
+    assert allocs["fused_te_linear_te_relu"] == 0, allocs
+
+
+def _conv_bn_relu_module(params_np):
+    x = relax.Var("x", relax.TensorStructInfo((2, 3, 10, 10), "float32"))
+    bb = relax.BlockBuilder()
+    c = {k: relax.const(v) for k, v in params_np.items()}
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.nn.conv2d(x, c["w"], padding=(1, 1)))
+            y = bb.emit(relax.op.nn.batch_norm(y, c["gamma"], c["beta"], c["mean"], c["var"], epsilon=1e-5))
+            y = bb.emit(relax.op.nn.relu(y))
+            gv = bb.emit_output(y)
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def test_conv_batchnorm_relu_fuses_into_one_kernel(rng):
+    torch = pytest.importorskip("torch")
+    p = {
+        "w": rng.standard_normal((4, 3, 3, 3), dtype=np.float32),
+        "gamma": rng.standard_normal(4, dtype=np.float32),
+        "beta": rng.standard_normal(4, dtype=np.float32),
+        "mean": rng.standard_normal(4, dtype=np.float32),
+        "var": rng.uniform(0.5, 2.0, 4).astype(np.float32),
+    }
+    mod = _fused(_conv_bn_relu_module(p))
+    main_calls = str(mod["main"]).count("relax.call_tir")
+    assert main_calls == 1, mod["main"]
+    x = rng.standard_normal((2, 3, 10, 10), dtype=np.float32)
+    t = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(p["w"]), padding=1)
+    t = torch.nn.functional.batch_norm(t, torch.from_numpy(p["mean"]), torch.from_numpy(p["var"]),
+                                       torch.from_numpy(p["gamma"]), torch.from_numpy(p["beta"]), eps=1e-5)
+    np.testing.assert_allclose(_run(mod, x), torch.relu(t).numpy(), rtol=1e-4, atol=1e-4)
+
+
+def test_elementwise_sequence_is_one_generic(rng):
+    x = relax.Var("x", relax.TensorStructInfo((16, 32), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((32,), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            a = bb.emit(relax.op.exp(x))
+            b = bb.emit(relax.op.add(a, y))
+            c = bb.emit(relax.op.nn.relu(b))
+            d = bb.emit(relax.op.multiply(c, c))
+            gv = bb.emit_output(d)
+        bb.emit_func_output(gv)
+    mod = _fused(bb.get())
+    (name,) = _prim_funcs(mod)
+    assert str(mod[name]).count("linalg.generic") == 1, mod[name]
+    xs = rng.standard_normal((16, 32), dtype=np.float32)
+    ys = rng.standard_normal(32, dtype=np.float32)
+    expect = np.maximum(np.exp(xs) + ys, 0) ** 2
+    np.testing.assert_allclose(_run(mod, xs, ys), expect, rtol=1e-5, atol=1e-5)
+
+
+def test_build_fuses_by_default(rng):
+    """relax.build's llvm pipeline runs FuseOps/FuseTIR: same numbers, fused kernels, no temporaries."""
+    p = params()
+    mod = relax.transform.BindParams("main", p)(mlp("tir"))
+    allocs = _allocs_per_function(mod)  # the build pipeline up to buffer deallocation
+    fused = [name for name in allocs if name.startswith("fused_")]
+    assert fused and all(allocs[name] == 0 for name in fused), allocs
+    x = rng.standard_normal((1, 784), dtype=np.float32)
+    np.testing.assert_allclose(_run(mod, x), reference(x, p), rtol=1e-4, atol=1e-4)
