@@ -12,12 +12,14 @@ register into the same table.
 from __future__ import annotations
 
 import collections
+import itertools
 import operator
-from typing import Any, Callable, Optional, Sequence
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import torch
-import torch.fx as fx
+from torch import fx
 
 from relaxmlir.relax.block_builder import BlockBuilder
 from relaxmlir.relax.expr import Constant, Expr, Var, const
@@ -28,9 +30,16 @@ Rule = Callable[["Importer", fx.Node], Any]
 CONVERTERS: dict[Any, Rule] = {}
 
 TORCH_DTYPES = {
-    torch.float32: "float32", torch.float64: "float64", torch.float16: "float16",
-    torch.bfloat16: "bfloat16", torch.int64: "int64", torch.int32: "int32",
-    torch.int16: "int16", torch.int8: "int8", torch.uint8: "uint8", torch.bool: "bool",
+    torch.float32: "float32",
+    torch.float64: "float64",
+    torch.float16: "float16",
+    torch.bfloat16: "bfloat16",
+    torch.int64: "int64",
+    torch.int32: "int32",
+    torch.int16: "int16",
+    torch.int8: "int8",
+    torch.uint8: "uint8",
+    torch.bool: "bool",
 }
 # Targets never evaluated at import time even when all their inputs are known.
 _NONDETERMINISTIC = ("rand", "normal", "bernoulli", "dropout", "empty", "uniform", "multinomial")
@@ -90,14 +99,29 @@ class SymDim:
     def __hash__(self) -> int:
         return hash(self.expr)
 
-    def __add__(self, o): return self._bin(o, "+")  # noqa: E704
-    def __radd__(self, o): return self._bin(o, "+", True)  # noqa: E704
-    def __sub__(self, o): return self._bin(o, "-")  # noqa: E704
-    def __rsub__(self, o): return self._bin(o, "-", True)  # noqa: E704
-    def __mul__(self, o): return self._bin(o, "*")  # noqa: E704
-    def __rmul__(self, o): return self._bin(o, "*", True)  # noqa: E704
-    def __floordiv__(self, o): return self._bin(o, "//")  # noqa: E704
-    def __rfloordiv__(self, o): return self._bin(o, "//", True)  # noqa: E704
+    def __add__(self, o):
+        return self._bin(o, "+")  # noqa: E704
+
+    def __radd__(self, o):
+        return self._bin(o, "+", True)  # noqa: E704
+
+    def __sub__(self, o):
+        return self._bin(o, "-")  # noqa: E704
+
+    def __rsub__(self, o):
+        return self._bin(o, "-", True)  # noqa: E704
+
+    def __mul__(self, o):
+        return self._bin(o, "*")  # noqa: E704
+
+    def __rmul__(self, o):
+        return self._bin(o, "*", True)  # noqa: E704
+
+    def __floordiv__(self, o):
+        return self._bin(o, "//")  # noqa: E704
+
+    def __rfloordiv__(self, o):
+        return self._bin(o, "//", True)  # noqa: E704
 
     def __repr__(self) -> str:
         return f"SymDim({self.expr!r})"
@@ -148,8 +172,12 @@ class _Builder(BlockBuilder):
 class Importer:
     """Walks an FX graph in order, translating each node through `CONVERTERS` (or user rules)."""
 
-    def __init__(self, frontend: str, overrides: Optional[dict[Any, Rule]] = None,
-                 keep_params_as_input: bool = False):
+    def __init__(
+        self,
+        frontend: str,
+        overrides: dict[Any, Rule] | None = None,
+        keep_params_as_input: bool = False,
+    ):
         self.frontend = frontend
         self.overrides = dict(overrides or {})
         self.keep_params_as_input = keep_params_as_input
@@ -174,15 +202,16 @@ class Importer:
     def build(self, body: Callable[[], Any]):
         """Run `body` inside function "main" and one dataflow block; what it returns is the
         output (a value or a tuple of them). Returns the module, or `(mod, params)`."""
-        with scope():
-            with self.bb.function("main"):
-                with self.bb.dataflow():
-                    result = body()
-                    items = result if isinstance(result, (list, tuple)) else [result]
-                    outs = [self.bb.emit_output(self._output_var(v)) for v in items]
-                kept = [self.weights[name] for name in self.params]
-                self.bb.emit_func_output(outs[0] if not isinstance(result, (list, tuple)) else outs,
-                                         params=self.inputs + kept)
+        with scope(), self.bb.function("main"):
+            with self.bb.dataflow():
+                result = body()
+                items = result if isinstance(result, (list, tuple)) else [result]
+                outs = [self.bb.emit_output(self._output_var(v)) for v in items]
+            kept = [self.weights[name] for name in self.params]
+            self.bb.emit_func_output(
+                outs[0] if not isinstance(result, (list, tuple)) else outs,
+                params=self.inputs + kept,
+            )
         mod = self.bb.get()
         return (mod, dict(self.params)) if self.keep_params_as_input else mod
 
@@ -206,7 +235,7 @@ class Importer:
             return {k: self.retrieve(v) for k, v in arg.items()}
         return arg
 
-    def arg(self, node: fx.Node, index: Optional[int], name=(), default=None):
+    def arg(self, node: fx.Node, index: int | None, name=(), default=None):
         """Argument `index` of `node`, else its keyword `name` (a str or several), else default."""
         if index is not None and len(node.args) > index:
             return self.retrieve(node.args[index])
@@ -325,7 +354,7 @@ def axis(a: int, rank: int) -> int:
     return a + rank if a < 0 else a
 
 
-def as_tensor(value, like=None, dtype: Optional[str] = None):
+def as_tensor(value, like=None, dtype: str | None = None):
     """A python scalar -> a 0-d constant in `like`'s dtype (float if the scalar is a float)."""
     if is_tensor(value):
         return value
@@ -336,10 +365,6 @@ def as_tensor(value, like=None, dtype: Optional[str] = None):
         if isinstance(value, bool) and like is None:
             dtype = "bool"
     return const(np.array(value, dtype=dtype))
-
-
-def shape_arg(values: Sequence) -> list:
-    return [dim_value(d) if not isinstance(d, str) else d for d in values]
 
 
 def make_pair(v, n: int = 2) -> list:
@@ -422,11 +447,14 @@ def bitwise(op_name: str) -> Rule:
     """`~`, `&`, `|` on bool tensors (masks) are the logical ops."""
 
     def rule(ctx: Importer, node: fx.Node):
-        args = [first(ctx, node)] + ([ctx.arg(node, 1, "other")] if op_name != "logical_not" else [])
+        args = [first(ctx, node)] + (
+            [ctx.arg(node, 1, "other")] if op_name != "logical_not" else []
+        )
         dtype = next(a.struct_info.dtype for a in args if is_tensor(a))
         if dtype != "bool":
             raise NotImplementedError(
-                f"unsupported torch op '{target_name(node.target)}' on {dtype} at node '{node.name}'")
+                f"unsupported torch op '{target_name(node.target)}' on {dtype} at node '{node.name}'"
+            )
         return emit_binary(ctx, op_name, *args) if len(args) == 2 else call(ctx, op_name, args[0])
 
     return rule
@@ -436,12 +464,24 @@ register(_gelu, F.gelu, aten.gelu)
 register(_leaky_relu, F.leaky_relu, aten.leaky_relu)
 register(_hardtanh, F.hardtanh, aten.hardtanh)
 register(lambda ctx, node: call(ctx, "clip", first(ctx, node), 0.0, 6.0), F.relu6)
-register(bitwise("logical_not"), operator.invert, torch.bitwise_not, "bitwise_not", aten.bitwise_not)
+register(
+    bitwise("logical_not"), operator.invert, torch.bitwise_not, "bitwise_not", aten.bitwise_not
+)
 register(bitwise("logical_and"), operator.and_, torch.bitwise_and, "bitwise_and", aten.bitwise_and)
 register(bitwise("logical_or"), operator.or_, torch.bitwise_or, "bitwise_or", aten.bitwise_or)
 
-_DTYPE_RANK = ["bool", "uint8", "int8", "int16", "int32", "int64", "bfloat16", "float16",
-               "float32", "float64"]
+_DTYPE_RANK = [
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "bfloat16",
+    "float16",
+    "float32",
+    "float64",
+]
 
 
 def astype(ctx: Importer, x, dtype: str):
@@ -508,8 +548,16 @@ for _op_name, _targets in {
 }.items():
     register(binary(_op_name), *_targets)
 register(binary("subtract", swap=True), aten.rsub)
-register(_divide, torch.div, torch.divide, torch.true_divide, operator.truediv,
-         operator.itruediv, "div", aten.div)
+register(
+    _divide,
+    torch.div,
+    torch.divide,
+    torch.true_divide,
+    operator.truediv,
+    operator.itruediv,
+    "div",
+    aten.div,
+)
 
 
 # -- matrix products ------------------------------------------------------------------------
@@ -535,8 +583,19 @@ def _addmm(ctx: Importer, node: fx.Node):
     return emit_binary(ctx, "add", out, bias) if beta != 0 else out
 
 
-register(_matmul, torch.matmul, operator.matmul, "matmul", torch.mm, torch.bmm, "mm", "bmm",
-         aten.matmul, aten.mm, aten.bmm)
+register(
+    _matmul,
+    torch.matmul,
+    operator.matmul,
+    "matmul",
+    torch.mm,
+    torch.bmm,
+    "mm",
+    "bmm",
+    aten.matmul,
+    aten.mm,
+    aten.bmm,
+)
 register(_linear, F.linear, aten.linear)
 register(_addmm, torch.addmm, torch.baddbmm, aten.addmm, aten.baddbmm)
 
@@ -567,7 +626,9 @@ def _infer_minus_one(in_shape: tuple, shape: list) -> list:
         else:
             out_left.append(d)
     if all(isinstance(d, int) for d in in_left + out_left):
-        size = int(np.prod(in_left, dtype=np.int64)) // max(int(np.prod(out_left, dtype=np.int64)), 1)
+        size = int(np.prod(in_left, dtype=np.int64)) // max(
+            int(np.prod(out_left, dtype=np.int64)), 1
+        )
     elif not out_left:
         size = dim_value(_product(in_left))
     else:
@@ -617,7 +678,7 @@ def strided_slice(ctx: Importer, x, axes, begin, end, strides=None):
             if (b, e, s) == (0, size, 1):
                 continue
         elif (b, s) == (0, 1) and e >= 2**62:
-            continue
+            continue  # a whole symbolic dim; relax.strided_slice resolves other symbolic bounds
         for lst, v in zip(keep, (a, b, e, s)):
             lst.append(v)
     if not keep[0]:
@@ -625,7 +686,8 @@ def strided_slice(ctx: Importer, x, axes, begin, end, strides=None):
     return call(ctx, "strided_slice", x, *keep)
 
 
-def _slice_bounds(sl: slice, size):
+def _slice_bounds(sl: slice):
+    """(begin, end, stride) of a python slice; an open end is "to the end" for strided_slice."""
     start = 0 if sl.start is None else sl.start
     stop = 2**63 - 1 if sl.stop is None else sl.stop
     step = 1 if sl.step is None else sl.step
@@ -674,7 +736,7 @@ def getitem(ctx: Importer, node: fx.Node):
             axes.append(in_axis), begin.append(k), end.append(k + 1), strides.append(1)
             drop.append(in_axis)
         elif isinstance(it, slice):
-            b, e, s = _slice_bounds(it, size)
+            b, e, s = _slice_bounds(it)
             axes.append(in_axis), begin.append(b), end.append(e), strides.append(s)
             out_axis += 1
         elif is_tensor(it) and take is None:
@@ -686,7 +748,9 @@ def getitem(ctx: Importer, node: fx.Node):
     out = strided_slice(ctx, obj, axes, begin, end, strides)
     if take is not None:
         if drop:
-            raise NotImplementedError(f"tensor index mixed with integer indices at node '{node.name}'")
+            raise NotImplementedError(
+                f"tensor index mixed with integer indices at node '{node.name}'"
+            )
         out = call(ctx, "take", out, take[1], take[0])
     out = squeeze(ctx, out, drop) if drop else out
     return call(ctx, "expand_dims", out, new_axes) if new_axes else out
@@ -709,7 +773,11 @@ def _getattr(ctx: Importer, node: fx.Node):
     if name == "dtype":
         return getattr(torch, obj.struct_info.dtype)
     if name in ("T", "mT"):
-        return transpose(ctx, obj, -2, -1) if name == "mT" else permute(ctx, obj, range(ndim(obj))[::-1])
+        return (
+            transpose(ctx, obj, -2, -1)
+            if name == "mT"
+            else permute(ctx, obj, range(ndim(obj))[::-1])
+        )
     raise NotImplementedError(f"unsupported tensor attribute '{name}' at node '{node.name}'")
 
 
@@ -719,7 +787,9 @@ def _view(ctx: Importer, node: fx.Node):
 
 
 def _flatten(ctx: Importer, node: fx.Node):
-    return flatten(ctx, first(ctx, node), ctx.arg(node, 1, "start_dim", 0), ctx.arg(node, 2, "end_dim", -1))
+    return flatten(
+        ctx, first(ctx, node), ctx.arg(node, 1, "start_dim", 0), ctx.arg(node, 2, "end_dim", -1)
+    )
 
 
 def _unflatten(ctx: Importer, node: fx.Node):
@@ -773,7 +843,7 @@ def _identity(ctx: Importer, node: fx.Node):
     return first(ctx, node)
 
 
-def _astype_rule(dtype: Optional[str]) -> Rule:
+def _astype_rule(dtype: str | None) -> Rule:
     """`x.to(...)`, `x.float()`, `x.type(dtype)`, `aten._to_copy(x, dtype=...)`: a dtype argument
     (positional or keyword, or another tensor's dtype) casts; devices and formats are ignored."""
 
@@ -805,11 +875,14 @@ def _stack(ctx: Importer, node: fx.Node):
 def split(ctx: Importer, x, sizes: list, dim: int) -> tuple:
     """One `strided_slice` per part: each part is its own var (a graph output, too)."""
     dim, bounds = axis(dim, ndim(x)), [0] + [int(i) for i in np.cumsum(sizes)]
-    return tuple(strided_slice(ctx, x, [dim], [b], [e]) for b, e in zip(bounds, bounds[1:]))
+    return tuple(strided_slice(ctx, x, [dim], [b], [e]) for b, e in itertools.pairwise(bounds))
 
 
 def _split(ctx: Importer, node: fx.Node):
-    x, size = first(ctx, node), ctx.arg(node, 1, ("split_size_or_sections", "split_size", "split_sizes"))
+    x, size = (
+        first(ctx, node),
+        ctx.arg(node, 1, ("split_size_or_sections", "split_size", "split_sizes")),
+    )
     dim = axis(ctx.arg(node, 2, "dim", 0), ndim(x))
     if isinstance(size, int):
         length = shape_of(x)[dim]
@@ -838,13 +911,15 @@ def _select(ctx: Importer, node: fx.Node):
 def _slice(ctx: Importer, node: fx.Node):
     x, dim = first(ctx, node), ctx.arg(node, 1, "dim", 0)
     start, end = ctx.arg(node, 2, "start"), ctx.arg(node, 3, "end")
-    b, e, s = _slice_bounds(slice(start, end, ctx.arg(node, 4, "step", 1)), None)
+    b, e, s = _slice_bounds(slice(start, end, ctx.arg(node, 4, "step", 1)))
     return strided_slice(ctx, x, [axis(dim, ndim(x))], [b], [e], [s])
 
 
 def _narrow(ctx: Importer, node: fx.Node):
     x, dim, start = first(ctx, node), ctx.arg(node, 1, "dim"), ctx.arg(node, 2, "start")
-    return strided_slice(ctx, x, [axis(dim, ndim(x))], [start], [start + ctx.arg(node, 3, "length")])
+    return strided_slice(
+        ctx, x, [axis(dim, ndim(x))], [start], [start + ctx.arg(node, 3, "length")]
+    )
 
 
 register(getitem, operator.getitem)
@@ -863,12 +938,32 @@ register(_squeeze, torch.squeeze, "squeeze", aten.squeeze)
 register(_expand, "expand", aten.expand)
 register(_expand_as, "expand_as", aten.expand_as)
 register(_view_as, "view_as", "reshape_as", aten.view_as, aten.reshape_as)
-register(_identity, "contiguous", "clone", "detach", torch.clone, torch.detach, F.dropout,
-         torch.dropout, "cpu", aten.clone, aten.alias, aten.detach, aten.contiguous,
-         aten.dropout, aten.lift_fresh_copy)
+register(
+    _identity,
+    "contiguous",
+    "clone",
+    "detach",
+    torch.clone,
+    torch.detach,
+    F.dropout,
+    torch.dropout,
+    "cpu",
+    aten.clone,
+    aten.alias,
+    aten.detach,
+    aten.contiguous,
+    aten.dropout,
+    aten.lift_fresh_copy,
+)
 register(_astype_rule(None), "to", "type", "type_as", aten.to, aten._to_copy)
-for _name, _dtype in {"float": "float32", "double": "float64", "half": "float16",
-                      "int": "int32", "long": "int64", "bool": "bool"}.items():
+for _name, _dtype in {
+    "float": "float32",
+    "double": "float64",
+    "half": "float16",
+    "int": "int32",
+    "long": "int64",
+    "bool": "bool",
+}.items():
     register(_astype_rule(_dtype), _name)
 register(_cat, torch.cat, torch.concat, aten.cat, aten.concat)
 register(_stack, torch.stack, aten.stack)
@@ -881,7 +976,7 @@ register(_narrow, torch.narrow, "narrow", aten.narrow)
 
 
 # -- reductions and normalisations -----------------------------------------------------------
-def _axes(x, dim) -> Optional[list]:
+def _axes(x, dim) -> list | None:
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         return None
     dims = dim if isinstance(dim, (list, tuple)) else [dim]
@@ -898,7 +993,10 @@ def reduction(op_name: str) -> Rule:
         dtype = ctx.arg(node, None, "dtype")
         if dtype is not None:
             x = astype(ctx, x, dtype_str(dtype))
-        dim, keepdim = ctx.arg(node, 1, ("dim", "axis")), ctx.arg(node, 2, ("keepdim", "keepdims"), False)
+        dim, keepdim = (
+            ctx.arg(node, 1, ("dim", "axis")),
+            ctx.arg(node, 2, ("keepdim", "keepdims"), False),
+        )
         return reduce(ctx, op_name, x, dim, keepdim)
 
     return rule
@@ -995,27 +1093,40 @@ register(_arg_reduce("argmax"), torch.argmax, "argmax", aten.argmax)
 register(_arg_reduce("argmin"), torch.argmin, "argmin", aten.argmin)
 register(_var_std(False), torch.var, "var", aten.var)
 register(_var_std(True), torch.std, "std", aten.std)
-register(softmax_rule("nn.softmax"), torch.softmax, F.softmax, "softmax", aten.softmax, aten._softmax)
-register(softmax_rule("nn.log_softmax"), torch.log_softmax, F.log_softmax, "log_softmax",
-         aten.log_softmax, aten._log_softmax)
+register(
+    softmax_rule("nn.softmax"), torch.softmax, F.softmax, "softmax", aten.softmax, aten._softmax
+)
+register(
+    softmax_rule("nn.log_softmax"),
+    torch.log_softmax,
+    F.log_softmax,
+    "log_softmax",
+    aten.log_softmax,
+    aten._log_softmax,
+)
 
 
-def ones_like_param(ctx: Importer, param, channels: int, dtype: str, fill: float):
-    """An absent affine parameter (gamma/beta) as a constant of ones or zeros."""
+def default_param(ctx: Importer, param, channels: int, dtype: str, fill: float):
+    """An absent affine parameter (gamma/beta) as a constant filled with `fill`."""
     return param if param is not None else const(np.full((channels,), fill, dtype=dtype))
 
 
 def batch_norm(ctx: Importer, x, weight, bias, mean, var, eps: float):
     """Inference batch normalisation over axis 1."""
     channels, dtype = shape_of(mean)[0], x.struct_info.dtype
-    weight = ones_like_param(ctx, weight, channels, dtype, 1.0)
-    bias = ones_like_param(ctx, bias, channels, dtype, 0.0)
+    weight = default_param(ctx, weight, channels, dtype, 1.0)
+    bias = default_param(ctx, bias, channels, dtype, 0.0)
     out = call(ctx, "nn.batch_norm", x, weight, bias, mean, var, axis=1, epsilon=eps)
     return out[0] if isinstance(out, tuple) else out
 
 
 def layer_norm(ctx: Importer, x, normalized_shape, weight, bias, eps: float):
-    shape = [int(d) for d in (normalized_shape if isinstance(normalized_shape, (list, tuple)) else [normalized_shape])]
+    shape = [
+        int(d)
+        for d in (
+            normalized_shape if isinstance(normalized_shape, (list, tuple)) else [normalized_shape]
+        )
+    ]
     dtype = x.struct_info.dtype
     weight = weight if weight is not None else const(np.ones(shape, dtype=dtype))
     bias = bias if bias is not None else const(np.zeros(shape, dtype=dtype))
@@ -1025,7 +1136,11 @@ def layer_norm(ctx: Importer, x, normalized_shape, weight, bias, eps: float):
 
 def _batch_norm(ctx: Importer, node: fx.Node):
     """`F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)`."""
-    x, mean, var = first(ctx, node), ctx.arg(node, 1, "running_mean"), ctx.arg(node, 2, "running_var")
+    x, mean, var = (
+        first(ctx, node),
+        ctx.arg(node, 1, "running_mean"),
+        ctx.arg(node, 2, "running_var"),
+    )
     weight, bias = ctx.arg(node, 3, "weight"), ctx.arg(node, 4, "bias")
     if ctx.arg(node, 5, "training", False):
         raise NotImplementedError(f"batch_norm in training mode at node '{node.name}'")
@@ -1049,7 +1164,9 @@ def conv2d(ctx: Importer, x, weight, bias, stride, padding, dilation, groups: in
         x4 = call(ctx, "expand_dims", x, 2)
         w4 = call(ctx, "expand_dims", weight, 2)
         pad = padding if isinstance(padding, str) else [0] + make_pair(padding, 1)
-        out = conv2d(ctx, x4, w4, bias, [1] + make_pair(stride, 1), pad, [1] + make_pair(dilation, 1), groups)
+        out = conv2d(
+            ctx, x4, w4, bias, [1] + make_pair(stride, 1), pad, [1] + make_pair(dilation, 1), groups
+        )
         return squeeze(ctx, out, [2])
     stride, dilation = make_pair(stride), make_pair(dilation)
     if padding == "valid":
@@ -1059,8 +1176,16 @@ def conv2d(ctx: Importer, x, weight, bias, stride, padding, dilation, groups: in
         total = [d * (k - 1) for d, k in zip(dilation, kernel)]
         padding = [t // 2 for t in total] + [t - t // 2 for t in total]
     padding = make_pair(padding) if len(make_pair(padding)) == 2 else list(padding)
-    out = call(ctx, "nn.conv2d", x, weight, strides=stride, padding=padding, dilation=dilation,
-               groups=groups)
+    out = call(
+        ctx,
+        "nn.conv2d",
+        x,
+        weight,
+        strides=stride,
+        padding=padding,
+        dilation=dilation,
+        groups=groups,
+    )
     if bias is None:
         return out
     return emit_binary(ctx, "add", out, reshape(ctx, bias, [1, shape_of(bias)[0], 1, 1]))
@@ -1069,20 +1194,44 @@ def conv2d(ctx: Importer, x, weight, bias, stride, padding, dilation, groups: in
 def max_pool2d(ctx: Importer, x, kernel, stride, padding, dilation, ceil_mode: bool):
     kernel = make_pair(kernel)
     stride = make_pair(stride) if stride not in (None, [], ()) else kernel
-    return call(ctx, "nn.max_pool2d", x, pool_size=kernel, strides=stride, padding=make_pair(padding),
-                dilation=make_pair(dilation), ceil_mode=ceil_mode)
+    return call(
+        ctx,
+        "nn.max_pool2d",
+        x,
+        pool_size=kernel,
+        strides=stride,
+        padding=make_pair(padding),
+        dilation=make_pair(dilation),
+        ceil_mode=ceil_mode,
+    )
 
 
-def avg_pool2d(ctx: Importer, x, kernel, stride, padding, ceil_mode: bool, count_include_pad: bool,
-               divisor_override=None):
+def avg_pool2d(
+    ctx: Importer,
+    x,
+    kernel,
+    stride,
+    padding,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    divisor_override=None,
+):
     if divisor_override is not None:
         raise NotImplementedError("avg_pool2d with divisor_override")
     kernel = make_pair(kernel)
     stride = make_pair(stride) if stride not in (None, [], ()) else kernel
     padding = make_pair(padding)
     kwargs = {"count_include_pad": count_include_pad} if any(padding) else {}
-    return call(ctx, "nn.avg_pool2d", x, pool_size=kernel, strides=stride, padding=padding,
-                ceil_mode=ceil_mode, **kwargs)
+    return call(
+        ctx,
+        "nn.avg_pool2d",
+        x,
+        pool_size=kernel,
+        strides=stride,
+        padding=padding,
+        ceil_mode=ceil_mode,
+        **kwargs,
+    )
 
 
 def adaptive_avg_pool2d(ctx: Importer, x, output_size):
@@ -1108,14 +1257,29 @@ def attention(ctx: Importer, q, k, v, mask=None, is_causal: bool = False, scale=
 def _conv(ctx: Importer, node: fx.Node):
     """`F.conv2d(input, weight, bias, stride, padding, dilation, groups)` (also conv1d)."""
     x, w, b = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
-    return conv2d(ctx, x, w, b, ctx.arg(node, 3, "stride", 1), ctx.arg(node, 4, "padding", 0),
-                  ctx.arg(node, 5, "dilation", 1), ctx.arg(node, 6, "groups", 1))
+    return conv2d(
+        ctx,
+        x,
+        w,
+        b,
+        ctx.arg(node, 3, "stride", 1),
+        ctx.arg(node, 4, "padding", 0),
+        ctx.arg(node, 5, "dilation", 1),
+        ctx.arg(node, 6, "groups", 1),
+    )
 
 
 def _max_pool(ctx: Importer, node: fx.Node):
     x, kernel = first(ctx, node), ctx.arg(node, 1, "kernel_size")
-    out = max_pool2d(ctx, x, kernel, ctx.arg(node, 2, "stride"), ctx.arg(node, 3, "padding", 0),
-                     ctx.arg(node, 4, "dilation", 1), ctx.arg(node, 5, "ceil_mode", False))
+    out = max_pool2d(
+        ctx,
+        x,
+        kernel,
+        ctx.arg(node, 2, "stride"),
+        ctx.arg(node, 3, "padding", 0),
+        ctx.arg(node, 4, "dilation", 1),
+        ctx.arg(node, 5, "ceil_mode", False),
+    )
     if ctx.arg(node, 6, "return_indices", False) or "with_indices" in str(node.target):
         return out, Deferred(lambda: _no_indices(node))
     return out
@@ -1127,9 +1291,16 @@ def _no_indices(node: fx.Node):
 
 def _avg_pool(ctx: Importer, node: fx.Node):
     x, kernel = first(ctx, node), ctx.arg(node, 1, "kernel_size")
-    return avg_pool2d(ctx, x, kernel, ctx.arg(node, 2, "stride"), ctx.arg(node, 3, "padding", 0),
-                      ctx.arg(node, 4, "ceil_mode", False), ctx.arg(node, 5, "count_include_pad", True),
-                      ctx.arg(node, 6, "divisor_override"))
+    return avg_pool2d(
+        ctx,
+        x,
+        kernel,
+        ctx.arg(node, 2, "stride"),
+        ctx.arg(node, 3, "padding", 0),
+        ctx.arg(node, 4, "ceil_mode", False),
+        ctx.arg(node, 5, "count_include_pad", True),
+        ctx.arg(node, 6, "divisor_override"),
+    )
 
 
 def _adaptive_avg_pool(ctx: Importer, node: fx.Node):
@@ -1147,15 +1318,26 @@ def _embedding(ctx: Importer, node: fx.Node):
 def _sdpa(ctx: Importer, node: fx.Node):
     q, k, v = first(ctx, node), ctx.arg(node, 1, "key"), ctx.arg(node, 2, "value")
     if ctx.arg(node, None, "enable_gqa", False):
-        raise NotImplementedError(f"scaled_dot_product_attention with enable_gqa at node '{node.name}'")
-    return attention(ctx, q, k, v, ctx.arg(node, 3, "attn_mask"), ctx.arg(node, 5, "is_causal", False),
-                     ctx.arg(node, None, "scale"))
+        raise NotImplementedError(
+            f"scaled_dot_product_attention with enable_gqa at node '{node.name}'"
+        )
+    return attention(
+        ctx,
+        q,
+        k,
+        v,
+        ctx.arg(node, 3, "attn_mask"),
+        ctx.arg(node, 5, "is_causal", False),
+        ctx.arg(node, None, "scale"),
+    )
 
 
 register(_conv, F.conv2d, F.conv1d, aten.conv2d, aten.conv1d)
 register(_max_pool, F.max_pool2d, aten.max_pool2d, aten.max_pool2d_with_indices)
 register(_avg_pool, F.avg_pool2d, aten.avg_pool2d)
-register(_adaptive_avg_pool, F.adaptive_avg_pool2d, aten.adaptive_avg_pool2d, aten._adaptive_avg_pool2d)
+register(
+    _adaptive_avg_pool, F.adaptive_avg_pool2d, aten.adaptive_avg_pool2d, aten._adaptive_avg_pool2d
+)
 register(_embedding, F.embedding, aten.embedding)
 register(_sdpa, F.scaled_dot_product_attention, aten.scaled_dot_product_attention)
 
@@ -1168,7 +1350,11 @@ def where(ctx: Importer, cond, x, y):
 
 
 def _where(ctx: Importer, node: fx.Node):
-    cond, x, y = ctx.arg(node, 0, "condition"), ctx.arg(node, 1, ("input", "self")), ctx.arg(node, 2, "other")
+    cond, x, y = (
+        ctx.arg(node, 0, "condition"),
+        ctx.arg(node, 1, ("input", "self")),
+        ctx.arg(node, 2, "other"),
+    )
     if x is None:
         raise NotImplementedError(f"torch.where(condition) (nonzero) at node '{node.name}'")
     return where(ctx, cond, x, y)
@@ -1176,7 +1362,12 @@ def _where(ctx: Importer, node: fx.Node):
 
 def _masked_fill(ctx: Importer, node: fx.Node):
     x, mask, value = first(ctx, node), ctx.arg(node, 1, "mask"), ctx.arg(node, 2, "value")
-    return where(ctx, mask, as_tensor(value, x) if not is_tensor(value) else astype(ctx, value, x.struct_info.dtype), x)
+    return where(
+        ctx,
+        mask,
+        as_tensor(value, x) if not is_tensor(value) else astype(ctx, value, x.struct_info.dtype),
+        x,
+    )
 
 
 def _masked_fill_(ctx: Importer, node: fx.Node):
@@ -1205,7 +1396,9 @@ def _triangle(op_name: str) -> Rule:
 
 def full(ctx: Importer, shape, value, dtype: str):
     """A filled tensor of a (possibly symbolic) shape: a scalar constant broadcast to it."""
-    return call(ctx, "broadcast_to", const(np.array(value, dtype=dtype)), [dim_value(d) for d in shape])
+    return call(
+        ctx, "broadcast_to", const(np.array(value, dtype=dtype)), [dim_value(d) for d in shape]
+    )
 
 
 def _full_like(fill) -> Rule:

@@ -8,11 +8,11 @@ register into the same table.
 
 from __future__ import annotations
 
-from typing import Any, Union
+from typing import Any
 
 import numpy as np
 import torch
-import torch.fx as fx
+from torch import fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
@@ -59,10 +59,20 @@ def _native_layer_norm(ctx: Importer, node: fx.Node):
 def _convolution(ctx: Importer, node: fx.Node):
     """`convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)`."""
     if ctx.arg(node, 6, "transposed", False):
-        raise NotImplementedError(f"unsupported torch op 'aten.convolution.default' (transposed) at node '{node.name}'")
+        raise NotImplementedError(
+            f"unsupported torch op 'aten.convolution.default' (transposed) at node '{node.name}'"
+        )
     x, w, b = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
-    return common.conv2d(ctx, x, w, b, ctx.arg(node, 3, "stride"), ctx.arg(node, 4, "padding"),
-                         ctx.arg(node, 5, "dilation"), ctx.arg(node, 8, "groups"))
+    return common.conv2d(
+        ctx,
+        x,
+        w,
+        b,
+        ctx.arg(node, 3, "stride"),
+        ctx.arg(node, 4, "padding"),
+        ctx.arg(node, 5, "dilation"),
+        ctx.arg(node, 8, "groups"),
+    )
 
 
 def _index(ctx: Importer, node: fx.Node):
@@ -70,7 +80,9 @@ def _index(ctx: Importer, node: fx.Node):
     x, indices = first(ctx, node), ctx.arg(node, 1, "indices")
     given = [(i, t) for i, t in enumerate(indices) if t is not None]
     if len(given) != 1:
-        raise NotImplementedError(f"aten.index with {len(given)} index tensors at node '{node.name}'")
+        raise NotImplementedError(
+            f"aten.index with {len(given)} index tensors at node '{node.name}'"
+        )
     return call(ctx, "take", x, given[0][1], given[0][0])
 
 
@@ -79,8 +91,13 @@ register(_aten_batch_norm, aten.batch_norm)
 register(_native_layer_norm, aten.native_layer_norm)
 register(_convolution, aten.convolution)
 register(_index, aten.index)
-register(lambda ctx, node: None, aten._assert_tensor_metadata, aten._assert_scalar,
-         aten.sym_constrain_range_for_size, aten._assert_async)
+register(
+    lambda ctx, node: None,
+    aten._assert_tensor_metadata,
+    aten._assert_scalar,
+    aten.sym_constrain_range_for_size,
+    aten._assert_async,
+)
 
 
 def decomposition_table() -> dict:
@@ -96,8 +113,11 @@ def _untranslated(ep: ExportedProgram) -> bool:
     """Whether some op of the graph has no direct rule (then the graph is decomposed first)."""
     for node in ep.graph.nodes:
         target = node.target
-        if node.op == "call_function" and target not in CONVERTERS and (
-                getattr(target, "overloadpacket", None) not in CONVERTERS):
+        if (
+            node.op == "call_function"
+            and target not in CONVERTERS
+            and (getattr(target, "overloadpacket", None) not in CONVERTERS)
+        ):
             return True
     return False
 
@@ -114,7 +134,7 @@ def from_exported_program(
     exported_program: ExportedProgram,
     keep_params_as_input: bool = False,
     run_decompositions: bool = True,
-) -> Union[IRModule, tuple[IRModule, dict[str, np.ndarray]]]:
+) -> IRModule | tuple[IRModule, dict[str, np.ndarray]]:
     """Import `torch.export.export(model, args)` into a relax `IRModule` with function "main".
 
     Parameters
@@ -140,7 +160,9 @@ def from_exported_program(
     ep = exported_program
     if run_decompositions and _untranslated(ep):
         ep = ep.run_decompositions(decomposition_table())
-    specs = {spec.arg.name: spec for spec in ep.graph_signature.input_specs if hasattr(spec.arg, "name")}
+    specs = {
+        spec.arg.name: spec for spec in ep.graph_signature.input_specs if hasattr(spec.arg, "name")
+    }
     output_kinds = [spec.kind for spec in ep.graph_signature.output_specs]
     ctx = Importer("from_exported_program", keep_params_as_input=keep_params_as_input)
 
@@ -171,8 +193,11 @@ def from_exported_program(
             elif node.op == "call_function":
                 ctx.env[node] = ctx.translate(node)
             elif node.op == "output":
-                outs = [v for v, kind in zip(ctx.retrieve(node.args[0]), output_kinds)
-                        if kind == OutputKind.USER_OUTPUT]
+                outs = [
+                    v
+                    for v, kind in zip(ctx.retrieve(node.args[0]), output_kinds)
+                    if kind == OutputKind.USER_OUTPUT
+                ]
                 return outs[0] if len(outs) == 1 else tuple(outs)
             else:
                 raise NotImplementedError(

@@ -7,17 +7,27 @@ through `MODULE_CONVERTERS` below (module class -> rule `(ctx, node, module) -> 
 from __future__ import annotations
 
 import inspect
-from typing import Any, Callable, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 import numpy as np
 import torch
-import torch.fx as fx
-from torch import nn
+from torch import fx, nn
 
 from relaxmlir.frontend import common
 from relaxmlir.frontend.common import (
-    Importer, axis, call, conv2d, emit_binary, first, is_tensor, ndim, reshape, shape_of,
-    strided_slice, target_name, transpose,
+    Importer,
+    axis,
+    call,
+    conv2d,
+    emit_binary,
+    first,
+    ndim,
+    reshape,
+    shape_of,
+    strided_slice,
+    target_name,
+    transpose,
 )
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.expr import Constant, Var, const
@@ -55,16 +65,25 @@ def _linear(ctx, node, module: nn.Linear):
 
 def _conv(ctx, node, module: nn.Conv2d):
     if module.padding_mode != "zeros":
-        raise NotImplementedError(f"{type(module).__name__} padding_mode '{module.padding_mode}' at node '{node.name}'")
+        raise NotImplementedError(
+            f"{type(module).__name__} padding_mode '{module.padding_mode}' at node '{node.name}'"
+        )
     w, b = _weight(ctx, node, "weight", module), _weight(ctx, node, "bias", module)
-    return conv2d(ctx, first(ctx, node), w, b, module.stride, module.padding, module.dilation, module.groups)
+    return conv2d(
+        ctx, first(ctx, node), w, b, module.stride, module.padding, module.dilation, module.groups
+    )
 
 
 def _batch_norm(ctx, node, module: nn.BatchNorm2d):
     if module.training or module.running_mean is None:
-        raise NotImplementedError(f"{type(module).__name__} in training mode at node '{node.name}'; call model.eval()")
+        raise NotImplementedError(
+            f"{type(module).__name__} in training mode at node '{node.name}'; call model.eval()"
+        )
     w, b = _weight(ctx, node, "weight", module), _weight(ctx, node, "bias", module)
-    mean, var = _weight(ctx, node, "running_mean", module), _weight(ctx, node, "running_var", module)
+    mean, var = (
+        _weight(ctx, node, "running_mean", module),
+        _weight(ctx, node, "running_var", module),
+    )
     return common.batch_norm(ctx, first(ctx, node), w, b, mean, var, module.eps)
 
 
@@ -74,7 +93,9 @@ def _layer_norm(ctx, node, module: nn.LayerNorm):
 
 
 def _gelu(ctx, node, module: nn.GELU):
-    return call(ctx, "nn.gelu_tanh" if module.approximate == "tanh" else "nn.gelu", first(ctx, node))
+    return call(
+        ctx, "nn.gelu_tanh" if module.approximate == "tanh" else "nn.gelu", first(ctx, node)
+    )
 
 
 def _softmax(op_name: str) -> ModuleRule:
@@ -88,13 +109,28 @@ def _softmax(op_name: str) -> ModuleRule:
 def _max_pool(ctx, node, module: nn.MaxPool2d):
     if module.return_indices:
         raise NotImplementedError(f"MaxPool2d(return_indices=True) at node '{node.name}'")
-    return common.max_pool2d(ctx, first(ctx, node), module.kernel_size, module.stride,
-                             module.padding, module.dilation, module.ceil_mode)
+    return common.max_pool2d(
+        ctx,
+        first(ctx, node),
+        module.kernel_size,
+        module.stride,
+        module.padding,
+        module.dilation,
+        module.ceil_mode,
+    )
 
 
 def _avg_pool(ctx, node, module: nn.AvgPool2d):
-    return common.avg_pool2d(ctx, first(ctx, node), module.kernel_size, module.stride, module.padding,
-                             module.ceil_mode, module.count_include_pad, module.divisor_override)
+    return common.avg_pool2d(
+        ctx,
+        first(ctx, node),
+        module.kernel_size,
+        module.stride,
+        module.padding,
+        module.ceil_mode,
+        module.count_include_pad,
+        module.divisor_override,
+    )
 
 
 def _adaptive_avg_pool(ctx, node, module: nn.AdaptiveAvgPool2d):
@@ -127,9 +163,14 @@ def _multihead_attention(ctx, node, module: nn.MultiheadAttention):
     """`nn.MultiheadAttention` decomposed: projections, per-head scaled dot products, softmax,
     output projection. Returns `(output, weights)`; the weights are built only if used."""
     if module.bias_k is not None or module.add_zero_attn or module.dropout and module.training:
-        raise NotImplementedError(f"MultiheadAttention with bias_k/add_zero_attn/training at node '{node.name}'")
+        raise NotImplementedError(
+            f"MultiheadAttention with bias_k/add_zero_attn/training at node '{node.name}'"
+        )
     q, k, v = first(ctx, node), ctx.arg(node, 1, "key"), ctx.arg(node, 2, "value")
-    key_padding_mask, attn_mask = ctx.arg(node, 3, "key_padding_mask"), ctx.arg(node, 5, "attn_mask")
+    key_padding_mask, attn_mask = (
+        ctx.arg(node, 3, "key_padding_mask"),
+        ctx.arg(node, 5, "attn_mask"),
+    )
     need_weights = ctx.arg(node, 4, "need_weights", True)
     average = ctx.arg(node, 6, "average_attn_weights", True)
     is_causal = ctx.arg(node, 7, "is_causal", False)
@@ -146,7 +187,11 @@ def _multihead_attention(ctx, node, module: nn.MultiheadAttention):
         weights = [_rows(ctx, packed, i * embed, (i + 1) * embed) for i in range(3)]
     else:
         weights = [_weight(ctx, node, f"{n}_proj_weight", module) for n in "qkv"]
-    biases = [None] * 3 if in_bias is None else [_rows(ctx, in_bias, i * embed, (i + 1) * embed) for i in range(3)]
+    biases = (
+        [None] * 3
+        if in_bias is None
+        else [_rows(ctx, in_bias, i * embed, (i + 1) * embed) for i in range(3)]
+    )
 
     def heads_first(t, w, b):
         t = call(ctx, "linear", t, w, b)
@@ -155,8 +200,12 @@ def _multihead_attention(ctx, node, module: nn.MultiheadAttention):
 
     q, k, v = (heads_first(t, w, b) for t, w, b in zip((q, k, v), weights, biases))
     batch, length, source = shape_of(q)[0], shape_of(q)[2], shape_of(k)[2]
-    scores = emit_binary(ctx, "multiply", call(ctx, "matmul", q, transpose(ctx, k, -2, -1)),
-                         1.0 / float(np.sqrt(head_dim)))
+    scores = emit_binary(
+        ctx,
+        "multiply",
+        call(ctx, "matmul", q, transpose(ctx, k, -2, -1)),
+        1.0 / float(np.sqrt(head_dim)),
+    )
     if attn_mask is None and is_causal:
         attn_mask = const(np.triu(np.ones((length, source), dtype=bool), 1))
     for mask in (attn_mask, key_padding_mask):
@@ -209,23 +258,34 @@ register_module(_flatten, nn.Flatten)
 register_module(_unflatten, nn.Unflatten)
 register_module(_embedding, nn.Embedding)
 register_module(_multihead_attention, nn.MultiheadAttention)
-register_module(lambda ctx, node, module: first(ctx, node), nn.Identity, nn.Dropout,
-                nn.Dropout1d, nn.Dropout2d, nn.AlphaDropout)
+register_module(
+    lambda ctx, node, module: first(ctx, node),
+    nn.Identity,
+    nn.Dropout,
+    nn.Dropout1d,
+    nn.Dropout2d,
+    nn.AlphaDropout,
+)
 
 
 # -- tracing and the importer ---------------------------------------------------------------
-def trace(model: Union[nn.Module, fx.GraphModule], num_inputs: int) -> fx.GraphModule:
+def trace(model: nn.Module | fx.GraphModule, num_inputs: int) -> fx.GraphModule:
     """`symbolic_trace` with the forward arguments after the first `num_inputs` fixed to their
     defaults and the fused MultiheadAttention fast path off (it branches on tensor values)."""
     if isinstance(model, fx.GraphModule):
         return model
     if not isinstance(model, nn.Module):
-        raise TypeError(f"from_fx expects a torch.fx.GraphModule or nn.Module, got {type(model).__name__}")
+        raise TypeError(
+            f"from_fx expects a torch.fx.GraphModule or nn.Module, got {type(model).__name__}"
+        )
     if any(cls in MODULE_CONVERTERS for cls in type(model).__mro__):
         model = nn.Sequential(model)  # e.g. a bare nn.BatchNorm2d: call it as a module
     params = list(inspect.signature(model.forward).parameters.values())[num_inputs:]
-    concrete = {p.name: p.default for p in params
-                if p.default is not inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD}
+    concrete = {
+        p.name: p.default
+        for p in params
+        if p.default is not inspect.Parameter.empty and p.kind is p.POSITIONAL_OR_KEYWORD
+    }
     fastpath = torch.backends.mha.get_fastpath_enabled()
     torch.backends.mha.set_fastpath_enabled(False)
     try:
@@ -256,13 +316,13 @@ def _get_attr(ctx: Importer, gm: fx.GraphModule, node: fx.Node):
 
 
 def from_fx(
-    model: Union[nn.Module, fx.GraphModule],
-    input_shapes: Sequence[Sequence[Union[int, str]]],
-    call_function_map: Optional[dict] = None,
-    call_module_map: Optional[dict] = None,
+    model: nn.Module | fx.GraphModule,
+    input_shapes: Sequence[Sequence[int | str]],
+    call_function_map: dict | None = None,
+    call_module_map: dict | None = None,
     keep_params_as_input: bool = False,
-    input_dtypes: Optional[Sequence] = None,
-) -> Union[IRModule, tuple[IRModule, dict[str, np.ndarray]]]:
+    input_dtypes: Sequence | None = None,
+) -> IRModule | tuple[IRModule, dict[str, np.ndarray]]:
     """Import a PyTorch model through torch.fx into a relax `IRModule` with function "main".
 
     Parameters
@@ -309,8 +369,10 @@ def from_fx(
                 elif node.args:  # an argument fixed to its default while tracing
                     ctx.env[node] = node.args[0]
                 else:
-                    raise ValueError(f"from_fx: got {len(input_shapes)} input shape(s) but the graph "
-                                     f"has more inputs (first without a shape: '{node.name}')")
+                    raise ValueError(
+                        f"from_fx: got {len(input_shapes)} input shape(s) but the graph "
+                        f"has more inputs (first without a shape: '{node.name}')"
+                    )
                 placeholders += 1
             elif node.op == "get_attr":
                 ctx.env[node] = _get_attr(ctx, gm, node)

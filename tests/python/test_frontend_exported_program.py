@@ -4,12 +4,13 @@ dynamic shapes, parameters kept as inputs, decomposition and errors."""
 import numpy as np
 import pytest
 import torch
+import torch.nn.functional as F
+from test_frontend_fx import ATOL, MLP, RTOL, Fn, OpCase, check_numeric, make_inputs, op_params, run
 from torch import nn
 
 from relaxmlir import relax
 from relaxmlir.frontend import from_exported_program
 from relaxmlir.frontend.exported_program import decomposition_table
-from test_frontend_fx import ATOL, MLP, RTOL, Fn, OpCase, check_numeric, make_inputs, op_params, run
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
 
@@ -34,8 +35,13 @@ def test_dynamic_batch():
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), cpu())
     for n in (1, 7, 64):
         x = torch.randn(n, 784)
-        np.testing.assert_allclose(vm["main"](x).numpy(), model(x).detach().numpy(),
-                                   rtol=RTOL, atol=ATOL, err_msg=f"batch {n}")
+        np.testing.assert_allclose(
+            vm["main"](x).numpy(),
+            model(x).detach().numpy(),
+            rtol=RTOL,
+            atol=ATOL,
+            err_msg=f"batch {n}",
+        )
 
 
 def test_keep_params_as_input():
@@ -45,7 +51,9 @@ def test_keep_params_as_input():
         model[1].running_mean.uniform_(-1, 1)
     x = torch.randn(3, 4)
     mod, params = from_exported_program(torch.export.export(model, (x,)), keep_params_as_input=True)
-    assert {"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var"} <= set(params)
+    assert {"0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var"} <= set(
+        params
+    )
     want = model(x).detach().numpy()
     np.testing.assert_allclose(run(mod, x, *params.values())[0], want, rtol=RTOL, atol=ATOL)
     bound = relax.transform.BindParams("main", params)(mod)
@@ -55,7 +63,11 @@ def test_keep_params_as_input():
 def test_directly_translated_ops_are_not_decomposed():
     table = decomposition_table()
     aten = torch.ops.aten
-    for op in (aten.linear.default, aten.layer_norm.default, aten.scaled_dot_product_attention.default):
+    for op in (
+        aten.linear.default,
+        aten.layer_norm.default,
+        aten.scaled_dot_product_attention.default,
+    ):
         assert op not in table, op
     assert aten.addcdiv.default in table  # no direct rule: core ATen decomposes it
 
@@ -73,3 +85,41 @@ def test_unsupported_op_raises():
     match = r"unsupported torch op 'aten\.special_bessel_j0\.default' at node 'special_bessel_j0' \(from_exported_program\)"
     with pytest.raises(NotImplementedError, match=match):
         from_exported_program(ep)
+
+
+class _CoreOps(nn.Module):
+    """Many ops in one graph, to exercise the core-ATen rules in one build."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 4, 3, padding=1)
+        self.bn = nn.BatchNorm2d(4)
+        self.ln = nn.LayerNorm(4)
+        self.emb = nn.Embedding(6, 4)
+        self.fc = nn.Linear(4, 4)
+
+    def forward(self, x, idx):
+        y = F.max_pool2d(F.relu(self.bn(self.conv(x))), 2)  # 2x4x3x3
+        y = F.avg_pool2d(y, 2, 1, padding=1) + F.adaptive_avg_pool2d(y, 1)
+        y = y.flatten(2).transpose(1, 2)  # 2x16x4
+        y = self.ln(F.gelu(self.fc(y))) + self.emb(idx)[:, :1]
+        q, k = y.split(2, dim=-1)
+        y = F.scaled_dot_product_attention(
+            q.unsqueeze(1), k.unsqueeze(1), q.unsqueeze(1), is_causal=True
+        )
+        return F.log_softmax(y.squeeze(1), -1) + y.var(-1, keepdim=True).squeeze(1)
+
+
+def test_core_aten_ops():
+    """A program fully decomposed to core ATen (convolution, _native_batch_norm_legit_no_training,
+    max_pool2d_with_indices, native_layer_norm, addmm, bmm, _softmax, any, where, ...)."""
+    torch.manual_seed(0)
+    model = _CoreOps().eval()
+    with torch.no_grad():
+        model.bn.running_var.uniform_(0.5, 2)
+    args = (torch.randn(2, 3, 6, 6), torch.randint(0, 6, (2, 3)))
+    ep = torch.export.export(model, args).run_decompositions()
+    targets = {str(n.target) for n in ep.graph.nodes if n.op == "call_function"}
+    assert {"aten.convolution.default", "aten.max_pool2d_with_indices.default"} <= targets
+    got = run(from_exported_program(ep), *args)[0]
+    np.testing.assert_allclose(got, model(*args).detach().numpy(), rtol=RTOL, atol=ATOL)

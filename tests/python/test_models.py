@@ -6,10 +6,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from test_frontend_fx import ATOL, MLP, RTOL, check_numeric, run
 from torch import nn
 
 from relaxmlir.frontend import from_exported_program
-from test_frontend_fx import ATOL, MLP, RTOL, check_numeric, run
 
 
 class LeNet(nn.Module):
@@ -38,7 +38,9 @@ class BasicBlock(nn.Module):
         self.bn2 = nn.BatchNorm2d(cout)
         self.downsample = None
         if stride != 1 or cin != cout:
-            self.downsample = nn.Sequential(nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout))
+            self.downsample = nn.Sequential(
+                nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+            )
 
     def forward(self, x):
         identity = x if self.downsample is None else self.downsample(x)
@@ -110,7 +112,9 @@ class GPTBlock(nn.Module):
 
 
 def _transformer_layer():
-    return nn.TransformerEncoderLayer(d_model=32, nhead=4, dim_feedforward=64, batch_first=True, dropout=0.0)
+    return nn.TransformerEncoderLayer(
+        d_model=32, nhead=4, dim_feedforward=64, batch_first=True, dropout=0.0
+    )
 
 
 MODELS = {
@@ -130,10 +134,15 @@ def test_model(name: str, frontend: str):
     check_numeric(make().eval(), inputs(), frontend, name)
 
 
-@pytest.mark.parametrize("name", [
-    pytest.param(n, marks=[] if n in ("transformer_encoder_layer", "gpt_block") else [pytest.mark.slow])
-    for n in MODELS
-])
+@pytest.mark.parametrize(
+    "name",
+    [
+        pytest.param(
+            n, marks=[] if n in ("transformer_encoder_layer", "gpt_block") else [pytest.mark.slow]
+        )
+        for n in MODELS
+    ],
+)
 def test_model_core_aten(name: str):
     """The exported program fully decomposed to core ATen first (bmm, addmm, native_layer_norm,
     the safe-softmax pattern of scaled_dot_product_attention, ...)."""
@@ -142,4 +151,6 @@ def test_model_core_aten(name: str):
     model, args = make().eval(), inputs()
     ep = torch.export.export(model, tuple(args)).run_decompositions()
     got = run(from_exported_program(ep), *args)[0]
-    np.testing.assert_allclose(got, model(*args).detach().numpy(), rtol=RTOL, atol=ATOL, err_msg=name)
+    np.testing.assert_allclose(
+        got, model(*args).detach().numpy(), rtol=RTOL, atol=ATOL, err_msg=name
+    )
