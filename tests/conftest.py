@@ -3,11 +3,16 @@
 Each lit file is one test item; `relaxmlir.tools.lit.run_lit_file` runs its RUN lines and a
 failure shows the RUN line, the command and FileCheck's own report. `REQUIRES: cuda` tests
 carry the `gpu` marker (deselected by default) and skip cleanly without a GPU.
+
+Lit files run in subprocesses, so the first lit item starts every selected one on a thread pool
+(`RELAXMLIR_LIT_JOBS` workers, default: the CPU count) and each item waits for its own result.
 """
 
 from __future__ import annotations
 
+import os
 import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -27,6 +32,29 @@ def _features() -> set[str]:
 
         _FEATURES = available_features()
     return _FEATURES
+
+
+_POOL: ThreadPoolExecutor | None = None
+_RESULTS: dict[Path, Future] = {}
+
+
+def _start_all(session) -> None:
+    """Submit every selected lit item (in test order) to the pool, once per session."""
+    global _POOL
+    if _POOL is not None:
+        return
+    from relaxmlir.tools.lit import run_lit_file
+
+    jobs = int(os.environ.get("RELAXMLIR_LIT_JOBS", os.cpu_count() or 1))
+    _POOL = ThreadPoolExecutor(max_workers=max(jobs, 1), thread_name_prefix="lit")
+    for item in session.items:
+        if isinstance(item, LitItem) and item.path not in _RESULTS:
+            _RESULTS[item.path] = _POOL.submit(run_lit_file, item.path, _features())
+
+
+def pytest_sessionfinish(session):
+    if _POOL is not None:
+        _POOL.shutdown(wait=False, cancel_futures=True)
 
 
 def _in_lit_dir(path: Path) -> bool:
@@ -72,9 +100,8 @@ class LitItem(pytest.Item):
             self.add_marker(pytest.mark.gpu)
 
     def runtest(self) -> None:
-        from relaxmlir.tools.lit import run_lit_file
-
-        result = run_lit_file(self.path, features=_features())
+        _start_all(self.session)
+        result = _RESULTS[self.path].result()
         if result.status == "skip":
             pytest.skip(result.message)
         if result.status == "xfail":
