@@ -136,7 +136,7 @@ def dim_value(d):
     """A dimension for a relax shape: int, or the symbolic expression string."""
     if isinstance(d, SymDim):
         return d.expr
-    if isinstance(d, (torch.SymInt,)):
+    if isinstance(d, (str, torch.SymInt)):
         return str(d)
     return int(d)
 

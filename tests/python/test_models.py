@@ -9,7 +9,9 @@ import torch.nn.functional as F
 from test_frontend_fx import ATOL, MLP, RTOL, check_numeric, run
 from torch import nn
 
-from relaxmlir.frontend import from_exported_program
+import relaxmlir as rm
+from relaxmlir import relax
+from relaxmlir.frontend import from_exported_program, from_fx
 
 
 class LeNet(nn.Module):
@@ -154,3 +156,26 @@ def test_model_core_aten(name: str):
     np.testing.assert_allclose(
         got, model(*args).detach().numpy(), rtol=RTOL, atol=ATOL, err_msg=name
     )
+
+
+@pytest.mark.parametrize(
+    ("name", "frontend"), [("transformer_encoder_layer", "fx"), ("lenet", "ep")]
+)
+def test_model_symbolic_batch(name: str, frontend: str):
+    """A symbolic batch through reshapes, attention and convolutions: one build, any batch."""
+    torch.manual_seed(0)
+    make, inputs = MODELS[name]
+    model, (example,) = make().eval(), inputs()
+    if frontend == "fx":
+        mod = from_fx(model, [("b", *example.shape[1:])])
+    else:
+        batch = {0: torch.export.Dim("b", max=64)}
+        ep = torch.export.export(model, (example,), dynamic_shapes=[batch])
+        mod = from_exported_program(ep)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), rm.cpu())
+    for n in (1, 3):
+        x = torch.randn(n, *example.shape[1:])
+        want = model(x).detach().numpy()
+        np.testing.assert_allclose(
+            vm["main"](x).numpy(), want, rtol=RTOL, atol=ATOL, err_msg=f"{name} batch {n}"
+        )
