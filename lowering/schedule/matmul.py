@@ -36,6 +36,9 @@ MC, NC, KC = 16, 8, 256  # cache tiles: 16 row panels (128 rows) x 8 col panels 
 PACK_K = 16  # k elements per vectorized pack step (8x16 transpose for A, 16x32 copy for B)
 SMALL_N = 128  # register tile of the unpacked route: 1 x 128 (8 zmm accumulators)
 PARALLEL_MIN_WORK = 1 << 19  # M*N*K under which a parallel loop costs more than it gains
+# Elements a pack/unpack must move before it gets its own parallel loop: each scf.forall costs
+# ~0.15 s of LLVM time (async coroutines), and moving 1M floats takes well under a millisecond.
+PARALLEL_MIN_COPY = 1 << 20
 
 
 @register_schedule("matmul")
@@ -152,15 +155,21 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> 
     h, _ = s.tile_for(h, reg, interchange=list(info.batch) + [info.n, info.m, info.k])
     s.vectorize(h)
 
+    def copy_threads(elements: int) -> int:
+        return threads if elements >= PARALLEL_MIN_COPY else 1
+
+    batch_size = int(np.prod([info.size(d) for d in info.batch])) if info.batch else 1
+    k = info.size(info.k)
     if a_pack:
-        _schedule_pack(s, a_pack, info.operand_dims[0], info.k, info.m, [MR], threads)
+        a_threads = copy_threads(batch_size * m_blocks * MR * k)
+        _schedule_pack(s, a_pack, info.operand_dims[0], info.k, info.m, [MR], a_threads)
     if b_pack:
         b_outer = list(info.operand_dims[1])
         if _b_k_major(info):
             i, j = b_outer.index(info.k), b_outer.index(info.n)
             b_outer[i], b_outer[j] = b_outer[j], b_outer[i]
-        _schedule_pack(s, b_pack, b_outer, info.k, info.n, [NR], threads)
-    _schedule_unpack(s, unpack, info, m_packed, threads)
+        _schedule_pack(s, b_pack, b_outer, info.k, info.n, [NR], copy_threads(n_blocks * NR * k))
+    _schedule_unpack(s, unpack, info, m_packed, copy_threads(batch_size * m_blocks * n_blocks * NR))
     return f"matmul-packed-{MR if m_packed else 1}x{NR * nb}"
 
 
