@@ -1,24 +1,25 @@
 // RUN: relaxmlir-opt %s '--relax-schedule-cpu{threads=2 strict=true}' -split-input-file | FileCheck %s
 
 // A large matmul takes the data-tiling route: A and B are packed into 8-row and 32-column
-// panels by vectorized loops (split across threads), the packed product is tiled with the
-// N/K/M cache loops inside one scf.forall, each 8x32 register tile accumulates in vectors
-// (8 outer products of a 32-wide B row per k), and the result is unpacked 8x32 at a time.
+// panels by vectorized loops (too small here to be worth their own threads), the packed product
+// is tiled with the N/K/M cache loops inside one scf.forall (2 threads), each 8x32 register tile
+// accumulates in vectors (8 outer products of a 32-wide B row per k), and the result is
+// unpacked 8x32 at a time.
 // CHECK-LABEL: func.func private @matmul_packed
 // CHECK-SAME: relax.schedule = ["matmul-packed-8x32"]
 // CHECK-NOT: linalg.generic
-// CHECK: %[[APACK:.+]] = scf.forall {{.*}} -> (tensor<32x256x8xf32>)
+// CHECK: %[[APACK:.+]] = scf.for {{.*}} -> (tensor<32x256x8xf32>)
 // CHECK: vector.transfer_read %{{.+}} : tensor<256x256xf32>, vector<8x16xf32>
 // CHECK: vector.shuffle
-// CHECK: %[[BPACK:.+]] = scf.forall {{.*}} -> (tensor<8x256x32xf32>)
+// CHECK: %[[BPACK:.+]] = scf.for {{.*}} -> (tensor<8x256x32xf32>)
 // CHECK: vector.transfer_read %{{.+}} : tensor<256x256xf32>, vector<16x32xf32>
 // CHECK: scf.forall
 // CHECK: %[[ACC:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %{{.+}}) -> (vector<1x1x8x32xf32>)
 // CHECK: %[[AROW:.+]] = vector.transfer_read %[[APACK]]{{.*}} vector<8xf32>
 // CHECK: %[[BROW:.+]] = vector.transfer_read %[[BPACK]]{{.*}} vector<32xf32>
 // CHECK-COUNT-8: vector.outerproduct %[[BROW]], %{{.+}}, %{{.+}} {kind = #vector.kind<add>} : vector<32xf32>, f32
-// CHECK: scf.forall
-// CHECK: vector.transfer_write %{{.+}} : vector<8x32xf32>, tensor<128x256xf32>
+// CHECK-NOT: scf.forall (
+// CHECK: vector.transfer_write %{{.+}} : vector<8x32xf32>, tensor<256x256xf32>
 // CHECK-NOT: linalg.unpack
 // CHECK: return
 func.func private @matmul_packed(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>, %c: tensor<256x256xf32>) -> tensor<256x256xf32> attributes {relax.prim_func} {
@@ -39,7 +40,7 @@ func.func private @matmul_packed(%a: tensor<256x256xf32>, %b: tensor<256x256xf32
 // accumulators busy while K streams by.
 // CHECK-LABEL: func.func private @gemv
 // CHECK-SAME: relax.schedule = ["matmul-small-1x128"]
-// CHECK-NOT: scf.forall
+// CHECK-NOT: scf.forall (
 // CHECK-NOT: linalg.pack
 // CHECK: scf.for {{.*}} -> (vector<1x128xf32>)
 // CHECK: %[[ROW:.+]] = vector.transfer_read %{{.+}} : tensor<784x128xf32>, vector<128xf32>
