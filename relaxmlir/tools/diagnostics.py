@@ -9,6 +9,7 @@ diagnostic handler (warnings and remarks, which MLIRError does not collect). All
 
 from __future__ import annotations
 
+import difflib
 import re
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -94,6 +95,25 @@ def captured(ctx: ir.Context, source_name: str) -> Iterator[list[Diagnostic]]:
         yield diags
     finally:
         handle.detach()
+
+
+def remap_columns(diags: list[Diagnostic], original: str, rewritten: str, source_name: str):
+    """Point columns back into `original` where a textual rewrite inserted text on a line."""
+    old_lines, new_lines = original.splitlines(), rewritten.splitlines()
+    for diag in (d for top in diags for d in top.flatten()):
+        if diag.file != source_name or not 0 < diag.line <= min(len(old_lines), len(new_lines)):
+            continue
+        old, new = old_lines[diag.line - 1], new_lines[diag.line - 1]
+        if old != new:
+            diag.col = _original_index(old, new, diag.col - 1) + 1
+
+
+def _original_index(old: str, new: str, index: int) -> int:
+    matcher = difflib.SequenceMatcher(None, old, new, autojunk=False)
+    for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+        if j1 <= index < j2:
+            return i1 + (index - j1) if tag == "equal" else i1
+    return len(old)
 
 
 def format_diagnostic(diag: Diagnostic, source: Optional[str] = None) -> str:

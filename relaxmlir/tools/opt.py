@@ -252,9 +252,10 @@ def process_chunk(chunk: str, opts: Options, source_name: str, ctx) -> tuple[boo
     output = ""
     # Python passes build IR with the context and a location taken from the environment.
     with ctx, ir.Location.unknown(ctx), dg.captured(ctx, source_name) as handled:
+        # Segment sizes of relax's variadic ops are bookkeeping: accepted absent, hidden on print.
+        text = add_segments(chunk)
         try:
-            # Segment sizes of relax's variadic ops are bookkeeping: accepted absent, hidden on print.
-            module = ir.Module.parse(add_segments(chunk), context=ctx)
+            module = ir.Module.parse(text, context=ctx)
         except ir.MLIRError as exc:
             errors = dg.from_error(exc, source_name)
         else:
@@ -271,6 +272,7 @@ def process_chunk(chunk: str, opts: Options, source_name: str, ctx) -> tuple[boo
                 )
                 output = buf.getvalue() if opts.generic else strip_segments(buf.getvalue())
     diags = handled + errors
+    dg.remap_columns(diags, chunk, text, source_name)
     if opts.verify_diagnostics:
         problems = dg.verify_expected(chunk, diags, source_name)
         for problem in problems:
