@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any, Callable, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from relaxmlir import te
 from relaxmlir.te.tensor import dim_key
 
-Operand = Union[te.Tensor, int, float]
+Operand = te.Tensor | int | float
 
 
 def broadcast_shape(*shapes: Sequence) -> tuple:
@@ -30,7 +31,7 @@ def broadcast_shape(*shapes: Sequence) -> tuple:
 
 def broadcast_index(t: te.Tensor, index: Sequence) -> tuple:
     """Index of `t` read at output `index`: leading dims dropped, static size-1 dims at 0."""
-    index = list(index)[len(index) - t.ndim:]
+    index = list(index)[len(index) - t.ndim :]
     return tuple(0 if isinstance(d, int) and d == 1 else i for d, i in zip(t.shape, index))
 
 

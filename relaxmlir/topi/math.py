@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from relaxmlir import te
 from relaxmlir.te import expr as E
@@ -22,7 +22,7 @@ def _sign(v: E.Expr) -> E.Expr:
     return te.if_then_else(v > zero, one, te.if_then_else(v < zero, -one, zero))
 
 
-abs = unary("abs", te.abs)  # noqa: A001
+abs = unary("abs", te.abs)
 negative = unary("negative", lambda v: -v)
 exp = unary("exp", te.exp)
 log = unary("log", te.log)
@@ -35,7 +35,7 @@ sin = unary("sin", te.sin)
 cos = unary("cos", te.cos)
 floor = unary("floor", te.floor)
 ceil = unary("ceil", te.ceil)
-round = unary("round", te.round)  # noqa: A001
+round = unary("round", te.round)
 sign = unary("sign", _sign)
 square = unary("square", lambda v: v * v)
 logical_not = unary("logical_not", lambda v: v == te.const(0, v.dtype))  # also on int8 0/1 bools

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import itertools
-from typing import Callable, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
 
 from relaxmlir import te
 
-Axis = Optional[Union[int, Sequence[int]]]
+Axis = int | Sequence[int] | None
 
 
 def _axes(x: te.Tensor, axis: Axis) -> list[int]:
@@ -34,8 +34,14 @@ def _source_index(x: te.Tensor, axes: list[int], keepdims: bool, out_index, redu
     return tuple(idx)
 
 
-def comm_reduce(x: te.Tensor, axis: Axis, keepdims: bool, reducer: Callable, name: str,
-                fmap: Callable = lambda v: v) -> te.Tensor:
+def comm_reduce(
+    x: te.Tensor,
+    axis: Axis,
+    keepdims: bool,
+    reducer: Callable,
+    name: str,
+    fmap: Callable = lambda v: v,
+) -> te.Tensor:
     """Reduce `fmap(x)` over `axis` with `te.sum`/`te.max`/`te.min`."""
     axes = _axes(x, axis)
     if not axes:
@@ -48,17 +54,17 @@ def comm_reduce(x: te.Tensor, axis: Axis, keepdims: bool, reducer: Callable, nam
     return te.compute(_out_shape(x, axes, keepdims), body, name=name)
 
 
-def sum(x: te.Tensor, axis: Axis = None, keepdims: bool = False) -> te.Tensor:  # noqa: A001
+def sum(x: te.Tensor, axis: Axis = None, keepdims: bool = False) -> te.Tensor:
     """Sum over `axis` (all axes when None)."""
     return comm_reduce(x, axis, keepdims, te.sum, "T_sum")
 
 
-def max(x: te.Tensor, axis: Axis = None, keepdims: bool = False) -> te.Tensor:  # noqa: A001
+def max(x: te.Tensor, axis: Axis = None, keepdims: bool = False) -> te.Tensor:
     """Maximum over `axis`."""
     return comm_reduce(x, axis, keepdims, te.max, "T_max")
 
 
-def min(x: te.Tensor, axis: Axis = None, keepdims: bool = False) -> te.Tensor:  # noqa: A001
+def min(x: te.Tensor, axis: Axis = None, keepdims: bool = False) -> te.Tensor:
     """Minimum over `axis`."""
     return comm_reduce(x, axis, keepdims, te.min, "T_min")
 
@@ -99,8 +105,10 @@ def prod(x: te.Tensor, axis: Axis = None, keepdims: bool = False) -> te.Tensor:
     axes = _axes(x, axis)
     sizes = [x.shape[a] for a in axes]
     if not all(isinstance(s, int) for s in sizes) or num_elements(x, axes) > 4096:
-        raise NotImplementedError(f"topi.prod: needs static reduced axes of at most 4096 "
-                                  f"elements, got {tuple(sizes)}")
+        raise NotImplementedError(
+            f"topi.prod: needs static reduced axes of at most 4096 elements, got {tuple(sizes)}"
+        )
+
     def body(*i):
         acc = None
         for combo in itertools.product(*[range(s) for s in sizes]):
@@ -111,7 +119,7 @@ def prod(x: te.Tensor, axis: Axis = None, keepdims: bool = False) -> te.Tensor:
     return te.compute(_out_shape(x, axes, keepdims), body, name="T_prod")
 
 
-def _arg_reduce(x: te.Tensor, axis: Optional[int], keepdims: bool, find: Callable, name: str):
+def _arg_reduce(x: te.Tensor, axis: int | None, keepdims: bool, find: Callable, name: str):
     """Index of the first extreme: the extreme value, then the least index that holds it."""
     if axis is None:
         from relaxmlir.topi.transform import reshape
@@ -126,18 +134,18 @@ def _arg_reduce(x: te.Tensor, axis: Optional[int], keepdims: bool, find: Callabl
 
     def body(*i):
         full = list(i) if keepdims else list(i[:axis]) + [0] + list(i[axis:])
-        src = tuple(full[:axis]) + (k,) + tuple(full[axis + 1:])
-        hit = x[src] == best[tuple(full[:axis]) + (0,) + tuple(full[axis + 1:])]
+        src = tuple(full[:axis]) + (k,) + tuple(full[axis + 1 :])
+        hit = x[src] == best[tuple(full[:axis]) + (0,) + tuple(full[axis + 1 :])]
         return te.min(te.if_then_else(hit, te.cast(k, "int64"), te.cast(size, "int64")), axis=k)
 
     return te.compute(_out_shape(x, [axis], keepdims), body, name=name)
 
 
-def argmax(x: te.Tensor, axis: Optional[int] = None, keepdims: bool = False) -> te.Tensor:
+def argmax(x: te.Tensor, axis: int | None = None, keepdims: bool = False) -> te.Tensor:
     """int64 index of the first maximum along `axis` (of the flattened x when None)."""
     return _arg_reduce(x, axis, keepdims, te.max, "T_argmax")
 
 
-def argmin(x: te.Tensor, axis: Optional[int] = None, keepdims: bool = False) -> te.Tensor:
+def argmin(x: te.Tensor, axis: int | None = None, keepdims: bool = False) -> te.Tensor:
     """int64 index of the first minimum along `axis` (of the flattened x when None)."""
     return _arg_reduce(x, axis, keepdims, te.min, "T_argmin")

@@ -3,8 +3,9 @@ concatenate, split, strided_slice, take, full, arange, trilu."""
 
 from __future__ import annotations
 
+import itertools
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from relaxmlir import te
 from relaxmlir.te.tensor import dim_key, normalize_dim
@@ -33,10 +34,12 @@ def reshape(x: te.Tensor, newshape: Sequence) -> te.Tensor:
     newshape = tuple(normalize_dim(d) for d in newshape)
     if len(newshape) == x.ndim and all(dim_key(a) == dim_key(b) for a, b in zip(x.shape, newshape)):
         return te.compute(x.shape, lambda *i: x(*i), name="T_reshape")
-    return te.compute(newshape, lambda *i: x[unravel(ravel(i, newshape), x.shape)], name="T_reshape")
+    return te.compute(
+        newshape, lambda *i: x[unravel(ravel(i, newshape), x.shape)], name="T_reshape"
+    )
 
 
-def transpose(x: te.Tensor, axes: Sequence[int] = None) -> te.Tensor:
+def transpose(x: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
     """`out[i] = x[i permuted back]`, `out.shape[k] = x.shape[axes[k]]`."""
     axes = list(range(x.ndim))[::-1] if axes is None else [a % x.ndim for a in axes]
 
@@ -66,13 +69,20 @@ def expand_dims(x: te.Tensor, axis: Sequence[int]) -> te.Tensor:
     axis = [a % n for a in axis]
     rest = iter(x.shape)
     shape = [1 if k in axis else next(rest) for k in range(n)]
-    return te.compute(shape, lambda *i: x[tuple(v for k, v in enumerate(i) if k not in axis)],
-                      name="T_expand_dims")
+    return te.compute(
+        shape,
+        lambda *i: x[tuple(v for k, v in enumerate(i) if k not in axis)],
+        name="T_expand_dims",
+    )
 
 
 def broadcast_to(x: te.Tensor, shape: Sequence) -> te.Tensor:
     """numpy broadcast of `x` to `shape`."""
-    return te.compute(tuple(normalize_dim(d) for d in shape), lambda *i: x[broadcast_index(x, i)], name="T_broadcast_to")
+    return te.compute(
+        tuple(normalize_dim(d) for d in shape),
+        lambda *i: x[broadcast_index(x, i)],
+        name="T_broadcast_to",
+    )
 
 
 def tile(x: te.Tensor, reps: Sequence[int]) -> te.Tensor:
@@ -83,7 +93,7 @@ def tile(x: te.Tensor, reps: Sequence[int]) -> te.Tensor:
 
     def body(*i):
         idx = [te.floormod(v, d) if r != 1 else v for v, d, r in zip(i, dims, reps)]
-        return x[tuple(idx[n - x.ndim:])]
+        return x[tuple(idx[n - x.ndim :])]
 
     return te.compute([d * r for d, r in zip(dims, reps)], body, name="T_tile")
 
@@ -115,7 +125,7 @@ def split(x: te.Tensor, indices: Sequence, axis: int = 0) -> list:
     axis %= x.ndim
     bounds = [0] + list(indices) + [x.shape[axis]]
     outs = []
-    for k, (lo, hi) in enumerate(zip(bounds[:-1], bounds[1:])):
+    for k, (lo, hi) in enumerate(itertools.pairwise(bounds)):
         shape = list(x.shape)
         shape[axis] = hi - lo
 
@@ -136,8 +146,13 @@ def slice_bounds(dim, begin: int, end: int, stride: int) -> tuple:
     return lo, te.floordiv(hi - lo + (stride - 1), stride)
 
 
-def strided_slice(x: te.Tensor, begin: Sequence[int], end: Sequence[int],
-                  strides: Sequence[int] = None, axes: Sequence[int] = None) -> te.Tensor:
+def strided_slice(
+    x: te.Tensor,
+    begin: Sequence[int],
+    end: Sequence[int],
+    strides: Sequence[int] | None = None,
+    axes: Sequence[int] | None = None,
+) -> te.Tensor:
     """`x[begin:end:strides]` on `axes` (all leading axes when None), python slice bounds."""
     axes = list(range(len(begin))) if axes is None else [a % x.ndim for a in axes]
     strides = [1] * len(axes) if strides is None else list(strides)
@@ -145,8 +160,11 @@ def strided_slice(x: te.Tensor, begin: Sequence[int], end: Sequence[int],
     for a, b, e, s in zip(axes, begin, end, strides):
         start[a], shape[a] = slice_bounds(x.shape[a], b, e, s)
         step[a] = s
-    return te.compute(shape, lambda *i: x[tuple(lo + v * s for lo, v, s in zip(start, i, step))],
-                      name="T_strided_slice")
+    return te.compute(
+        shape,
+        lambda *i: x[tuple(lo + v * s for lo, v, s in zip(start, i, step))],
+        name="T_strided_slice",
+    )
 
 
 def take(x: te.Tensor, indices: te.Tensor, axis: int = 0, mode: str = "fast") -> te.Tensor:
@@ -156,11 +174,11 @@ def take(x: te.Tensor, indices: te.Tensor, axis: int = 0, mode: str = "fast") ->
     """
     axis %= x.ndim
     size = x.shape[axis]
-    shape = list(x.shape[:axis]) + list(indices.shape) + list(x.shape[axis + 1:])
+    shape = list(x.shape[:axis]) + list(indices.shape) + list(x.shape[axis + 1 :])
     m = indices.ndim
 
     def body(*i):
-        v = indices[tuple(i[axis:axis + m])]
+        v = indices[tuple(i[axis : axis + m])]
         n = te.cast(size, v.dtype)
         if mode == "wrap":
             v = te.floormod(v, n)
@@ -168,7 +186,7 @@ def take(x: te.Tensor, indices: te.Tensor, axis: int = 0, mode: str = "fast") ->
             v = te.if_then_else(v < 0, v + n, v)
             if mode == "clip":
                 v = te.min(te.max(v, te.const(0, v.dtype)), n - 1)
-        return x[tuple(i[:axis]) + (v,) + tuple(i[axis + m:])]
+        return x[tuple(i[:axis]) + (v,) + tuple(i[axis + m :])]
 
     return te.compute(shape, body, name="T_take")
 
@@ -176,8 +194,11 @@ def take(x: te.Tensor, indices: te.Tensor, axis: int = 0, mode: str = "fast") ->
 def full(shape: Sequence, dtype: str, fill_value) -> te.Tensor:
     """A tensor of `shape` filled with `fill_value` (a number or a 0-d/1-element tensor)."""
     if isinstance(fill_value, te.Tensor):
-        return te.compute(tuple(shape), lambda *i: te.cast(fill_value[(0,) * fill_value.ndim], dtype),
-                          name="T_full")
+        return te.compute(
+            tuple(shape),
+            lambda *i: te.cast(fill_value[(0,) * fill_value.ndim], dtype),
+            name="T_full",
+        )
     return te.compute(tuple(shape), lambda *i: te.const(fill_value, dtype), name="T_full")
 
 

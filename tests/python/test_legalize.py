@@ -24,7 +24,9 @@ def high_level_ops() -> list[str]:
 
 
 def test_every_high_level_op_has_a_rule_or_is_allowlisted():
-    missing = [op for op in high_level_ops() if op not in LEGALIZE_RULES and op not in NO_RULE_ALLOWLIST]
+    missing = [
+        op for op in high_level_ops() if op not in LEGALIZE_RULES and op not in NO_RULE_ALLOWLIST
+    ]
     assert not missing, f"high-level ops without a legalization rule: {missing}"
     stale = [op for op in NO_RULE_ALLOWLIST if op in LEGALIZE_RULES]
     assert not stale, f"allowlisted ops that now have a rule: {stale}"
@@ -56,7 +58,9 @@ def test_missing_rule_raises_not_implemented_naming_op_location_target(monkeypat
 def test_missing_rule_in_the_mlir_pass_is_a_diagnostic_at_the_op(monkeypatch):
     monkeypatch.delitem(LEGALIZE_RULES, "relax.exp")
     mod = _exp_module()
-    with pytest.raises(PassError, match=r"no legalization rule for 'relax\.exp'.*target 'cuda'") as info:
+    with pytest.raises(
+        PassError, match=r"no legalization rule for 'relax\.exp'.*target 'cuda'"
+    ) as info:
         run_pipeline(mod.module, "builtin.module(relax-legalize-ops{target=cuda})")
     assert "lv_exp" in str(info.value.location)
 
@@ -67,7 +71,9 @@ def test_customize_legalize_map_overrides_the_registered_rule():
 
     mod = relax.transform.LegalizeOps({"relax.exp": as_relu})(_exp_module())
     assert "custom_relu" in mod.script()
-    out = relax.VirtualMachine(relax.build(mod), rm.cpu())["main"](np.array([-1, 2, -3, 4], "float32"))
+    out = relax.VirtualMachine(relax.build(mod), rm.cpu())["main"](
+        np.array([-1, 2, -3, 4], "float32")
+    )
     np.testing.assert_array_equal(out.numpy(), [0, 2, 0, 4])
 
 
@@ -126,7 +132,9 @@ def test_dead_code_elimination_keeps_outputs_and_effects():
     assert unused_out is not None
 
 
-@pytest.mark.parametrize("name", ["relax-legalize-ops", "relax-fold-constant", "relax-dead-code-elimination"])
+@pytest.mark.parametrize(
+    "name", ["relax-legalize-ops", "relax-fold-constant", "relax-dead-code-elimination"]
+)
 def test_passes_are_registered(name):
     from lowering import PASSES
 

@@ -2,20 +2,68 @@
 
 from relaxmlir.relax.op import builtin, nn  # noqa: F401
 from relaxmlir.relax.op.binary import (  # noqa: F401
-    add, divide, equal, floor_divide, floor_mod, greater, greater_equal, less, less_equal,
-    logical_and, logical_or, maximum, minimum, multiply, not_equal, power, subtract,
+    add,
+    divide,
+    equal,
+    floor_divide,
+    floor_mod,
+    greater,
+    greater_equal,
+    less,
+    less_equal,
+    logical_and,
+    logical_or,
+    maximum,
+    minimum,
+    multiply,
+    not_equal,
+    power,
+    subtract,
 )
 from relaxmlir.relax.op.create import (  # noqa: F401
-    arange, full, full_like, ones, ones_like, tril, triu, zeros, zeros_like,
+    arange,
+    full,
+    full_like,
+    ones,
+    ones_like,
+    tril,
+    triu,
+    zeros,
+    zeros_like,
 )
 from relaxmlir.relax.op.index import strided_slice, take  # noqa: F401
 from relaxmlir.relax.op.linear_algebra import linear, matmul  # noqa: F401
 from relaxmlir.relax.op.manipulate import (  # noqa: F401
-    broadcast_to, concat, expand_dims, flatten, permute_dims, reshape, split, squeeze, tile,
+    broadcast_to,
+    concat,
+    expand_dims,
+    flatten,
+    permute_dims,
+    reshape,
+    split,
+    squeeze,
+    tile,
 )
 from relaxmlir.relax.op.search import argmax, argmin, where  # noqa: F401
-from relaxmlir.relax.op.statistical import max, mean, min, prod, std, sum, variance  # noqa: F401,A004
-from relaxmlir.relax.op.unary import (  # noqa: F401,A004
-    abs, astype, ceil, clip, cos, erf, exp, floor, log, logical_not, negative, round, rsqrt,
-    sigmoid, sign, sin, sqrt, square, tanh,
+from relaxmlir.relax.op.statistical import max, mean, min, prod, std, sum, variance  # noqa: F401
+from relaxmlir.relax.op.unary import (  # noqa: F401
+    abs,
+    astype,
+    ceil,
+    clip,
+    cos,
+    erf,
+    exp,
+    floor,
+    log,
+    logical_not,
+    negative,
+    round,
+    rsqrt,
+    sigmoid,
+    sign,
+    sin,
+    sqrt,
+    square,
+    tanh,
 )

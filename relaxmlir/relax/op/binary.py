@@ -6,11 +6,16 @@ the other operand's dtype (`relax.op.multiply(x, 0.5)`).
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from relaxmlir.relax.expr import Call, Expr
 from relaxmlir.relax.op.common import (
-    as_tensor, broadcast_shapes, check_float, make_call, tensor_sinfo, unify_dtypes,
+    as_tensor,
+    broadcast_shapes,
+    check_float,
+    make_call,
+    tensor_sinfo,
+    unify_dtypes,
 )
 from relaxmlir.relax.struct_info import TensorStructInfo
 
@@ -47,8 +52,10 @@ def binary_op(tvm_name: str, kind: str = "arith", doc: str = "") -> Callable[[Ex
 
     op.__name__ = tvm_name.rsplit(".", 1)[-1]
     op.__qualname__ = op.__name__
-    op.__doc__ = (f"`{tvm_name}`: {doc} (numpy broadcasting).\n\nParameters\n----------\n"
-                  "lhs, rhs : Expr or scalar\n\nReturns\n-------\nCall")
+    op.__doc__ = (
+        f"`{tvm_name}`: {doc} (numpy broadcasting).\n\nParameters\n----------\n"
+        "lhs, rhs : Expr or scalar\n\nReturns\n-------\nCall"
+    )
     return op
 
 

@@ -8,7 +8,8 @@ known equal when their expressions are the same (`same_dim`), never by solving.
 from __future__ import annotations
 
 import ast
-from typing import Any, Optional, Sequence, Union
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -17,7 +18,7 @@ from dialects.relax import mlir_op_name
 from relaxmlir.relax.expr import Call, Constant, Expr, const
 from relaxmlir.relax.struct_info import StructInfo, TensorStructInfo
 
-Dim = Union[int, str]
+Dim = int | str
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 INT_DTYPES = ("int8", "int16", "int32", "int64", "uint8")
 
@@ -79,7 +80,7 @@ def normalize_axis(axis: int, ndim: int, op: str) -> int:
     return int(axis) % max(ndim, 1)
 
 
-def normalize_axes(axes: Optional[Union[int, Sequence[int]]], ndim: int, op: str) -> list[int]:
+def normalize_axes(axes: int | Sequence[int] | None, ndim: int, op: str) -> list[int]:
     """Sorted, non-negative, unique axes; None means all of them."""
     if axes is None:
         return list(range(ndim))
@@ -91,7 +92,7 @@ def normalize_axes(axes: Optional[Union[int, Sequence[int]]], ndim: int, op: str
     return sorted(out)
 
 
-def as_ints(value: Union[int, Sequence[int]], n: int, op: str, what: str) -> list[int]:
+def as_ints(value: int | Sequence[int], n: int, op: str, what: str) -> list[int]:
     """`2` -> `[2, 2]`; a sequence must have length `n`."""
     if isinstance(value, (int, np.integer)):
         return [int(value)] * n
@@ -158,7 +159,7 @@ def _pdiv(a: Poly, b: Poly):
     """a / b when b is one monomial dividing every term of a exactly, else None."""
     if len(b) != 1:
         return None
-    (kb, cb), = b.items()
+    ((kb, cb),) = b.items()
     out: Poly = {}
     for ka, ca in a.items():
         rest = list(ka)
@@ -260,12 +261,14 @@ def broadcast_shapes(shapes: Sequence[Sequence[Dim]], op: str) -> tuple:
 def unify_dtypes(op: str, *sinfos: TensorStructInfo) -> str:
     dtypes = {s.dtype for s in sinfos}
     if len(dtypes) != 1:
-        raise TypeError(f"{op}: operands must have the same dtype, got ({', '.join(s.dtype for s in sinfos)}); "
-                        "insert relax.op.astype")
+        raise TypeError(
+            f"{op}: operands must have the same dtype, got ({', '.join(s.dtype for s in sinfos)}); "
+            "insert relax.op.astype"
+        )
     return sinfos[0].dtype
 
 
-def scalar_value(value: Any) -> Union[int, float]:
+def scalar_value(value: Any) -> int | float:
     """A python number from a number or a 0-d relax constant."""
     if isinstance(value, Constant):
         return value.data.item()

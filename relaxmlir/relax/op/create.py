@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 import math
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -13,7 +13,7 @@ from relaxmlir.relax.op.common import Dim, make_call, scalar_const, scalar_value
 from relaxmlir.relax.struct_info import TensorStructInfo, normalize_dim
 
 
-def _fill(fill_value, dtype: Optional[str], op: str) -> tuple[Expr, str]:
+def _fill(fill_value, dtype: str | None, op: str) -> tuple[Expr, str]:
     if isinstance(fill_value, Expr):
         sinfo = tensor_sinfo(fill_value, op, "fill_value")
         if sinfo.shape not in ((), (1,)):
@@ -24,7 +24,7 @@ def _fill(fill_value, dtype: Optional[str], op: str) -> tuple[Expr, str]:
     return scalar_const(value, dtype), dtype
 
 
-def full(shape: Sequence[Dim], fill_value, dtype: Optional[str] = None) -> Call:
+def full(shape: Sequence[Dim], fill_value, dtype: str | None = None) -> Call:
     """`relax.full`: a tensor of `shape` filled with `fill_value` (a scalar or 0-d tensor).
 
     Parameters
@@ -44,7 +44,7 @@ def full(shape: Sequence[Dim], fill_value, dtype: Optional[str] = None) -> Call:
     return make_call(op, [value], {"shape": dims, "dtype": dtype}, TensorStructInfo(dims, dtype))
 
 
-def full_like(x: Expr, fill_value, dtype: Optional[str] = None) -> Call:
+def full_like(x: Expr, fill_value, dtype: str | None = None) -> Call:
     """`relax.full_like`: a tensor shaped like `x` filled with `fill_value`, in `dtype` or x's."""
     op = "relax.full_like"
     sinfo = tensor_sinfo(x, op)
@@ -69,18 +69,19 @@ def ones(shape: Sequence[Dim], dtype: str = "float32") -> Call:
     return _constant_op("relax.ones", shape, dtype)
 
 
-def zeros_like(x: Expr, dtype: Optional[str] = None) -> Call:
+def zeros_like(x: Expr, dtype: str | None = None) -> Call:
     """`relax.zeros_like`: zeros shaped like `x` (a `full_like` here)."""
     return full_like(x, 0, dtype)
 
 
-def ones_like(x: Expr, dtype: Optional[str] = None) -> Call:
+def ones_like(x: Expr, dtype: str | None = None) -> Call:
     """`relax.ones_like`: ones shaped like `x` (a `full_like` here)."""
     return full_like(x, 1, dtype)
 
 
-def arange(start: Union[int, float], end: Optional[Union[int, float]] = None,
-           step: Union[int, float] = 1, dtype: Optional[str] = None) -> Call:
+def arange(
+    start: float, end: float | None = None, step: float = 1, dtype: str | None = None
+) -> Call:
     """`relax.arange`: `start, start + step, ...` below `end` (numpy arange; static bounds).
 
     Parameters

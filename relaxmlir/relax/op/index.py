@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from relaxmlir.relax.expr import Call, Expr
 from relaxmlir.relax.op.common import (
-    Dim, add, ceildiv, make_call, normalize_axis, sub, tensor_sinfo,
+    Dim,
+    add,
+    ceildiv,
+    make_call,
+    normalize_axis,
+    sub,
+    tensor_sinfo,
 )
 from relaxmlir.relax.op.manipulate import flatten
 from relaxmlir.relax.struct_info import TensorStructInfo
@@ -14,7 +20,7 @@ from relaxmlir.relax.struct_info import TensorStructInfo
 TAKE_MODES = ("fast", "clip", "wrap")
 
 
-def take(x: Expr, indices: Expr, axis: Optional[int] = None, mode: str = "fast") -> Call:
+def take(x: Expr, indices: Expr, axis: int | None = None, mode: str = "fast") -> Call:
     """`relax.take`: elements of `x` at integer `indices` along `axis`.
 
     The result shape is `x.shape[:axis] + indices.shape + x.shape[axis+1:]`; axis None takes
@@ -47,8 +53,10 @@ def take(x: Expr, indices: Expr, axis: Optional[int] = None, mode: str = "fast")
     if mode not in TAKE_MODES:
         raise ValueError(f"{op}: unknown mode '{mode}'; modes: {', '.join(TAKE_MODES)}")
     ax = normalize_axis(axis, sinfo.ndim, op)
-    shape = list(sinfo.shape[:ax]) + list(idx.shape) + list(sinfo.shape[ax + 1:])
-    return make_call(op, [x, indices], {"axis": ax, "mode": mode}, TensorStructInfo(shape, sinfo.dtype))
+    shape = list(sinfo.shape[:ax]) + list(idx.shape) + list(sinfo.shape[ax + 1 :])
+    return make_call(
+        op, [x, indices], {"axis": ax, "mode": mode}, TensorStructInfo(shape, sinfo.dtype)
+    )
 
 
 def slice_bounds(dim: Dim, begin: int, end: int, stride: int) -> tuple[Dim, Dim, Dim]:
@@ -60,14 +68,22 @@ def slice_bounds(dim: Dim, begin: int, end: int, stride: int) -> tuple[Dim, Dim,
         lo, hi, st = slice(begin, end, stride).indices(dim)
         return lo, hi, len(range(lo, hi, st))
     if stride <= 0:
-        raise NotImplementedError(f"relax.strided_slice: stride ({stride}) on a symbolic dim ({dim})")
+        raise NotImplementedError(
+            f"relax.strided_slice: stride ({stride}) on a symbolic dim ({dim})"
+        )
     lo = add(dim, begin) if begin < 0 else begin
     hi = dim if end >= 2**31 - 1 else add(dim, end) if end < 0 else end
     return lo, hi, ceildiv(sub(hi, lo), stride)
 
 
-def strided_slice(x: Expr, axes: Sequence[int], begin: Sequence[int], end: Sequence[int],
-                  strides: Optional[Sequence[int]] = None, assume_inbound: bool = False) -> Call:
+def strided_slice(
+    x: Expr,
+    axes: Sequence[int],
+    begin: Sequence[int],
+    end: Sequence[int],
+    strides: Sequence[int] | None = None,
+    assume_inbound: bool = False,
+) -> Call:
     """`relax.strided_slice`: `x[begin:end:strides]` on each of `axes`.
 
     Bounds follow python slicing (clamped, negative from the end); an `end` of 2**31-1 or more
@@ -88,14 +104,20 @@ def strided_slice(x: Expr, axes: Sequence[int], begin: Sequence[int], end: Seque
     sinfo = tensor_sinfo(x, op)
     strides = [1] * len(axes) if strides is None else list(strides)
     if not len(axes) == len(begin) == len(end) == len(strides):
-        raise ValueError(f"{op}: axes, begin, end and strides must have one length, got "
-                         f"({len(axes)}, {len(begin)}, {len(end)}, {len(strides)})")
+        raise ValueError(
+            f"{op}: axes, begin, end and strides must have one length, got "
+            f"({len(axes)}, {len(begin)}, {len(end)}, {len(strides)})"
+        )
     axes = [normalize_axis(a, sinfo.ndim, op) for a in axes]
     shape = list(sinfo.shape)
     for a, b, e, s in zip(axes, begin, end, strides):
         if s == 0:
             raise ValueError(f"{op}: stride must be non-zero")
         shape[a] = slice_bounds(sinfo.shape[a], int(b), int(e), int(s))[2]
-    attrs = {"axes": axes, "begin": [int(b) for b in begin], "end": [int(e) for e in end],
-             "strides": [int(s) for s in strides]}
+    attrs = {
+        "axes": axes,
+        "begin": [int(b) for b in begin],
+        "end": [int(e) for e in end],
+        "strides": [int(s) for s in strides],
+    }
     return make_call(op, [x], attrs, TensorStructInfo(shape, sinfo.dtype))

@@ -2,16 +2,20 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from relaxmlir.relax.expr import Call, Expr
 from relaxmlir.relax.op.binary import add
-from relaxmlir.relax.op.common import broadcast_shapes, make_call, same_dim, tensor_sinfo, unify_dtypes
+from relaxmlir.relax.op.common import (
+    broadcast_shapes,
+    make_call,
+    same_dim,
+    tensor_sinfo,
+    unify_dtypes,
+)
 from relaxmlir.relax.op.manipulate import permute_dims
 from relaxmlir.relax.struct_info import TensorStructInfo
 
 
-def infer_matmul(x1: Expr, x2: Expr, out_dtype: Optional[str], op: str) -> TensorStructInfo:
+def infer_matmul(x1: Expr, x2: Expr, out_dtype: str | None, op: str) -> TensorStructInfo:
     """numpy matmul: `(..., n, k) @ (..., k, m) -> (broadcast(...), n, m)`; 1-D operands get a
     unit axis prepended (x1) or appended (x2) that the result drops."""
     a, b = tensor_sinfo(x1, op, "x1"), tensor_sinfo(x2, op, "x2")
@@ -21,14 +25,15 @@ def infer_matmul(x1: Expr, x2: Expr, out_dtype: Optional[str], op: str) -> Tenso
     sa = (1,) + a.shape if a.ndim == 1 else a.shape
     sb = b.shape + (1,) if b.ndim == 1 else b.shape
     if not same_dim(sa[-1], sb[-2]):
-        raise ValueError(f"{op}: reduction dims differ: x1 {a.shape} vs x2 {b.shape} "
-                         f"({sa[-1]} vs {sb[-2]})")
+        raise ValueError(
+            f"{op}: reduction dims differ: x1 {a.shape} vs x2 {b.shape} ({sa[-1]} vs {sb[-2]})"
+        )
     batch = broadcast_shapes([sa[:-2], sb[:-2]], op)
     shape = list(batch) + ([sa[-2]] if a.ndim > 1 else []) + ([sb[-1]] if b.ndim > 1 else [])
     return TensorStructInfo(shape, out_dtype or dtype)
 
 
-def matmul(x1: Expr, x2: Expr, out_dtype: Optional[str] = None) -> Call:
+def matmul(x1: Expr, x2: Expr, out_dtype: str | None = None) -> Call:
     """`relax.matmul`: numpy matrix product with batch broadcasting.
 
     Parameters
@@ -50,7 +55,9 @@ def matmul(x1: Expr, x2: Expr, out_dtype: Optional[str] = None) -> Call:
     return make_call("relax.matmul", [x1, x2], {"out_dtype": sinfo.dtype}, sinfo)
 
 
-def linear(data: Expr, weight: Expr, bias: Optional[Expr] = None, out_dtype: Optional[str] = None) -> Expr:
+def linear(
+    data: Expr, weight: Expr, bias: Expr | None = None, out_dtype: str | None = None
+) -> Expr:
     """`relax.op.linear`: `data @ weight.T + bias` (torch.nn.Linear's layout).
 
     Parameters

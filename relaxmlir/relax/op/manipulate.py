@@ -3,20 +3,33 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+import itertools
+from collections.abc import Sequence
 
 import numpy as np
 
 from relaxmlir.relax.expr import Call, Expr, Tuple
 from relaxmlir.relax.op.common import (
-    Dim, add, broadcast_shapes, floordiv, make_call, mul, normalize_axes, normalize_axis, prod,
-    same_dim, sub, tensor_sinfo,
+    Dim,
+    add,
+    broadcast_shapes,
+    floordiv,
+    make_call,
+    mul,
+    normalize_axes,
+    normalize_axis,
+    prod,
+    same_dim,
+    sub,
+    tensor_sinfo,
 )
 from relaxmlir.relax.struct_info import TensorStructInfo, TupleStructInfo, normalize_dim
 
 
 def _shape_arg(shape, op: str) -> list:
-    if isinstance(shape, Expr) and isinstance(getattr(shape, "struct_info", None), TensorStructInfo):
+    if isinstance(shape, Expr) and isinstance(
+        getattr(shape, "struct_info", None), TensorStructInfo
+    ):
         raise TypeError(f"{op}: expected a shape (tuple of ints and symbols), got a tensor")
     if isinstance(shape, (int, str, np.integer)):
         shape = [shape]
@@ -34,10 +47,13 @@ def infer_reshape(x: Expr, shape, op: str) -> TensorStructInfo:
     if holes:
         dims[holes[0]] = floordiv(total, prod([d for i, d in enumerate(dims) if i != holes[0]]))
     if not same_dim(prod(dims), total):
-        raise ValueError(f"{op}: cannot reshape {sinfo.shape} ({total} elements) to "
-                         f"{tuple(dims)} ({prod(dims)} elements)")
-    return TensorStructInfo([int(d) if isinstance(d, (int, np.integer)) else d for d in dims],
-                            sinfo.dtype)
+        raise ValueError(
+            f"{op}: cannot reshape {sinfo.shape} ({total} elements) to "
+            f"{tuple(dims)} ({prod(dims)} elements)"
+        )
+    return TensorStructInfo(
+        [int(d) if isinstance(d, (int, np.integer)) else d for d in dims], sinfo.dtype
+    )
 
 
 def reshape(x: Expr, shape: Sequence[Dim]) -> Call:
@@ -61,7 +77,7 @@ def reshape(x: Expr, shape: Sequence[Dim]) -> Call:
     return make_call("relax.reshape", [x], {"shape": list(sinfo.shape)}, sinfo)
 
 
-def permute_dims(x: Expr, axes: Optional[Sequence[int]] = None) -> Call:
+def permute_dims(x: Expr, axes: Sequence[int] | None = None) -> Call:
     """`relax.permute_dims`: `out.shape[i] = x.shape[axes[i]]`; None reverses the axes.
 
     Parameters
@@ -75,7 +91,11 @@ def permute_dims(x: Expr, axes: Optional[Sequence[int]] = None) -> Call:
     """
     op = "relax.permute_dims"
     sinfo = tensor_sinfo(x, op)
-    perm = list(range(sinfo.ndim))[::-1] if axes is None else [normalize_axis(a, sinfo.ndim, op) for a in axes]
+    perm = (
+        list(range(sinfo.ndim))[::-1]
+        if axes is None
+        else [normalize_axis(a, sinfo.ndim, op) for a in axes]
+    )
     if sorted(perm) != list(range(sinfo.ndim)):
         raise ValueError(f"{op}: axes ({list(axes)}) are not a permutation of rank ({sinfo.ndim})")
     out = TensorStructInfo([sinfo.shape[a] for a in perm], sinfo.dtype)
@@ -89,7 +109,7 @@ def flatten(x: Expr) -> Call:
     return make_call("relax.flatten", [x], {}, out)
 
 
-def squeeze(x: Expr, axis: Optional[Union[int, Sequence[int]]] = None) -> Call:
+def squeeze(x: Expr, axis: int | Sequence[int] | None = None) -> Call:
     """`relax.squeeze`: drop size-1 `axis` (all static size-1 axes when None)."""
     op = "relax.squeeze"
     sinfo = tensor_sinfo(x, op)
@@ -104,7 +124,7 @@ def squeeze(x: Expr, axis: Optional[Union[int, Sequence[int]]] = None) -> Call:
     return make_call(op, [x], {"axis": axes}, out)
 
 
-def expand_dims(x: Expr, axis: Union[int, Sequence[int]]) -> Call:
+def expand_dims(x: Expr, axis: int | Sequence[int]) -> Call:
     """`relax.expand_dims`: insert size-1 axes at positions `axis` of the result."""
     op = "relax.expand_dims"
     sinfo = tensor_sinfo(x, op)
@@ -127,7 +147,7 @@ def broadcast_to(x: Expr, shape: Sequence[Dim]) -> Call:
     return make_call(op, [x], {"shape": target}, TensorStructInfo(target, sinfo.dtype))
 
 
-def tile(x: Expr, repeats: Union[int, Sequence[int]]) -> Call:
+def tile(x: Expr, repeats: int | Sequence[int]) -> Call:
     """`relax.tile`: numpy tile (repeats shorter than the rank apply to the last axes)."""
     op = "relax.tile"
     sinfo = tensor_sinfo(x, op)
@@ -142,7 +162,9 @@ def tile(x: Expr, repeats: Union[int, Sequence[int]]) -> Call:
 def _tensors(tensors) -> list:
     if isinstance(tensors, Tuple):
         return list(tensors.fields)
-    if isinstance(tensors, Expr) and isinstance(getattr(tensors, "struct_info", None), TupleStructInfo):
+    if isinstance(tensors, Expr) and isinstance(
+        getattr(tensors, "struct_info", None), TupleStructInfo
+    ):
         return [tensors[i] for i in range(len(tensors.struct_info.fields))]
     return list(tensors)
 
@@ -169,17 +191,21 @@ def concat(tensors, axis: int = 0) -> Call:
     size: Dim = 0
     for i, s in enumerate(sinfos):
         if s.ndim != first.ndim or s.dtype != first.dtype:
-            raise ValueError(f"{op}: tensors[{i}] is {s}, expected rank ({first.ndim}) and dtype ({first.dtype})")
+            raise ValueError(
+                f"{op}: tensors[{i}] is {s}, expected rank ({first.ndim}) and dtype ({first.dtype})"
+            )
         for j, (a, b) in enumerate(zip(s.shape, first.shape)):
             if j != ax and not same_dim(a, b):
-                raise ValueError(f"{op}: tensors[{i}] has shape {s.shape}, expected dim {j} to be ({b})")
+                raise ValueError(
+                    f"{op}: tensors[{i}] has shape {s.shape}, expected dim {j} to be ({b})"
+                )
         size = add(size, s.shape[ax])
     shape = list(first.shape)
     shape[ax] = size
     return make_call(op, items, {"axis": ax}, TensorStructInfo(shape, first.dtype))
 
 
-def split(x: Expr, indices_or_sections: Union[int, Sequence[int]], axis: int = 0) -> Call:
+def split(x: Expr, indices_or_sections: int | Sequence[int], axis: int = 0) -> Call:
     """`relax.split`: a tuple of pieces of `x` along `axis`.
 
     Parameters
@@ -202,17 +228,21 @@ def split(x: Expr, indices_or_sections: Union[int, Sequence[int]], axis: int = 0
     if isinstance(indices_or_sections, (int, np.integer)):
         n = int(indices_or_sections)
         if n <= 0 or (isinstance(size, int) and size % n):
-            raise ValueError(f"{op}: axis of size ({size}) does not split into ({n}) equal sections")
+            raise ValueError(
+                f"{op}: axis of size ({size}) does not split into ({n}) equal sections"
+            )
         part = floordiv(size, n)
         indices = [mul(part, i) for i in range(1, n)]
     else:
         indices = [int(i) for i in indices_or_sections]
     bounds = [0] + list(indices) + [size]
     outs = []
-    for lo, hi in zip(bounds[:-1], bounds[1:]):
+    for lo, hi in itertools.pairwise(bounds):
         shape = list(sinfo.shape)
         shape[ax] = sub(hi, lo)
         if isinstance(shape[ax], int) and shape[ax] < 0:
-            raise ValueError(f"{op}: indices ({list(indices)}) must ascend within the axis size ({size})")
+            raise ValueError(
+                f"{op}: indices ({list(indices)}) must ascend within the axis size ({size})"
+            )
         outs.append(TensorStructInfo(shape, sinfo.dtype))
     return make_call(op, [x], {"indices": list(indices), "axis": ax}, TupleStructInfo(outs))

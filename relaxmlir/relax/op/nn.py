@@ -2,17 +2,28 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence, Union
+from collections.abc import Sequence
 
 from relaxmlir.relax.expr import Call, Expr
 from relaxmlir.relax.op.common import (
-    Dim, add, as_ints, ceildiv, check_float, floordiv, make_call, normalize_axes, normalize_axis,
-    same_dim, sub, tensor_sinfo, unify_dtypes,
+    Dim,
+    add,
+    as_ints,
+    ceildiv,
+    check_float,
+    floordiv,
+    make_call,
+    normalize_axes,
+    normalize_axis,
+    same_dim,
+    sub,
+    tensor_sinfo,
+    unify_dtypes,
 )
 from relaxmlir.relax.op.unary import infer_unary, unary_op
 from relaxmlir.relax.struct_info import TensorStructInfo
 
-IntOrPair = Union[int, Sequence[int]]
+IntOrPair = int | Sequence[int]
 
 relu = unary_op("relax.nn.relu", doc="elementwise `max(x, 0)`")
 gelu = unary_op("relax.nn.gelu", True, "`x * (1 + erf(x / sqrt(2))) / 2`")
@@ -66,7 +77,9 @@ def _padding(padding: IntOrPair, op: str) -> list[int]:
     return pad
 
 
-def _window_out(size: Dim, pad: int, k: int, stride: int, dilation: int, ceil_mode: bool, op: str) -> Dim:
+def _window_out(
+    size: Dim, pad: int, k: int, stride: int, dilation: int, ceil_mode: bool, op: str
+) -> Dim:
     """Output extent of a sliding window (torch's rule: the last window starts in the input)."""
     span = dilation * (k - 1) + 1
     if not isinstance(size, int):
@@ -85,10 +98,18 @@ def _check_nchw(layout: str, op: str, what: str = "data_layout", expected: str =
         raise NotImplementedError(f"{op}: only {what}='{expected}' is supported, got ('{layout}')")
 
 
-def conv2d(data: Expr, weight: Expr, strides: IntOrPair = (1, 1), padding: IntOrPair = (0, 0),
-           dilation: IntOrPair = (1, 1), groups: int = 1, data_layout: str = "NCHW",
-           kernel_layout: str = "OIHW", out_layout: Optional[str] = None,
-           out_dtype: Optional[str] = None) -> Call:
+def conv2d(
+    data: Expr,
+    weight: Expr,
+    strides: IntOrPair = (1, 1),
+    padding: IntOrPair = (0, 0),
+    dilation: IntOrPair = (1, 1),
+    groups: int = 1,
+    data_layout: str = "NCHW",
+    kernel_layout: str = "OIHW",
+    out_layout: str | None = None,
+    out_dtype: str | None = None,
+) -> Call:
     """`relax.nn.conv2d`: 2-D convolution (cross-correlation), NCHW data and OIHW weight.
 
     Parameters
@@ -126,13 +147,30 @@ def conv2d(data: Expr, weight: Expr, strides: IntOrPair = (1, 1), padding: IntOr
     oh = _window_out(h, pad[0] + pad[2], kh, strides[0], dilation[0], False, op)
     ow = _window_out(wd, pad[1] + pad[3], kw, strides[1], dilation[1], False, op)
     out = TensorStructInfo([n, o, oh, ow], out_dtype or dtype)
-    attrs = {"strides": strides, "padding": pad, "dilation": dilation, "groups": groups,
-             "data_layout": data_layout, "kernel_layout": kernel_layout, "out_dtype": out.dtype}
+    attrs = {
+        "strides": strides,
+        "padding": pad,
+        "dilation": dilation,
+        "groups": groups,
+        "data_layout": data_layout,
+        "kernel_layout": kernel_layout,
+        "out_dtype": out.dtype,
+    }
     return make_call(op, [data, weight], attrs, out)
 
 
-def _pool2d(name: str, data: Expr, pool_size, strides, padding, dilation, ceil_mode: bool,
-            count_include_pad: bool, layout: str, out_layout: Optional[str]) -> Call:
+def _pool2d(
+    name: str,
+    data: Expr,
+    pool_size,
+    strides,
+    padding,
+    dilation,
+    ceil_mode: bool,
+    count_include_pad: bool,
+    layout: str,
+    out_layout: str | None,
+) -> Call:
     op = f"relax.nn.{name}"
     _check_nchw(layout, op, "layout")
     _check_nchw(out_layout or layout, op, "out_layout")
@@ -148,16 +186,29 @@ def _pool2d(name: str, data: Expr, pool_size, strides, padding, dilation, ceil_m
     if ceil_mode:  # torch: the last window must start inside the input or the left padding
         oh -= (oh - 1) * strides[0] >= h + pad[0]
         ow -= (ow - 1) * strides[1] >= w + pad[1]
-    attrs = {"pool_size": k, "strides": strides, "padding": pad, "dilation": dilation,
-             "ceil_mode": bool(ceil_mode), "count_include_pad": bool(count_include_pad),
-             "layout": layout}
+    attrs = {
+        "pool_size": k,
+        "strides": strides,
+        "padding": pad,
+        "dilation": dilation,
+        "ceil_mode": bool(ceil_mode),
+        "count_include_pad": bool(count_include_pad),
+        "layout": layout,
+    }
     return make_call(op, [data], attrs, TensorStructInfo([n, c, oh, ow], x.dtype))
 
 
-def max_pool2d(data: Expr, pool_size: IntOrPair = (1, 1), strides: IntOrPair = (1, 1),
-               padding: IntOrPair = (0, 0), dilation: IntOrPair = (1, 1), ceil_mode: bool = False,
-               count_include_pad: bool = False, layout: str = "NCHW",
-               out_layout: Optional[str] = None) -> Call:
+def max_pool2d(
+    data: Expr,
+    pool_size: IntOrPair = (1, 1),
+    strides: IntOrPair = (1, 1),
+    padding: IntOrPair = (0, 0),
+    dilation: IntOrPair = (1, 1),
+    ceil_mode: bool = False,
+    count_include_pad: bool = False,
+    layout: str = "NCHW",
+    out_layout: str | None = None,
+) -> Call:
     """`relax.nn.max_pool2d`: maximum over NCHW windows (TVM's defaults: stride 1).
 
     Parameters
@@ -171,22 +222,53 @@ def max_pool2d(data: Expr, pool_size: IntOrPair = (1, 1), strides: IntOrPair = (
     -------
     Call
     """
-    return _pool2d("max_pool2d", data, pool_size, strides, padding, dilation, ceil_mode,
-                   count_include_pad, layout, out_layout)
+    return _pool2d(
+        "max_pool2d",
+        data,
+        pool_size,
+        strides,
+        padding,
+        dilation,
+        ceil_mode,
+        count_include_pad,
+        layout,
+        out_layout,
+    )
 
 
-def avg_pool2d(data: Expr, pool_size: IntOrPair = (1, 1), strides: IntOrPair = (1, 1),
-               padding: IntOrPair = (0, 0), dilation: IntOrPair = (1, 1), ceil_mode: bool = False,
-               count_include_pad: bool = False, layout: str = "NCHW",
-               out_layout: Optional[str] = None) -> Call:
+def avg_pool2d(
+    data: Expr,
+    pool_size: IntOrPair = (1, 1),
+    strides: IntOrPair = (1, 1),
+    padding: IntOrPair = (0, 0),
+    dilation: IntOrPair = (1, 1),
+    ceil_mode: bool = False,
+    count_include_pad: bool = False,
+    layout: str = "NCHW",
+    out_layout: str | None = None,
+) -> Call:
     """`relax.nn.avg_pool2d`: mean over NCHW windows; `count_include_pad` counts the zero
     padding in the divisor (torch's rule; windows past the padding under ceil_mode never count)."""
-    return _pool2d("avg_pool2d", data, pool_size, strides, padding, dilation, ceil_mode,
-                   count_include_pad, layout, out_layout)
+    return _pool2d(
+        "avg_pool2d",
+        data,
+        pool_size,
+        strides,
+        padding,
+        dilation,
+        ceil_mode,
+        count_include_pad,
+        layout,
+        out_layout,
+    )
 
 
-def adaptive_avg_pool2d(data: Expr, output_size: Optional[IntOrPair] = None, layout: str = "NCHW",
-                        out_layout: Optional[str] = None) -> Call:
+def adaptive_avg_pool2d(
+    data: Expr,
+    output_size: IntOrPair | None = None,
+    layout: str = "NCHW",
+    out_layout: str | None = None,
+) -> Call:
     """`relax.nn.adaptive_avg_pool2d`: mean over windows `[floor(i*H/OH), ceil((i+1)*H/OH))`.
 
     Parameters
@@ -205,15 +287,25 @@ def adaptive_avg_pool2d(data: Expr, output_size: Optional[IntOrPair] = None, lay
     x = tensor_sinfo(data, op, "data")
     if x.ndim != 4:
         raise ValueError(f"{op}: expected 4-D data, got {x.shape}")
-    size = [None, None] if output_size is None else (
-        [output_size] * 2 if isinstance(output_size, int) else list(output_size))
+    size = (
+        [None, None]
+        if output_size is None
+        else ([output_size] * 2 if isinstance(output_size, int) else list(output_size))
+    )
     size = [x.shape[2 + i] if s is None else int(s) for i, s in enumerate(size)]
     out = TensorStructInfo([x.shape[0], x.shape[1]] + size, x.dtype)
     return make_call(op, [data], {"output_size": size, "layout": layout}, out)
 
 
-def layer_norm(data: Expr, gamma: Expr, beta: Expr, axes: Union[int, Sequence[int]],
-               epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> Call:
+def layer_norm(
+    data: Expr,
+    gamma: Expr,
+    beta: Expr,
+    axes: int | Sequence[int],
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> Call:
     """`relax.nn.layer_norm`: `(x - mean) / sqrt(var + epsilon) * gamma + beta` over `axes`.
 
     Parameters
@@ -243,9 +335,18 @@ def layer_norm(data: Expr, gamma: Expr, beta: Expr, axes: Union[int, Sequence[in
     return make_call(op, [data, gamma, beta], attrs, TensorStructInfo(x.shape, x.dtype))
 
 
-def batch_norm(data: Expr, gamma: Expr, beta: Expr, moving_mean: Expr, moving_var: Expr,
-               axis: int = 1, epsilon: float = 1e-5, center: bool = True, scale: bool = True,
-               momentum: float = 0.1) -> Call:
+def batch_norm(
+    data: Expr,
+    gamma: Expr,
+    beta: Expr,
+    moving_mean: Expr,
+    moving_var: Expr,
+    axis: int = 1,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+    momentum: float = 0.1,
+) -> Call:
     """`relax.nn.batch_norm` in inference mode, with the moving statistics.
 
     NOTE: TVM returns the tuple `(out, moving_mean, moving_var)`; this returns `out` only, so

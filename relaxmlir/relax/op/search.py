@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from relaxmlir.relax.expr import Call, Expr
 from relaxmlir.relax.op.common import (
-    as_tensor, broadcast_shapes, make_call, normalize_axis, tensor_sinfo, unify_dtypes,
+    as_tensor,
+    broadcast_shapes,
+    make_call,
+    normalize_axis,
+    tensor_sinfo,
+    unify_dtypes,
 )
 from relaxmlir.relax.struct_info import TensorStructInfo
 
@@ -39,7 +42,7 @@ def where(condition: Expr, x1, x2) -> Call:
     return make_call(op, [condition, x1, x2], {}, TensorStructInfo(shape, dtype))
 
 
-def infer_arg_reduce(x: Expr, axis: Optional[int], keepdims: bool, op: str) -> tuple:
+def infer_arg_reduce(x: Expr, axis: int | None, keepdims: bool, op: str) -> tuple:
     """(attrs, struct info): int64 indices; axis None flattens x (result rank 0 or all ones)."""
     sinfo = tensor_sinfo(x, op)
     if axis is None:
@@ -54,13 +57,13 @@ def infer_arg_reduce(x: Expr, axis: Optional[int], keepdims: bool, op: str) -> t
     return {"axis": [ax], "keepdims": bool(keepdims)}, TensorStructInfo(shape, "int64")
 
 
-def argmax(x: Expr, axis: Optional[int] = None, keepdims: bool = False) -> Call:
+def argmax(x: Expr, axis: int | None = None, keepdims: bool = False) -> Call:
     """`relax.argmax`: int64 index of the first maximum along `axis` (of flattened x if None)."""
     attrs, sinfo = infer_arg_reduce(x, axis, keepdims, "relax.argmax")
     return make_call("relax.argmax", [x], attrs, sinfo)
 
 
-def argmin(x: Expr, axis: Optional[int] = None, keepdims: bool = False) -> Call:
+def argmin(x: Expr, axis: int | None = None, keepdims: bool = False) -> Call:
     """`relax.argmin`: int64 index of the first minimum along `axis` (of flattened x if None)."""
     attrs, sinfo = infer_arg_reduce(x, axis, keepdims, "relax.argmin")
     return make_call("relax.argmin", [x], attrs, sinfo)

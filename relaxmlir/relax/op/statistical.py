@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
 
 from relaxmlir.relax.expr import Call, Expr
 from relaxmlir.relax.op.common import check_float, make_call, normalize_axes, tensor_sinfo
 from relaxmlir.relax.op.unary import sqrt
 from relaxmlir.relax.struct_info import TensorStructInfo
 
-Axis = Optional[Union[int, Sequence[int]]]
+Axis = int | Sequence[int] | None
 
 
 def infer_reduce(x: Expr, axis: Axis, keepdims: bool, op: str, float_only: bool) -> tuple:
@@ -32,16 +32,18 @@ def reduce_op(tvm_name: str, float_only: bool = False, doc: str = "") -> Callabl
 
     op.__name__ = tvm_name.rsplit(".", 1)[-1]
     op.__qualname__ = op.__name__
-    op.__doc__ = (f"`{tvm_name}`: {doc} over `axis` (all axes when None).\n\nParameters\n"
-                  "----------\nx : Expr\naxis : int, list of int or None\nkeepdims : bool\n"
-                  "    Keep reduced axes as size 1.\n\nReturns\n-------\nCall")
+    op.__doc__ = (
+        f"`{tvm_name}`: {doc} over `axis` (all axes when None).\n\nParameters\n"
+        "----------\nx : Expr\naxis : int, list of int or None\nkeepdims : bool\n"
+        "    Keep reduced axes as size 1.\n\nReturns\n-------\nCall"
+    )
     return op
 
 
-sum = reduce_op("relax.sum", doc="sum")  # noqa: A001
+sum = reduce_op("relax.sum", doc="sum")
 mean = reduce_op("relax.mean", True, "arithmetic mean")
-max = reduce_op("relax.max", doc="maximum")  # noqa: A001
-min = reduce_op("relax.min", doc="minimum")  # noqa: A001
+max = reduce_op("relax.max", doc="maximum")
+min = reduce_op("relax.min", doc="minimum")
 prod = reduce_op("relax.prod", doc="product")
 variance = reduce_op("relax.variance", True, "population variance (divisor n)")
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from relaxmlir.relax.expr import Call, Expr
 from relaxmlir.relax.op.common import check_float, make_call, scalar_value, tensor_sinfo
@@ -25,11 +25,13 @@ def unary_op(tvm_name: str, float_only: bool = False, doc: str = "") -> Callable
 
     op.__name__ = tvm_name.rsplit(".", 1)[-1]
     op.__qualname__ = op.__name__
-    op.__doc__ = f"`{tvm_name}`: {doc}\n\nParameters\n----------\nx : Expr\n\nReturns\n-------\nCall"
+    op.__doc__ = (
+        f"`{tvm_name}`: {doc}\n\nParameters\n----------\nx : Expr\n\nReturns\n-------\nCall"
+    )
     return op
 
 
-abs = unary_op("relax.abs", doc="elementwise absolute value")  # noqa: A001
+abs = unary_op("relax.abs", doc="elementwise absolute value")
 negative = unary_op("relax.negative", doc="elementwise `-x`")
 exp = unary_op("relax.exp", True, "elementwise `e**x`")
 log = unary_op("relax.log", True, "elementwise natural logarithm")
@@ -42,7 +44,7 @@ sin = unary_op("relax.sin", True, "elementwise sine")
 cos = unary_op("relax.cos", True, "elementwise cosine")
 floor = unary_op("relax.floor", doc="elementwise round toward -inf")
 ceil = unary_op("relax.ceil", doc="elementwise round toward +inf")
-round = unary_op("relax.round", doc="elementwise round half to even")  # noqa: A001
+round = unary_op("relax.round", doc="elementwise round half to even")
 sign = unary_op("relax.sign", doc="elementwise sign (-1, 0, 1)")
 square = unary_op("relax.square", doc="elementwise `x * x`")
 
@@ -55,7 +57,7 @@ def logical_not(x: Expr) -> Call:
     return make_call("relax.logical_not", [x], {}, sinfo)
 
 
-def clip(x: Expr, min, max) -> Call:  # noqa: A002 - TVM's argument names
+def clip(x: Expr, min, max) -> Call:
     """`relax.clip`: elementwise `min(max(x, min), max)`.
 
     Parameters

@@ -60,8 +60,12 @@ def _eliminate_in_function(func_op: ir.Operation) -> None:
                 if _shrink_dataflow(op):
                     changed = True
                     break  # the walk's handles into the old block are stale now
-            elif (op.name.startswith("relax.") and op.name not in rx.SIDE_EFFECTING
-                  and op.results and _unused(op)):
+            elif (
+                op.name.startswith("relax.")
+                and op.name not in rx.SIDE_EFFECTING
+                and op.results
+                and _unused(op)
+            ):
                 op.erase()
                 changed = True
 
@@ -87,7 +91,10 @@ def eliminate_dead_code(module_op: ir.Operation) -> None:
         op = op.operation
         if op.name != "func.func" or rx.PRIM_FUNC_ATTR not in op.attributes:
             continue
-        private = "sym_visibility" in op.attributes and ir.StringAttr(op.attributes["sym_visibility"]).value == "private"
+        private = (
+            "sym_visibility" in op.attributes
+            and ir.StringAttr(op.attributes["sym_visibility"]).value == "private"
+        )
         if private and ir.StringAttr(op.attributes["sym_name"]).value not in used:
             op.erase()
 

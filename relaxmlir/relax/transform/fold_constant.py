@@ -7,7 +7,6 @@ The callee is compiled on its own with the CPU pipeline's bufferization and code
 from __future__ import annotations
 
 import ctypes
-from typing import Optional
 
 import numpy as np
 from mlir import ir
@@ -25,11 +24,12 @@ from relaxmlir.transform import Pass
 MAX_ELEMENTS = 1 << 24
 
 
-def dense_to_numpy(attr: ir.Attribute, tensor_type: ir.Type) -> Optional[np.ndarray]:
+def dense_to_numpy(attr: ir.Attribute, tensor_type: ir.Type) -> np.ndarray | None:
     """The value of a dense elements attribute, or None when it is not readable here."""
     t = ir.RankedTensorType(tensor_type)
-    if not isinstance(attr.maybe_downcast() if hasattr(attr, "maybe_downcast") else attr,
-                      ir.DenseElementsAttr):
+    if not isinstance(
+        attr.maybe_downcast() if hasattr(attr, "maybe_downcast") else attr, ir.DenseElementsAttr
+    ):
         return None  # e.g. dense_resource blobs
     dense = ir.DenseElementsAttr(attr)
     dtype = dtype_of(t.element_type)
@@ -40,7 +40,7 @@ def dense_to_numpy(attr: ir.Attribute, tensor_type: ir.Type) -> Optional[np.ndar
     return np.array(dense).astype(dtype, copy=False).reshape(t.shape)
 
 
-def _constant_operands(op: ir.Operation) -> Optional[list[np.ndarray]]:
+def _constant_operands(op: ir.Operation) -> list[np.ndarray] | None:
     arrays = []
     for v in op.operands:
         owner = v.owner
@@ -92,8 +92,10 @@ class _Evaluator:
         key = str(callee).partition("(")[2]
         if key not in self.engines:
             self.engines[key] = self._compile(callee)
-        outs = [np.zeros(ir.RankedTensorType(t).shape, dtype_of(ir.RankedTensorType(t).element_type))
-                for t in result_types]
+        outs = [
+            np.zeros(ir.RankedTensorType(t).shape, dtype_of(ir.RankedTensorType(t).element_type))
+            for t in result_types
+        ]
         arrays = [np.ascontiguousarray(a) for a in inputs] + outs
         descs = [get_ranked_memref_descriptor(a) for a in arrays]
         self.engines[key].invoke("main", *[ctypes.pointer(ctypes.pointer(d)) for d in descs])

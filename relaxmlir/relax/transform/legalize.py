@@ -9,7 +9,7 @@ shared) and the op is replaced by a `relax.call_tir` with the same result types 
 from __future__ import annotations
 
 import itertools
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 from mlir import ir
@@ -21,7 +21,10 @@ from lowering.registry import PassError, register_pass
 from relaxmlir.relax.block_builder import BlockBuilder, to_attribute
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var
 from relaxmlir.relax.struct_info import (
-    StructInfo, TensorStructInfo, TupleStructInfo, dtype_of, flatten,
+    TensorStructInfo,
+    TupleStructInfo,
+    dtype_of,
+    flatten,
 )
 from relaxmlir.relax.transform.legalize_ops import LEGALIZE_RULES, LegalizeRule
 from relaxmlir.transform import Pass
@@ -74,11 +77,16 @@ class ModuleBuilder(BlockBuilder):
         for op in self.block.operations:
             op = op.operation
             if op.name == "func.func" and rx.PRIM_FUNC_ATTR in op.attributes:
-                self._func_text.setdefault(_body_key(op), ir.StringAttr(op.attributes["sym_name"]).value)
+                self._func_text.setdefault(
+                    _body_key(op), ir.StringAttr(op.attributes["sym_name"]).value
+                )
 
     def _symbols(self) -> set[str]:
-        return {ir.StringAttr(op.operation.attributes["sym_name"]).value
-                for op in self.block.operations if "sym_name" in op.operation.attributes}
+        return {
+            ir.StringAttr(op.operation.attributes["sym_name"]).value
+            for op in self.block.operations
+            if "sym_name" in op.operation.attributes
+        }
 
     def add_func(self, func: Any, func_name: str) -> GlobalVar:
         src = func.func_op
@@ -86,10 +94,15 @@ class ModuleBuilder(BlockBuilder):
         if key in self._func_text:
             return GlobalVar(self._func_text[key])
         taken = self._symbols()
-        name = next(n for n in itertools.chain([func_name], (f"{func_name}{i}" for i in itertools.count(1)))
-                    if n not in taken)
+        name = next(
+            n
+            for n in itertools.chain([func_name], (f"{func_name}{i}" for i in itertools.count(1)))
+            if n not in taken
+        )
         if src.context != self.module_op.context:
-            src = ir.Module.parse(str(func.module), context=self.module_op.context).body.operations[0]
+            src = ir.Module.parse(str(func.module), context=self.module_op.context).body.operations[
+                0
+            ]
         with ir.Location.unknown(self.module_op.context):
             new = src.clone(ip=ir.InsertionPoint(self.block))
         new.attributes["sym_name"] = ir.StringAttr.get(name, self.module_op.context)
@@ -97,7 +110,7 @@ class ModuleBuilder(BlockBuilder):
         self._func_text[key] = name
         return GlobalVar(name)
 
-    def call_te(self, te_func, *args, primfunc_name_hint: Optional[str] = None, **kwargs) -> Call:
+    def call_te(self, te_func, *args, primfunc_name_hint: str | None = None, **kwargs) -> Call:
         """`BlockBuilder.call_te`, naming the PrimFunc after the op being legalized.
 
         Unlike the base class it accepts te expressions as output dims (`n + 4` from a concat):
@@ -109,9 +122,13 @@ class ModuleBuilder(BlockBuilder):
         placeholders: list = []
 
         def convert(arg):
-            if isinstance(arg, Expr) and isinstance(getattr(arg, "struct_info", None), TensorStructInfo):
+            if isinstance(arg, Expr) and isinstance(
+                getattr(arg, "struct_info", None), TensorStructInfo
+            ):
                 s = arg.struct_info
-                placeholders.append(te.placeholder(s.shape, name=f"arg{len(placeholders)}", dtype=s.dtype))
+                placeholders.append(
+                    te.placeholder(s.shape, name=f"arg{len(placeholders)}", dtype=s.dtype)
+                )
                 relax_args.append(arg)
                 return placeholders[-1]
             if isinstance(arg, (list, tuple)):
@@ -124,10 +141,16 @@ class ModuleBuilder(BlockBuilder):
         outs = list(out) if isinstance(out, (list, tuple)) else [out]
         prim = te.create_prim_func(placeholders + outs)
         gv = self.add_func(prim, primfunc_name_hint or self.op_hint)
-        sinfos = [TensorStructInfo([d if isinstance(d, int) else _dim_name(d) for d in o.shape], o.dtype)
-                  for o in outs]
-        return Call(rx.CallTIR.name, relax_args, {"callee": gv},
-                    sinfos[0] if len(sinfos) == 1 else TupleStructInfo(sinfos))
+        sinfos = [
+            TensorStructInfo([d if isinstance(d, int) else _dim_name(d) for d in o.shape], o.dtype)
+            for o in outs
+        ]
+        return Call(
+            rx.CallTIR.name,
+            relax_args,
+            {"callee": gv},
+            sinfos[0] if len(sinfos) == 1 else TupleStructInfo(sinfos),
+        )
 
 
 def _dim_name(d) -> str:
@@ -153,14 +176,18 @@ def value_shape(value: ir.Value) -> tuple:
             return sh.from_attr(ir.ArrayAttr(op.attributes[rx.SHAPE_ATTR])[value.result_number])
     # NOTE: an unnamed dynamic dim gets a fresh symbol: equal to nothing else, bound from its tensor
     dyn = ir.ShapedType.get_dynamic_size()
-    return tuple(f"_anon{next(_ANON)}" if d == dyn else d for d in ir.RankedTensorType(value.type).shape)
+    return tuple(
+        f"_anon{next(_ANON)}" if d == dyn else d for d in ir.RankedTensorType(value.type).shape
+    )
 
 
 def _sinfo(value: ir.Value) -> TensorStructInfo:
-    return TensorStructInfo(value_shape(value), dtype_of(ir.RankedTensorType(value.type).element_type))
+    return TensorStructInfo(
+        value_shape(value), dtype_of(ir.RankedTensorType(value.type).element_type)
+    )
 
 
-def _scalar_constant(value: ir.Value) -> Optional[Constant]:
+def _scalar_constant(value: ir.Value) -> Constant | None:
     """A one-element `relax.constant` operand as a `Constant` (rules may fold it as a scalar)."""
     owner = value.owner
     if isinstance(owner, ir.Block) or owner.name != rx.Constant.name:
@@ -184,8 +211,11 @@ def as_call(op: ir.Operation) -> Call:
         arg = _scalar_constant(v) or Var(f"arg{i}", _sinfo(v))
         arg.values = [v]
         args.append(arg)
-    attrs = {name: from_attribute(op.attributes[name]) for name in op.attributes
-             if name not in _SKIPPED_ATTRS}
+    attrs = {
+        name: from_attribute(op.attributes[name])
+        for name in op.attributes
+        if name not in _SKIPPED_ATTRS
+    }
     outs = [_sinfo(r) for r in op.results]
     sinfo = outs[0] if len(outs) == 1 else TupleStructInfo(outs)
     return Call(op.name, args, attrs, sinfo)
@@ -219,21 +249,26 @@ class Legalizer:
         if rule is None:
             raise MissingRuleError(
                 f"no legalization rule for '{tvm_name(op.name)}' ('{op.name}') at {op.location} "
-                f"for target '{self.target}'; register one with register_legalize", op)
+                f"for target '{self.target}'; register one with register_legalize",
+                op,
+            )
         call = as_call(op)
         self.bb.op_hint = op.name.partition(".")[2].removeprefix("nn_")
         with ir.InsertionPoint(op), op.location:
             new = rule(self.bb, call)
             values = self.materialize(new, op)
         if len(values) != len(op.results):
-            raise PassError(f"legalization of '{tvm_name(op.name)}' produced {len(values)} values, "
-                            f"expected ({len(op.results)})", op)
+            raise PassError(
+                f"legalization of '{tvm_name(op.name)}' produced {len(values)} values, "
+                f"expected ({len(op.results)})",
+                op,
+            )
         for old, value in zip(op.results, values):
             old.replace_all_uses_with(value)
         op.erase()
         return values
 
-    def materialize(self, expr: Expr, op: Optional[ir.Operation] = None) -> list[ir.Value]:
+    def materialize(self, expr: Expr, op: ir.Operation | None = None) -> list[ir.Value]:
         """The values of `expr` at the insertion point; `op` is the op being replaced (its
         result types and `relax.shape` are kept)."""
         if getattr(expr, "values", None) is not None:
@@ -242,7 +277,9 @@ class Legalizer:
             return [v for f in expr.fields for v in self.materialize(f)]
         if isinstance(expr, Constant):
             attr = ir.DenseElementsAttr.get(expr.data, type=expr.struct_info.mlir_type())
-            return list(rx.Constant.create([], [expr.struct_info.mlir_type()], {"value": attr}).results)
+            return list(
+                rx.Constant.create([], [expr.struct_info.mlir_type()], {"value": attr}).results
+            )
         if not isinstance(expr, Call):
             raise TypeError(f"a legalization rule returned {expr!r}, expected a relax expression")
         operands = [v for a in expr.args for v in self.materialize(a)]
@@ -266,7 +303,9 @@ class Legalizer:
         return list(new.results)
 
 
-def legalize_module(module_op: ir.Operation, rules: Optional[dict] = None, target: str = "llvm") -> None:
+def legalize_module(
+    module_op: ir.Operation, rules: dict | None = None, target: str = "llvm"
+) -> None:
     """Legalize every high-level op of `module_op` in place (raises MissingRuleError)."""
     Legalizer(module_op, {**LEGALIZE_RULES, **(rules or {})}, target).run()
 
@@ -280,8 +319,11 @@ def relax_legalize_ops(target: str = "llvm"):
     return lambda module_op: legalize_module(module_op, target=target)
 
 
-def LegalizeOps(customize_legalize_map: Optional[dict[str, LegalizeRule]] = None,
-                enable_warning: bool = False, target: str = "llvm") -> Pass:
+def LegalizeOps(
+    customize_legalize_map: dict[str, LegalizeRule] | None = None,
+    enable_warning: bool = False,
+    target: str = "llvm",
+) -> Pass:
     """Legalize high-level ops into `call_tir`s of PrimFuncs written with topi.
 
     Parameters

@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 from relaxmlir import te
 
 
-def pad(data: te.Tensor, pad_before: Sequence[int], pad_after: Sequence[int] = None,
-        pad_value: float = 0.0, name: str = "T_pad") -> te.Tensor:
+def pad(
+    data: te.Tensor,
+    pad_before: Sequence[int],
+    pad_after: Sequence[int] | None = None,
+    pad_value: float = 0.0,
+    name: str = "T_pad",
+) -> te.Tensor:
     """`data` surrounded by `pad_value`; the reads are guarded, so no out-of-bounds access."""
     pad_after = pad_before if pad_after is None else pad_after
     if not any(pad_before) and not any(pad_after):
@@ -30,15 +35,21 @@ def pad(data: te.Tensor, pad_before: Sequence[int], pad_after: Sequence[int] = N
     return te.compute(shape, body, name=name)
 
 
-def conv2d(data: te.Tensor, kernel: te.Tensor, strides: Sequence[int] = (1, 1),
-           padding: Sequence[int] = (0, 0, 0, 0), dilation: Sequence[int] = (1, 1),
-           groups: int = 1, out_dtype: Optional[str] = None) -> te.Tensor:
+def conv2d(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    strides: Sequence[int] = (1, 1),
+    padding: Sequence[int] = (0, 0, 0, 0),
+    dilation: Sequence[int] = (1, 1),
+    groups: int = 1,
+    out_dtype: str | None = None,
+) -> te.Tensor:
     """Cross-correlation of NCHW `data` with OIHW `kernel`; padding is (top, left, bottom, right).
 
     With groups, output channel `o` reads input channels `(o // (O / groups)) * I + rc`.
     """
     out_dtype = out_dtype or data.dtype
-    n, c, h, w = data.shape
+    n, _c, h, w = data.shape
     o, cin, kh, kw = kernel.shape
     (sh, sw), (dh, dw) = strides, dilation
     top, left, bottom, right = padding
@@ -53,7 +64,8 @@ def conv2d(data: te.Tensor, kernel: te.Tensor, strides: Sequence[int] = (1, 1),
     def body(b, f, y, x):
         ch = rc if groups == 1 else te.floordiv(f, per_group) * cin + rc
         v = padded[b, ch, y * sh + ry * dh, x * sw + rx * dw]
-        return te.sum(te.cast(v, out_dtype) * te.cast(kernel[f, rc, ry, rx], out_dtype),
-                      axis=[rc, ry, rx])
+        return te.sum(
+            te.cast(v, out_dtype) * te.cast(kernel[f, rc, ry, rx], out_dtype), axis=[rc, ry, rx]
+        )
 
     return te.compute((n, o, oh, ow), body, name="T_conv2d_nchw")

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from relaxmlir import te
 from relaxmlir.topi.broadcast import broadcast_shape
 
 
-def dense(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor] = None,
-          out_dtype: Optional[str] = None) -> te.Tensor:
+def dense(
+    data: te.Tensor, weight: te.Tensor, bias: te.Tensor | None = None, out_dtype: str | None = None
+) -> te.Tensor:
     """`data @ weight.T (+ bias)` for 2-D `data (M, K)` and `weight (N, K)`."""
     out_dtype = out_dtype or data.dtype
     k = te.reduce_axis((0, data.shape[1]), name="k")
@@ -23,8 +22,13 @@ def dense(data: te.Tensor, weight: te.Tensor, bias: Optional[te.Tensor] = None,
     return te.compute(out.shape, lambda i, j: out[i, j] + te.cast(bias[j], out_dtype), name="T_add")
 
 
-def matmul(a: te.Tensor, b: te.Tensor, transpose_a: bool = False, transpose_b: bool = False,
-           out_dtype: Optional[str] = None) -> te.Tensor:
+def matmul(
+    a: te.Tensor,
+    b: te.Tensor,
+    transpose_a: bool = False,
+    transpose_b: bool = False,
+    out_dtype: str | None = None,
+) -> te.Tensor:
     """numpy matmul: batch dims broadcast; a 1-D `a` is a row, a 1-D `b` a column, and the
     result drops those unit axes. `transpose_*` swap the last two axes of a >= 2-D operand."""
     out_dtype = out_dtype or a.dtype
@@ -36,7 +40,7 @@ def matmul(a: te.Tensor, b: te.Tensor, transpose_a: bool = False, transpose_b: b
     nb = len(batch)
 
     def operand(t, lead, row_col, transpose):
-        idx = list(lead[len(lead) - (t.ndim - 2):]) if t.ndim > 2 else []
+        idx = list(lead[len(lead) - (t.ndim - 2) :]) if t.ndim > 2 else []
         idx = [0 if isinstance(d, int) and d == 1 else v for d, v in zip(t.shape[:-2], idx)]
         if t.ndim == 1:
             return t[k]

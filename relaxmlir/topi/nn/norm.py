@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from relaxmlir import te
 from relaxmlir.topi.reduction import broadcast_keep, mean, variance
 
 
-def layer_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, axis: Sequence[int],
-               epsilon: float = 1e-5, center: bool = True, scale: bool = True) -> te.Tensor:
+def layer_norm(
+    data: te.Tensor,
+    gamma: te.Tensor,
+    beta: te.Tensor,
+    axis: Sequence[int],
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> te.Tensor:
     """`(x - mean) / sqrt(var + epsilon) * gamma + beta` over `axis` (biased variance)."""
     axis = sorted(a % data.ndim for a in axis)
     mu = mean(data, axis, keepdims=True)
@@ -29,9 +36,17 @@ def layer_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, axis: Sequenc
     return te.compute(data.shape, body, name="T_layer_norm")
 
 
-def batch_norm(data: te.Tensor, gamma: te.Tensor, beta: te.Tensor, moving_mean: te.Tensor,
-               moving_var: te.Tensor, axis: int = 1, epsilon: float = 1e-5, center: bool = True,
-               scale: bool = True) -> te.Tensor:
+def batch_norm(
+    data: te.Tensor,
+    gamma: te.Tensor,
+    beta: te.Tensor,
+    moving_mean: te.Tensor,
+    moving_var: te.Tensor,
+    axis: int = 1,
+    epsilon: float = 1e-5,
+    center: bool = True,
+    scale: bool = True,
+) -> te.Tensor:
     """Inference batch norm along `axis` with the moving statistics."""
     axis %= data.ndim
     eps = te.const(epsilon, data.dtype)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from typing import Sequence
+from collections.abc import Sequence
 
 from relaxmlir import te
 from relaxmlir.topi.nn.conv2d import pad
@@ -20,9 +20,17 @@ def _out_size(size, lo: int, hi: int, k: int, stride: int, dilation: int, ceil_m
     return out
 
 
-def pool2d(data: te.Tensor, kernel: Sequence[int], stride: Sequence[int],
-           dilation: Sequence[int], padding: Sequence[int], pool_type: str,
-           ceil_mode: bool = False, layout: str = "NCHW", count_include_pad: bool = True) -> te.Tensor:
+def pool2d(
+    data: te.Tensor,
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    dilation: Sequence[int],
+    padding: Sequence[int],
+    pool_type: str,
+    ceil_mode: bool = False,
+    layout: str = "NCHW",
+    count_include_pad: bool = True,
+) -> te.Tensor:
     """Max or average over NCHW windows; padding is (top, left, bottom, right).
 
     Average divisors follow torch: with `count_include_pad` the window clipped to the padded
@@ -36,18 +44,26 @@ def pool2d(data: te.Tensor, kernel: Sequence[int], stride: Sequence[int],
     oh = _out_size(h, top, bottom, kh, sh, dh, ceil_mode)
     ow = _out_size(w, left, right, kw, sw, dw, ceil_mode)
     # ceil_mode windows may run past the bottom/right padding: pad those with the identity too
-    extra_h = max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + top + bottom)) if isinstance(h, int) else 0
-    extra_w = max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (w + left + right)) if isinstance(w, int) else 0
+    extra_h = (
+        max(0, (oh - 1) * sh + dh * (kh - 1) + 1 - (h + top + bottom)) if isinstance(h, int) else 0
+    )
+    extra_w = (
+        max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (w + left + right)) if isinstance(w, int) else 0
+    )
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     if pool_type == "max":
-        lowest = te.const(-math.inf if data.dtype.startswith(("float", "bfloat")) else
-                          -(2 ** 31), data.dtype)
+        lowest = te.const(
+            -math.inf if data.dtype.startswith(("float", "bfloat")) else -(2**31), data.dtype
+        )
         padded = pad(data, (0, 0, top, left), (0, 0, bottom + extra_h, right + extra_w), lowest.arg)
         return te.compute(
             (n, c, oh, ow),
-            lambda b, f, y, x: te.max(padded[b, f, y * sh + ry * dh, x * sw + rx * dw], axis=[ry, rx]),
-            name="T_pool_max")
+            lambda b, f, y, x: te.max(
+                padded[b, f, y * sh + ry * dh, x * sw + rx * dw], axis=[ry, rx]
+            ),
+            name="T_pool_max",
+        )
     if pool_type != "avg":
         raise ValueError(f"topi.nn.pool2d: unknown pool_type '{pool_type}'")
     if (dh, dw) != (1, 1):
@@ -56,7 +72,8 @@ def pool2d(data: te.Tensor, kernel: Sequence[int], stride: Sequence[int],
     total = te.compute(
         (n, c, oh, ow),
         lambda b, f, y, x: te.sum(padded[b, f, y * sh + ry, x * sw + rx], axis=[ry, rx]),
-        name="T_pool_sum")
+        name="T_pool_sum",
+    )
 
     def extent(i, stride_, k, lo, hi, size):
         start = i * stride_ - lo
@@ -74,8 +91,9 @@ def pool2d(data: te.Tensor, kernel: Sequence[int], stride: Sequence[int],
     return te.compute((n, c, oh, ow), body, name="T_pool_avg")
 
 
-def adaptive_pool(data: te.Tensor, output_size: Sequence[int], pool_type: str = "avg",
-                  layout: str = "NCHW") -> te.Tensor:
+def adaptive_pool(
+    data: te.Tensor, output_size: Sequence[int], pool_type: str = "avg", layout: str = "NCHW"
+) -> te.Tensor:
     """Average over windows `[floor(i*H/OH), ceil((i+1)*H/OH))` (NCHW, average only)."""
     if layout != "NCHW" or pool_type != "avg":
         raise NotImplementedError(f"topi.nn.adaptive_pool: {pool_type} pooling in {layout}")
@@ -85,10 +103,14 @@ def adaptive_pool(data: te.Tensor, output_size: Sequence[int], pool_type: str = 
     for size, out, name in ((h, oh, "ry"), (w, ow, "rx")):
         if not isinstance(size, int) and out != 1:
             raise NotImplementedError(
-                f"topi.nn.adaptive_pool: symbolic input size ({size}) needs output size 1, got ({out})")
+                f"topi.nn.adaptive_pool: symbolic input size ({size}) needs output size 1, got ({out})"
+            )
         uniform = out == 1 or (isinstance(size, int) and size % out == 0)
-        k = (size if out == 1 else size // out) if uniform else max(
-            -(-(i + 1) * size // out) - (i * size) // out for i in range(out))
+        k = (
+            (size if out == 1 else size // out)
+            if uniform
+            else max(-(-(i + 1) * size // out) - (i * size) // out for i in range(out))
+        )
         axes.append((size, out, uniform, k, te.reduce_axis((0, k), name=name)))
 
     def window(i, spec):
@@ -105,9 +127,11 @@ def adaptive_pool(data: te.Tensor, output_size: Sequence[int], pool_type: str = 
         conds = [cnd for cnd in (cy, cx) if cnd is not None]
         return te.if_then_else(te.all(*conds), v, te.const(0, data.dtype)) if conds else v
 
-    total = te.compute((n, c, oh, ow),
-                       lambda b, f, y, x: te.sum(source(b, f, y, x), axis=[axes[0][4], axes[1][4]]),
-                       name="T_adaptive_sum")
+    total = te.compute(
+        (n, c, oh, ow),
+        lambda b, f, y, x: te.sum(source(b, f, y, x), axis=[axes[0][4], axes[1][4]]),
+        name="T_adaptive_sum",
+    )
 
     def body(b, f, y, x):
         count = window(y, axes[0])[2] * window(x, axes[1])[2]

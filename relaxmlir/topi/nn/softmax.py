@@ -8,7 +8,9 @@ from relaxmlir.topi.reduction import broadcast_keep, comm_reduce
 
 def _shifted_sum(x: te.Tensor, axis: int):
     mx = comm_reduce(x, axis, True, te.max, "T_softmax_maxelem")
-    e = te.compute(x.shape, lambda *i: te.exp(x(*i) - mx[broadcast_keep(i, [axis])]), name="T_softmax_exp")
+    e = te.compute(
+        x.shape, lambda *i: te.exp(x(*i) - mx[broadcast_keep(i, [axis])]), name="T_softmax_exp"
+    )
     total = comm_reduce(e, axis, True, te.sum, "T_softmax_expsum")
     return mx, e, total
 
@@ -17,7 +19,9 @@ def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
     """`exp(x - max) / sum(exp(x - max))` along `axis`."""
     axis %= x.ndim
     _, e, total = _shifted_sum(x, axis)
-    return te.compute(x.shape, lambda *i: e(*i) / total[broadcast_keep(i, [axis])], name="T_softmax")
+    return te.compute(
+        x.shape, lambda *i: e(*i) / total[broadcast_keep(i, [axis])], name="T_softmax"
+    )
 
 
 def log_softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:

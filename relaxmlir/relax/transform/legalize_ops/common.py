@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import ast
 import operator
-from typing import Callable, Optional, Union
+from collections.abc import Callable
 
 from dialects import shape as sh
 from dialects.relax import mlir_op_name
@@ -22,7 +22,7 @@ TEFunc = Callable[..., object]
 LEGALIZE_RULES: dict[str, LegalizeRule] = {}
 
 
-def register_legalize(op_name: str, rule: Optional[LegalizeRule] = None):
+def register_legalize(op_name: str, rule: LegalizeRule | None = None):
     """Register `rule` for the relax op `op_name` (TVM spelling, `relax.nn.softmax`).
 
     Used as a call, `register_legalize("relax.add", _binary(topi.add))`, or as a decorator.
@@ -47,11 +47,17 @@ def call_topi(te_func: TEFunc, *attr_names: str) -> LegalizeRule:
     return rule
 
 
-_TE_OPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-           ast.FloorDiv: te.floordiv, ast.Mod: te.floormod}
+_TE_OPS = {
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.FloorDiv: te.floordiv,
+    ast.Mod: te.floormod,
+}
 
 
-def te_dim(dim: Union[int, str]):
+def te_dim(dim: int | str):
     """A relax dim as a te index expression over symbol vars (`"n//2"` -> `te.var("n") // 2`)."""
-    return sh.fold(dim, lambda op, a, b: _TE_OPS[op](a, b),
-                   lambda x: x if isinstance(x, int) else te.var(x))
+    return sh.fold(
+        dim, lambda op, a, b: _TE_OPS[op](a, b), lambda x: x if isinstance(x, int) else te.var(x)
+    )

@@ -13,4 +13,6 @@ register_legalize("relax.take", call_topi(topi.take, "axis", "mode"))
 @register_legalize("relax.strided_slice")
 def _strided_slice(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
-    return bb.call_te(topi.strided_slice, call.args[0], a["begin"], a["end"], a["strides"], a["axes"])
+    return bb.call_te(
+        topi.strided_slice, call.args[0], a["begin"], a["end"], a["strides"], a["axes"]
+    )

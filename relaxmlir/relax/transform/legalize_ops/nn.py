@@ -6,7 +6,9 @@ from relaxmlir import topi
 from relaxmlir.relax.block_builder import BlockBuilder
 from relaxmlir.relax.expr import Call, Expr
 from relaxmlir.relax.transform.legalize_ops.common import (
-    LegalizeRule, call_topi, register_legalize,
+    LegalizeRule,
+    call_topi,
+    register_legalize,
 )
 
 register_legalize("relax.nn.relu", call_topi(topi.nn.relu))
@@ -16,10 +18,12 @@ register_legalize("relax.nn.silu", call_topi(topi.nn.silu))
 register_legalize("relax.nn.leaky_relu", call_topi(topi.nn.leaky_relu, "alpha"))
 register_legalize("relax.nn.softmax", call_topi(topi.nn.softmax, "axis"))
 register_legalize("relax.nn.log_softmax", call_topi(topi.nn.log_softmax, "axis"))
-register_legalize("relax.nn.layer_norm",
-                  call_topi(topi.nn.layer_norm, "axes", "epsilon", "center", "scale"))
-register_legalize("relax.nn.batch_norm",
-                  call_topi(topi.nn.batch_norm, "axis", "epsilon", "center", "scale"))
+register_legalize(
+    "relax.nn.layer_norm", call_topi(topi.nn.layer_norm, "axes", "epsilon", "center", "scale")
+)
+register_legalize(
+    "relax.nn.batch_norm", call_topi(topi.nn.batch_norm, "axis", "epsilon", "center", "scale")
+)
 
 
 @register_legalize("relax.nn.dropout")
@@ -30,15 +34,32 @@ def _dropout(bb: BlockBuilder, call: Call) -> Expr:
 @register_legalize("relax.nn.conv2d")
 def _conv2d(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
-    return bb.call_te(topi.nn.conv2d, *call.args, a["strides"], a["padding"], a["dilation"],
-                      a["groups"], a["out_dtype"])
+    return bb.call_te(
+        topi.nn.conv2d,
+        *call.args,
+        a["strides"],
+        a["padding"],
+        a["dilation"],
+        a["groups"],
+        a["out_dtype"],
+    )
 
 
 def _pool2d(pool_type: str) -> LegalizeRule:
     def rule(bb: BlockBuilder, call: Call) -> Expr:
         a = call.attrs
-        return bb.call_te(topi.nn.pool2d, call.args[0], a["pool_size"], a["strides"], a["dilation"],
-                          a["padding"], pool_type, a["ceil_mode"], a["layout"], a["count_include_pad"])
+        return bb.call_te(
+            topi.nn.pool2d,
+            call.args[0],
+            a["pool_size"],
+            a["strides"],
+            a["dilation"],
+            a["padding"],
+            pool_type,
+            a["ceil_mode"],
+            a["layout"],
+            a["count_include_pad"],
+        )
 
     return rule
 
