@@ -17,6 +17,8 @@ from typing import Iterator, Optional
 
 from mlir import ir
 
+from dialects.relax_syntax import add_segments
+
 # The op-on-diagnostic note MLIR attaches to verifier errors; mlir-opt turns it off under
 # --verify-diagnostics, which the Python bindings cannot, so it is dropped there instead.
 _OP_NOTE = "see current operation:"
@@ -95,6 +97,22 @@ def captured(ctx: ir.Context, source_name: str) -> Iterator[list[Diagnostic]]:
         yield diags
     finally:
         handle.detach()
+
+
+def parse(text: str, source_name: str, ctx: ir.Context):
+    """Parse as `relaxmlir.parse` does: (module, []) or (None, diagnostics located in `text`).
+
+    Relax ops may omit their segment sizes, which are inserted before parsing; the columns of
+    parse errors are mapped back into the user's lines.
+    """
+    with ctx:
+        rewritten = add_segments(text)
+    try:
+        return ir.Module.parse(rewritten, context=ctx), []
+    except ir.MLIRError as exc:
+        diags = from_error(exc, source_name)
+        remap_columns(diags, text, rewritten, source_name)
+        return None, diags
 
 
 def remap_columns(diags: list[Diagnostic], original: str, rewritten: str, source_name: str):

@@ -23,7 +23,7 @@ from typing import Optional
 from mlir import ir
 
 import dialects
-from dialects.relax_syntax import add_segments, strip_segments
+from dialects.relax_syntax import strip_segments
 from lowering import PASSES, PIPELINES, PassError, PipelineError, get_pipeline
 from lowering.registry import build_pass_manager
 from relaxmlir.tools import ToolError, read_source, tool_path
@@ -252,13 +252,8 @@ def process_chunk(chunk: str, opts: Options, source_name: str, ctx) -> tuple[boo
     output = ""
     # Python passes build IR with the context and a location taken from the environment.
     with ctx, ir.Location.unknown(ctx), dg.captured(ctx, source_name) as handled:
-        # Segment sizes of relax's variadic ops are bookkeeping: accepted absent, hidden on print.
-        text = add_segments(chunk)
-        try:
-            module = ir.Module.parse(text, context=ctx)
-        except ir.MLIRError as exc:
-            errors = dg.from_error(exc, source_name)
-        else:
+        module, errors = dg.parse(chunk, source_name, ctx)
+        if module is not None:
             if opts.debuginfo:
                 _name_source(module, source_name)
             errors = _run_passes(module, opts, source_name, ctx)
@@ -270,9 +265,9 @@ def process_chunk(chunk: str, opts: Options, source_name: str, ctx) -> tuple[boo
                     print_generic_op_form=opts.generic,
                     enable_debug_info=opts.debuginfo,
                 )
+                # Segment sizes of relax's variadic ops are bookkeeping: hidden on print.
                 output = buf.getvalue() if opts.generic else strip_segments(buf.getvalue())
     diags = handled + errors
-    dg.remap_columns(diags, chunk, text, source_name)
     if opts.verify_diagnostics:
         problems = dg.verify_expected(chunk, diags, source_name)
         for problem in problems:

@@ -19,10 +19,12 @@ from typing import Optional
 
 import numpy as np
 
+import dialects
 import relaxmlir
 from dialects import shape as sh
 from relaxmlir.build import BuildError
 from relaxmlir.tools import ToolError, read_source
+from relaxmlir.tools import diagnostics as dg
 
 
 class CompileError(ToolError):
@@ -67,7 +69,11 @@ def compile_module(text: str, source_name: str, target: str):
     try:
         mod = relaxmlir.parse(text)
     except relaxmlir.ParseError as exc:
-        raise _failure(str(exc), source_name) from None
+        # The same parse again, for diagnostics as relaxmlir-opt prints them (line and caret).
+        _, diags = dg.parse(text, source_name, dialects.get_context())
+        if not diags:
+            raise _failure(str(exc), source_name) from None
+        raise CompileError("".join(dg.format_diagnostic(d, text) for d in diags).rstrip()) from None
     try:
         return relaxmlir.relax.build(mod, target=target)
     except (BuildError, ValueError, TypeError, NotImplementedError) as exc:
