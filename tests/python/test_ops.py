@@ -22,7 +22,7 @@ from relaxmlir.relax.struct_info import TupleStructInfo
 
 R = relax.op
 RTOL, ATOL = 1e-4, 1e-5
-SYMBOLS = {"n": 3, "b": 2, "s": 5}  # values of symbolic dims in the inputs
+SYMBOLS = {"n": 3, "b": 2, "s": 5, "h": 7}  # values of symbolic dims in the inputs
 
 
 # -- the op table ----------------------------------------------------------------------------
@@ -362,6 +362,19 @@ op_record(
 )
 
 family("symbolic")
+op_record(
+    "conv2d_symbolic_hw",
+    lambda x, w: R.nn.conv2d(x, w, strides=2, padding=1),
+    t(lambda x, w: F.conv2d(x, w, stride=2, padding=1)),
+    [("n", 2, "h", "h"), (3, 2, 3, 3)],
+    atol=1e-4,
+)
+op_record(
+    "adaptive_avg_pool2d_symbolic_hw",
+    lambda x: R.nn.adaptive_avg_pool2d(x, 1),
+    t(lambda x: F.adaptive_avg_pool2d(x, 1)),
+    [("n", 2, "h", "h")],
+)
 op_record("add_n", R.add, np.add, [("n", 4), (4,)])
 op_record("matmul_n", R.matmul, np.matmul, [("n", 8), (8, 3)])
 op_record("linear_b_s", R.linear, t(F.linear), [("b", "s", 8), (3, 8), (3,)])
