@@ -526,7 +526,11 @@ def _divide(ctx: Importer, node: fx.Node):
     if not lhs.struct_info.dtype.startswith(("float", "bfloat")):
         lhs, rhs = astype(ctx, lhs, "float32"), astype(ctx, rhs, "float32")
     out = call(ctx, "divide", lhs, rhs)
-    return call(ctx, "trunc", out) if mode == "trunc" else out
+    if mode == "trunc":  # sign(q) * floor(|q|)
+        out = call(
+            ctx, "multiply", call(ctx, "sign", out), call(ctx, "floor", call(ctx, "abs", out))
+        )
+    return out
 
 
 for _op_name, _targets in {
@@ -1333,7 +1337,13 @@ def _sdpa(ctx: Importer, node: fx.Node):
 
 
 register(_conv, F.conv2d, F.conv1d, aten.conv2d, aten.conv1d)
-register(_max_pool, F.max_pool2d, aten.max_pool2d, aten.max_pool2d_with_indices)
+register(
+    _max_pool,
+    F.max_pool2d,
+    F.max_pool2d_with_indices,
+    aten.max_pool2d,
+    aten.max_pool2d_with_indices,
+)
 register(_avg_pool, F.avg_pool2d, aten.avg_pool2d)
 register(
     _adaptive_avg_pool, F.adaptive_avg_pool2d, aten.adaptive_avg_pool2d, aten._adaptive_avg_pool2d

@@ -88,6 +88,7 @@ def _rows() -> list:
         "div": fn(torch.div, s, s2),
         "div_scalar": fn(lambda x: x / 2, s),
         "floor_div": fn(lambda x, y: torch.div(x, y, rounding_mode="floor"), s, s2),
+        "trunc_div": fn(lambda x, y: torch.div(x, y, rounding_mode="trunc"), s, s2),
         "pow_scalar": fn(lambda x: x**2, s),
         "pow": fn(lambda x, y: x.abs() ** y, s, s),
         "maximum": fn(torch.maximum, s, s),
@@ -430,6 +431,13 @@ def test_user_map_extends_unsupported():
         rtol=RTOL,
         atol=ATOL,
     )
+
+
+def test_unsupported_output_part_raises():
+    """Pooling indices have no translation: using them raises, ignoring them is fine."""
+    model = Fn(lambda x: F.max_pool2d(x, 2, return_indices=True)[1], 1)
+    with pytest.raises(NotImplementedError, match=r"indices of max_pool2d at node 'max_pool2d_with_indices'"):
+        from_fx(model, [(1, 1, 4, 4)])
 
 
 class _Add(nn.Module):
