@@ -54,7 +54,7 @@ class _Frame:
         self.expired: dict[int, str] = {}  # dataflow-local vars no longer visible
         self.dataflow: Optional[dict] = None
         self.done = False
-        self.constants: dict[int, ir.Value] = {}
+        self.constants: dict[int, tuple] = {}  # id -> (Constant, value)
 
 
 class BlockBuilder:
@@ -226,7 +226,7 @@ class BlockBuilder:
         if isinstance(output, (list, tuple)):
             output = Tuple([self.emit(o) if not isinstance(o, Var) else o for o in output])
         var = output if isinstance(output, Var) else self.emit(output, name_hint or self._out_name())
-        self._values_of(var)
+        frame.env[id(var)] = self._values_of(var)  # tuple elements are bound here too
         frame.dataflow["outputs"].append(var)
         return var
 
@@ -310,7 +310,8 @@ class BlockBuilder:
         if isinstance(expr, Var):
             return self._values_of(expr), expr.struct_info
         if isinstance(expr, Constant):
-            if id(expr) not in frame.constants:
+            cached = frame.constants.get(id(expr))
+            if cached is None or cached[0] is not expr:
                 attr = ir.DenseElementsAttr.get(expr.data, type=expr.struct_info.mlir_type())
                 with ir.InsertionPoint(self._insertion_block()):
                     op = rx.Constant.create(
@@ -318,8 +319,9 @@ class BlockBuilder:
                         attributes={"value": attr},
                         loc=ir.Location.name(name_hint or "const"),
                     )
-                frame.constants[id(expr)] = op.result
-            return [frame.constants[id(expr)]], expr.struct_info
+                # Keep the Constant alive with its value: a freed object's id can be reused.
+                cached = frame.constants[id(expr)] = (expr, op.result)
+            return [cached[1]], expr.struct_info
         if isinstance(expr, Tuple):
             values = []
             for f in expr.fields:

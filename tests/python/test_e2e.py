@@ -177,3 +177,29 @@ def test_show_elides_large_constants(capsys):
     shown = capsys.readouterr().out
     assert "dense_resource<__elided__>" in shown
     assert len(shown) < 20_000 < len(str(mod))
+
+
+def test_temporary_constants_are_not_confused(rng):
+    """Constants freed after emission must not alias later ones (ids are reused by Python)."""
+    x = relax.Var("x", relax.TensorStructInfo((3,), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = x
+            for i in range(1, 6):
+                y = bb.emit(relax.op.add(y, relax.const(np.full((3,), float(i), "float32"))))
+            gv = bb.emit_output(y)
+        bb.emit_func_output(gv)
+    np.testing.assert_array_equal(run(bb.get(), np.zeros(3, np.float32)).numpy(), np.full(3, 15.0))
+
+
+def test_emit_output_of_a_tuple_element(rng):
+    x = relax.Var("x", relax.TensorStructInfo((4, 6), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            parts = bb.emit(relax.op.split(x, 2, axis=1))
+            gv = bb.emit_output(parts[1])
+        bb.emit_func_output(gv)
+    data = rng.standard_normal((4, 6), dtype=np.float32)
+    np.testing.assert_array_equal(run(bb.get(), data).numpy(), data[:, 3:])
