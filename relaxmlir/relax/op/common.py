@@ -49,10 +49,9 @@ def as_tensor(value: Any, dtype: str, op: str, what: str) -> Expr:
 def scalar_const(value: Any, dtype: str) -> Constant:
     """A 0-d constant, shared per (value, dtype).
 
-    NOTE: `relax.const` turns 0-d arrays into shape (1,) (numpy's `ascontiguousarray`), and
-    `BlockBuilder` caches emitted constants by `id()`, so a freed constant's id can be reused
-    by a new one; keeping these scalars alive (and shared) avoids both.
-    """
+    NOTE: `relax.const` turns 0-d arrays into shape (1,) (numpy's `ascontiguousarray`), which
+    would change the rank of results over 0-d tensors.
+    """"""
     key = (repr(value), dtype)
     if key not in _SCALARS:
         out = const(np.asarray(value).astype(dtype))
