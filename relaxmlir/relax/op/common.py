@@ -51,7 +51,7 @@ def scalar_const(value: Any, dtype: str) -> Constant:
 
     NOTE: `relax.const` turns 0-d arrays into shape (1,) (numpy's `ascontiguousarray`), which
     would change the rank of results over 0-d tensors.
-    """"""
+    """
     key = (repr(value), dtype)
     if key not in _SCALARS:
         out = const(np.asarray(value).astype(dtype))
