@@ -23,7 +23,6 @@ from lowering.registry import PassError, register_pass
 from lowering.schedule import elementwise, matmul, reduction  # noqa: F401  (fill the table)
 from lowering.schedule.common import (
     PRIM_FUNC_ATTR,
-    SCHEDULE_ATTR,
     SCHEDULES,
     ScheduleOptions,
     classify,
@@ -56,12 +55,9 @@ def schedule_module(module_op: ir.Operation, opts: ScheduleOptions) -> None:
     """Schedule every PrimFunc of `module_op` in place; records the chosen rules on each one."""
     for func_op in prim_funcs(module_op):
         try:
-            used = schedule_function(func_op, opts)
+            schedule_function(func_op, opts)
         except Exception as exc:
             raise PassError(f"relax-schedule-cpu: {exc}", func_op) from exc
-        if used:
-            with func_op.context:
-                func_op.attributes[SCHEDULE_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(u) for u in used])
 
 
 def _flag(value: str, name: str) -> bool:

@@ -20,7 +20,7 @@ PRIM_FUNC_ATTR = "relax.prim_func"
 SCHED_ID_ATTR = "relax_sched_id"  # temporary tag: lets the script match exactly one payload op
 SCHEDULE_ATTR = "relax.schedule"  # left on each scheduled function: the rules that ran
 PREPACKED_ATTR = "relax.prepacked"  # on a linalg.unpack of an argument packed ahead of time
-PATTERNS = ("matmul", "reduction", "elementwise", "fallback")
+PATTERNS = ("matmul", "conv", "reduction", "elementwise", "fallback")
 PRINT_SCRIPT_ENV = "RELAXMLIR_PRINT_SCHEDULE"  # set to 1: print every generated script to stderr
 
 
@@ -181,6 +181,9 @@ def classify(op: ir.Operation) -> OpInfo:
     results = op.results
     elem = str(ir.RankedTensorType(results[0].type).element_type) if len(results) else ""
     info = OpInfo(op, "fallback", ranges, iterators, operand_dims, elem, num_results=len(results))
+    if len(results) == 1 and _is_conv(op, maps, operand_dims, iterators):
+        info.pattern = "conv"
+        return info
     if len(results) != 1 or any(d is None for d in operand_dims):
         return info
     out_dims = operand_dims[-1]
@@ -194,6 +197,28 @@ def classify(op: ir.Operation) -> OpInfo:
     else:
         info.pattern = "reduction"
     return info
+
+
+def _is_conv(op: ir.Operation, maps, operand_dims, iterators) -> bool:
+    """Direct convolution: out += x[.., p + r, ..] * w[..], unit strides and dilations, where the
+    image operand indexes some axes by a sum of a parallel and a reduction loop."""
+    if len(op.operands) != 3 or not _is_mul_add(op) or operand_dims[2] is None:
+        return False
+    sums = [i for i, dims in enumerate(operand_dims[:2]) if dims is None]
+    if len(sums) != 1 or operand_dims[1 - sums[0]] is None:
+        return False
+    for expr in maps[sums[0]].results:
+        if isinstance(expr, ir.AffineDimExpr):
+            continue
+        if not isinstance(expr, ir.AffineAddExpr):
+            return False
+        lhs, rhs = expr.lhs, expr.rhs
+        if not (isinstance(lhs, ir.AffineDimExpr) and isinstance(rhs, ir.AffineDimExpr)):
+            return False
+        kinds = {iterators[lhs.position], iterators[rhs.position]}
+        if kinds != {"parallel", "reduction"}:
+            return False
+    return True
 
 
 def _classify_contraction(info: OpInfo, k: int) -> None:
@@ -385,44 +410,99 @@ def legalize_function(func_op: ir.Operation) -> None:
         apply_script(func_op, s)
 
 
-def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]:
-    """Apply the table's rules to every linalg op of `func_op`; returns the names they report.
-
-    Two scripts run: every rule's `prepare` (packing), then `fold_prepacked`, then every rule's
-    `schedule` and the shared `finalize`. On a failure the function is restored unscheduled
-    (still correct, slower) with a warning naming it; with `strict` the failure is raised.
-    """
+def _apply_rules(func_op: ir.Operation, opts: ScheduleOptions, chosen: Optional[set[int]]) -> list[str]:
+    """Run the rules of the ops in `chosen` (all when None) on `func_op` in place; raises on a
+    script failure, leaving `func_op` partly transformed (callers work on a clone)."""
     infos = [classify(op) for op in linalg_ops(func_op)]
-    if not infos:
-        return []
     for tag, info in enumerate(infos):
         info.tag = tag
         info.op.attributes[SCHED_ID_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tag)
-    rules = [get_schedule(opts.target, info.pattern) for info in infos]
-    backup = func_op.clone(ip=False)
-    try:
-        pre = Script()
-        for tag, (rule, info) in enumerate(zip(rules, infos)):
-            rule.prepare(pre, pre.match_tagged(tag), info, opts)
-        if pre.lines:
-            apply_script(func_op, pre)
-            fold_prepacked(func_op)
-        main = Script()
-        used = []
-        for tag, (rule, info) in enumerate(zip(rules, infos)):
-            used.append(rule.schedule(main, main.match_tagged(tag), info, opts))
-        finalize(main)
-        apply_script(func_op, main)
-    except Exception as exc:  # transform failures surface as ValueError/MLIRError with diagnostics
-        name = ir.StringAttr(func_op.attributes["sym_name"]).value
-        _restore(func_op, backup)
-        if opts.strict:
-            raise
-        warnings.warn(f"relax-schedule-cpu: @{name} left unscheduled: {exc}", RuntimeWarning, stacklevel=2)
-        return []
-    backup.erase()
+    picked = [(tag, info) for tag, info in enumerate(infos) if chosen is None or tag in chosen]
+    rules = {tag: get_schedule(opts.target, info.pattern) for tag, info in picked}
+    pre = Script()
+    handles = {tag: pre.match_tagged(tag) for tag, _ in picked}
+    for tag, info in picked:
+        rules[tag].prepare(pre, handles[tag], info, opts)
+    if len(pre.lines) > len(handles):
+        apply_script(func_op, pre)
+        fold_prepacked(func_op)
+    main = Script()
+    # Match every op first: handles then follow ops that a later rule's patterns rewrite.
+    handles = {tag: main.match_tagged(tag) for tag, _ in picked}
+    used = [rules[tag].schedule(main, handles[tag], info, opts) for tag, info in picked]
+    finalize(main)
+    apply_script(func_op, main)
     _untag(func_op)
     return used
+
+
+def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]:
+    """Apply the table's rules to every linalg op of `func_op`; returns the names they report.
+
+    The scheduled function replaces `func_op` (which is erased) and carries SCHEDULE_ATTR.
+
+    Two scripts run: every rule's `prepare` (packing), then `fold_prepacked`, then every rule's
+    `schedule` and the shared `finalize`. If that fails, each op is tried alone on a copy and the
+    function is scheduled with the ops that succeeded; the others keep their linalg form (naive
+    loops: correct, slower) and a warning names them. With `strict` the first failure is raised.
+    """
+    count = len(linalg_ops(func_op))
+    if count == 0:
+        return []
+    # Trials run on copies inside a scratch module (the interpreter wants a parented payload).
+    scratch = ir.Module.create(loc=func_op.location)
+
+    def copy() -> ir.Operation:
+        return func_op.clone(ip=ir.InsertionPoint(scratch.body))
+
+    trial = copy()
+    try:
+        used = _apply_rules(trial, opts, None)
+        _replace(func_op, trial, used)
+        return used
+    except Exception as exc:  # transform failures surface as ValueError/MLIRError with diagnostics
+        trial.erase()
+        if opts.strict:
+            raise
+        first_error = exc
+    good, bad = set(), []
+    for tag in range(count):
+        trial = copy()
+        try:
+            _apply_rules(trial, opts, {tag})
+            good.add(tag)
+        except Exception:
+            bad.append(tag)
+        trial.erase()
+    name = ir.StringAttr(func_op.attributes["sym_name"]).value
+    ops = linalg_ops(func_op)
+    skipped = ", ".join(f"#{t} {ops[t].name}" for t in bad)
+    warnings.warn(
+        f"relax-schedule-cpu: @{name}: op(s) {skipped} left unscheduled: {first_error}",
+        RuntimeWarning,
+        stacklevel=2,
+    )
+    if not good:
+        return []
+    trial = copy()
+    try:
+        used = _apply_rules(trial, opts, good)
+    except Exception as exc:
+        trial.erase()
+        warnings.warn(f"relax-schedule-cpu: @{name} left unscheduled: {exc}", RuntimeWarning, stacklevel=2)
+        return []
+    _replace(func_op, trial, used)
+    return used
+
+
+def _replace(func_op: ir.Operation, new: ir.Operation, used: list[str]) -> None:
+    """Put the scheduled copy `new` in place of `func_op` (same symbol), erasing `func_op`, and
+    record the rules that ran on it."""
+    with new.context:
+        new.attributes[SCHEDULE_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(u) for u in used])
+    new.detach_from_parent()
+    ir.InsertionPoint(func_op).insert(new)
+    func_op.erase()
 
 
 def fold_prepacked(func_op: ir.Operation) -> None:
@@ -458,12 +538,6 @@ def fold_prepacked(func_op: ir.Operation) -> None:
             continue
         pack.results[0].replace_all_uses_with(unpack.operands[0])
         pack.erase()
-
-
-def _restore(func_op: ir.Operation, backup: ir.Operation) -> None:
-    ir.InsertionPoint(func_op).insert(backup)
-    func_op.erase()
-    _untag(backup)
 
 
 def _untag(root: ir.Operation) -> None:

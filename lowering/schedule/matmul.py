@@ -231,6 +231,55 @@ def _schedule_small(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> s
 
 
 # ----------------------------------------------------------------------------------------------
+# Direct convolution (unit stride): out[.., p, ..] += x[.., p + r, ..] * w[..]
+
+CONV_ACCUMULATORS = 12  # zmm partial sums per conv register tile
+CONV_VECTOR = 32  # widest run of the output's contiguous axis per register tile
+
+
+@register_schedule("conv")
+class ConvSchedule(ScheduleRule):
+    """Register tile = the output's contiguous axis (up to 32 lanes) x a block of image rows
+    (or of filters when rows are short); every reduction loop (channels, kernel window) is tiled to 1, which turns the tile into
+    an outer-product update once unit dimensions are folded, so the partial sums stay in
+    registers across the whole window. Batch split across threads."""
+
+    def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+        if not info.static or info.element_type != "f32":
+            return "conv-fallback"
+        out, w_dims = info.operand_dims[2], next(d for d in info.operand_dims[:2] if d is not None)
+        nloops = len(info.ranges)
+        vec = out[-1]
+        width = _divisor_tile(info.ranges[vec], CONV_VECTOR, 1)
+        masked = width % 16 != 0 and info.ranges[vec] > 16  # e.g. 28 = 16 + a masked 12
+        if masked:
+            width = 16
+        regs = _ceil(width, 16)
+        # Wide rows: block image rows (a 2-D read of contiguous rows, the weight a scalar
+        # broadcast). Narrow rows (< 16 lanes): block filters, so each loaded row feeds several
+        # accumulators (measured on LeNet's 10x10 layer: 144 us vs 268 us).
+        rows_first = info.ranges[vec] >= 16
+        image = [d for d in out[1:-1] if d not in w_dims]
+        filters = [d for d in out[:-1] if d in w_dims]
+        blocks = (image if rows_first else filters) or [d for d in out[:-1] if d != vec] or [out[0]]
+        block = max(blocks, key=lambda d: info.ranges[d])
+        rows = _divisor_tile(info.ranges[block], max(1, CONV_ACCUMULATORS // regs), 1)
+        if opts.threads > 1 and info.work >= PARALLEL_MIN_WORK and out[0] not in (vec, block):
+            split = [0] * nloops
+            split[out[0]] = _ceil(info.ranges[out[0]], opts.threads)
+            h, _ = s.tile_forall(h, tile_sizes=split)
+        outer = [1 if t == "parallel" else 0 for t in info.iterators]
+        outer[vec], outer[block] = width, rows
+        h, _ = s.tile_for(h, outer)
+        inner = [0 if t == "parallel" else 1 for t in info.iterators]
+        h, loops = s.tile_for(h, inner)
+        s.patterns("linalg.fold_unit_extent_dims_via_slices", target=loops[-1])
+        # After folding, the tile's loops are the non-unit ones: the row block, then the vector.
+        s.vectorize(h, ([rows] if rows > 1 else []) + [width] if masked else None)
+        return f"conv-{rows}x{width}"
+
+
+# ----------------------------------------------------------------------------------------------
 # Constant weights: pack once at compile time
 
 

@@ -49,11 +49,11 @@ def run_matmul(m, n, k, *, transposed_b=False, batch=(), schedule="threads=1 str
     return c, a @ (np.swapaxes(b, -1, -2) if transposed_b else b)
 
 
-def scheduled_names(text: str, name: str, threads: int = 1) -> list[str]:
+def scheduled_names(text: str, name: str, threads: int = 1, strict: bool = True) -> list[str]:
     with ir.Context():
         module = ir.Module.parse(text)
         func_op = next(op.operation for op in module.body.operations if ir.StringAttr(op.attributes["sym_name"]).value == name)
-        return schedule_function(func_op, ScheduleOptions(threads=threads, strict=True))
+        return schedule_function(func_op, ScheduleOptions(threads=threads, strict=strict))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -253,3 +253,88 @@ def test_matmul_sweep(size, threads):
     for tb in (False, True):
         got, want = run_matmul(size, size + 8, size - 8, transposed_b=tb, schedule=f"threads={threads} strict=true")
         check(got, want, f"sweep {size} tb={tb} threads={threads}")
+
+
+# ---------------------------------------------------------------------------------------------
+# Direct convolution and per-op fallback
+
+CONV = """
+func.func private @conv(%x: tensor<{n}x{c}x{h}x{h}xf32>, %w: tensor<{f}x{c}x{k}x{k}xf32>, %o: tensor<{n}x{f}x{oh}x{oh}xf32>) -> tensor<{n}x{f}x{oh}x{oh}xf32> attributes {{relax.prim_func}} {{
+  %zero = arith.constant 0.0 : f32
+  %fill = linalg.fill ins(%zero : f32) outs(%o : tensor<{n}x{f}x{oh}x{oh}xf32>) -> tensor<{n}x{f}x{oh}x{oh}xf32>
+  %r = linalg.generic {{indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>,
+                                         affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>,
+                                         affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>],
+                        iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]}}
+      ins(%x, %w : tensor<{n}x{c}x{h}x{h}xf32>, tensor<{f}x{c}x{k}x{k}xf32>) outs(%fill : tensor<{n}x{f}x{oh}x{oh}xf32>) {{
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %p = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }} -> tensor<{n}x{f}x{oh}x{oh}xf32>
+  return %r : tensor<{n}x{f}x{oh}x{oh}xf32>
+}}
+"""
+
+
+def conv_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
+    k = w.shape[-1]
+    windows = np.lib.stride_tricks.sliding_window_view(x, (k, k), axis=(2, 3))  # n c oh ow kh kw
+    return np.einsum("nchwij,fcij->nfhw", windows, w)
+
+
+@pytest.mark.parametrize("n,c,h,f,k,route", [(2, 1, 32, 6, 5, "conv-7x16"), (2, 6, 14, 16, 5, "conv-8x10"), (1, 3, 20, 4, 3, "conv-9x16")])
+def test_conv_matches_numpy(n, c, h, f, k, route):
+    oh = h - k + 1
+    text = CONV.format(n=n, c=c, h=h, f=f, k=k, oh=oh)
+    x, w, o = rand(n, c, h, h), rand(f, c, k, k, seed=1), np.zeros((n, f, oh, oh), np.float32)
+    Kernel.build(text, "conv", schedule="threads=1 strict=true")(x, w, o)
+    check(o, conv_reference(x, w), f"conv {n}x{c}x{h}x{h} * {f}x{c}x{k}x{k}")
+    assert scheduled_names(text, "conv") == [route]
+
+
+PAD_THEN_RELU = """
+func.func private @pad_relu(%x: tensor<8x16xf32>, %out: tensor<8x20xf32>) -> tensor<8x20xf32> attributes {relax.prim_func} {
+  %e = tensor.empty() : tensor<8x20xf32>
+  %padded = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      outs(%e : tensor<8x20xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %c2 = arith.constant 2 : index
+    %c18 = arith.constant 18 : index
+    %lo = arith.cmpi sge, %j, %c2 : index
+    %hi = arith.cmpi slt, %j, %c18 : index
+    %in = arith.andi %lo, %hi : i1
+    %v = scf.if %in -> (f32) {
+      %jj = arith.subi %j, %c2 : index
+      %x_ij = tensor.extract %x[%i, %jj] : tensor<8x16xf32>
+      scf.yield %x_ij : f32
+    } else {
+      %zero = arith.constant 0.0 : f32
+      scf.yield %zero : f32
+    }
+    linalg.yield %v : f32
+  } -> tensor<8x20xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%padded : tensor<8x20xf32>) outs(%out : tensor<8x20xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %zero = arith.constant 0.0 : f32
+    %m = arith.maximumf %a, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<8x20xf32>
+  return %r : tensor<8x20xf32>
+}
+"""
+
+
+def test_unschedulable_op_falls_back_alone():
+    """An inlined pad (scf.if in the payload) cannot be vectorized: it keeps its generic, the
+    relu next to it is still scheduled, a warning names the skipped op, results are right."""
+    with pytest.warns(RuntimeWarning, match=r"op\(s\) #0 linalg.generic left unscheduled"):
+        used = scheduled_names(PAD_THEN_RELU, "pad_relu", strict=False)
+    assert used == ["elementwise-32"]
+    x, out = rand(8, 16), np.zeros((8, 20), np.float32)
+    with pytest.warns(RuntimeWarning):
+        Kernel.build(PAD_THEN_RELU, "pad_relu", schedule="threads=1")(x, out)
+    check(out, np.maximum(np.pad(x, ((0, 0), (2, 2))), 0), "pad + relu")
