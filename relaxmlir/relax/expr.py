@@ -73,7 +73,9 @@ class Constant(Expr):
     """A constant tensor; becomes a `relax.constant` op when emitted."""
 
     def __init__(self, data: np.ndarray):
-        self.data = np.ascontiguousarray(data)
+        data = np.asarray(data)
+        # np.ascontiguousarray would turn a 0-d array into shape (1,)
+        self.data = data if data.flags.c_contiguous else np.ascontiguousarray(data)
         self.struct_info = TensorStructInfo(self.data.shape, str(self.data.dtype))
 
 

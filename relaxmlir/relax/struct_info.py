@@ -48,8 +48,15 @@ def normalize_dim(d) -> sh.Dim:
         sh.parse(d)
         return d
     name = getattr(d, "name", None)
-    if isinstance(name, str):
+    if isinstance(name, str) and name.isidentifier():
         return name
+    text = str(d)  # a te expression over size vars, e.g. "(n * 2)"
+    try:
+        sh.parse(text)
+    except (SyntaxError, ValueError):
+        pass
+    else:
+        return text
     raise TypeError(f"shape dimension must be an int or a symbol name, got {d!r}")
 
 
