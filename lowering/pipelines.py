@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 
 import mlir
 
-from lowering.schedule.runtime import PARALLEL_CODEGEN, SHARED_LIBS, VECTOR_CODEGEN
+from lowering.schedule.runtime import PARALLEL_CODEGEN, PARALLEL_LLVM, SHARED_LIBS, VECTOR_CODEGEN
 
 MLIR_LIB_DIR = os.path.join(list(mlir.__path__)[0], "lib")
 
@@ -42,17 +42,18 @@ BUFFERIZE = [
 # Loops and vectors down to the LLVM dialect.
 CPU_CODEGEN = [
     *VECTOR_CODEGEN,  # scheduled kernels: n-D vector transfers -> 1-D (one zmm row each)
-    *PARALLEL_CODEGEN,  # scheduled kernels: scf.forall -> async tasks on the runtime's thread pool
+    *PARALLEL_CODEGEN,  # scheduled kernels: scf.forall -> OpenMP or async tasks (schedule/runtime.py)
     "convert-linalg-to-loops",
     "arith-expand",  # floordivsi/ceildivsi and friends have no direct LLVM lowering
     "lower-affine",
     "expand-strided-metadata",
     "lower-affine",  # expand-strided-metadata emits affine.apply for subview offsets
+    "finalize-memref-to-llvm",  # before convert-scf-to-cf: OpenMP regions need it (MLIR_NOTES)
     "convert-scf-to-cf",
     "convert-vector-to-llvm{enable-x86vector}",  # contractions were lowered to FMAs by the schedule
     "convert-math-to-llvm",
     "convert-math-to-libm",
-    "finalize-memref-to-llvm",
+    *PARALLEL_LLVM,  # OpenMP: omp dialect -> LLVM (nothing for async)
     "convert-ub-to-llvm",  # vectorization pads transfers with ub.poison
     "convert-to-llvm",
     "reconcile-unrealized-casts",

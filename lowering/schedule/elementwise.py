@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 from lowering.schedule.common import OpInfo, ScheduleOptions, ScheduleRule, Script, register_schedule
+from lowering.schedule.runtime import PARALLEL_MIN_ELEMENTS
 
 VECTOR = 64  # elements per step along the innermost loop: 4 zmm per value, masked at the edge
 LANES = 16  # f32 lanes of one zmm register
-PARALLEL_MIN_ELEMENTS = 1 << 18  # below this a parallel loop costs more than it gains
 
 
 def _round_up(x: int, m: int) -> int:

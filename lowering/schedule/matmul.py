@@ -29,16 +29,13 @@ from lowering.schedule.common import (
     Script,
     register_schedule,
 )
+from lowering.schedule.runtime import PARALLEL_MIN_COPY, PARALLEL_MIN_WORK  # M*N*K / elements
 
 MR, NR = 8, 32  # micro tile: 8 x 32 f32 = 16 zmm accumulators (2 FMA ports x 4-cycle latency)
 GEMV_NB = 4  # 1-row register tile: 4 panels of 32 = 8 accumulators
 MC, NC, KC = 16, 8, 256  # cache tiles: 16 row panels (128 rows) x 8 col panels (256 cols) x 256 k
 PACK_K = 16  # k elements per vectorized pack step (8x16 transpose for A, 16x32 copy for B)
 SMALL_N = 128  # register tile of the unpacked route: 1 x 128 (8 zmm accumulators)
-PARALLEL_MIN_WORK = 1 << 19  # M*N*K under which a parallel loop costs more than it gains
-# Elements a pack/unpack must move before it gets its own parallel loop: each scf.forall costs
-# ~0.15 s of LLVM time (async coroutines), and moving 1M floats takes well under a millisecond.
-PARALLEL_MIN_COPY = 1 << 20
 
 
 @register_schedule("matmul")
@@ -96,8 +93,7 @@ def _b_k_major(info: OpInfo) -> bool:
 
 
 def _threads_for(info: OpInfo, opts: ScheduleOptions) -> int:
-    work = info.work
-    return opts.threads if opts.threads > 1 and work >= PARALLEL_MIN_WORK else 1
+    return opts.threads if opts.threads > 1 and info.work >= PARALLEL_MIN_WORK else 1
 
 
 def _ceil(a: int, b: int) -> int:
@@ -129,23 +125,24 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> 
     n_blocks = _ceil(info.size(info.n), NR)
     nb = 1 if m_packed else next(b for b in (GEMV_NB, 2, 1) if n_blocks % b == 0)
     # Thread level: one forall over the batch, the M panels or the N panels.
+    m_span, n_span = m_blocks, n_blocks  # panels each task sees
     if threads > 1:
         sizes = [0] * nloops + inner
         batch_total = int(np.prod([info.size(d) for d in info.batch])) if info.batch else 1
         if info.batch and batch_total >= threads:
             sizes[info.batch[0]] = _ceil(info.size(info.batch[0]), threads)
         elif m_packed and m_blocks >= n_blocks and m_blocks >= threads:
-            sizes[info.m] = _ceil(m_blocks, threads)
+            sizes[info.m] = m_span = _ceil(m_blocks, threads)
         elif n_blocks % (threads * nb) == 0:
-            sizes[info.n] = n_blocks // threads
+            sizes[info.n] = n_span = n_blocks // threads
         elif m_blocks >= threads:
-            sizes[info.m] = _ceil(m_blocks, threads)
+            sizes[info.m] = m_span = _ceil(m_blocks, threads)
         if any(sizes):
             h, _ = s.tile_forall(h, tile_sizes=sizes)
     # Cache level: N blocks, then K blocks, then M blocks (B block stays in L2, A block in L2).
     cache = [1 if d in info.batch else 0 for d in range(nloops)] + inner
-    cache[info.m] = min(MC, m_blocks) if m_packed else 1
-    cache[info.n] = _divisor_tile(n_blocks, NC, nb)
+    cache[info.m] = min(MC, m_span) if m_packed else 1
+    cache[info.n] = _divisor_tile(n_span, NC, nb)
     cache[info.k] = min(KC, info.size(info.k))
     order = list(info.batch) + [info.n, info.k, info.m]
     h, _ = s.tile_for(h, cache, interchange=order)

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from lowering.schedule.common import OpInfo, ScheduleOptions, ScheduleRule, Script, register_schedule
+from lowering.schedule.runtime import PARALLEL_MIN_ELEMENTS as PARALLEL_MIN_WORK
 
 LANES = 16  # f32 lanes of one zmm register: partial results per reduced row
-PARALLEL_MIN_WORK = 1 << 18
 
 
 def _round_up(x: int, m: int) -> int:

@@ -81,10 +81,24 @@ def test_matmul_matches_numpy(m, n, k, tb, batch, route):
     assert scheduled_names(matmul_text(m, n, k, transposed_b=tb, batch=batch), "mm") == [route]
 
 
-@pytest.mark.parametrize("m,n,k,tb", [(96, 200, 72, False), (1, 256, 64, True)])
-def test_matmul_two_threads(m, n, k, tb):
+@pytest.fixture
+def parallel_everything(monkeypatch):
+    """Parallelize ops of any size (the thresholds would keep these small tests sequential)."""
+    from lowering.schedule import elementwise, matmul, reduction
+
+    for module, name in ((matmul, "PARALLEL_MIN_WORK"), (matmul, "PARALLEL_MIN_COPY"),
+                         (elementwise, "PARALLEL_MIN_ELEMENTS"), (reduction, "PARALLEL_MIN_WORK")):
+        monkeypatch.setattr(module, name, 1)
+
+
+@pytest.mark.parametrize("m,n,k,tb", [(96, 200, 72, False), (1, 256, 64, True), (37, 53, 29, True)])
+def test_matmul_two_threads(m, n, k, tb, parallel_everything):
     got, want = run_matmul(m, n, k, transposed_b=tb, schedule="threads=2 strict=true")
     check(got, want, f"matmul {m}x{n}x{k} threads=2")
+    with ir.Context():
+        module = ir.Module.parse(matmul_text(m, n, k, transposed_b=tb))
+        schedule_function(module.body.operations[0].operation, ScheduleOptions(threads=2, strict=True))
+        assert "scf.forall" in str(module)
 
 
 def test_schedule_off_gives_same_numbers():
@@ -196,7 +210,7 @@ def _bias_relu_text(rows, n, dynamic=False):
 
 
 @pytest.mark.parametrize("rows,n,threads", [(37, 53, 1), (256, 128, 1), (1, 10, 1), (600, 520, 2)])
-def test_elementwise_chain_matches_numpy(rows, n, threads):
+def test_elementwise_chain_matches_numpy(rows, n, threads, parallel_everything):
     a, b, c = rand(rows, n), rand(n, seed=1), np.zeros((rows, n), np.float32)
     Kernel.build(_bias_relu_text(rows, n), "bias_relu", schedule=f"threads={threads} strict=true")(a, b, c)
     check(c, np.maximum(a + b, 0), f"bias+relu {rows}x{n}")
