@@ -6,6 +6,8 @@
 
 Each thread count runs in its own subprocess with OMP/OPENBLAS/MKL_NUM_THREADS and
 RELAXMLIR_NUM_THREADS set, so numpy and the compiled kernel use the same number of threads.
+The parallel runtime is OpenMP when lowering.schedule.runtime finds one (e.g.
+RELAXMLIR_OPENMP_LIB=/path/libiomp5.so), else the async runtime.
 A workload is a TE-style PrimFunc (fill + linalg.generic) compiled through the CPU pipeline
 (`lowering.schedule.testing.Kernel`); ours and numpy's run interleaved in rounds and the
 medians are reported with GFLOP/s. numpy computes into a preallocated output (`out=`).
@@ -47,6 +49,7 @@ def worker(threads: int, repeat: int, names: list[str]) -> list[dict]:
     from mlir import ir
 
     from lowering.schedule import pack_weight, use_prepacked_weight
+    from lowering.schedule.runtime import PARALLEL_RUNTIME
     from lowering.schedule.testing import Kernel, matmul_text, median_seconds
 
     rng = np.random.default_rng(0)
@@ -75,7 +78,9 @@ def worker(threads: int, repeat: int, names: list[str]) -> list[dict]:
         busy0 = _cpu_busy()
         for _ in range(repeat):  # interleave so both see the same machine state
             ours.append(median_seconds(kernel.run, min_time=0.2))
+            time.sleep(0.3)  # idle gap: OpenMP and OpenBLAS workers spin a while after a call
             theirs.append(median_seconds(lambda: np.matmul(a, bt, out=c_np), min_time=0.2))
+            time.sleep(0.3)
         busy1 = _cpu_busy()
         flops = 2.0 * m * n * k
         t_ours, t_np = float(np.median(ours)), float(np.median(theirs))
@@ -91,6 +96,7 @@ def worker(threads: int, repeat: int, names: list[str]) -> list[dict]:
                 "compile_s": kernel.compile_s,
                 "max_abs_err": err,
                 "cpu_busy": (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]),
+                "runtime": PARALLEL_RUNTIME,
             }
         )
     return rows
@@ -119,6 +125,7 @@ def main() -> None:
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
         rows += json.loads(out.strip().splitlines()[-1])
         print(f"# {threads} thread(s): {time.time() - start:.0f} s", file=sys.stderr)
+    print(f"# parallel runtime: {rows[0]['runtime'] if rows else '?'}")
     print(f"{'workload':30s} {'thr':>3s} {'ours us':>10s} {'numpy us':>10s} {'ours GF/s':>9s} {'np GF/s':>8s} "
           f"{'ratio':>6s} {'compile s':>9s} {'busy':>5s}")
     for r in rows:

@@ -111,7 +111,7 @@ PARALLEL_RUNTIME = _choose_runtime()
 PARALLEL_CODEGEN = OPENMP_CODEGEN if PARALLEL_RUNTIME == "openmp" else ASYNC_CODEGEN
 PARALLEL_LLVM = OPENMP_LLVM if PARALLEL_RUNTIME == "openmp" else []
 # Below this much work (MACs / elements) a parallel region costs more than it saves.
-PARALLEL_MIN_WORK = 1 << 19 if PARALLEL_RUNTIME == "openmp" else 1 << 24
+PARALLEL_MIN_WORK = 1 << 19 if PARALLEL_RUNTIME == "openmp" else 1 << 25
 PARALLEL_MIN_ELEMENTS = 1 << 17 if PARALLEL_RUNTIME == "openmp" else 1 << 21
 # Elements a pack/unpack must move to get its own parallel loop (an async forall also costs
 # ~0.15 s of LLVM time: coroutines).
