@@ -7,7 +7,10 @@ Routes, chosen per op by `MatmulSchedule.route`:
   (one 8x32 tile = 16 zmm accumulators), vectorized and lowered to FMAs, and unpacked at the end.
   With fewer than 8 rows, A stays unpacked and the register tile is 1x128 (8 accumulators).
 - "small": no packing, register tile 1x128 (x1 in K) straight on the operands: GEMV-like shapes
-  whose B is not a compile-time constant (packing B would cost as much as the product).
+  (fewer than 8 rows) whose B is [K, N] and not prepacked (packing would cost as much as the
+  product).
+- "dot": the same shapes with B [N, K] (dense / nn.Linear, not prepacked): 16-lane partial dot
+  products for 8 outputs at a time, combined once per output (`reduction.inner_reduction`).
 Weights known at compile time are packed once by `pack_weight` and reach the PrimFunc already in
 the [.., N/32, K, 32] layout (`use_prepacked_weight`), so the B pack folds away.
 """
@@ -29,6 +32,7 @@ from lowering.schedule.common import (
     Script,
     register_schedule,
 )
+from lowering.schedule.reduction import inner_reduction
 from lowering.schedule.runtime import PARALLEL_MIN_COPY, PARALLEL_MIN_WORK  # M*N*K / elements
 
 MR, NR = 8, 32  # micro tile: 8 x 32 f32 = 16 zmm accumulators (2 FMA ports x 4-cycle latency)
@@ -48,9 +52,9 @@ class MatmulSchedule(ScheduleRule):
         m, n = info.size(info.m), info.size(info.n)
         if m >= MR and n >= NR:
             return "packed"
-        if _b_k_major(info):
-            return "small"
-        return "packed"  # transposed B with few rows: packing B turns dot products into FMAs
+        # Few rows: packing B would cost as much as the product. B [K, N] rows feed FMAs
+        # directly; B [N, K] rows are dot products (16-lane partial sums for 8 outputs at a time).
+        return "small" if _b_k_major(info) else "dot"
 
     def prepare(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> None:
         if self.route(info) != "packed":
@@ -81,8 +85,13 @@ class MatmulSchedule(ScheduleRule):
         route = self.route(info)
         if route == "fallback":
             return "matmul-fallback"
+        if route in ("small", "dot"):
+            h = _split_columns(s, h, info, opts)
         if route == "small":
             return _schedule_small(s, h, info, opts)
+        if route == "dot":
+            rows, lanes = inner_reduction(s, h, info, info.k, block_dim=info.n)
+            return f"matmul-dot-{rows}x{lanes}"
         return _schedule_packed(s, h, info, opts)
 
 
@@ -209,6 +218,17 @@ def _cast(s: Script, h: str, op_name: str) -> str:
     c = s.fresh("cast")
     s.emit(f'{c} = transform.cast {h} : {s.ANY} to !transform.op<"{op_name}">')
     return c
+
+
+def _split_columns(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+    """Unpacked routes (few rows): split the columns across threads, in whole multiples of 128."""
+    threads = _threads_for(info, opts)
+    n = info.size(info.n)
+    if threads > 1 and n >= threads * SMALL_N:
+        sizes = [0] * len(info.ranges)
+        sizes[info.n] = _ceil(_ceil(n, threads), SMALL_N) * SMALL_N
+        h, _ = s.tile_forall(h, tile_sizes=sizes)
+    return h
 
 
 def _schedule_small(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:

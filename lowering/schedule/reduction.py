@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 from lowering.schedule.common import OpInfo, ScheduleOptions, ScheduleRule, Script, register_schedule
 from lowering.schedule.runtime import PARALLEL_MIN_ELEMENTS as PARALLEL_MIN_WORK
 
@@ -43,25 +45,49 @@ def _contiguous_loop(info: OpInfo) -> int:
     return ins[best][-1] if ins[best] else len(info.ranges) - 1
 
 
-def _inner_reduction(s: Script, h: str, info: OpInfo, red: int) -> str:
+ROWS = 8  # independent partial-sum vectors per step (hides the 4-cycle add/FMA latency)
+
+
+def _divisor(total: int, cap: int) -> int:
+    return next(t for t in range(min(cap, total), 0, -1) if total % t == 0)
+
+
+def inner_reduction(s: Script, h: str, info: OpInfo, red: int, block_dim: Optional[int] = None) -> tuple[int, int]:
+    """Keep LANES partial results for each of up to ROWS outputs in vectors while the contiguous
+    reduction loop streams by (`tile_reduction_using_for`), then combine each vector once.
+    `block_dim` (default: the output's innermost loop) is the parallel loop blocked by ROWS.
+    Returns (rows, lanes)."""
     nloops = len(info.ranges)
-    rows = [1 if info.iterators[d] == "parallel" else 0 for d in range(nloops)]
-    if any(rows):
-        h, _ = s.tile_for(h, rows)
+    if block_dim is None:
+        out_dims = info.operand_dims[-1]
+        block_dim = out_dims[-1] if out_dims else None
+    rows = _divisor(info.ranges[block_dim], ROWS) if block_dim is not None else 1
+    tiles = [1 if info.iterators[d] == "parallel" else 0 for d in range(nloops)]
+    if block_dim is not None:
+        tiles[block_dim] = rows
+    if any(tiles):
+        h, _ = s.tile_for(h, tiles)
     width = min(LANES, _round_up(info.ranges[red], LANES))
     split = [0] * nloops
     split[red] = width
-    fill, partial, combine, _ = s.fresh("fill"), s.fresh("part"), s.fresh("comb"), s.fresh("loop")
+    fill, partial, combine, loop = s.fresh("fill"), s.fresh("part"), s.fresh("comb"), s.fresh("loop")
     s.emit(
-        f"{fill}, {partial}, {combine}, {_} = transform.structured.tile_reduction_using_for {h} "
+        f"{fill}, {partial}, {combine}, {loop} = transform.structured.tile_reduction_using_for {h} "
         f"by tile_sizes = {split} : ({s.ANY}) -> ({s.ANY}, {s.ANY}, {s.ANY}, {s.ANY})"
     )
     vec = [1 if info.iterators[d] == "parallel" else 0 for d in range(nloops)]
+    if block_dim is not None:
+        vec[block_dim] = rows
     vec[red] = width
     s.vectorize(partial, vec)
     s.vectorize(combine)
     s.vectorize(fill)
-    return f"reduction-inner-{width}"
+    return rows, width
+
+
+def _inner_reduction(s: Script, h: str, info: OpInfo, red: int) -> str:
+    rows, width = inner_reduction(s, h, info, red)
+    return f"reduction-inner-{rows}x{width}"
 
 
 def _outer_reduction(s: Script, h: str, info: OpInfo, red: int, inner: int) -> str:

@@ -65,9 +65,9 @@ MATMULS = [
     (37, 53, 29, False, (), "matmul-packed-8x32"),  # nothing divides the tiles: padding + masks
     (37, 53, 29, True, (), "matmul-packed-8x32"),
     (1, 128, 784, False, (), "matmul-small-1x128"),  # GEMV, B [K, N]
-    (1, 128, 784, True, (), "matmul-packed-1x128"),  # GEMV, dense B [N, K]
+    (1, 128, 784, True, (), "matmul-dot-8x16"),  # GEMV, dense B [N, K]: split-K dot products
     (1, 10, 128, False, (), "matmul-small-1x16"),
-    (256, 10, 128, True, (), "matmul-packed-8x32"),
+    (256, 10, 128, True, (), "matmul-dot-5x16"),  # 10 columns: dot products, no padding to 32
     (128, 96, 64, True, (), "matmul-packed-8x32"),
     (2, 40, 48, False, (3,), "matmul-small-1x48"),  # batch, few rows
     (33, 70, 17, True, (2,), "matmul-packed-8x32"),  # batch, transposed B, odd sizes
@@ -91,7 +91,7 @@ def parallel_everything(monkeypatch):
         monkeypatch.setattr(module, name, 1)
 
 
-@pytest.mark.parametrize("m,n,k,tb", [(96, 200, 72, False), (1, 256, 64, True), (37, 53, 29, True)])
+@pytest.mark.parametrize("m,n,k,tb", [(96, 200, 72, False), (1, 512, 64, True), (1, 300, 40, False), (37, 53, 29, True)])
 def test_matmul_two_threads(m, n, k, tb, parallel_everything):
     got, want = run_matmul(m, n, k, transposed_b=tb, schedule="threads=2 strict=true")
     check(got, want, f"matmul {m}x{n}x{k} threads=2")

@@ -1,37 +1,36 @@
 // RUN: relaxmlir-opt %s '--relax-schedule-cpu{threads=2 strict=true}' -split-input-file | FileCheck %s
 
 // A large matmul takes the data-tiling route: A and B are packed into 8-row and 32-column
-// panels by vectorized loops (too small here to be worth their own threads), the packed product
-// is tiled with the N/K/M cache loops inside one scf.forall (2 threads), each 8x32 register tile
-// accumulates in vectors (8 outer products of a 32-wide B row per k), and the result is
-// unpacked 8x32 at a time.
+// panels by vectorized loops (split across threads or not, depending on the parallel runtime's
+// cost), the packed product is tiled with the N/K/M cache loops inside one scf.forall
+// (2 threads), each 8x32 register tile accumulates in vectors (8 outer products of a 32-wide B
+// row per k), and the result is unpacked 8x32 at a time.
 // CHECK-LABEL: func.func private @matmul_packed
 // CHECK-SAME: relax.schedule = ["matmul-packed-8x32"]
 // CHECK-NOT: linalg.generic
-// CHECK: %[[APACK:.+]] = scf.for {{.*}} -> (tensor<32x256x8xf32>)
-// CHECK: vector.transfer_read %{{.+}} : tensor<256x256xf32>, vector<8x16xf32>
+// CHECK: %[[APACK:.+]] = {{scf\.for(all)?}} {{.*}} -> (tensor<64x512x8xf32>)
+// CHECK: vector.transfer_read %{{.+}} : tensor<512x512xf32>, vector<8x16xf32>
 // CHECK: vector.shuffle
-// CHECK: %[[BPACK:.+]] = scf.for {{.*}} -> (tensor<8x256x32xf32>)
-// CHECK: vector.transfer_read %{{.+}} : tensor<256x256xf32>, vector<16x32xf32>
-// CHECK: scf.forall
+// CHECK: %[[BPACK:.+]] = {{scf\.for(all)?}} {{.*}} -> (tensor<16x512x32xf32>)
+// CHECK: vector.transfer_read %{{.+}} : tensor<512x512xf32>, vector<16x32xf32>
+// CHECK: scf.forall (%{{.+}}) in (2)
 // CHECK: %[[ACC:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %{{.+}}) -> (vector<1x1x8x32xf32>)
 // CHECK: %[[AROW:.+]] = vector.transfer_read %[[APACK]]{{.*}} vector<8xf32>
 // CHECK: %[[BROW:.+]] = vector.transfer_read %[[BPACK]]{{.*}} vector<32xf32>
 // CHECK-COUNT-8: vector.outerproduct %[[BROW]], %{{.+}}, %{{.+}} {kind = #vector.kind<add>} : vector<32xf32>, f32
-// CHECK-NOT: scf.forall (
-// CHECK: vector.transfer_write %{{.+}} : vector<8x32xf32>, tensor<256x256xf32>
+// CHECK: vector.transfer_write %{{.+}} : vector<8x32xf32>, tensor<{{256|512}}x512xf32>
 // CHECK-NOT: linalg.unpack
 // CHECK: return
-func.func private @matmul_packed(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>, %c: tensor<256x256xf32>) -> tensor<256x256xf32> attributes {relax.prim_func} {
+func.func private @matmul_packed(%a: tensor<512x512xf32>, %b: tensor<512x512xf32>, %c: tensor<512x512xf32>) -> tensor<512x512xf32> attributes {relax.prim_func} {
   %zero = arith.constant 0.0 : f32
-  %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<256x256xf32>) -> tensor<256x256xf32>
-  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<256x256xf32>, tensor<256x256xf32>) outs(%fill : tensor<256x256xf32>) {
+  %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<512x512xf32>, tensor<512x512xf32>) outs(%fill : tensor<512x512xf32>) {
   ^bb0(%x: f32, %y: f32, %acc: f32):
     %p = arith.mulf %x, %y : f32
     %s = arith.addf %acc, %p : f32
     linalg.yield %s : f32
-  } -> tensor<256x256xf32>
-  return %r : tensor<256x256xf32>
+  } -> tensor<512x512xf32>
+  return %r : tensor<512x512xf32>
 }
 
 // -----

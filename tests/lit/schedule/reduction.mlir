@@ -1,15 +1,18 @@
 // RUN: relaxmlir-opt %s '--relax-schedule-cpu{threads=1 strict=true}' -split-input-file | FileCheck %s
 
-// Sum over the contiguous (last) axis: each row keeps 16 partial sums in one vector and reduces
-// them once at the end, instead of a horizontal reduction per element.
+// Sum over the contiguous (last) axis: 8 rows at a time each keep 16 partial sums in a vector
+// (8 independent add chains) and reduce them once at the end, instead of a horizontal reduction
+// per element.
 // CHECK-LABEL: func.func private @sum_rows
-// CHECK-SAME: relax.schedule = ["reduction-inner-16"]
+// CHECK-SAME: relax.schedule = ["reduction-inner-8x16"]
 // CHECK-NOT: linalg.generic
 // CHECK: scf.for
-// CHECK: %[[PARTIAL:.+]] = scf.for {{.*}} -> (vector<1x16xf32>)
-// CHECK: arith.addf %{{.+}}, %{{.+}} : vector<16xf32>
-// CHECK: %[[ROW:.+]] = vector.extract %[[PARTIAL]][0]
+// CHECK: %[[PARTIAL:.+]] = scf.for {{.*}} step %c16 {{.*}} -> (vector<8x16xf32>)
+// CHECK: vector.transfer_read {{.*}} : tensor<64x784xf32>, vector<8x16xf32>
+// CHECK: arith.addf %{{.+}}, %{{.+}} : vector<8x16xf32>
+// CHECK: %[[ROW:.+]] = vector.extract %[[PARTIAL]][0] : vector<16xf32> from vector<8x16xf32>
 // CHECK: vector.reduction <add>, %[[ROW]]
+// CHECK-COUNT-7: vector.reduction <add>
 func.func private @sum_rows(%a: tensor<64x784xf32>, %c: tensor<64xf32>) -> tensor<64xf32> attributes {relax.prim_func} {
   %zero = arith.constant 0.0 : f32
   %f = linalg.fill ins(%zero : f32) outs(%c : tensor<64xf32>) -> tensor<64xf32>
