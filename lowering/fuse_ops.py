@@ -97,9 +97,8 @@ def _callee(op: ir.Operation) -> Optional[ir.Operation]:
     return rx.lookup_symbol(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
 
 
-def _is_static(op: ir.Operation) -> bool:
-    values = list(op.operands) + list(op.results)
-    return all(ir.RankedTensorType(v.type).has_static_shape for v in values)
+def _is_static(t: ir.Type) -> bool:
+    return ir.RankedTensorType(t).has_static_shape
 
 
 def fuse_ops(module_op: ir.Operation) -> None:
@@ -112,7 +111,7 @@ def fuse_ops(module_op: ir.Operation) -> None:
             members: dict[int, list] = {}
             for op in ops:
                 callee = _callee(op)
-                if callee is None or len(op.results) != 1 or not _is_static(op):
+                if callee is None or len(op.results) != 1:
                     continue
                 kinds[op] = callee_kind(callee)
                 group_of[op] = len(members)
@@ -128,6 +127,8 @@ def fuse_ops(module_op: ir.Operation) -> None:
                         continue  # another user would need the intermediate too
                     if (kinds[producer], kinds[consumer]) not in _FUSABLE:
                         continue
+                    if not _is_static(value.type) and value.type != consumer.results[0].type:
+                        continue  # a dynamic intermediate takes its sizes from the group output
                     g_prod, g_cons = group_of[producer], group_of[consumer]
                     merged = members[g_prod] + members[g_cons]
                     if sum(kinds[m] in _ANCHORS for m in merged) > 1:

@@ -10,6 +10,7 @@ updates that result in place, so bufferization computes the whole chain in the o
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import arith
 from mlir.dialects import func as func_d
 from mlir.dialects import linalg
 from mlir.dialects import tensor
@@ -89,6 +90,23 @@ def _drop_input(op: ir.Operation, index: int, new_init: ir.Value) -> None:
     op.erase()
 
 
+def _empty_like(t: ir.Type, sources: list[ir.Value], before: ir.Operation) -> ir.Value:
+    """`tensor.empty` of type `t`; dynamic sizes from an argument of the same type."""
+    t = ir.RankedTensorType(t)
+    with ir.InsertionPoint(before), ir.Location.unknown():
+        if t.has_static_shape:
+            return tensor.EmptyOp(list(t.shape), t.element_type).result
+        source = next((v for v in reversed(sources) if v.type == t), None)
+        if source is None:
+            raise ValueError(f"no argument gives the sizes of intermediate ({t})")
+        dyn = ir.ShapedType.get_dynamic_size()
+        sizes = [
+            tensor.DimOp(source, arith.ConstantOp(ir.IndexType.get(), i).result).result if d == dyn else d
+            for i, d in enumerate(t.shape)
+        ]
+        return tensor.EmptyOp(sizes, t.element_type).result
+
+
 def fuse_group(module_op: ir.Operation, func_op: ir.Operation, group: list[ir.Operation], name: str) -> None:
     inputs: list[ir.Value] = []
     for op in group:
@@ -98,6 +116,13 @@ def fuse_group(module_op: ir.Operation, func_op: ir.Operation, group: list[ir.Op
                 inputs.append(v)
     last = group[-1]
     out_type = last.results[0].type
+    known = {str(v.type) for v in inputs} | {str(out_type)}
+    for op in group[:-1]:
+        t = ir.RankedTensorType(op.results[0].type)
+        if not t.has_static_shape and str(t) not in known:
+            for member in group:  # no argument gives this intermediate's sizes: leave unfused
+                del member.attributes[GROUP_ATTR]
+            return
     with ir.InsertionPoint(func_op), ir.Location.unknown():
         fused = func_d.FuncOp(name, ir.FunctionType.get([v.type for v in inputs] + [out_type], [out_type]), visibility="private")
     fused.attributes[rx.PRIM_FUNC_ATTR] = ir.UnitAttr.get()
@@ -112,16 +137,17 @@ def fuse_group(module_op: ir.Operation, func_op: ir.Operation, group: list[ir.Op
         if op == last:
             dest = out_arg
         else:
-            t = ir.RankedTensorType(op.results[0].type)
-            with ir.InsertionPoint(terminator), ir.Location.unknown():
-                dest = tensor.EmptyOp(t.shape, t.element_type).result
+            dest = _empty_like(op.results[0].type, [*entry.arguments], terminator)
         results = _inline_body(callee, ins + [dest], terminator)
         mapping[op.results[0]] = results[0]
     with ir.InsertionPoint(terminator), ir.Location.unknown():
         func_d.ReturnOp([mapping[last.results[0]]])
     terminator.erase()
+    attrs = {"callee": ir.FlatSymbolRefAttr.get(name)}
+    if rx.SHAPE_ATTR in last.attributes:
+        attrs[rx.SHAPE_ATTR] = last.attributes[rx.SHAPE_ATTR]
     with ir.InsertionPoint(last), last.location:
-        call = rx.create(rx.CallTIR.name, inputs, [out_type], {"callee": ir.FlatSymbolRefAttr.get(name)}, loc=last.location)
+        call = rx.create(rx.CallTIR.name, inputs, [out_type], attrs, loc=last.location)
     last.results[0].replace_all_uses_with(call.results[0])
     for op in reversed(group):
         op.erase()

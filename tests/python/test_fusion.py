@@ -111,3 +111,14 @@ def test_build_fuses_by_default(rng):
     assert fused and all(allocs[name] == 0 for name in fused), allocs
     x = rng.standard_normal((1, 784), dtype=np.float32)
     np.testing.assert_allclose(_run(mod, x), reference(x, p), rtol=1e-4, atol=1e-4)
+
+
+def test_symbolic_batch_chain_fuses(rng):
+    """A dynamic intermediate takes its sizes from the group output: the n-batch MLP fuses too."""
+    p = params()
+    mod = relax.transform.BindParams("main", p)(mlp("tir", batch="n"))
+    assert "fused_te_linear_te_relu" in _prim_funcs(_fused(mod))
+    vm = relax.VirtualMachine(relax.build(mod), rm.cpu())
+    for n in (1, 5, 64):
+        x = rng.standard_normal((n, 784), dtype=np.float32)
+        np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, p), rtol=1e-4, atol=1e-4)
