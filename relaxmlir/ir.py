@@ -8,7 +8,7 @@ from mlir import ir
 
 from dialects import relax as rx
 from dialects import shape as sh
-from dialects.relax_syntax import add_segments, strip_segments
+from dialects.relax_syntax import strip_segments
 from relaxmlir.scope import in_scope, scope
 
 SHOW_ELEMENTS_LIMIT = 16  # constants above this many elements print as dense_resource<__elided__>
@@ -178,8 +178,10 @@ def parse(text: str) -> IRModule:
     """
     if not isinstance(text, str):
         raise TypeError(f"parse expects MLIR text (str), got {type(text).__name__}")
-    with scope():
-        try:
-            return IRModule(ir.Module.parse(add_segments(text)))
-        except ir.MLIRError as exc:
-            raise ParseError(_format_diagnostics(exc)) from None
+    from relaxmlir.tools import diagnostics
+
+    with scope() as ctx:
+        module, diags = diagnostics.parse(text, "<input>", ctx)
+    if module is None:
+        raise ParseError(strip_segments("".join(diagnostics.format_diagnostic(d, text) for d in diags)).rstrip())
+    return IRModule(module)
