@@ -1,7 +1,7 @@
 """`from_exported_program`: a `torch.export.ExportedProgram` -> relax `IRModule`.
 
 When the program has ops without a direct rule, it is first decomposed to core ATen, except for
-the ops `common.CONVERTERS` translates directly (linear, layer_norm, scaled_dot_product_attention,
+the ops `CONVERTERS` translates directly (linear, layer_norm, scaled_dot_product_attention,
 ...: one relax op beats the dozen core ops they decompose into). The ATen-only rules below
 register into the same table.
 """
@@ -16,8 +16,9 @@ from torch import fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
-from relaxmlir.frontend import common
-from relaxmlir.frontend.common import CONVERTERS, Deferred, Importer, call, first, register
+from relaxmlir.frontend.importer import CONVERTERS, Deferred, Importer, dtype_str, register
+from relaxmlir.frontend.rules.common import call, first
+from relaxmlir.frontend.rules.nn import batch_norm, conv2d, layer_norm
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.expr import Var, const
 from relaxmlir.relax.struct_info import TensorStructInfo
@@ -36,7 +37,7 @@ def _native_batch_norm(ctx: Importer, node: fx.Node):
     """`_native_batch_norm_legit_no_training(input, weight, bias, mean, var, momentum, eps)`."""
     x, weight, bias = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
     mean, var = ctx.arg(node, 3, "running_mean"), ctx.arg(node, 4, "running_var")
-    out = common.batch_norm(ctx, x, weight, bias, mean, var, ctx.arg(node, 6, "eps", 1e-5))
+    out = batch_norm(ctx, x, weight, bias, mean, var, ctx.arg(node, 6, "eps", 1e-5))
     return out, _unused("the saved mean", node), _unused("the saved inverse std", node)
 
 
@@ -46,13 +47,13 @@ def _aten_batch_norm(ctx: Importer, node: fx.Node):
         raise NotImplementedError(f"batch_norm in training mode at node '{node.name}'")
     x, weight, bias = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
     mean, var = ctx.arg(node, 3, "running_mean"), ctx.arg(node, 4, "running_var")
-    return common.batch_norm(ctx, x, weight, bias, mean, var, ctx.arg(node, 7, "eps", 1e-5))
+    return batch_norm(ctx, x, weight, bias, mean, var, ctx.arg(node, 7, "eps", 1e-5))
 
 
 def _native_layer_norm(ctx: Importer, node: fx.Node):
     x, shape = first(ctx, node), ctx.arg(node, 1, "normalized_shape")
     weight, bias = ctx.arg(node, 2, "weight"), ctx.arg(node, 3, "bias")
-    out = common.layer_norm(ctx, x, shape, weight, bias, ctx.arg(node, 4, "eps", 1e-5))
+    out = layer_norm(ctx, x, shape, weight, bias, ctx.arg(node, 4, "eps", 1e-5))
     return out, _unused("the mean", node), _unused("the inverse std", node)
 
 
@@ -63,7 +64,7 @@ def _convolution(ctx: Importer, node: fx.Node):
             f"unsupported torch op 'aten.convolution.default' (transposed) at node '{node.name}'"
         )
     x, w, b = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
-    return common.conv2d(
+    return conv2d(
         ctx,
         x,
         w,
@@ -127,7 +128,7 @@ def _input_sinfo(node: fx.Node) -> TensorStructInfo:
     if not isinstance(val, torch.Tensor):
         raise NotImplementedError(f"non-tensor input '{node.name}' ({type(val).__name__})")
     dims = [d if isinstance(d, int) else str(d) for d in val.shape]
-    return TensorStructInfo(dims, common.dtype_str(val.dtype))
+    return TensorStructInfo(dims, dtype_str(val.dtype))
 
 
 def from_exported_program(

@@ -1,6 +1,6 @@
 """`from_fx`: a `torch.fx.GraphModule` (or an `nn.Module`, traced) -> relax `IRModule`.
 
-Functions, tensor methods and operators go through `common.CONVERTERS`; `nn.Module` calls go
+Functions, tensor methods and operators go through `importer.CONVERTERS`; `nn.Module` calls go
 through `MODULE_CONVERTERS` below (module class -> rule `(ctx, node, module) -> value`).
 """
 
@@ -14,21 +14,20 @@ import numpy as np
 import torch
 from torch import fx, nn
 
-from relaxmlir.frontend import common
-from relaxmlir.frontend.common import (
-    Importer,
-    axis,
-    call,
+from relaxmlir.frontend.importer import Deferred, Importer, Rule, dtype_str, target_name
+from relaxmlir.frontend.rules.common import axis, call, emit_binary, first, ndim, shape_of
+from relaxmlir.frontend.rules.elementwise import where
+from relaxmlir.frontend.rules.nn import (
+    adaptive_avg_pool2d,
+    avg_pool2d,
+    batch_norm,
     conv2d,
-    emit_binary,
-    first,
-    ndim,
-    reshape,
-    shape_of,
-    strided_slice,
-    target_name,
-    transpose,
+    layer_norm,
+    max_pool2d,
 )
+from relaxmlir.frontend.rules.reduction import reduce
+from relaxmlir.frontend.rules.shape import flatten, reshape, squeeze, sym_dims, transpose
+from relaxmlir.frontend.rules.slicing import strided_slice
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.expr import Constant, Var, const
 from relaxmlir.relax.struct_info import TensorStructInfo
@@ -84,12 +83,12 @@ def _batch_norm(ctx, node, module: nn.BatchNorm2d):
         _weight(ctx, node, "running_mean", module),
         _weight(ctx, node, "running_var", module),
     )
-    return common.batch_norm(ctx, first(ctx, node), w, b, mean, var, module.eps)
+    return batch_norm(ctx, first(ctx, node), w, b, mean, var, module.eps)
 
 
 def _layer_norm(ctx, node, module: nn.LayerNorm):
     w, b = _weight(ctx, node, "weight", module), _weight(ctx, node, "bias", module)
-    return common.layer_norm(ctx, first(ctx, node), module.normalized_shape, w, b, module.eps)
+    return layer_norm(ctx, first(ctx, node), module.normalized_shape, w, b, module.eps)
 
 
 def _gelu(ctx, node, module: nn.GELU):
@@ -109,7 +108,7 @@ def _softmax(op_name: str) -> ModuleRule:
 def _max_pool(ctx, node, module: nn.MaxPool2d):
     if module.return_indices:
         raise NotImplementedError(f"MaxPool2d(return_indices=True) at node '{node.name}'")
-    return common.max_pool2d(
+    return max_pool2d(
         ctx,
         first(ctx, node),
         module.kernel_size,
@@ -121,7 +120,7 @@ def _max_pool(ctx, node, module: nn.MaxPool2d):
 
 
 def _avg_pool(ctx, node, module: nn.AvgPool2d):
-    return common.avg_pool2d(
+    return avg_pool2d(
         ctx,
         first(ctx, node),
         module.kernel_size,
@@ -134,17 +133,17 @@ def _avg_pool(ctx, node, module: nn.AvgPool2d):
 
 
 def _adaptive_avg_pool(ctx, node, module: nn.AdaptiveAvgPool2d):
-    return common.adaptive_avg_pool2d(ctx, first(ctx, node), module.output_size)
+    return adaptive_avg_pool2d(ctx, first(ctx, node), module.output_size)
 
 
 def _flatten(ctx, node, module: nn.Flatten):
-    return common.flatten(ctx, first(ctx, node), module.start_dim, module.end_dim)
+    return flatten(ctx, first(ctx, node), module.start_dim, module.end_dim)
 
 
 def _unflatten(ctx, node, module: nn.Unflatten):
     x = first(ctx, node)
     dim = axis(module.dim, ndim(x))
-    dims = common._sym_dims(x)
+    dims = sym_dims(x)
     return reshape(ctx, x, dims[:dim] + tuple(module.unflattened_size) + dims[dim + 1 :])
 
 
@@ -216,7 +215,7 @@ def _multihead_attention(ctx, node, module: nn.MultiheadAttention):
         elif ndim(mask) == 3:
             mask = reshape(ctx, mask, [batch, heads, length, source])
         if mask.struct_info.dtype == "bool":  # True means "do not attend" (the opposite of SDPA)
-            scores = common.where(ctx, mask, float("-inf"), scores)
+            scores = where(ctx, mask, float("-inf"), scores)
         else:
             scores = emit_binary(ctx, "add", scores, mask)
     probs = call(ctx, "nn.softmax", scores, 3)
@@ -229,13 +228,13 @@ def _multihead_attention(ctx, node, module: nn.MultiheadAttention):
     if not module.batch_first:
         out = transpose(ctx, out, 0, 1)
     if not batched:
-        out = common.squeeze(ctx, out, [0 if module.batch_first else 1])
+        out = squeeze(ctx, out, [0 if module.batch_first else 1])
 
     def attn_weights():
-        w = common.reduce(ctx, "mean", probs, [1]) if average else probs
-        return w if batched else common.squeeze(ctx, w, [0])
+        w = reduce(ctx, "mean", probs, [1]) if average else probs
+        return w if batched else squeeze(ctx, w, [0])
 
-    return out, (common.Deferred(attn_weights) if need_weights else None)
+    return out, (Deferred(attn_weights) if need_weights else None)
 
 
 register_module(_linear, nn.Linear)
@@ -362,7 +361,7 @@ def from_fx(
         for node in gm.graph.nodes:
             if node.op == "placeholder":
                 if placeholders < len(input_shapes):
-                    dtype = common.dtype_str(dtypes[placeholders])
+                    dtype = dtype_str(dtypes[placeholders])
                     var = Var(node.name, TensorStructInfo(input_shapes[placeholders], dtype))
                     ctx.inputs.append(var)
                     ctx.env[node] = var
@@ -388,7 +387,7 @@ def from_fx(
     return ctx.build(body)
 
 
-def _user_function_rule(fn: Callable) -> common.Rule:
+def _user_function_rule(fn: Callable) -> Rule:
     return lambda ctx, node: fn(ctx.bb, ctx.env, node)
 
 

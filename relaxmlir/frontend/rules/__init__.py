@@ -1,0 +1,10 @@
+"""The torch -> relax rules, one module per op family; importing the package fills `CONVERTERS`."""
+
+from relaxmlir.frontend.rules import (  # noqa: F401  (each module registers its rules)
+    create,
+    elementwise,
+    nn,
+    reduction,
+    shape,
+    slicing,
+)

@@ -1,0 +1,102 @@
+"""Helpers shared by the rule families: argument access, op emission, operand promotion."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import fx
+
+from relaxmlir.frontend.importer import Importer, is_tensor
+from relaxmlir.relax.expr import const
+
+
+def shape_of(x) -> tuple:
+    return tuple(x.struct_info.shape)
+
+
+def ndim(x) -> int:
+    return len(x.struct_info.shape)
+
+
+def axis(a: int, rank: int) -> int:
+    return a + rank if a < 0 else a
+
+
+def as_tensor(value, like=None, dtype: str | None = None):
+    """A python scalar -> a 0-d constant in `like`'s dtype (float if the scalar is a float)."""
+    if is_tensor(value):
+        return value
+    if dtype is None:
+        dtype = like.struct_info.dtype if like is not None else "float32"
+        if isinstance(value, float) and not dtype.startswith(("float", "bfloat")):
+            dtype = "float32"
+        if isinstance(value, bool) and like is None:
+            dtype = "bool"
+    return const(np.array(value, dtype=dtype))
+
+
+def make_pair(v, n: int = 2) -> list:
+    if isinstance(v, (list, tuple)):
+        return list(v) * n if len(v) == 1 else list(v)
+    return [v] * n
+
+
+def rop():
+    """`relax.op`, looked up late so that ops added after import are found."""
+    from relaxmlir.relax import op
+
+    return op
+
+
+def resolve(op_name: str):
+    """`"nn.relu"` -> `relax.op.nn.relu`."""
+    obj = rop()
+    for part in op_name.split("."):
+        obj = getattr(obj, part)
+    return obj
+
+
+def call(ctx: Importer, op_name: str, *args, **kwargs):
+    """Emit `relax.op.<op_name>(*args, **kwargs)`."""
+    return ctx.emit(resolve(op_name)(*args, **kwargs))
+
+
+def first(ctx: Importer, node: fx.Node):
+    return ctx.arg(node, 0, ("input", "self", "x"))
+
+
+F = torch.nn.functional
+aten = torch.ops.aten
+
+_DTYPE_RANK = [
+    "bool",
+    "uint8",
+    "int8",
+    "int16",
+    "int32",
+    "int64",
+    "bfloat16",
+    "float16",
+    "float32",
+    "float64",
+]
+
+
+def astype(ctx: Importer, x, dtype: str):
+    return x if x.struct_info.dtype == dtype else call(ctx, "astype", x, dtype)
+
+
+def binary_operands(ctx: Importer, lhs, rhs):
+    """Scalars become constants of the tensor's dtype; mixed dtypes meet at the wider one."""
+    like = lhs if is_tensor(lhs) else rhs
+    lhs, rhs = as_tensor(lhs, like), as_tensor(rhs, like)
+    dl, dr = lhs.struct_info.dtype, rhs.struct_info.dtype
+    if dl != dr:
+        wide = max(dl, dr, key=_DTYPE_RANK.index)
+        lhs, rhs = astype(ctx, lhs, wide), astype(ctx, rhs, wide)
+    return lhs, rhs
+
+
+def emit_binary(ctx: Importer, op_name: str, lhs, rhs):
+    lhs, rhs = binary_operands(ctx, lhs, rhs)
+    return call(ctx, op_name, lhs, rhs)

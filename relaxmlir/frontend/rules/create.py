@@ -1,0 +1,59 @@
+"""Tensor-creation rules: full/zeros/ones (and their `_like` forms), tril/triu."""
+
+from __future__ import annotations
+
+import numpy as np
+import torch
+from torch import fx
+
+from relaxmlir.frontend.importer import Importer, Rule, dim_value, dtype_str, register
+from relaxmlir.frontend.rules.common import aten, call, first, shape_of
+from relaxmlir.relax.expr import const
+
+
+def _triangle(op_name: str) -> Rule:
+    def rule(ctx: Importer, node: fx.Node):
+        return call(ctx, op_name, first(ctx, node), ctx.arg(node, 1, "diagonal", 0))
+
+    return rule
+
+
+def full(ctx: Importer, shape, value, dtype: str):
+    """A filled tensor of a (possibly symbolic) shape: a scalar constant broadcast to it."""
+    return call(
+        ctx, "broadcast_to", const(np.array(value, dtype=dtype)), [dim_value(d) for d in shape]
+    )
+
+
+def _full_like(fill) -> Rule:
+    def rule(ctx: Importer, node: fx.Node):
+        x = first(ctx, node)
+        value = ctx.arg(node, 1, "fill_value") if fill is None else fill
+        dtype = ctx.arg(node, None, "dtype")
+        return full(ctx, shape_of(x), value, dtype_str(dtype) if dtype else x.struct_info.dtype)
+
+    return rule
+
+
+def _full(fill) -> Rule:
+    def rule(ctx: Importer, node: fx.Node):
+        if fill is None:
+            shape, value = ctx.arg(node, 0, "size"), ctx.arg(node, 1, "fill_value")
+        else:
+            shape, value = ctx.rest(node, 0, "size"), fill
+        dtype = ctx.arg(node, None, "dtype")
+        if dtype is None:
+            dtype = torch.float32 if isinstance(value, float) or fill is not None else torch.int64
+        return full(ctx, shape, value, dtype_str(dtype))
+
+    return rule
+
+
+register(_triangle("tril"), torch.tril, "tril", aten.tril)
+register(_triangle("triu"), torch.triu, "triu", aten.triu)
+register(_full_like(None), torch.full_like, aten.full_like)
+register(_full_like(0), torch.zeros_like, aten.zeros_like)
+register(_full_like(1), torch.ones_like, aten.ones_like)
+register(_full(None), torch.full, aten.full)
+register(_full(0), torch.zeros, aten.zeros)
+register(_full(1), torch.ones, aten.ones)

@@ -1,0 +1,129 @@
+"""Reduction rules: sum/mean/max/min (with indices), argmax/argmin, any/all, var/std."""
+
+from __future__ import annotations
+
+import collections
+
+import numpy as np
+import torch
+from torch import fx
+
+from relaxmlir.frontend.importer import Deferred, Importer, Rule, dtype_str, is_tensor, register
+from relaxmlir.frontend.rules.common import (
+    astype,
+    aten,
+    axis,
+    call,
+    emit_binary,
+    first,
+    ndim,
+    shape_of,
+)
+
+
+def _axes(x, dim) -> list | None:
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
+        return None
+    dims = dim if isinstance(dim, (list, tuple)) else [dim]
+    return [axis(d, ndim(x)) for d in dims]
+
+
+def reduce(ctx: Importer, op_name: str, x, dim=None, keepdim: bool = False):
+    return call(ctx, op_name, x, _axes(x, dim), keepdim)
+
+
+def reduction(op_name: str) -> Rule:
+    def rule(ctx: Importer, node: fx.Node):
+        x = first(ctx, node)
+        dtype = ctx.arg(node, None, "dtype")
+        if dtype is not None:
+            x = astype(ctx, x, dtype_str(dtype))
+        dim, keepdim = (
+            ctx.arg(node, 1, ("dim", "axis")),
+            ctx.arg(node, 2, ("keepdim", "keepdims"), False),
+        )
+        return reduce(ctx, op_name, x, dim, keepdim)
+
+    return rule
+
+
+MinMax = collections.namedtuple("MinMax", ["values", "indices"])
+
+
+def _max_min(op_name: str, arg_op: str, pairwise: str) -> Rule:
+    """`torch.max(x)`, `torch.max(x, dim)` -> (values, indices), `torch.max(x, other)`."""
+
+    def rule(ctx: Importer, node: fx.Node):
+        x, dim = first(ctx, node), ctx.arg(node, 1, ("dim", "other"))
+        if is_tensor(dim):
+            return emit_binary(ctx, pairwise, x, dim)
+        if dim is None:
+            return reduce(ctx, op_name, x)
+        keepdim = ctx.arg(node, 2, "keepdim", False)
+        values = reduce(ctx, op_name, x, dim, keepdim)
+        return MinMax(values, Deferred(lambda: call(ctx, arg_op, x, axis(dim, ndim(x)), keepdim)))
+
+    return rule
+
+
+def _arg_reduce(op_name: str) -> Rule:
+    def rule(ctx: Importer, node: fx.Node):
+        x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
+        keepdim = ctx.arg(node, 2, "keepdim", False)
+        return call(ctx, op_name, x, None if dim is None else axis(dim, ndim(x)), keepdim)
+
+    return rule
+
+
+def _any_all(op_name: str) -> Rule:
+    """`any`/`all` over `dim` as the max/min of the mask as numbers (decomposed)."""
+
+    def rule(ctx: Importer, node: fx.Node):
+        x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
+        numbers = astype(ctx, x, "float32")
+        out = reduce(ctx, op_name, numbers, dim, ctx.arg(node, 2, "keepdim", False))
+        return emit_binary(ctx, "greater", out, 0.0)
+
+    return rule
+
+
+def variance(ctx: Importer, x, dim, correction, keepdim: bool):
+    """`sum((x - mean)^2) / (N - correction)` over `dim` (decomposed)."""
+    axes = _axes(x, dim) or list(range(ndim(x)))
+    centered = emit_binary(ctx, "subtract", x, reduce(ctx, "mean", x, axes, True))
+    total = reduce(ctx, "sum", emit_binary(ctx, "multiply", centered, centered), axes, keepdim)
+    count = int(np.prod([shape_of(x)[a] for a in axes]))
+    return emit_binary(ctx, "divide", total, float(max(count - correction, 0)))
+
+
+def _var_std(is_std: bool) -> Rule:
+    def rule(ctx: Importer, node: fx.Node):
+        x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
+        unbiased = ctx.arg(node, None, "unbiased", True)
+        keepdim = ctx.arg(node, None, "keepdim", False)
+        if len(node.args) > 2 and isinstance(node.args[2], bool):  # var(x, dim, unbiased, keepdim)
+            unbiased, keepdim = node.args[2], ctx.arg(node, 3, "keepdim", keepdim)
+        if isinstance(dim, bool):  # var(x, unbiased)
+            dim, unbiased = None, dim
+        correction = ctx.arg(node, None, "correction", 1 if unbiased else 0)
+        out = variance(ctx, x, dim, 1 if correction is None else correction, keepdim)
+        return call(ctx, "sqrt", out) if is_std else out
+
+    return rule
+
+
+for _op_name, _targets in {
+    "sum": (torch.sum, "sum", aten.sum),
+    "mean": (torch.mean, "mean", aten.mean),
+    "max": (torch.amax, "amax", aten.amax),
+    "min": (torch.amin, "amin", aten.amin),
+}.items():
+    register(reduction(_op_name), *_targets)
+register(_max_min("max", "argmax", "maximum"), torch.max, "max", aten.max)
+register(_max_min("min", "argmin", "minimum"), torch.min, "min", aten.min)
+register(_any_all("max"), torch.any, "any", aten.any)
+register(_any_all("min"), torch.all, "all", aten.all)
+register(_arg_reduce("argmax"), torch.argmax, "argmax", aten.argmax)
+register(_arg_reduce("argmin"), torch.argmin, "argmin", aten.argmin)
+register(_var_std(False), torch.var, "var", aten.var)
+register(_var_std(True), torch.std, "std", aten.std)
