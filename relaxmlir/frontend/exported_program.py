@@ -18,7 +18,7 @@ from torch.export.graph_signature import InputKind, OutputKind
 
 from relaxmlir.frontend.importer import CONVERTERS, Deferred, Importer, dtype_str, register
 from relaxmlir.frontend.rules.common import call, first
-from relaxmlir.frontend.rules.nn import batch_norm, conv2d, layer_norm
+from relaxmlir.frontend.rules.nn import batch_norm, conv2d, layer_norm_rule
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.expr import Var, const
 from relaxmlir.relax.struct_info import TensorStructInfo
@@ -33,11 +33,16 @@ def _unused(what: str, node: fx.Node) -> Deferred:
     return Deferred(fail)
 
 
-def _native_batch_norm(ctx: Importer, node: fx.Node):
-    """`_native_batch_norm_legit_no_training(input, weight, bias, mean, var, momentum, eps)`."""
+def _aten_batch_norm_args(ctx: Importer, node: fx.Node, eps_index: int):
+    """Batch norm of `(input, weight, bias, running_mean, running_var, ...)`, eps at `eps_index`."""
     x, weight, bias = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
     mean, var = ctx.arg(node, 3, "running_mean"), ctx.arg(node, 4, "running_var")
-    out = batch_norm(ctx, x, weight, bias, mean, var, ctx.arg(node, 6, "eps", 1e-5))
+    return batch_norm(ctx, x, weight, bias, mean, var, ctx.arg(node, eps_index, "eps", 1e-5))
+
+
+def _native_batch_norm(ctx: Importer, node: fx.Node):
+    """`_native_batch_norm_legit_no_training(input, weight, bias, mean, var, momentum, eps)`."""
+    out = _aten_batch_norm_args(ctx, node, 6)
     return out, _unused("the saved mean", node), _unused("the saved inverse std", node)
 
 
@@ -45,15 +50,11 @@ def _aten_batch_norm(ctx: Importer, node: fx.Node):
     """`aten.batch_norm(input, weight, bias, mean, var, training, momentum, eps, cudnn)`."""
     if ctx.arg(node, 5, "training", False):
         raise NotImplementedError(f"batch_norm in training mode at node '{node.name}'")
-    x, weight, bias = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
-    mean, var = ctx.arg(node, 3, "running_mean"), ctx.arg(node, 4, "running_var")
-    return batch_norm(ctx, x, weight, bias, mean, var, ctx.arg(node, 7, "eps", 1e-5))
+    return _aten_batch_norm_args(ctx, node, 7)
 
 
 def _native_layer_norm(ctx: Importer, node: fx.Node):
-    x, shape = first(ctx, node), ctx.arg(node, 1, "normalized_shape")
-    weight, bias = ctx.arg(node, 2, "weight"), ctx.arg(node, 3, "bias")
-    out = layer_norm(ctx, x, shape, weight, bias, ctx.arg(node, 4, "eps", 1e-5))
+    out = layer_norm_rule(ctx, node)
     return out, _unused("the mean", node), _unused("the inverse std", node)
 
 

@@ -15,18 +15,20 @@ import torch
 from torch import fx, nn
 
 from relaxmlir.frontend.importer import Deferred, Importer, Rule, dtype_str, target_name
-from relaxmlir.frontend.rules.common import axis, call, emit_binary, first, ndim, shape_of
-from relaxmlir.frontend.rules.elementwise import where
+from relaxmlir.frontend.rules.common import call, emit_binary, first, ndim, shape_of
+from relaxmlir.frontend.rules.elementwise import gelu, where
 from relaxmlir.frontend.rules.nn import (
     adaptive_avg_pool2d,
+    attention_scores,
     avg_pool2d,
     batch_norm,
     conv2d,
     layer_norm,
     max_pool2d,
+    softmax,
 )
 from relaxmlir.frontend.rules.reduction import reduce
-from relaxmlir.frontend.rules.shape import flatten, reshape, squeeze, sym_dims, transpose
+from relaxmlir.frontend.rules.shape import flatten, reshape, squeeze, transpose, unflatten
 from relaxmlir.frontend.rules.slicing import strided_slice
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.expr import Constant, Var, const
@@ -92,15 +94,12 @@ def _layer_norm(ctx, node, module: nn.LayerNorm):
 
 
 def _gelu(ctx, node, module: nn.GELU):
-    return call(
-        ctx, "nn.gelu_tanh" if module.approximate == "tanh" else "nn.gelu", first(ctx, node)
-    )
+    return gelu(ctx, first(ctx, node), module.approximate)
 
 
 def _softmax(op_name: str) -> ModuleRule:
     def rule(ctx, node, module):
-        x = first(ctx, node)
-        return call(ctx, op_name, x, axis(-1 if module.dim is None else module.dim, ndim(x)))
+        return softmax(ctx, op_name, first(ctx, node), module.dim)
 
     return rule
 
@@ -141,10 +140,7 @@ def _flatten(ctx, node, module: nn.Flatten):
 
 
 def _unflatten(ctx, node, module: nn.Unflatten):
-    x = first(ctx, node)
-    dim = axis(module.dim, ndim(x))
-    dims = sym_dims(x)
-    return reshape(ctx, x, dims[:dim] + tuple(module.unflattened_size) + dims[dim + 1 :])
+    return unflatten(ctx, first(ctx, node), module.dim, module.unflattened_size)
 
 
 def _embedding(ctx, node, module: nn.Embedding):
@@ -199,12 +195,7 @@ def _multihead_attention(ctx, node, module: nn.MultiheadAttention):
 
     q, k, v = (heads_first(t, w, b) for t, w, b in zip((q, k, v), weights, biases))
     batch, length, source = shape_of(q)[0], shape_of(q)[2], shape_of(k)[2]
-    scores = emit_binary(
-        ctx,
-        "multiply",
-        call(ctx, "matmul", q, transpose(ctx, k, -2, -1)),
-        1.0 / float(np.sqrt(head_dim)),
-    )
+    scores = attention_scores(ctx, q, k)
     if attn_mask is None and is_causal:
         attn_mask = const(np.triu(np.ones((length, source), dtype=bool), 1))
     for mask in (attn_mask, key_padding_mask):

@@ -9,6 +9,9 @@ from torch import fx
 from relaxmlir.frontend.importer import Importer, is_tensor
 from relaxmlir.relax.expr import const
 
+F = torch.nn.functional
+aten = torch.ops.aten
+
 
 def shape_of(x) -> tuple:
     return tuple(x.struct_info.shape)
@@ -65,9 +68,7 @@ def first(ctx: Importer, node: fx.Node):
     return ctx.arg(node, 0, ("input", "self", "x"))
 
 
-F = torch.nn.functional
-aten = torch.ops.aten
-
+# promotion order of mixed-dtype binary operands
 _DTYPE_RANK = [
     "bool",
     "uint8",

@@ -20,7 +20,7 @@ from relaxmlir.frontend.rules.common import (
 )
 
 
-# -- elementwise ----------------------------------------------------------------------------
+# -- unary and activations ------------------------------------------------------------------
 def unary(op_name: str) -> Rule:
     def rule(ctx: Importer, node: fx.Node):
         return call(ctx, op_name, first(ctx, node))
@@ -47,9 +47,12 @@ for _op_name, _targets in {
     register(unary(_op_name), *_targets)
 
 
+def gelu(ctx: Importer, x, approximate: str):
+    return call(ctx, "nn.gelu_tanh" if approximate == "tanh" else "nn.gelu", x)
+
+
 def _gelu(ctx: Importer, node: fx.Node):
-    approximate = ctx.arg(node, 1, "approximate", "none")
-    return call(ctx, "nn.gelu_tanh" if approximate == "tanh" else "nn.gelu", first(ctx, node))
+    return gelu(ctx, first(ctx, node), ctx.arg(node, 1, "approximate", "none"))
 
 
 def _leaky_relu(ctx: Importer, node: fx.Node):
@@ -90,6 +93,7 @@ register(bitwise("logical_and"), operator.and_, torch.bitwise_and, "bitwise_and"
 register(bitwise("logical_or"), operator.or_, torch.bitwise_or, "bitwise_or", aten.bitwise_or)
 
 
+# -- binary arithmetic and comparisons -----------------------------------------------------
 def binary(op_name: str, swap: bool = False) -> Rule:
     def rule(ctx: Importer, node: fx.Node):
         lhs, rhs = first(ctx, node), ctx.arg(node, 1, ("other", "exponent"))
@@ -150,6 +154,7 @@ register(
 )
 
 
+# -- where, masked_fill, clamp --------------------------------------------------------------
 def where(ctx: Importer, cond, x, y):
     like = x if is_tensor(x) else y
     x, y = binary_operands(ctx, as_tensor(x, like), as_tensor(y, like))

@@ -1,4 +1,4 @@
-"""Neural-network rules: matrix products, softmax, normalisations, convolution, pooling, embedding, attention."""
+"""Neural-network rules: matmul/linear, softmax, norms, conv, pooling, embedding, attention."""
 
 from __future__ import annotations
 
@@ -66,13 +66,19 @@ register(_linear, F.linear, aten.linear)
 register(_addmm, torch.addmm, torch.baddbmm, aten.addmm, aten.baddbmm)
 
 
+# -- softmax and normalisations ------------------------------------------------------------
+def softmax(ctx: Importer, op_name: str, x, dim):
+    """`nn.softmax` / `nn.log_softmax` over `dim` (the last axis when None)."""
+    return call(ctx, op_name, x, axis(-1 if dim is None else dim, ndim(x)))
+
+
 def softmax_rule(op_name: str) -> Rule:
     def rule(ctx: Importer, node: fx.Node):
         x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
         dtype = ctx.arg(node, 2, "dtype") if not str(node.target).startswith("aten._") else None
         if isinstance(dtype, torch.dtype):
             x = astype(ctx, x, dtype_str(dtype))
-        return call(ctx, op_name, x, axis(-1 if dim is None else dim, ndim(x)))
+        return softmax(ctx, op_name, x, dim)
 
     return rule
 
@@ -131,14 +137,15 @@ def _batch_norm(ctx: Importer, node: fx.Node):
     return batch_norm(ctx, x, weight, bias, mean, var, ctx.arg(node, 7, "eps", 1e-5))
 
 
-def _layer_norm(ctx: Importer, node: fx.Node):
+def layer_norm_rule(ctx: Importer, node: fx.Node):
+    """`F.layer_norm(input, normalized_shape, weight, bias, eps)`; also `native_layer_norm`."""
     x, shape = first(ctx, node), ctx.arg(node, 1, "normalized_shape")
     weight, bias = ctx.arg(node, 2, "weight"), ctx.arg(node, 3, "bias")
     return layer_norm(ctx, x, shape, weight, bias, ctx.arg(node, 4, "eps", 1e-5))
 
 
 register(_batch_norm, F.batch_norm)
-register(_layer_norm, F.layer_norm, aten.layer_norm)
+register(layer_norm_rule, F.layer_norm, aten.layer_norm)
 
 
 # -- convolution, pooling, embedding, attention ---------------------------------------------
@@ -175,9 +182,14 @@ def conv2d(ctx: Importer, x, weight, bias, stride, padding, dilation, groups: in
     return emit_binary(ctx, "add", out, reshape(ctx, bias, [1, shape_of(bias)[0], 1, 1]))
 
 
-def max_pool2d(ctx: Importer, x, kernel, stride, padding, dilation, ceil_mode: bool):
+def _pool_window(kernel, stride) -> tuple[list, list]:
+    """(kernel, stride) as pairs; torch's stride defaults to the kernel size."""
     kernel = make_pair(kernel)
-    stride = make_pair(stride) if stride not in (None, [], ()) else kernel
+    return kernel, make_pair(stride) if stride not in (None, [], ()) else kernel
+
+
+def max_pool2d(ctx: Importer, x, kernel, stride, padding, dilation, ceil_mode: bool):
+    kernel, stride = _pool_window(kernel, stride)
     return call(
         ctx,
         "nn.max_pool2d",
@@ -202,8 +214,7 @@ def avg_pool2d(
 ):
     if divisor_override is not None:
         raise NotImplementedError("avg_pool2d with divisor_override")
-    kernel = make_pair(kernel)
-    stride = make_pair(stride) if stride not in (None, [], ()) else kernel
+    kernel, stride = _pool_window(kernel, stride)
     padding = make_pair(padding)
     kwargs = {"count_include_pad": count_include_pad} if any(padding) else {}
     return call(
@@ -224,10 +235,15 @@ def adaptive_avg_pool2d(ctx: Importer, x, output_size):
     return call(ctx, "nn.adaptive_avg_pool2d", x, size)
 
 
+def attention_scores(ctx: Importer, q, k, scale=None):
+    """`q @ k^T * scale` over the last two axes; the scale defaults to 1/sqrt(head size)."""
+    scale = 1.0 / float(np.sqrt(shape_of(q)[-1])) if scale is None else float(scale)
+    return emit_binary(ctx, "multiply", call(ctx, "matmul", q, transpose(ctx, k, -2, -1)), scale)
+
+
 def attention(ctx: Importer, q, k, v, mask=None, is_causal: bool = False, scale=None):
     """softmax(q @ k^T * scale + mask) @ v over the last two axes (scaled dot-product attention)."""
-    scale = 1.0 / float(np.sqrt(shape_of(q)[-1])) if scale is None else float(scale)
-    scores = emit_binary(ctx, "multiply", call(ctx, "matmul", q, transpose(ctx, k, -2, -1)), scale)
+    scores = attention_scores(ctx, q, k, scale)
     if is_causal:
         length, source = shape_of(q)[-2], shape_of(k)[-2]
         mask = const(np.tril(np.ones((length, source), dtype=bool)))

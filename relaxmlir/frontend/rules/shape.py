@@ -128,10 +128,14 @@ def _flatten(ctx: Importer, node: fx.Node):
     )
 
 
-def _unflatten(ctx: Importer, node: fx.Node):
-    x, dim, sizes = first(ctx, node), ctx.arg(node, 1, "dim"), ctx.arg(node, 2, "sizes")
+def unflatten(ctx: Importer, x, dim: int, sizes):
+    """Axis `dim` of `x` split into `sizes`."""
     dim, dims = axis(dim, ndim(x)), sym_dims(x)
     return reshape(ctx, x, dims[:dim] + tuple(sizes) + dims[dim + 1 :])
+
+
+def _unflatten(ctx: Importer, node: fx.Node):
+    return unflatten(ctx, first(ctx, node), ctx.arg(node, 1, "dim"), ctx.arg(node, 2, "sizes"))
 
 
 def _permute(ctx: Importer, node: fx.Node):

@@ -1,4 +1,4 @@
-"""Slicing rules: strided slices, `x[idx]` indexing, select/narrow, split/chunk/unbind, cat/stack."""
+"""Slicing rules: strided slices, `x[idx]`, select/narrow, split/chunk/unbind, cat/stack."""
 
 from __future__ import annotations
 
