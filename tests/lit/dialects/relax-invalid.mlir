@@ -105,3 +105,630 @@ func.func @constant_type_mismatch() -> tensor<2xf32> attributes {relax.function}
   %0 = "relax.constant"() {value = dense<1.0> : tensor<3xf32>} : () -> tensor<2xf32>
   return %0 : tensor<2xf32>
 }
+
+// -----
+
+// Every high-level op: a malformed instance (missing or ill-typed attribute, wrong operand or
+// result count, non-tensor operand) is rejected by its IRDL constraints when parsed.
+
+func.func @abs_two_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 2}}
+  %0 = "relax.abs"(%x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @negative_on_memref(%x: memref<2x3xf32>) {
+  // expected-error @+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  %0 = "relax.negative"(%x) : (memref<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @exp_two_results(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 results, but got 2}}
+  %0:2 = "relax.exp"(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @log_two_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 2}}
+  %0 = "relax.log"(%x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @sqrt_on_memref(%x: memref<2x3xf32>) {
+  // expected-error @+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  %0 = "relax.sqrt"(%x) : (memref<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @rsqrt_two_results(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 results, but got 2}}
+  %0:2 = "relax.rsqrt"(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @sigmoid_two_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 2}}
+  %0 = "relax.sigmoid"(%x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @tanh_on_memref(%x: memref<2x3xf32>) {
+  // expected-error @+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  %0 = "relax.tanh"(%x) : (memref<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @erf_two_results(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 results, but got 2}}
+  %0:2 = "relax.erf"(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @sin_two_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 2}}
+  %0 = "relax.sin"(%x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @cos_on_memref(%x: memref<2x3xf32>) {
+  // expected-error @+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  %0 = "relax.cos"(%x) : (memref<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @floor_two_results(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 results, but got 2}}
+  %0:2 = "relax.floor"(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @ceil_two_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 2}}
+  %0 = "relax.ceil"(%x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @round_on_memref(%x: memref<2x3xf32>) {
+  // expected-error @+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  %0 = "relax.round"(%x) : (memref<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @sign_two_results(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 results, but got 2}}
+  %0:2 = "relax.sign"(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @square_two_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 2}}
+  %0 = "relax.square"(%x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @nn_relu_on_memref(%x: memref<2x3xf32>) {
+  // expected-error @+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  %0 = "relax.nn_relu"(%x) : (memref<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @nn_gelu_two_results(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 results, but got 2}}
+  %0:2 = "relax.nn_gelu"(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @nn_gelu_tanh_two_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 2}}
+  %0 = "relax.nn_gelu_tanh"(%x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @nn_silu_on_memref(%x: memref<2x3xf32>) {
+  // expected-error @+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  %0 = "relax.nn_silu"(%x) : (memref<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @flatten_two_results(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 results, but got 2}}
+  %0:2 = "relax.flatten"(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @logical_not_no_operand() {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 0}}
+  %0 = "relax.logical_not"() : () -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @leaky_relu_integer_alpha(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.float' but got 'builtin.integer'}}
+  %0 = "relax.nn_leaky_relu"(%x) {alpha = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @clip_missing_max(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.clip' op attribute "max" is expected but not provided}}
+  %0 = "relax.clip"(%x) {min = 0.000000e+00 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @astype_type_dtype(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.string' but got 'builtin.type'}}
+  %0 = "relax.astype"(%x) {dtype = i32} : (tensor<2x3xf32>) -> tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @softmax_string_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.integer' but got 'builtin.string'}}
+  %0 = "relax.nn_softmax"(%x) {axis = "last"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @log_softmax_missing_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.nn_log_softmax' op attribute "axis" is expected but not provided}}
+  %0 = "relax.nn_log_softmax"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @dropout_integer_rate(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.float' but got 'builtin.integer'}}
+  %0 = "relax.nn_dropout"(%x) {rate = 0 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @add_one_operand(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 1}}
+  %0 = "relax.add"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @subtract_three_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 3}}
+  %0 = "relax.subtract"(%x, %x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @multiply_one_operand(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 1}}
+  %0 = "relax.multiply"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @divide_three_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 3}}
+  %0 = "relax.divide"(%x, %x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @floor_divide_one_operand(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 1}}
+  %0 = "relax.floor_divide"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @floor_mod_three_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 3}}
+  %0 = "relax.floor_mod"(%x, %x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @power_one_operand(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 1}}
+  %0 = "relax.power"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @maximum_three_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 3}}
+  %0 = "relax.maximum"(%x, %x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @minimum_one_operand(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 1}}
+  %0 = "relax.minimum"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @equal_three_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 3}}
+  %0 = "relax.equal"(%x, %x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @not_equal_one_operand(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 1}}
+  %0 = "relax.not_equal"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @less_three_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 3}}
+  %0 = "relax.less"(%x, %x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @less_equal_one_operand(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 1}}
+  %0 = "relax.less_equal"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @greater_three_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 3}}
+  %0 = "relax.greater"(%x, %x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @greater_equal_one_operand(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 1}}
+  %0 = "relax.greater_equal"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @logical_and_three_operands(%x: tensor<2x3xi8>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 3}}
+  %0 = "relax.logical_and"(%x, %x, %x) : (tensor<2x3xi8>, tensor<2x3xi8>, tensor<2x3xi8>) -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @logical_or_one_operand(%x: tensor<2x3xi8>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 1}}
+  %0 = "relax.logical_or"(%x) : (tensor<2x3xi8>) -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @where_two_operands(%c: tensor<2x3xi8>, %x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 3 operands, but got 2}}
+  %0 = "relax.where"(%c, %x) : (tensor<2x3xi8>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @matmul_missing_out_dtype(%x: tensor<2x3xf32>, %w: tensor<3x4xf32>) {
+  // expected-error @+1 {{'relax.matmul' op attribute "out_dtype" is expected but not provided}}
+  %0 = "relax.matmul"(%x, %w) : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return
+}
+
+// -----
+
+func.func @permute_dims_integer_axes(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.array' but got 'builtin.integer'}}
+  %0 = "relax.permute_dims"(%x) {axes = 1 : i64} : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @reshape_missing_shape(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.reshape' op attribute "shape" is expected but not provided}}
+  %0 = "relax.reshape"(%x) : (tensor<2x3xf32>) -> tensor<6xf32>
+  return
+}
+
+// -----
+
+func.func @squeeze_integer_axis(%x: tensor<2x1xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.array' but got 'builtin.integer'}}
+  %0 = "relax.squeeze"(%x) {axis = 1 : i64} : (tensor<2x1xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @expand_dims_missing_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.expand_dims' op attribute "axis" is expected but not provided}}
+  %0 = "relax.expand_dims"(%x) : (tensor<2x3xf32>) -> tensor<1x2x3xf32>
+  return
+}
+
+// -----
+
+func.func @broadcast_to_string_shape(%x: tensor<3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.array' but got 'builtin.string'}}
+  %0 = "relax.broadcast_to"(%x) {shape = "2x3"} : (tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @tile_missing_repeats(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.tile' op attribute "repeats" is expected but not provided}}
+  %0 = "relax.tile"(%x) : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @concat_missing_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.concat' op attribute "axis" is expected but not provided}}
+  %0 = "relax.concat"(%x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @split_integer_indices(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.array' but got 'builtin.integer'}}
+  %0:2 = "relax.split"(%x) {axis = 1 : i64, indices = 1 : i64} : (tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<2x2xf32>)
+  return
+}
+
+// -----
+
+func.func @take_missing_mode(%x: tensor<2x3xf32>, %i: tensor<2xi64>) {
+  // expected-error @+1 {{'relax.take' op attribute "mode" is expected but not provided}}
+  %0 = "relax.take"(%x, %i) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @strided_slice_missing_strides(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.strided_slice' op attribute "strides" is expected but not provided}}
+  %0 = "relax.strided_slice"(%x) {axes = [1], begin = [0], end = [2]} : (tensor<2x3xf32>) -> tensor<2x2xf32>
+  return
+}
+
+// -----
+
+func.func @sum_integer_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.array' but got 'builtin.integer'}}
+  %0 = "relax.sum"(%x) {axis = 1 : i64, keepdims = false} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @mean_missing_keepdims(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.mean' op attribute "keepdims" is expected but not provided}}
+  %0 = "relax.mean"(%x) {axis = [1]} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @max_integer_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.array' but got 'builtin.integer'}}
+  %0 = "relax.max"(%x) {axis = 1 : i64, keepdims = false} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @min_missing_keepdims(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.min' op attribute "keepdims" is expected but not provided}}
+  %0 = "relax.min"(%x) {axis = [1]} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @prod_integer_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.array' but got 'builtin.integer'}}
+  %0 = "relax.prod"(%x) {axis = 1 : i64, keepdims = false} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @variance_missing_keepdims(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.variance' op attribute "keepdims" is expected but not provided}}
+  %0 = "relax.variance"(%x) {axis = [1]} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @argmax_integer_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.array' but got 'builtin.integer'}}
+  %0 = "relax.argmax"(%x) {axis = 1 : i64, keepdims = false} : (tensor<2x3xf32>) -> tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @argmin_missing_keepdims(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.argmin' op attribute "keepdims" is expected but not provided}}
+  %0 = "relax.argmin"(%x) {axis = [1]} : (tensor<2x3xf32>) -> tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @full_no_fill_value() {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 0}}
+  %0 = "relax.full"() {dtype = "float32", shape = [2, 3]} : () -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @full_like_missing_dtype(%x: tensor<2x3xf32>, %v: tensor<f32>) {
+  // expected-error @+1 {{'relax.full_like' op attribute "dtype" is expected but not provided}}
+  %0 = "relax.full_like"(%x, %v) : (tensor<2x3xf32>, tensor<f32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @zeros_missing_shape() {
+  // expected-error @+1 {{'relax.zeros' op attribute "shape" is expected but not provided}}
+  %0 = "relax.zeros"() {dtype = "float32"} : () -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @ones_integer_dtype() {
+  // expected-error @+1 {{expected base attribute 'builtin.string' but got 'builtin.integer'}}
+  %0 = "relax.ones"() {dtype = 32 : i64, shape = [2, 3]} : () -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @arange_missing_step() {
+  // expected-error @+1 {{'relax.arange' op attribute "step" is expected but not provided}}
+  %0 = "relax.arange"() {dtype = "int64", end = 6 : i64, start = 0 : i64} : () -> tensor<6xi64>
+  return
+}
+
+// -----
+
+func.func @tril_float_k(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.integer' but got 'builtin.float'}}
+  %0 = "relax.tril"(%x) {k = 0.000000e+00 : f64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @triu_missing_k(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.triu' op attribute "k" is expected but not provided}}
+  %0 = "relax.triu"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @conv2d_string_groups(%x: tensor<1x2x4x4xf32>, %w: tensor<3x2x3x3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.integer' but got 'builtin.string'}}
+  %0 = "relax.nn_conv2d"(%x, %w) {data_layout = "NCHW", dilation = [1, 1], groups = "1", kernel_layout = "OIHW", out_dtype = "float32", padding = [1, 1, 1, 1], strides = [1, 1]} : (tensor<1x2x4x4xf32>, tensor<3x2x3x3xf32>) -> tensor<1x3x4x4xf32>
+  return
+}
+
+// -----
+
+func.func @max_pool2d_missing_layout(%x: tensor<1x2x4x4xf32>) {
+  // expected-error @+1 {{'relax.nn_max_pool2d' op attribute "layout" is expected but not provided}}
+  %0 = "relax.nn_max_pool2d"(%x) {ceil_mode = false, count_include_pad = false, dilation = [1, 1], padding = [0, 0, 0, 0], pool_size = [2, 2], strides = [2, 2]} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @avg_pool2d_integer_pool_size(%x: tensor<1x2x4x4xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.array' but got 'builtin.integer'}}
+  %0 = "relax.nn_avg_pool2d"(%x) {ceil_mode = false, count_include_pad = false, dilation = [1, 1], layout = "NCHW", padding = [0, 0, 0, 0], pool_size = 2 : i64, strides = [2, 2]} : (tensor<1x2x4x4xf32>) -> tensor<1x2x2x2xf32>
+  return
+}
+
+// -----
+
+func.func @adaptive_avg_pool2d_missing_output_size(%x: tensor<1x2x4x4xf32>) {
+  // expected-error @+1 {{'relax.nn_adaptive_avg_pool2d' op attribute "output_size" is expected but not provided}}
+  %0 = "relax.nn_adaptive_avg_pool2d"(%x) {layout = "NCHW"} : (tensor<1x2x4x4xf32>) -> tensor<1x2x1x1xf32>
+  return
+}
+
+// -----
+
+func.func @layer_norm_integer_epsilon(%x: tensor<2x3xf32>, %g: tensor<3xf32>) {
+  // expected-error @+1 {{expected base attribute 'builtin.float' but got 'builtin.integer'}}
+  %0 = "relax.nn_layer_norm"(%x, %g, %g) {axes = [1], center = true, epsilon = 0 : i64, scale = true} : (tensor<2x3xf32>, tensor<3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @batch_norm_four_operands(%x: tensor<1x2x4x4xf32>, %c: tensor<2xf32>) {
+  // expected-error @+1 {{op expects exactly 5 operands, but got 4}}
+  %0 = "relax.nn_batch_norm"(%x, %c, %c, %c) {axis = 1 : i64, center = true, epsilon = 1.000000e-05 : f64, scale = true} : (tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
+  return
+}
