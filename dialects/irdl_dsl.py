@@ -18,9 +18,10 @@ _BASES = {
     "symbol": '"#builtin.symbol_ref"',
     "string": '"#builtin.string"',
     "array": '"#builtin.array"',
+    "int_array": '"#builtin.array"',
     "integer": '"#builtin.integer"',
     "float": '"#builtin.float"',
-    "bool": '"#builtin.bool"',
+    "bool": '"#builtin.integer"',  # BoolAttr is an i1 IntegerAttr; `Attr.refine` checks the width
     "dense": '"#builtin.dense_elements"',
     "type": '"#builtin.type"',
 }
@@ -49,7 +50,21 @@ class Result:
 
 @dataclass(frozen=True)
 class Attr:
+    """An attribute; `constraint` is the IRDL base. IRDL checks only the base, so the finer
+    kinds (`bool` = i1, `int_array` = array of integers) are checked by `refine` (relax-verify)."""
+
     constraint: str = "any"
+
+    def refine(self, value: ir.Attribute) -> Optional[str]:
+        value = value.maybe_downcast() if hasattr(value, "maybe_downcast") else value
+        if self.constraint == "bool":
+            if not (isinstance(value, ir.IntegerAttr) and ir.IntegerType(value.type).width == 1):
+                return "expects a bool (true/false)"
+        elif self.constraint == "int_array":
+            items = list(value) if isinstance(value, ir.ArrayAttr) else None
+            if items is None or not all(isinstance(i.maybe_downcast(), ir.IntegerAttr) for i in items):
+                return "expects an array of integers"
+        return None
 
 
 @dataclass(frozen=True)

@@ -205,8 +205,8 @@ class _Binary(Op):
 class _Reduce(Op):
     x = Operand("tensor")
     out = Result("tensor")
-    axis = Attr("array")
-    keepdims = Attr("any")
+    axis = Attr("int_array")
+    keepdims = Attr("bool")
 
 
 @RELAX.op
@@ -551,7 +551,7 @@ class PermuteDims(_Unary):
     """`out.shape[i] = x.shape[axes[i]]` (numpy transpose)."""
 
     mnemonic = "permute_dims"
-    axes = Attr("array")
+    axes = Attr("int_array")
 
 
 @RELAX.op
@@ -574,7 +574,7 @@ class Squeeze(_Unary):
     """Drop the listed size-1 `axis` (all size-1 axes when created with axis=None)."""
 
     mnemonic = "squeeze"
-    axis = Attr("array")
+    axis = Attr("int_array")
 
 
 @RELAX.op
@@ -582,7 +582,7 @@ class ExpandDims(_Unary):
     """Insert size-1 axes at the positions `axis` of the result."""
 
     mnemonic = "expand_dims"
-    axis = Attr("array")
+    axis = Attr("int_array")
 
 
 @RELAX.op
@@ -609,6 +609,10 @@ class Concat(Op):
     tensors = Operand("tensor", variadic=True)
     out = Result("tensor")
     axis = Attr("integer")
+
+    @staticmethod
+    def verify(op: ir.Operation) -> Optional[str]:
+        return None if len(op.operands) else "expects at least one tensor"
 
 
 @RELAX.op
@@ -639,7 +643,7 @@ class StridedSlice(_Unary):
     """`x[begin:end:strides]` on `axes`; bounds are clamped like python slices."""
 
     mnemonic = "strided_slice"
-    axes = Attr("array")
+    axes = Attr("int_array")
     begin = Attr("array")
     end = Attr("array")
     strides = Attr("array")
@@ -795,8 +799,8 @@ class _Pool2d(Op):
     strides = Attr("array")
     padding = Attr("array")
     dilation = Attr("array")
-    ceil_mode = Attr("any")
-    count_include_pad = Attr("any")
+    ceil_mode = Attr("bool")
+    count_include_pad = Attr("bool")
     layout = Attr("string")
 
 
@@ -834,10 +838,10 @@ class LayerNorm(Op):
     gamma = Operand("tensor")
     beta = Operand("tensor")
     out = Result("tensor")
-    axes = Attr("array")
+    axes = Attr("int_array")
     epsilon = Attr("float")
-    center = Attr("any")
-    scale = Attr("any")
+    center = Attr("bool")
+    scale = Attr("bool")
 
 
 @RELAX.op
@@ -854,8 +858,8 @@ class BatchNorm(Op):
     out = Result("tensor")
     axis = Attr("integer")
     epsilon = Attr("float")
-    center = Attr("any")
-    scale = Attr("any")
+    center = Attr("bool")
+    scale = Attr("bool")
 
 
 # Ops that lower directly (no legalization): the runtime-level core of the dialect.

@@ -5,6 +5,7 @@ from __future__ import annotations
 from mlir import ir
 
 from dialects import relax as rx
+from dialects.irdl_dsl import Attr
 from lowering.registry import PassError, register_pass
 
 
@@ -17,7 +18,15 @@ def verify_module(module_op: ir.Operation) -> None:
         if failure:
             return ir.WalkResult.INTERRUPT
         cls = rx.op_class(op.name)
-        if cls is not None and cls.verify is not None:
+        if cls is None:
+            return ir.WalkResult.ADVANCE
+        for key, attr in cls.fields(Attr):
+            if key in op.attributes:
+                problem = attr.refine(op.attributes[key])
+                if problem:
+                    failure.append((op, f"'{op.name}' op attribute '{key}' {problem}"))
+                    return ir.WalkResult.INTERRUPT
+        if cls.verify is not None:
             message = cls.verify(op)
             if message:
                 failure.append((op, f"'{op.name}' op {message}"))

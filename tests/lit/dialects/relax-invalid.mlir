@@ -732,3 +732,28 @@ func.func @batch_norm_four_operands(%x: tensor<1x2x4x4xf32>, %c: tensor<2xf32>) 
   %0 = "relax.nn_batch_norm"(%x, %c, %c, %c) {axis = 1 : i64, center = true, epsilon = 1.000000e-05 : f64, scale = true} : (tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
   return
 }
+
+// -----
+
+// Attribute kinds that IRDL's base constraints cannot tell apart are checked by relax-verify.
+func.func @keepdims_not_bool(%x: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'relax.sum' op attribute 'keepdims' expects a bool (true/false)}}
+  %0 = "relax.sum"(%x) {axis = [1], keepdims = 7 : i64} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @axis_not_integers(%x: tensor<2x3xf32>) -> tensor<2xf32> {
+  // expected-error @+1 {{'relax.sum' op attribute 'axis' expects an array of integers}}
+  %0 = "relax.sum"(%x) {axis = ["a"], keepdims = false} : (tensor<2x3xf32>) -> tensor<2xf32>
+  return %0 : tensor<2xf32>
+}
+
+// -----
+
+func.func @empty_concat() -> tensor<0xf32> {
+  // expected-error @+1 {{'relax.concat' op expects at least one tensor}}
+  %0 = "relax.concat"() {axis = 0 : i64} : () -> tensor<0xf32>
+  return %0 : tensor<0xf32>
+}
