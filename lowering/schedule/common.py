@@ -57,6 +57,7 @@ class OpInfo:
     element_type: str
     tag: int = -1  # the SCHED_ID_ATTR value that the scripts match
     num_results: int = 1
+    traps: bool = False  # the payload has integer division/remainder (a zero lane traps)
     # matmul only: the loop dims playing each role
     batch: list[int] = field(default_factory=list)
     m: Optional[int] = None
@@ -119,9 +120,11 @@ def get_schedule(target: str, pattern: str) -> ScheduleRule:
 # Classification
 
 
-def _is_op(value: ir.Value, name: str) -> bool:
-    owner = value.owner
-    return isinstance(owner, (ir.Operation, ir.OpView)) and owner.name == name
+# Payload ops that make an op irregular (gathers at computed indices, control flow): TE's
+# reshapes, transposes, concats and inlined pads. They keep their generic (naive loops).
+IRREGULAR_OPS = {"tensor.extract", "linalg.index", "scf.if", "scf.for"}
+# Integer division traps on a zero divisor, which masked-off vector lanes supply.
+TRAPPING_OPS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui"}
 
 
 def _body_ops(op: ir.Operation) -> list[ir.Operation]:
@@ -181,6 +184,10 @@ def classify(op: ir.Operation) -> OpInfo:
     results = op.results
     elem = str(ir.RankedTensorType(results[0].type).element_type) if len(results) else ""
     info = OpInfo(op, "fallback", ranges, iterators, operand_dims, elem, num_results=len(results))
+    body = _body_ops(op)
+    info.traps = any(o.name in TRAPPING_OPS for o in body)
+    if any(o.name in IRREGULAR_OPS or len(o.regions) for o in body):
+        return info  # computed indices / control flow in the payload: the vectorizer gives up
     if len(results) == 1 and _is_conv(op, maps, operand_dims, iterators):
         info.pattern = "conv"
         return info
@@ -477,6 +484,11 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     name = ir.StringAttr(func_op.attributes["sym_name"]).value
     ops = linalg_ops(func_op)
     skipped = ", ".join(f"#{t} {ops[t].name}" for t in bad)
+    if os.environ.get(PRINT_SCRIPT_ENV) == "failures":
+        import sys
+
+        for t in bad:
+            print(f"// relax-schedule-cpu could not schedule (pattern {classify(ops[t]).pattern}):\n{ops[t]}", file=sys.stderr)
     warnings.warn(
         f"relax-schedule-cpu: @{name}: op(s) {skipped} left unscheduled: {first_error}",
         RuntimeWarning,

@@ -24,6 +24,14 @@ class ElementwiseSchedule(ScheduleRule):
         inner = _innermost_loop(info)
         size = info.ranges[inner]
         width = VECTOR if size is None else min(VECTOR, _round_up(size, LANES))
+        if info.traps:
+            # Masked-off lanes would divide by the padding (0): integer division traps (SIGFPE).
+            # Only vectors that fit the loop exactly.
+            if size is None:
+                return "fallback"
+            width = next(w for w in range(min(VECTOR, size), 0, -1) if size % w == 0)
+            if width == 1:
+                return "fallback"
         if info.static and opts.threads > 1 and info.work >= PARALLEL_MIN_ELEMENTS:
             split = [0] * len(info.ranges)
             outer = next(d for d in range(len(info.ranges)) if d != inner) if len(info.ranges) > 1 else inner

@@ -22,7 +22,7 @@ class ReductionSchedule(ScheduleRule):
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
         reductions = [d for d, t in enumerate(info.iterators) if t == "reduction"]
-        if not info.static or len(reductions) != 1 or info.num_results != 1:
+        if not info.static or len(reductions) != 1 or info.num_results != 1 or info.traps:
             return "fallback"
         red = reductions[0]
         inner = _contiguous_loop(info)

@@ -307,11 +307,48 @@ def test_conv_matches_numpy(n, c, h, f, k, route):
     assert scheduled_names(text, "conv") == [route]
 
 
-PAD_THEN_RELU = """
-func.func private @pad_relu(%x: tensor<8x16xf32>, %out: tensor<8x20xf32>) -> tensor<8x20xf32> attributes {relax.prim_func} {
+CALL_THEN_RELU = """
+func.func private @twice(%x: f32) -> f32 {
+  %y = arith.addf %x, %x : f32
+  return %y : f32
+}
+func.func private @call_relu(%x: tensor<8x20xf32>, %out: tensor<8x20xf32>) -> tensor<8x20xf32> attributes {relax.prim_func} {
   %e = tensor.empty() : tensor<8x20xf32>
-  %padded = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
-      outs(%e : tensor<8x20xf32>) {
+  %t = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x20xf32>) outs(%e : tensor<8x20xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %v = func.call @twice(%a) : (f32) -> f32
+    linalg.yield %v : f32
+  } -> tensor<8x20xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%t : tensor<8x20xf32>) outs(%out : tensor<8x20xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %zero = arith.constant 0.0 : f32
+    %m = arith.maximumf %a, %zero : f32
+    linalg.yield %m : f32
+  } -> tensor<8x20xf32>
+  return %r : tensor<8x20xf32>
+}
+"""
+
+
+def test_unschedulable_op_falls_back_alone():
+    """A payload the vectorizer rejects (a call): that op keeps its generic, the relu next to it
+    is still scheduled, a warning names the skipped op, and the results are right."""
+    with pytest.warns(RuntimeWarning, match=r"op\(s\) #0 linalg.generic left unscheduled"):
+        used = scheduled_names(CALL_THEN_RELU, "call_relu", strict=False)
+    assert used == ["elementwise-32"]
+    x, out = rand(8, 20), np.zeros((8, 20), np.float32)
+    with pytest.warns(RuntimeWarning):
+        Kernel.build(CALL_THEN_RELU, "call_relu", schedule="threads=1")(x, out)
+    check(out, np.maximum(2 * x, 0), "call + relu")
+
+
+def test_irregular_payload_is_left_alone():
+    """TE's gathers (linalg.index, tensor.extract, scf.if: reshapes, inlined pads) are not tried."""
+    text = """
+func.func private @pad(%x: tensor<8x16xf32>, %out: tensor<8x20xf32>) -> tensor<8x20xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%out : tensor<8x20xf32>) {
   ^bb0(%o: f32):
     %i = linalg.index 0 : index
     %j = linalg.index 1 : index
@@ -330,25 +367,31 @@ func.func private @pad_relu(%x: tensor<8x16xf32>, %out: tensor<8x20xf32>) -> ten
     }
     linalg.yield %v : f32
   } -> tensor<8x20xf32>
-  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
-      ins(%padded : tensor<8x20xf32>) outs(%out : tensor<8x20xf32>) {
-  ^bb0(%a: f32, %o: f32):
-    %zero = arith.constant 0.0 : f32
-    %m = arith.maximumf %a, %zero : f32
-    linalg.yield %m : f32
-  } -> tensor<8x20xf32>
   return %r : tensor<8x20xf32>
 }
 """
-
-
-def test_unschedulable_op_falls_back_alone():
-    """An inlined pad (scf.if in the payload) cannot be vectorized: it keeps its generic, the
-    relu next to it is still scheduled, a warning names the skipped op, results are right."""
-    with pytest.warns(RuntimeWarning, match=r"op\(s\) #0 linalg.generic left unscheduled"):
-        used = scheduled_names(PAD_THEN_RELU, "pad_relu", strict=False)
-    assert used == ["elementwise-32"]
+    assert scheduled_names(text, "pad") == ["fallback"]
     x, out = rand(8, 16), np.zeros((8, 20), np.float32)
-    with pytest.warns(RuntimeWarning):
-        Kernel.build(PAD_THEN_RELU, "pad_relu", schedule="threads=1")(x, out)
-    check(out, np.maximum(np.pad(x, ((0, 0), (2, 2))), 0), "pad + relu")
+    Kernel.build(text, "pad", schedule="threads=1 strict=true")(x, out)
+    check(out, np.pad(x, ((0, 0), (2, 2))), "pad")
+
+
+def test_integer_division_is_not_masked():
+    """Masked-off lanes would divide by zero (SIGFPE): only exact-fit vectors, or none."""
+    text = """
+func.func private @idiv(%a: tensor<4x10xi32>, %b: tensor<4x10xi32>, %out: tensor<4x10xi32>) -> tensor<4x10xi32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}
+      ins(%a, %b : tensor<4x10xi32>, tensor<4x10xi32>) outs(%out : tensor<4x10xi32>) {
+  ^bb0(%x: i32, %y: i32, %o: i32):
+    %q = arith.floordivsi %x, %y : i32
+    linalg.yield %q : i32
+  } -> tensor<4x10xi32>
+  return %r : tensor<4x10xi32>
+}
+"""
+    assert scheduled_names(text, "idiv") == ["elementwise-10"]
+    rng = np.random.default_rng(3)
+    a, b = rng.integers(-50, 50, (4, 10), dtype=np.int32), rng.integers(1, 9, (4, 10), dtype=np.int32)
+    out = np.zeros((4, 10), np.int32)
+    Kernel.build(text, "idiv", schedule="threads=1 strict=true")(a, b, out)
+    assert np.array_equal(out, a // b)
