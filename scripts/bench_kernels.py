@@ -32,6 +32,7 @@ WORKLOADS = [
     ("matmul 1024^3", (1024, 1024, 1024), False, False),
     ("matmul 256^3", (256, 256, 256), False, False),
     ("GEMV 1x784x128", (1, 128, 784), False, False),
+    ("dense 1x784x128", (1, 128, 784), True, False),
     ("dense 1x784x128 prepacked", (1, 128, 784), True, True),
     ("dense 256x784x128 prepacked", (256, 128, 784), True, True),
 ]
@@ -79,7 +80,9 @@ def worker(threads: int, repeat: int, names: list[str]) -> list[dict]:
         for _ in range(repeat):  # interleave so both see the same machine state
             ours.append(median_seconds(kernel.run, min_time=0.2))
             time.sleep(0.3)  # idle gap: OpenMP and OpenBLAS workers spin a while after a call
-            theirs.append(median_seconds(lambda: np.matmul(a, bt, out=c_np), min_time=0.2))
+            theirs.append(
+                median_seconds(lambda a=a, bt=bt, c=c_np: np.matmul(a, bt, out=c), min_time=0.2)
+            )
             time.sleep(0.3)
         busy1 = _cpu_busy()
         flops = 2.0 * m * n * k
@@ -104,7 +107,9 @@ def worker(threads: int, repeat: int, names: list[str]) -> list[dict]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--threads", type=int, nargs="*", help="thread counts (default: 1 and all cores)")
+    parser.add_argument(
+        "--threads", type=int, nargs="*", help="thread counts (default: 1 and all cores)"
+    )
     parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds per workload")
     parser.add_argument("--only", nargs="*", default=[], help="substrings of workload names to run")
     parser.add_argument("--json", help="also write the rows to this file")
@@ -118,20 +123,38 @@ def main() -> None:
     rows = []
     for threads in counts:
         env = dict(os.environ)
-        for var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RELAXMLIR_NUM_THREADS"):
+        for var in (
+            "OMP_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "RELAXMLIR_NUM_THREADS",
+        ):
             env[var] = str(threads)
-        cmd = [sys.executable, __file__, "--worker", str(threads), "--repeat", str(args.repeat), "--only", *args.only]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--worker",
+            str(threads),
+            "--repeat",
+            str(args.repeat),
+            "--only",
+            *args.only,
+        ]
         start = time.time()
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
         rows += json.loads(out.strip().splitlines()[-1])
         print(f"# {threads} thread(s): {time.time() - start:.0f} s", file=sys.stderr)
     print(f"# parallel runtime: {rows[0]['runtime'] if rows else '?'}")
-    print(f"{'workload':30s} {'thr':>3s} {'ours us':>10s} {'numpy us':>10s} {'ours GF/s':>9s} {'np GF/s':>8s} "
-          f"{'ratio':>6s} {'compile s':>9s} {'busy':>5s}")
+    print(
+        f"{'workload':30s} {'thr':>3s} {'ours us':>10s} {'numpy us':>10s} {'ours GF/s':>9s} {'np GF/s':>8s} "
+        f"{'ratio':>6s} {'compile s':>9s} {'busy':>5s}"
+    )
     for r in rows:
-        print(f"{r['workload']:30s} {r['threads']:3d} {r['ours_us']:10.1f} {r['numpy_us']:10.1f} "
-              f"{r['ours_gflops']:9.1f} {r['numpy_gflops']:8.1f} {r['ratio']:6.2f} {r['compile_s']:9.3f} "
-              f"{r['cpu_busy']:5.0%}")
+        print(
+            f"{r['workload']:30s} {r['threads']:3d} {r['ours_us']:10.1f} {r['numpy_us']:10.1f} "
+            f"{r['ours_gflops']:9.1f} {r['numpy_gflops']:8.1f} {r['ratio']:6.2f} {r['compile_s']:9.3f} "
+            f"{r['cpu_busy']:5.0%}"
+        )
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1))
 

@@ -29,16 +29,16 @@ from lowering.schedule.common import (
     legalize_function,
     schedule_function,
 )
-from lowering.schedule.matmul import PackedLayout, pack_weight, use_prepacked_weight  # noqa: F401
+from lowering.schedule.matmul import PackedLayout, pack_weight, use_prepacked_weight
 
 __all__ = [
     "SCHEDULES",
+    "PackedLayout",
     "ScheduleOptions",
     "classify",
-    "schedule_module",
     "pack_weight",
+    "schedule_module",
     "use_prepacked_weight",
-    "PackedLayout",
 ]
 
 

@@ -11,7 +11,6 @@ from __future__ import annotations
 import os
 import warnings
 from dataclasses import dataclass, field
-from typing import Callable, Optional
 
 from mlir import ir
 from mlir.dialects.transform import interpreter
@@ -19,6 +18,9 @@ from mlir.dialects.transform import interpreter
 PRIM_FUNC_ATTR = "relax.prim_func"
 SCHED_ID_ATTR = "relax_sched_id"  # temporary tag: lets the script match exactly one payload op
 SCHEDULE_ATTR = "relax.schedule"  # left on each scheduled function: the rules that ran
+# What a failing transform script raises: the interpreter's ValueError (with the diagnostics) or
+# a parse/verification MLIRError.
+SCRIPT_ERRORS = (ValueError, ir.MLIRError)
 PREPACKED_ATTR = "relax.prepacked"  # on a linalg.unpack of an argument packed ahead of time
 PATTERNS = ("matmul", "conv", "reduction", "elementwise", "fallback")
 PRINT_SCRIPT_ENV = "RELAXMLIR_PRINT_SCHEDULE"  # set to 1: print every generated script to stderr
@@ -51,25 +53,25 @@ class OpInfo:
 
     op: ir.Operation
     pattern: str
-    ranges: list[Optional[int]]
+    ranges: list[int | None]
     iterators: list[str]  # "parallel" / "reduction" per loop
-    operand_dims: list[Optional[list[int]]]  # loop dim of each operand axis (None: not a permutation)
+    operand_dims: list[list[int] | None]  # loop dim of each operand axis (None: not a permutation)
     element_type: str
     tag: int = -1  # the SCHED_ID_ATTR value that the scripts match
     num_results: int = 1
     traps: bool = False  # the payload has integer division/remainder (a zero lane traps)
     # matmul only: the loop dims playing each role
     batch: list[int] = field(default_factory=list)
-    m: Optional[int] = None
-    n: Optional[int] = None
-    k: Optional[int] = None
+    m: int | None = None
+    n: int | None = None
+    k: int | None = None
     b_prepacked: bool = False  # B is a linalg.unpack marked PREPACKED_ATTR (weights packed ahead)
 
     @property
     def static(self) -> bool:
         return all(r is not None for r in self.ranges)
 
-    def size(self, dim: Optional[int]) -> int:
+    def size(self, dim: int | None) -> int:
         return 1 if dim is None else self.ranges[dim]
 
     @property
@@ -86,10 +88,10 @@ class ScheduleRule:
     op to schedule tagged again (`Script.tag`); `schedule` then tiles, vectorizes and
     parallelizes it and returns a short name of what it chose (recorded on the function)."""
 
-    def prepare(self, s: "Script", h: str, info: OpInfo, opts: ScheduleOptions) -> None:
+    def prepare(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> None:
         pass
 
-    def schedule(self, s: "Script", h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+    def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
         raise NotImplementedError
 
 
@@ -112,7 +114,9 @@ def get_schedule(target: str, pattern: str) -> ScheduleRule:
     key = (target, pattern)
     if key not in SCHEDULES:
         known = ", ".join(f"{t}/{p}" for t, p in sorted(SCHEDULES))
-        raise NotImplementedError(f"no schedule for pattern '{pattern}' on target '{target}'; known: {known}")
+        raise NotImplementedError(
+            f"no schedule for pattern '{pattern}' on target '{target}'; known: {known}"
+        )
     return SCHEDULES[key]
 
 
@@ -124,7 +128,15 @@ def get_schedule(target: str, pattern: str) -> ScheduleRule:
 # reshapes, transposes, concats and inlined pads. They keep their generic (naive loops).
 IRREGULAR_OPS = {"tensor.extract", "linalg.index", "scf.if", "scf.for"}
 # Integer division traps on a zero divisor, which masked-off vector lanes supply.
-TRAPPING_OPS = {"arith.divsi", "arith.divui", "arith.remsi", "arith.remui", "arith.floordivsi", "arith.ceildivsi", "arith.ceildivui"}
+TRAPPING_OPS = {
+    "arith.divsi",
+    "arith.divui",
+    "arith.remsi",
+    "arith.remui",
+    "arith.floordivsi",
+    "arith.ceildivsi",
+    "arith.ceildivui",
+}
 
 
 def _body_ops(op: ir.Operation) -> list[ir.Operation]:
@@ -152,7 +164,7 @@ def _is_mul_add(op: ir.Operation) -> bool:
     return False
 
 
-def _operand_dims(maps: list[ir.AffineMap]) -> list[Optional[list[int]]]:
+def _operand_dims(maps: list[ir.AffineMap]) -> list[list[int] | None]:
     out = []
     for amap in maps:
         dims = []
@@ -170,10 +182,12 @@ def classify(op: ir.Operation) -> OpInfo:
     op = op.operation
     if op.name != "linalg.generic":
         return OpInfo(op, "fallback", [], [], [], "")
-    iterators = [str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    iterators = [
+        str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])
+    ]
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     operand_dims = _operand_dims(maps)
-    ranges: list[Optional[int]] = [None] * len(iterators)
+    ranges: list[int | None] = [None] * len(iterators)
     for value, dims in zip(op.operands, operand_dims):
         if dims is None or not isinstance(value.type, ir.RankedTensorType):
             continue
@@ -237,7 +251,12 @@ def _classify_contraction(info: OpInfo, k: int) -> None:
     m_dims = [d for d in c_dims if d in a_dims and d not in b_dims]
     n_dims = [d for d in c_dims if d in b_dims and d not in a_dims]
     batch = [d for d in c_dims if d in a_dims and d in b_dims]
-    if not m_dims or not n_dims or len(n_dims) != 1 or len(m_dims) + len(n_dims) + len(batch) != len(c_dims):
+    if (
+        not m_dims
+        or not n_dims
+        or len(n_dims) != 1
+        or len(m_dims) + len(n_dims) + len(batch) != len(c_dims)
+    ):
         return
     # The innermost M dim is the one packed; outer M dims (e.g. a 3-D activation) act as batch.
     info.pattern = "matmul"
@@ -258,7 +277,11 @@ def linalg_ops(func_op: ir.Operation) -> list[ir.Operation]:
     for block in func_op.regions[0].blocks:
         for op in block.operations:
             op = op.operation
-            if op.name.startswith("linalg.") and op.name != "linalg.fill" and PREPACKED_ATTR not in op.attributes:
+            if (
+                op.name.startswith("linalg.")
+                and op.name != "linalg.fill"
+                and PREPACKED_ATTR not in op.attributes
+            ):
                 out.append(op)
     return out
 
@@ -299,39 +322,59 @@ class Script:
     def tag(self, h: str, tag: int) -> None:
         p = self.fresh("tag")
         self.emit(f"{p} = transform.param.constant {tag} : i64 -> !transform.param<i64>")
-        self.emit(f'transform.annotate {h} "{SCHED_ID_ATTR}" = {p} : {self.ANY}, !transform.param<i64>')
+        self.emit(
+            f'transform.annotate {h} "{SCHED_ID_ATTR}" = {p} : {self.ANY}, !transform.param<i64>'
+        )
 
     def producer(self, h: str, operand: int) -> str:
         p = self.fresh("prod")
-        self.emit(f"{p} = transform.get_producer_of_operand {h}[{operand}] : ({self.ANY}) -> {self.ANY}")
+        self.emit(
+            f"{p} = transform.get_producer_of_operand {h}[{operand}] : ({self.ANY}) -> {self.ANY}"
+        )
         return p
 
     def consumer(self, h: str, result: int = 0) -> str:
         c = self.fresh("cons")
-        self.emit(f"{c} = transform.get_consumers_of_result {h}[{result}] : ({self.ANY}) -> {self.ANY}")
+        self.emit(
+            f"{c} = transform.get_consumers_of_result {h}[{result}] : ({self.ANY}) -> {self.ANY}"
+        )
         return c
 
     # -- structured ops ----------------------------------------------------------------------------
-    def tile_for(self, h: str, sizes: list[int], interchange: Optional[list[int]] = None) -> tuple[str, list[str]]:
+    def tile_for(
+        self, h: str, sizes: list[int], interchange: list[int] | None = None
+    ) -> tuple[str, list[str]]:
         nloops = sum(1 for s in sizes if s)
         tiled, *loops = self._results(1 + nloops, "t")
         inter = f" interchange = {interchange}" if interchange else ""
         types = ", ".join([self.ANY] * (1 + nloops))
         lhs = ", ".join([tiled] + loops)
-        self.emit(f"{lhs} = transform.structured.tile_using_for {h} tile_sizes {sizes}{inter} : ({self.ANY}) -> ({types})")
+        self.emit(
+            f"{lhs} = transform.structured.tile_using_for {h} tile_sizes {sizes}{inter} : ({self.ANY}) -> ({types})"
+        )
         return tiled, loops
 
-    def tile_forall(self, h: str, *, tile_sizes: Optional[list[int]] = None, num_threads: Optional[list[int]] = None) -> tuple[str, str]:
+    def tile_forall(
+        self,
+        h: str,
+        *,
+        tile_sizes: list[int] | None = None,
+        num_threads: list[int] | None = None,
+    ) -> tuple[str, str]:
         tiled, loop = self._results(2, "par")
-        spec = f"num_threads {num_threads}" if num_threads is not None else f"tile_sizes {tile_sizes}"
-        self.emit(f"{tiled}, {loop} = transform.structured.tile_using_forall {h} {spec} : ({self.ANY}) -> ({self.ANY}, {self.ANY})")
+        spec = (
+            f"num_threads {num_threads}" if num_threads is not None else f"tile_sizes {tile_sizes}"
+        )
+        self.emit(
+            f"{tiled}, {loop} = transform.structured.tile_using_forall {h} {spec} : ({self.ANY}) -> ({self.ANY}, {self.ANY})"
+        )
         return tiled, loop
 
-    def vectorize(self, h: str, vector_sizes: Optional[list[int]] = None) -> None:
+    def vectorize(self, h: str, vector_sizes: list[int] | None = None) -> None:
         sizes = f" vector_sizes {vector_sizes}" if vector_sizes else ""
         self.emit(f"transform.structured.vectorize {h}{sizes} : {self.ANY}")
 
-    def patterns(self, *names: str, target: Optional[str] = None) -> None:
+    def patterns(self, *names: str, target: str | None = None) -> None:
         body = " ".join(f"transform.apply_patterns.{n}" for n in names)
         self.emit(f"transform.apply_patterns to {target or self.func} {{ {body} }} : {self.ANY}")
 
@@ -348,18 +391,27 @@ def lower_leftover_packs(s: Script) -> None:
     """Decompose pack/unpack ops no rule consumed (e.g. a prepacked weight feeding a matmul that
     fell back): one-shot bufferization has no rule for them."""
     results = {
-        "linalg.unpack": ("tensor.empty", "linalg.transpose", "tensor.collapse_shape", "tensor.extract_slice"),
+        "linalg.unpack": (
+            "tensor.empty",
+            "linalg.transpose",
+            "tensor.collapse_shape",
+            "tensor.extract_slice",
+        ),
         "linalg.pack": ("tensor.pad", "tensor.expand_shape", "linalg.transpose"),
     }
     for name, outs in results.items():
         kind = name.split(".")[1]
         found, each, typed = s.fresh("left"), s.fresh("one"), s.fresh("typed")
         types = ", ".join(f'!transform.op<"{o}">' for o in outs)
-        s.emit(f'{found} = transform.structured.match ops{{["{name}"]}} in {s.func} : ({s.ANY}) -> {s.ANY}')
+        s.emit(
+            f'{found} = transform.structured.match ops{{["{name}"]}} in {s.func} : ({s.ANY}) -> {s.ANY}'
+        )
         s.emit(f"transform.foreach {found} : {s.ANY} {{")
         s.emit(f"^bb0({each}: {s.ANY}):")
         s.emit(f'  {typed} = transform.cast {each} : {s.ANY} to !transform.op<"{name}">')
-        s.emit(f'  transform.structured.lower_{kind} {typed} : (!transform.op<"{name}">) -> ({types})')
+        s.emit(
+            f'  transform.structured.lower_{kind} {typed} : (!transform.op<"{name}">) -> ({types})'
+        )
         s.emit("}")
 
 
@@ -373,7 +425,9 @@ def finalize(s: Script) -> None:
     lower_leftover_packs(s)
     s.patterns("vector.reduction_to_contract", "vector.transfer_permutation_patterns")
     loops = s.fresh("loops")
-    s.emit(f"{loops} = transform.structured.match interface{{LoopLikeInterface}} in {s.func} : ({s.ANY}) -> {s.ANY}")
+    s.emit(
+        f"{loops} = transform.structured.match interface{{LoopLikeInterface}} in {s.func} : ({s.ANY}) -> {s.ANY}"
+    )
     s.emit(f"transform.apply_licm to {loops} : {s.ANY}")
     s.emit(f"transform.loop.hoist_loop_invariant_subsets {loops} : {s.ANY}")
     s.patterns(
@@ -397,7 +451,11 @@ def apply_script(func_op: ir.Operation, script: Script) -> None:
 
         print(f"// payload\n{func_op}\n// schedule\n{text}", file=sys.stderr)
     tmod = ir.Module.parse(text, func_op.context)
-    seq = next(op for op in tmod.body.operations if ir.StringAttr(op.attributes["sym_name"]).value == "__transform_main")
+    seq = next(
+        op
+        for op in tmod.body.operations
+        if ir.StringAttr(op.attributes["sym_name"]).value == "__transform_main"
+    )
     interpreter.apply_named_sequence(func_op, seq, tmod)
 
 
@@ -417,7 +475,9 @@ def legalize_function(func_op: ir.Operation) -> None:
         apply_script(func_op, s)
 
 
-def _apply_rules(func_op: ir.Operation, opts: ScheduleOptions, chosen: Optional[set[int]]) -> list[str]:
+def _apply_rules(
+    func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] | None
+) -> list[str]:
     """Run the rules of the ops in `chosen` (all when None) on `func_op` in place; raises on a
     script failure, leaving `func_op` partly transformed (callers work on a clone)."""
     infos = [classify(op) for op in linalg_ops(func_op)]
@@ -467,7 +527,7 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
         used = _apply_rules(trial, opts, None)
         _replace(func_op, trial, used)
         return used
-    except Exception as exc:  # transform failures surface as ValueError/MLIRError with diagnostics
+    except SCRIPT_ERRORS as exc:
         trial.erase()
         if opts.strict:
             raise
@@ -478,7 +538,7 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
         try:
             _apply_rules(trial, opts, {tag})
             good.add(tag)
-        except Exception:
+        except SCRIPT_ERRORS:
             bad.append(tag)
         trial.erase()
     name = ir.StringAttr(func_op.attributes["sym_name"]).value
@@ -488,7 +548,10 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
         import sys
 
         for t in bad:
-            print(f"// relax-schedule-cpu could not schedule (pattern {classify(ops[t]).pattern}):\n{ops[t]}", file=sys.stderr)
+            print(
+                f"// relax-schedule-cpu could not schedule (pattern {classify(ops[t]).pattern}):\n{ops[t]}",
+                file=sys.stderr,
+            )
     warnings.warn(
         f"relax-schedule-cpu: @{name}: op(s) {skipped} left unscheduled: {first_error}",
         RuntimeWarning,
@@ -499,9 +562,11 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     trial = copy()
     try:
         used = _apply_rules(trial, opts, good)
-    except Exception as exc:
+    except SCRIPT_ERRORS as exc:
         trial.erase()
-        warnings.warn(f"relax-schedule-cpu: @{name} left unscheduled: {exc}", RuntimeWarning, stacklevel=2)
+        warnings.warn(
+            f"relax-schedule-cpu: @{name} left unscheduled: {exc}", RuntimeWarning, stacklevel=2
+        )
         return []
     _replace(func_op, trial, used)
     return used

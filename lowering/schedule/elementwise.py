@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
-from lowering.schedule.common import OpInfo, ScheduleOptions, ScheduleRule, Script, register_schedule
+from lowering.schedule.common import (
+    OpInfo,
+    ScheduleOptions,
+    ScheduleRule,
+    Script,
+    register_schedule,
+)
 from lowering.schedule.runtime import PARALLEL_MIN_ELEMENTS
 
 VECTOR = 64  # elements per step along the innermost loop: 4 zmm per value, masked at the edge
@@ -34,7 +40,11 @@ class ElementwiseSchedule(ScheduleRule):
                 return "fallback"
         if info.static and opts.threads > 1 and info.work >= PARALLEL_MIN_ELEMENTS:
             split = [0] * len(info.ranges)
-            outer = next(d for d in range(len(info.ranges)) if d != inner) if len(info.ranges) > 1 else inner
+            outer = (
+                next(d for d in range(len(info.ranges)) if d != inner)
+                if len(info.ranges) > 1
+                else inner
+            )
             split[outer] = opts.threads
             h, _ = s.tile_forall(h, num_threads=split)
         sizes = [1] * len(info.ranges)

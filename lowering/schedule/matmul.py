@@ -18,7 +18,6 @@ the [.., N/32, K, 32] layout (`use_prepacked_weight`), so the B pack folds away.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
 
 import numpy as np
 from mlir import ir
@@ -179,7 +178,9 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> 
     return f"matmul-packed-{MR if m_packed else 1}x{NR * nb}"
 
 
-def _schedule_pack(s: Script, h: str, outer: list[int], k: int, tiled_dim: int, inner: list[int], threads: int) -> None:
+def _schedule_pack(
+    s: Script, h: str, outer: list[int], k: int, tiled_dim: int, inner: list[int], threads: int
+) -> None:
     """Vectorize a pack op: PACK_K steps along K, one panel at a time; masks handle padding."""
     sizes = [1] * len(outer)
     sizes[outer.index(k)] = PACK_K
@@ -194,13 +195,22 @@ def _schedule_pack(s: Script, h: str, outer: list[int], k: int, tiled_dim: int, 
 def _schedule_unpack(s: Script, h: str, info: OpInfo, m_packed: bool, threads: int) -> None:
     c_dims = info.operand_dims[2]
     divisible = info.size(info.n) % NR == 0 and (not m_packed or info.size(info.m) % MR == 0)
-    if not divisible:  # vectorizing a partial unpack tile hits an upstream bug (invalid vector.mask)
+    if (
+        not divisible
+    ):  # vectorizing a partial unpack tile hits an upstream bug (invalid vector.mask)
         typed = _cast(s, h, "linalg.unpack")
         results = ", ".join(
             f'!transform.op<"{name}">'
-            for name in ("tensor.empty", "linalg.transpose", "tensor.collapse_shape", "tensor.extract_slice")
+            for name in (
+                "tensor.empty",
+                "linalg.transpose",
+                "tensor.collapse_shape",
+                "tensor.extract_slice",
+            )
         )
-        s.emit(f'transform.structured.lower_unpack {typed} : (!transform.op<"linalg.unpack">) -> ({results})')
+        s.emit(
+            f'transform.structured.lower_unpack {typed} : (!transform.op<"linalg.unpack">) -> ({results})'
+        )
         return
     sizes = [1] * len(c_dims)
     sizes[c_dims.index(info.n)] = NR
@@ -328,14 +338,16 @@ class PackedLayout:
         return [rank - 2] if self.transposed else [rank - 1]
 
     @property
-    def outer_dims_perm(self) -> Optional[list[int]]:
+    def outer_dims_perm(self) -> list[int] | None:
         rank = len(self.shape)
         if self.transposed:
             return None
         return list(range(rank - 2)) + [rank - 1, rank - 2]
 
 
-def pack_weight(w: np.ndarray, *, transposed: bool, nr: int = NR) -> tuple[np.ndarray, PackedLayout]:
+def pack_weight(
+    w: np.ndarray, *, transposed: bool, nr: int = NR
+) -> tuple[np.ndarray, PackedLayout]:
     """Pack a constant matmul operand B into the panels the packed route reads.
 
     Parameters
@@ -382,7 +394,12 @@ def use_prepacked_weight(func_op: ir.Operation, arg_index: int, layout: PackedLa
         with ir.InsertionPoint.at_block_begin(block):
             empty = tensor.EmptyOp(list(layout.shape), old_type.element_type)
             unpack = linalg.UnPackOp(
-                arg, empty.result, layout.inner_dims_pos, [], [layout.nr], outer_dims_perm=layout.outer_dims_perm
+                arg,
+                empty.result,
+                layout.inner_dims_pos,
+                [],
+                [layout.nr],
+                outer_dims_perm=layout.outer_dims_perm,
             ).operation
         arg.replace_all_uses_except(unpack.results[0], unpack)
         arg.set_type(packed_type)
@@ -390,4 +407,6 @@ def use_prepacked_weight(func_op: ir.Operation, arg_index: int, layout: PackedLa
         ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
         inputs = list(ftype.inputs)
         inputs[arg_index] = packed_type
-        func_op.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, list(ftype.results)))
+        func_op.attributes["function_type"] = ir.TypeAttr.get(
+            ir.FunctionType.get(inputs, list(ftype.results))
+        )

@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
-from lowering.schedule.common import OpInfo, ScheduleOptions, ScheduleRule, Script, register_schedule
+from lowering.schedule.common import (
+    OpInfo,
+    ScheduleOptions,
+    ScheduleRule,
+    Script,
+    register_schedule,
+)
 from lowering.schedule.runtime import PARALLEL_MIN_ELEMENTS as PARALLEL_MIN_WORK
 
 LANES = 16  # f32 lanes of one zmm register: partial results per reduced row
@@ -52,7 +56,9 @@ def _divisor(total: int, cap: int) -> int:
     return next(t for t in range(min(cap, total), 0, -1) if total % t == 0)
 
 
-def inner_reduction(s: Script, h: str, info: OpInfo, red: int, block_dim: Optional[int] = None) -> tuple[int, int]:
+def inner_reduction(
+    s: Script, h: str, info: OpInfo, red: int, block_dim: int | None = None
+) -> tuple[int, int]:
     """Keep LANES partial results for each of up to ROWS outputs in vectors while the contiguous
     reduction loop streams by (`tile_reduction_using_for`), then combine each vector once.
     `block_dim` (default: the output's innermost loop) is the parallel loop blocked by ROWS.
@@ -70,7 +76,12 @@ def inner_reduction(s: Script, h: str, info: OpInfo, red: int, block_dim: Option
     width = min(LANES, _round_up(info.ranges[red], LANES))
     split = [0] * nloops
     split[red] = width
-    fill, partial, combine, loop = s.fresh("fill"), s.fresh("part"), s.fresh("comb"), s.fresh("loop")
+    fill, partial, combine, loop = (
+        s.fresh("fill"),
+        s.fresh("part"),
+        s.fresh("comb"),
+        s.fresh("loop"),
+    )
     s.emit(
         f"{fill}, {partial}, {combine}, {loop} = transform.structured.tile_reduction_using_for {h} "
         f"by tile_sizes = {split} : ({s.ANY}) -> ({s.ANY}, {s.ANY}, {s.ANY}, {s.ANY})"

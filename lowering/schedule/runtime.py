@@ -25,11 +25,10 @@ import sys
 import threading
 import time
 import weakref
-from typing import Optional
 
 import mlir
 
-MLIR_LIB_DIR = os.path.join(list(mlir.__path__)[0], "lib")
+MLIR_LIB_DIR = os.path.join(next(iter(mlir.__path__)), "lib")
 
 # n-D vector transfers -> unrolled 1-D transfers (one zmm row each); before the loops disappear.
 VECTOR_CODEGEN = ["convert-vector-to-scf{full-unroll=true target-rank=1}"]
@@ -69,12 +68,14 @@ def load_async_runtime() -> ctypes.CDLL:
     return _load_global(ASYNC_RUNTIME_LIB)
 
 
-def find_openmp() -> Optional[str]:
+def find_openmp() -> str | None:
     """Path of an OpenMP runtime with the `__kmpc` ABI, or None."""
     env = os.environ.get("RELAXMLIR_OPENMP_LIB")
     if env:
         return env
-    for prefix in dict.fromkeys([sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(sys.executable))]):
+    for prefix in dict.fromkeys(
+        [sys.prefix, sys.base_prefix, os.path.dirname(os.path.dirname(sys.executable))]
+    ):
         for name in ("libiomp5.so", "libomp.so", "libomp.so.5"):
             path = os.path.join(prefix, "lib", name)
             if os.path.exists(path):
@@ -142,6 +143,7 @@ def release_engine_later(owner: object, engine: object) -> None:
     """
     weakref.finalize(owner, _bury, engine)
 
+
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
 _MALLOC_TUNED = False
 
@@ -164,6 +166,8 @@ def configure_malloc(keep_bytes: int = 1 << 30) -> bool:
         return False
     mallopt.argtypes, mallopt.restype = [ctypes.c_int, ctypes.c_int], ctypes.c_int
     # glibc caps the mmap threshold at 32 MiB (64-bit); bigger blocks still come from mmap.
-    ok = mallopt(_M_MMAP_THRESHOLD, min(keep_bytes, 32 << 20)) and mallopt(_M_TRIM_THRESHOLD, min(keep_bytes, (1 << 31) - 1))
+    ok = mallopt(_M_MMAP_THRESHOLD, min(keep_bytes, 32 << 20)) and mallopt(
+        _M_TRIM_THRESHOLD, min(keep_bytes, (1 << 31) - 1)
+    )
     _MALLOC_TUNED = bool(ok)
     return _MALLOC_TUNED

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import ctypes
 import time
-from typing import Optional, Sequence
+from collections.abc import Sequence
 
 import numpy as np
 from mlir import ir
@@ -64,9 +64,13 @@ def _entry_text(func_op: ir.Operation, name: str) -> str:
     return "\n".join(lines)
 
 
-def pipeline(schedule: Optional[str]) -> str:
+def pipeline(schedule: str | None) -> str:
     """`schedule`: None to skip the schedule pass, else its options (e.g. `threads=1`)."""
-    stages = [] if schedule is None else [f"relax-schedule-cpu{{{schedule}}}" if schedule else "relax-schedule-cpu"]
+    stages = (
+        []
+        if schedule is None
+        else [f"relax-schedule-cpu{{{schedule}}}" if schedule else "relax-schedule-cpu"]
+    )
     return "builtin.module(" + ",".join(stages + BUFFERIZE + CPU_CODEGEN) + ")"
 
 
@@ -81,7 +85,9 @@ class Kernel:
         self._keep: list = []
 
     @classmethod
-    def build(cls, text: str, name: str, schedule: Optional[str] = "", ctx: Optional[ir.Context] = None) -> "Kernel":
+    def build(
+        cls, text: str, name: str, schedule: str | None = "", ctx: ir.Context | None = None
+    ) -> Kernel:
         configure_malloc()
         ctx = ctx or ir.Context()
         with ctx:
@@ -102,11 +108,13 @@ class Kernel:
             elapsed = time.perf_counter() - start
         return cls(engine, name, module, elapsed)
 
-    def bind(self, *arrays: np.ndarray) -> "Kernel":
+    def bind(self, *arrays: np.ndarray) -> Kernel:
         """Build descriptors once for these arrays (each call then costs ~1 us)."""
         descs = [get_ranked_memref_descriptor(a) for a in arrays]
         ptrs = [ctypes.pointer(ctypes.pointer(d)) for d in descs]
-        self._packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.cast(p, ctypes.c_void_p) for p in ptrs])
+        self._packed = (ctypes.c_void_p * len(ptrs))(
+            *[ctypes.cast(p, ctypes.c_void_p) for p in ptrs]
+        )
         self._keep = [arrays, descs, ptrs]  # descriptors must outlive the calls
         return self
 
@@ -135,17 +143,25 @@ def median_seconds(fn, min_time: float = 0.3, max_reps: int = 5000) -> float:
     return float(np.median(times))
 
 
-def matmul_text(m: int, n: int, k: int, *, transposed_b: bool = False, batch: Sequence[int] = (), name: str = "mm") -> str:
+def matmul_text(
+    m: int,
+    n: int,
+    k: int,
+    *,
+    transposed_b: bool = False,
+    batch: Sequence[int] = (),
+    name: str = "mm",
+) -> str:
     """A TE-style matmul PrimFunc: fill + generic, B as [K, N] or [N, K] (dense), optional batch."""
     b = list(batch)
     nb = len(b)
     dims = [f"d{i}" for i in range(nb + 3)]
     bd, (dm, dn, dk) = dims[:nb], dims[nb:]
-    shape = lambda *s: "x".join(str(x) for x in b + list(s)) + "xf32"  # noqa: E731
+    shape = lambda *s: "x".join(str(x) for x in b + list(s)) + "xf32"
     a_t, c_t = f"tensor<{shape(m, k)}>", f"tensor<{shape(m, n)}>"
     b_t = f"tensor<{shape(n, k) if transposed_b else shape(k, n)}>"
     bmap = [dn, dk] if transposed_b else [dk, dn]
-    amap = lambda r: f"affine_map<({', '.join(dims)}) -> ({', '.join(bd + r)})>"  # noqa: E731
+    amap = lambda r: f"affine_map<({', '.join(dims)}) -> ({', '.join(bd + r)})>"
     iters = ", ".join(['"parallel"'] * (nb + 2) + ['"reduction"'])
     return f"""
 func.func private @{name}(%a: {a_t}, %b: {b_t}, %c: {c_t}) -> {c_t} attributes {{relax.prim_func}} {{

@@ -41,7 +41,9 @@ def check(got: np.ndarray, want: np.ndarray, what: str) -> None:
 
 
 def run_matmul(m, n, k, *, transposed_b=False, batch=(), schedule="threads=1 strict=true"):
-    kern = Kernel.build(matmul_text(m, n, k, transposed_b=transposed_b, batch=batch), "mm", schedule=schedule)
+    kern = Kernel.build(
+        matmul_text(m, n, k, transposed_b=transposed_b, batch=batch), "mm", schedule=schedule
+    )
     a = rand(*batch, m, k)
     b = rand(*batch, n, k, seed=1) if transposed_b else rand(*batch, k, n, seed=1)
     c = np.full((*batch, m, n), 7.0, np.float32)  # the kernel must overwrite, not accumulate
@@ -52,7 +54,11 @@ def run_matmul(m, n, k, *, transposed_b=False, batch=(), schedule="threads=1 str
 def scheduled_names(text: str, name: str, threads: int = 1, strict: bool = True) -> list[str]:
     with ir.Context():
         module = ir.Module.parse(text)
-        func_op = next(op.operation for op in module.body.operations if ir.StringAttr(op.attributes["sym_name"]).value == name)
+        func_op = next(
+            op.operation
+            for op in module.body.operations
+            if ir.StringAttr(op.attributes["sym_name"]).value == name
+        )
         return schedule_function(func_op, ScheduleOptions(threads=threads, strict=strict))
 
 
@@ -86,18 +92,26 @@ def parallel_everything(monkeypatch):
     """Parallelize ops of any size (the thresholds would keep these small tests sequential)."""
     from lowering.schedule import elementwise, matmul, reduction
 
-    for module, name in ((matmul, "PARALLEL_MIN_WORK"), (matmul, "PARALLEL_MIN_COPY"),
-                         (elementwise, "PARALLEL_MIN_ELEMENTS"), (reduction, "PARALLEL_MIN_WORK")):
+    for module, name in (
+        (matmul, "PARALLEL_MIN_WORK"),
+        (matmul, "PARALLEL_MIN_COPY"),
+        (elementwise, "PARALLEL_MIN_ELEMENTS"),
+        (reduction, "PARALLEL_MIN_WORK"),
+    ):
         monkeypatch.setattr(module, name, 1)
 
 
-@pytest.mark.parametrize("m,n,k,tb", [(96, 200, 72, False), (1, 512, 64, True), (1, 300, 40, False), (37, 53, 29, True)])
+@pytest.mark.parametrize(
+    "m,n,k,tb", [(96, 200, 72, False), (1, 512, 64, True), (1, 300, 40, False), (37, 53, 29, True)]
+)
 def test_matmul_two_threads(m, n, k, tb, parallel_everything):
     got, want = run_matmul(m, n, k, transposed_b=tb, schedule="threads=2 strict=true")
     check(got, want, f"matmul {m}x{n}x{k} threads=2")
     with ir.Context():
         module = ir.Module.parse(matmul_text(m, n, k, transposed_b=tb))
-        schedule_function(module.body.operations[0].operation, ScheduleOptions(threads=2, strict=True))
+        schedule_function(
+            module.body.operations[0].operation, ScheduleOptions(threads=2, strict=True)
+        )
         assert "scf.forall" in str(module)
 
 
@@ -131,13 +145,15 @@ def test_prepacked_weight(m, n, k, tb):
         check(c, a @ (w.T if tb else w), f"prepacked {m}x{n}x{k} {schedule}")
     with ir.Context():
         module = ir.Module.parse(text)
-        schedule_function(module.body.operations[0].operation, ScheduleOptions(threads=1, strict=True))
+        schedule_function(
+            module.body.operations[0].operation, ScheduleOptions(threads=1, strict=True)
+        )
         assert str(module).count("linalg.pack") == 0 and "vector.transfer_read %arg1" in str(module)
 
 
 def test_pack_weight_layout():
     w = np.arange(5 * 3, dtype=np.float32).reshape(5, 3)  # [K=5, N=3]
-    packed, layout = pack_weight(w, transposed=False, nr=2)
+    packed, _ = pack_weight(w, transposed=False, nr=2)
     assert packed.shape == (2, 5, 2)
     assert np.array_equal(packed[0], w[:, 0:2]) and np.array_equal(packed[1][:, 0], w[:, 2])
     assert np.all(packed[1][:, 1] == 0)  # zero padding past N
@@ -166,12 +182,27 @@ func.func private @red(%a: tensor<{shape}xf32>, %c: tensor<{m}xf32>) -> tensor<{
 
 @pytest.mark.parametrize(
     "m,k,kind,axis",
-    [(37, 100, "sum", 1), (64, 784, "max", 1), (5, 7, "sum", 1), (48, 33, "sum", 0), (16, 300, "max", 0)],
+    [
+        (37, 100, "sum", 1),
+        (64, 784, "max", 1),
+        (5, 7, "sum", 1),
+        (48, 33, "sum", 0),
+        (16, 300, "max", 0),
+    ],
 )
 def test_reduction_matches_numpy(m, k, kind, axis):
-    op, init, ref = {"sum": ("arith.addf", "0.0", np.sum), "max": ("arith.maximumf", "0xFF800000", np.max)}[kind]
+    op, init, ref = {
+        "sum": ("arith.addf", "0.0", np.sum),
+        "max": ("arith.maximumf", "0xFF800000", np.max),
+    }[kind]
     shape = (m, k) if axis == 1 else (k, m)
-    text = REDUCE.format(shape=f"{shape[0]}x{shape[1]}", m=m, init=init, op=op, amap="d0, d1" if axis == 1 else "d1, d0")
+    text = REDUCE.format(
+        shape=f"{shape[0]}x{shape[1]}",
+        m=m,
+        init=init,
+        op=op,
+        amap="d0, d1" if axis == 1 else "d1, d0",
+    )
     a, c = rand(*shape), np.zeros(m, np.float32)
     Kernel.build(text, "red", schedule="threads=1 strict=true")(a, c)
     check(c, ref(a, axis=axis), f"{kind} over axis {axis} of {shape}")
@@ -205,14 +236,20 @@ func.func private @bias_relu(%a: tensor<{d}x{n}xf32>, %b: tensor<{n}xf32>, %c: t
 def _bias_relu_text(rows, n, dynamic=False):
     if not dynamic:
         return BIAS_RELU.format(d=rows, n=n, dyn="")
-    rows_dim = f"  %i0 = arith.constant 0 : index\n  %rows = tensor.dim %a, %i0 : tensor<?x{n}xf32>\n"
-    return BIAS_RELU.format(d="?", n=n, dyn="%rows").replace("  %e = tensor.empty", rows_dim + "  %e = tensor.empty")
+    rows_dim = (
+        f"  %i0 = arith.constant 0 : index\n  %rows = tensor.dim %a, %i0 : tensor<?x{n}xf32>\n"
+    )
+    return BIAS_RELU.format(d="?", n=n, dyn="%rows").replace(
+        "  %e = tensor.empty", rows_dim + "  %e = tensor.empty"
+    )
 
 
 @pytest.mark.parametrize("rows,n,threads", [(37, 53, 1), (256, 128, 1), (1, 10, 1), (600, 520, 2)])
 def test_elementwise_chain_matches_numpy(rows, n, threads, parallel_everything):
     a, b, c = rand(rows, n), rand(n, seed=1), np.zeros((rows, n), np.float32)
-    Kernel.build(_bias_relu_text(rows, n), "bias_relu", schedule=f"threads={threads} strict=true")(a, b, c)
+    Kernel.build(_bias_relu_text(rows, n), "bias_relu", schedule=f"threads={threads} strict=true")(
+        a, b, c
+    )
     check(c, np.maximum(a + b, 0), f"bias+relu {rows}x{n}")
 
 
@@ -225,7 +262,9 @@ def test_dynamic_batch_falls_back_safely():
         Kernel.build(mm, "mm", schedule="threads=1 strict=true")(a, b, c)
         check(c, a @ b.T, f"dynamic matmul rows={rows}")
         x, bias, out = rand(rows, 10), rand(10, seed=2), np.zeros((rows, 10), np.float32)
-        Kernel.build(_bias_relu_text(rows, 10, dynamic=True), "bias_relu", schedule="threads=1 strict=true")(x, bias, out)
+        Kernel.build(
+            _bias_relu_text(rows, 10, dynamic=True), "bias_relu", schedule="threads=1 strict=true"
+        )(x, bias, out)
         check(out, np.maximum(x + bias, 0), f"dynamic bias+relu rows={rows}")
 
 
@@ -235,8 +274,11 @@ def test_dynamic_batch_falls_back_safely():
 
 def test_classify_patterns():
     with ir.Context():
-        module = ir.Module.parse(matmul_text(8, 32, 16, transposed_b=True) + _bias_relu_text(4, 8).replace("@bias_relu", "@br")
-                                 + REDUCE.format(shape="4x8", m=4, init="0.0", op="arith.addf", amap="d0, d1"))
+        module = ir.Module.parse(
+            matmul_text(8, 32, 16, transposed_b=True)
+            + _bias_relu_text(4, 8).replace("@bias_relu", "@br")
+            + REDUCE.format(shape="4x8", m=4, init="0.0", op="arith.addf", amap="d0, d1")
+        )
         funcs = [op.operation for op in module.body.operations]
         kinds = [[classify(op).pattern for op in linalg_ops(f)] for f in funcs]
         info = classify(linalg_ops(funcs[0])[0])
@@ -251,7 +293,9 @@ def test_pass_options_and_attribute():
         run_pipeline(module, "builtin.module(relax-schedule-cpu{threads=2 strict=true})")
         out = str(module)
     assert f'{SCHEDULE_ATTR} = ["matmul-packed-8x32"]' in out
-    assert "linalg.pack" not in out and "vector.outerproduct" in out  # packs vectorized, FMAs formed
+    assert (
+        "linalg.pack" not in out and "vector.outerproduct" in out
+    )  # packs vectorized, FMAs formed
     with ir.Context():
         module = ir.Module.parse(text)
         run_pipeline(module, "builtin.module(relax-schedule-cpu{schedule=off})")
@@ -265,7 +309,9 @@ def test_pass_options_and_attribute():
 @pytest.mark.parametrize("threads", [1, 2])
 def test_matmul_sweep(size, threads):
     for tb in (False, True):
-        got, want = run_matmul(size, size + 8, size - 8, transposed_b=tb, schedule=f"threads={threads} strict=true")
+        got, want = run_matmul(
+            size, size + 8, size - 8, transposed_b=tb, schedule=f"threads={threads} strict=true"
+        )
         check(got, want, f"sweep {size} tb={tb} threads={threads}")
 
 
@@ -297,7 +343,10 @@ def conv_reference(x: np.ndarray, w: np.ndarray) -> np.ndarray:
     return np.einsum("nchwij,fcij->nfhw", windows, w)
 
 
-@pytest.mark.parametrize("n,c,h,f,k,route", [(2, 1, 32, 6, 5, "conv-7x16"), (2, 6, 14, 16, 5, "conv-8x10"), (1, 3, 20, 4, 3, "conv-9x16")])
+@pytest.mark.parametrize(
+    "n,c,h,f,k,route",
+    [(2, 1, 32, 6, 5, "conv-7x16"), (2, 6, 14, 16, 5, "conv-8x10"), (1, 3, 20, 4, 3, "conv-9x16")],
+)
 def test_conv_matches_numpy(n, c, h, f, k, route):
     oh = h - k + 1
     text = CONV.format(n=n, c=c, h=h, f=f, k=k, oh=oh)
@@ -391,7 +440,10 @@ func.func private @idiv(%a: tensor<4x10xi32>, %b: tensor<4x10xi32>, %out: tensor
 """
     assert scheduled_names(text, "idiv") == ["elementwise-10"]
     rng = np.random.default_rng(3)
-    a, b = rng.integers(-50, 50, (4, 10), dtype=np.int32), rng.integers(1, 9, (4, 10), dtype=np.int32)
+    a, b = (
+        rng.integers(-50, 50, (4, 10), dtype=np.int32),
+        rng.integers(1, 9, (4, 10), dtype=np.int32),
+    )
     out = np.zeros((4, 10), np.int32)
     Kernel.build(text, "idiv", schedule="threads=1 strict=true")(a, b, out)
     assert np.array_equal(out, a // b)
