@@ -26,7 +26,9 @@ GRAPH_LOWERING = [
 ]
 
 # Primitive functions: schedules run on tensors, before bufferization (tile, pack, vectorize).
-SCHEDULE_CPU: list[str] = []
+SCHEDULE_CPU = [
+    "relax-schedule-cpu",  # default schedules by op pattern: pack/tile/vectorize/parallelize
+]
 
 BUFFERIZE = [
     "relax-graph-to-memref",  # graph functions -> one native entry point with out-parameters
@@ -35,7 +37,12 @@ BUFFERIZE = [
     # Primitive functions keep tensor signatures until here; function-boundary bufferization makes
     # their out-arguments the buffers the caller allocated (destination-passing, in place).
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
+    # Scheduled loops leave self-copies of subviews and loop results that fold away only here.
+    "canonicalize",
+    "cse",
+    "canonicalize",
     "drop-equivalent-buffer-results",  # DPS results equal their out-arguments: drop them
+    "canonicalize",
     "buffer-deallocation-pipeline",  # frees for every allocation of the graph and the kernels
 ]
 

@@ -25,6 +25,26 @@ def prim_funcs(module_op: ir.Operation) -> list[ir.Operation]:
     ]
 
 
+def chain_root(value: ir.Value) -> ir.Value:
+    """Follow destination-passing updates back to the tensor that `value` updates in place."""
+    while True:
+        owner = value.owner
+        if isinstance(owner, ir.Block):
+            return value
+        op = owner.operation
+        index = value.result_number
+        if op.name == "scf.for":
+            value = op.operands[3 + index]  # lower bound, upper bound, step, then the inits
+        elif op.name == "scf.forall":
+            value = op.operands[len(op.operands) - len(op.results) + index]
+        elif op.name in ("tensor.insert_slice", "vector.transfer_write", "tensor.insert"):
+            value = op.operands[1]
+        elif op.name.startswith("linalg.") and op.name != "linalg.pack":
+            value = op.operands[len(op.operands) - len(op.results) + index]  # results tie to outs
+        else:
+            return value
+
+
 def materialize_results(module_op: ir.Operation) -> None:
     from lowering.fuse_tir import make_inplace
 
@@ -37,6 +57,13 @@ def materialize_results(module_op: ir.Operation) -> None:
         outs = args[len(args) - len(results) :]
         for i, (value, out) in enumerate(zip(results, outs)):
             if value == out or value.type != out.type:
+                continue
+            root = chain_root(value)
+            if root == out:
+                continue  # already a chain of in-place updates of the out-argument
+            fresh = not isinstance(root.owner, ir.Block) and root.owner.operation.name == "tensor.empty"
+            if fresh and root.type == out.type and len(list(root.uses)) == 1:
+                root.replace_all_uses_with(out)  # compute straight into the out-argument
                 continue
             with ir.InsertionPoint(terminator), terminator.location:
                 mat = bufferization.MaterializeInDestinationOp(value.type, value, out)

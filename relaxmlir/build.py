@@ -14,6 +14,7 @@ from dialects import relax as rx
 from dialects import shape as sh
 from lowering.graph_to_memref import PACKED_ARGS_ATTR, PACKED_ATTR
 from lowering.pipelines import get_target
+from lowering.schedule import runtime
 from lowering.registry import PassError, PipelineError, run_pipeline
 from relaxmlir import memref_abi
 from relaxmlir.ir import IRModule, _format_diagnostics
@@ -246,7 +247,12 @@ def build(mod: Union[IRModule, Any], target: str = "llvm", exec_mode: str = "com
             raise BuildError(_format_diagnostics(exc)) from None
         for cb in callbacks:
             engine.register_runtime(cb.symbol, cb.cfunc)
-        return Executable(engine, infos, callbacks, "", target)
+        executable = Executable(engine, infos, callbacks, "", target)
+        # Parallel kernels: an engine must outlive in-flight worker threads by a moment, and
+        # kernel workspaces stay in the heap instead of page-faulting at every call.
+        runtime.release_engine_later(executable, engine)
+        runtime.configure_malloc()
+        return executable
 
 
 def _collect_callbacks(mod: IRModule) -> list[_Callback]:

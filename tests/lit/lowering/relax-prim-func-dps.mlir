@@ -1,15 +1,53 @@
 // RUN: relaxmlir-opt %s -split-input-file --relax-prim-func-dps | FileCheck %s
 
-// A kernel whose result is built on tensor.empty gets it materialized into its out-argument.
+// A result built on a single-use tensor.empty is computed straight into the out-argument.
 // CHECK-LABEL: func.func private @result_on_empty
 // CHECK-SAME: (%[[A:[^:]+]]: tensor<4xf32>, %[[OUT:[^:]+]]: tensor<4xf32>)
-// CHECK: %[[SUM:.+]] = linalg.add
-// CHECK: %[[RES:.+]] = bufferization.materialize_in_destination %[[SUM]] in %[[OUT]] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
-// CHECK: return %[[RES]]
+// CHECK: %[[SUM:.+]] = linalg.add ins(%[[A]], %[[A]] : tensor<4xf32>, tensor<4xf32>) outs(%[[OUT]] : tensor<4xf32>)
+// CHECK-NOT: materialize_in_destination
+// CHECK: return %[[SUM]]
 func.func private @result_on_empty(%a: tensor<4xf32>, %out: tensor<4xf32>) -> tensor<4xf32> attributes {relax.prim_func} {
   %e = tensor.empty() : tensor<4xf32>
   %0 = linalg.add ins(%a, %a : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
+}
+
+// -----
+
+// A result that updates an input in place is copied into the out-argument.
+// CHECK-LABEL: func.func private @result_on_input
+// CHECK-SAME: (%[[A:[^:]+]]: tensor<4xf32>, %[[OUT:[^:]+]]: tensor<4xf32>)
+// CHECK: %[[SUM:.+]] = linalg.add ins(%[[A]], %[[A]] : tensor<4xf32>, tensor<4xf32>) outs(%[[A]] : tensor<4xf32>)
+// CHECK: %[[RES:.+]] = bufferization.materialize_in_destination %[[SUM]] in %[[OUT]] : (tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>
+// CHECK: return %[[RES]]
+func.func private @result_on_input(%a: tensor<4xf32>, %out: tensor<4xf32>) -> tensor<4xf32> attributes {relax.prim_func} {
+  %0 = linalg.add ins(%a, %a : tensor<4xf32>, tensor<4xf32>) outs(%a : tensor<4xf32>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+
+// -----
+
+// An elementwise epilogue over a single-use result updates it in place (matmul -> +bias).
+// CHECK-LABEL: func.func private @matmul_bias
+// CHECK-SAME: (%{{[^:]+}}: tensor<2x8xf32>, %{{[^:]+}}: tensor<8x4xf32>, %[[BIAS:[^:]+]]: tensor<4xf32>, %[[OUT:[^:]+]]: tensor<2x4xf32>)
+// CHECK: %[[FILL:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%[[OUT]] : tensor<2x4xf32>)
+// CHECK: %[[MM:.+]] = linalg.matmul ins(%{{.+}}, %{{.+}} : tensor<2x8xf32>, tensor<8x4xf32>) outs(%[[FILL]] : tensor<2x4xf32>)
+// CHECK: %[[EPI:.+]] = linalg.generic {{.*}} ins(%[[BIAS]] : tensor<4xf32>) outs(%[[MM]] : tensor<2x4xf32>)
+// CHECK-NOT: tensor.empty
+// CHECK: return %[[EPI]]
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d1)>
+func.func private @matmul_bias(%a: tensor<2x8xf32>, %b: tensor<8x4xf32>, %bias: tensor<4xf32>, %out: tensor<2x4xf32>) -> tensor<2x4xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<2x4xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %mm = linalg.matmul ins(%a, %b : tensor<2x8xf32>, tensor<8x4xf32>) outs(%f : tensor<2x4xf32>) -> tensor<2x4xf32>
+  %r = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%mm, %bias : tensor<2x4xf32>, tensor<4xf32>) outs(%out : tensor<2x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %o: f32):
+    %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4xf32>
+  return %r : tensor<2x4xf32>
 }
 
 // -----
@@ -19,6 +57,7 @@ func.func private @result_on_empty(%a: tensor<4xf32>, %out: tensor<4xf32>) -> te
 // CHECK-NOT: bufferization.materialize_in_destination
 // CHECK: return %{{.+}}
 // CHECK-LABEL: func.func @not_a_prim_func
+// CHECK: tensor.empty
 // CHECK-NOT: bufferization.materialize_in_destination
 func.func private @returns_out(%a: tensor<4xf32>, %out: tensor<4xf32>) -> tensor<4xf32> attributes {relax.prim_func} {
   return %out : tensor<4xf32>
