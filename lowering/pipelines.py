@@ -21,7 +21,8 @@ GRAPH_LOWERING = [
     "relax-verify",  # fail early, at the op, on malformed relax IR
     "relax-fuse-ops",  # group matmul -> bias -> relu and elementwise runs (in dataflow blocks)
     "relax-fuse-tir",  # ... into one primitive function each, without intermediate tensors
-    "symbol-dce",  # primitive functions that fusion made unreferenced
+    "relax-pack-constant-weights",  # constant matmul weights packed once, at compile time
+    "symbol-dce",  # primitive functions that fusion or packing made unreferenced
     "relax-inline-dataflow",  # block boundaries carry no information past this point
 ]
 

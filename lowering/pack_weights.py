@@ -1,0 +1,92 @@
+"""`relax-pack-constant-weights`: pack constant matmul weights once, at compile time (data tiling).
+
+When a PrimFunc's matmul reads its B operand straight from an argument and the caller passes a
+`relax.constant` there, the constant is replaced by its packed panels (`pack_weight`) and the
+PrimFunc by a copy that takes them (`use_prepacked_weight`): the schedule then reads pre-packed
+panels in the hot loop instead of packing B at every call.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+
+from dialects import relax as rx
+from lowering.dataflow import graph_functions
+from lowering.registry import register_pass
+from lowering.schedule.common import classify, linalg_ops
+from lowering.schedule.matmul import pack_weight, use_prepacked_weight
+
+
+def _packable_weight(callee: ir.Operation) -> tuple[int, bool] | None:
+    """(argument index of B, B is [N, K]) for a PrimFunc with one 2-D matmul reading B from an arg."""
+    matmuls = [info for info in map(classify, linalg_ops(callee)) if info.pattern == "matmul"]
+    if len(matmuls) != 1:
+        return None
+    info = matmuls[0]
+    b = info.op.operands[1]
+    if not isinstance(b.owner, ir.Block) or info.batch or not info.static:
+        return None
+    if len(list(b.uses)) != 1 or ir.RankedTensorType(b.type).rank != 2:
+        return None
+    b_dims = info.operand_dims[1]
+    if b_dims == [info.k, info.n]:
+        return b.arg_number, False
+    if b_dims == [info.n, info.k]:
+        return b.arg_number, True
+    return None
+
+
+def _constant_value(value: ir.Value) -> np.ndarray | None:
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != rx.Constant.name:
+        return None
+    return np.array(ir.DenseElementsAttr(owner.operation.attributes["value"]))
+
+
+def pack_constant_weights(module_op: ir.Operation) -> None:
+    packed_funcs: dict[tuple[str, int], str] = {}
+
+    def visit(op):
+        op = op.operation
+        if op.name != rx.CallTIR.name:
+            return ir.WalkResult.ADVANCE
+        callee_name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+        callee = rx.lookup_symbol(op, callee_name)
+        found = _packable_weight(callee) if callee is not None else None
+        if found is None or found[0] >= len(op.operands):
+            return ir.WalkResult.ADVANCE
+        index, transposed = found
+        weight = _constant_value(op.operands[index])
+        if weight is None or weight.dtype != np.float32:
+            return ir.WalkResult.ADVANCE
+        packed, layout = pack_weight(weight, transposed=transposed)
+        key = (callee_name, index)
+        if key not in packed_funcs:
+            clone = callee.clone(ir.InsertionPoint(callee))
+            name = f"{callee_name}_prepacked"
+            clone.attributes["sym_name"] = ir.StringAttr.get(name)
+            use_prepacked_weight(clone, index, layout)
+            packed_funcs[key] = name
+        old = op.operands[index].owner.operation
+        with ir.InsertionPoint(op), old.location:
+            const = rx.Constant.create(
+                results=[ir.RankedTensorType.get(list(packed.shape), ir.F32Type.get())],
+                attributes={"value": ir.DenseElementsAttr.get(packed)},
+            )
+        op.operands[index] = const.result
+        op.attributes["callee"] = ir.FlatSymbolRefAttr.get(packed_funcs[key])
+        if not list(old.results[0].uses):
+            old.erase()
+        return ir.WalkResult.ADVANCE
+
+    for func_op in graph_functions(module_op):
+        func_op.walk(visit)
+
+
+@register_pass(
+    "relax-pack-constant-weights",
+    "pack constant matmul weights at compile time into the panels the schedule reads",
+)
+def relax_pack_constant_weights():
+    return pack_constant_weights
