@@ -1,5 +1,6 @@
 // RUN: relaxmlir-opt %s --relax-fuse-ops -split-input-file | FileCheck %s
 // RUN: relaxmlir-opt %s --relax-fuse-ops --relax-fuse-tir --symbol-dce -split-input-file | FileCheck %s --check-prefix=TIR
+// RUN: relaxmlir-opt %s -split-input-file --pass-pipeline='builtin.module(relax-fuse-ops,relax-fuse-tir,symbol-dce,relax-inline-dataflow,relax-graph-to-memref,relax-prim-func-dps,eliminate-empty-tensors,one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map},canonicalize,drop-equivalent-buffer-results)' | FileCheck %s --check-prefix=BUF
 
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #kn = affine_map<(d0, d1, d2) -> (d2, d1)>
@@ -53,6 +54,14 @@ func.func private @relu(%x: tensor<4x16xf32>, %out: tensor<4x16xf32>) -> tensor<
 // TIR: %[[Y:.+]] = "relax.call_tir"(%{{.+}}, %{{.+}}, %{{.+}}) {callee = @fused_matmul_bias_add_relu}
 // TIR-NEXT: scf.yield %[[Y]]
 // TIR-NOT: func.func private @relu
+
+// Bufferized, the fused kernel writes only its out-argument: no intermediate buffer.
+// BUF-LABEL: func.func private @fused_matmul_bias_add_relu
+// BUF-SAME: (%{{[^:]+}}: memref<4x8xf32>, %{{[^:]+}}: memref<8x16xf32>, %{{[^:]+}}: memref<16xf32>, %[[OUT:[^:]+]]: memref<4x16xf32>)
+// BUF-NOT: memref.alloc
+// BUF: linalg.fill ins(%{{.+}} : f32) outs(%[[OUT]] : memref<4x16xf32>)
+// BUF-NOT: memref.alloc
+// BUF: return
 func.func @matmul_bias_relu(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %bias: tensor<16xf32>) -> tensor<4x16xf32> attributes {relax.function} {
   %r = scf.execute_region -> tensor<4x16xf32> no_inline {
     %0 = "relax.call_tir"(%a, %b) {callee = @matmul} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
