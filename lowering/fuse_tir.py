@@ -50,6 +50,10 @@ def make_inplace(func_op: ir.Operation) -> None:
             continue
         maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
         out_type = op.results[0].type
+        if not ir.RankedTensorType(out_type).has_static_shape:
+            # The dynamic-shape schedules read the operand and write the init in separate
+            # loops, which bufferization cannot prove safe in place.
+            continue
         n_in = len(op.operands) - 1
         body = op.regions[0].blocks[0]
         if len(op.operands) != len(maps):
