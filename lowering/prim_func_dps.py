@@ -45,11 +45,25 @@ def chain_root(value: ir.Value) -> ir.Value:
             return value
 
 
+def unshare_empty_tensors(func_op: ir.Operation) -> None:
+    """Give each user of a `tensor.empty` its own: CSE merges equal empties, and two chains
+    growing from one empty (a matmul and the loop that writes its epilogue) would have to share
+    a buffer, which bufferization cannot do inside loops ("cannot avoid RaW conflict")."""
+    for op in [o.operation for o in func_op.regions[0].blocks[0].operations]:
+        if op.name != "tensor.empty":
+            continue
+        uses = [(u.owner, u.operand_number) for u in op.results[0].uses]
+        for owner, index in uses[1:]:
+            clone = op.clone(ir.InsertionPoint.after(op))
+            owner.operands[index] = clone.results[0]
+
+
 def materialize_results(module_op: ir.Operation) -> None:
     from lowering.fuse_tir import make_inplace
 
     for func_op in prim_funcs(module_op):
         make_inplace(func_op)
+        unshare_empty_tensors(func_op)
         block = func_op.regions[0].blocks[0]
         args = list(block.arguments)
         terminator = list(block.operations)[-1]

@@ -111,51 +111,8 @@ class ModuleBuilder(BlockBuilder):
         return GlobalVar(name)
 
     def call_te(self, te_func, *args, primfunc_name_hint: str | None = None, **kwargs) -> Call:
-        """`BlockBuilder.call_te`, naming the PrimFunc after the op being legalized.
-
-        Unlike the base class it accepts te expressions as output dims (`n + 4` from a concat):
-        the op being replaced fixes the result types anyway.
-        """
-        from relaxmlir import te
-
-        relax_args: list = []
-        placeholders: list = []
-
-        def convert(arg):
-            if isinstance(arg, Expr) and isinstance(
-                getattr(arg, "struct_info", None), TensorStructInfo
-            ):
-                s = arg.struct_info
-                placeholders.append(
-                    te.placeholder(s.shape, name=f"arg{len(placeholders)}", dtype=s.dtype)
-                )
-                relax_args.append(arg)
-                return placeholders[-1]
-            if isinstance(arg, (list, tuple)):
-                return type(arg)(convert(a) for a in arg)
-            return arg
-
-        te_args = [convert(a) for a in args]
-        te_kwargs = {k: convert(v) for k, v in kwargs.items()}
-        out = te_func(*te_args, **te_kwargs)
-        outs = list(out) if isinstance(out, (list, tuple)) else [out]
-        prim = te.create_prim_func(placeholders + outs)
-        gv = self.add_func(prim, primfunc_name_hint or self.op_hint)
-        sinfos = [
-            TensorStructInfo([d if isinstance(d, int) else _dim_name(d) for d in o.shape], o.dtype)
-            for o in outs
-        ]
-        return Call(
-            rx.CallTIR.name,
-            relax_args,
-            {"callee": gv},
-            sinfos[0] if len(sinfos) == 1 else TupleStructInfo(sinfos),
-        )
-
-
-def _dim_name(d) -> str:
-    """A te dim as a relax dim: a symbol's name, or a fresh symbol for an expression."""
-    return d.name if getattr(d, "op", None) == "var" else f"_anon{next(_ANON)}"
+        """`BlockBuilder.call_te`, naming the PrimFunc after the op being legalized."""
+        return super().call_te(te_func, *args, primfunc_name_hint=primfunc_name_hint or self.op_hint, **kwargs)
 
 
 def value_shape(value: ir.Value) -> tuple:
