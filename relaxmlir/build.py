@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ctypes
+import os
 from dataclasses import dataclass, field
 from typing import Any, Optional, Union
 
@@ -235,7 +236,12 @@ def build(mod: Union[IRModule, Any], target: str = "llvm", exec_mode: str = "com
         if not infos:
             raise ValueError("module has no entry point: no relax function and no public primitive function")
         try:
-            run_pipeline(mod.module, "builtin.module(" + ",".join(tgt.pipeline) + ")")
+            run_pipeline(
+                mod.module,
+                "builtin.module(" + ",".join(tgt.pipeline) + ")",
+                # RELAXMLIR_PRINT_IR_AFTER_ALL=1 prints the module after every stage (to stderr)
+                print_ir_after_all=os.environ.get("RELAXMLIR_PRINT_IR_AFTER_ALL", "") not in ("", "0"),
+            )
         except PassError as exc:
             raise BuildError(f"{exc.location}: error: {exc}") from None
         except PipelineError as exc:
