@@ -20,6 +20,7 @@ from dialects import relax as rx
 from lowering.dataflow import dataflow_blocks, graph_functions
 from lowering.fuse_ops import GROUP_ATTR
 from lowering.registry import register_pass
+from lowering.schedule.pad import raise_pads
 
 
 def _callee(op: ir.Operation) -> ir.Operation:
@@ -70,12 +71,25 @@ def make_inplace(func_op: ir.Operation) -> None:
             x = op.operands[i]
             if x.type != out_type or maps[i] != maps[-1] or len(list(x.uses)) != 1:
                 continue
-            if isinstance(x.owner, ir.Block):
-                continue  # a function argument: never write into the caller's input
+            if _root(x) is None:
+                continue  # a function argument (or a view of one): never write into the caller's input
             # Read element i from the out block argument and write the result over %x.
             body.arguments[i].replace_all_uses_with(out_arg)
             _drop_input(op, i, new_init=x)
             break
+
+
+_VIEW_OPS = ("tensor.extract_slice", "tensor.collapse_shape", "tensor.expand_shape", "tensor.cast")
+
+
+def _root(x: ir.Value) -> ir.Value | None:
+    """The value `x` is a view of (through slices and reshapes), or None for a block argument."""
+    while not isinstance(x.owner, ir.Block):
+        owner = x.owner.operation
+        if owner.name not in _VIEW_OPS:
+            return x
+        x = owner.operands[0]
+    return None
 
 
 def _drop_input(op: ir.Operation, index: int, new_init: ir.Value) -> None:
@@ -158,6 +172,7 @@ def fuse_group(module_op: ir.Operation, func_op: ir.Operation, group: list[ir.Op
     pm = PassManager.parse("builtin.module(func.func(linalg-fuse-elementwise-ops,canonicalize,cse))")
     tmp = ir.Module.create()
     moved = fused.operation.clone(ir.InsertionPoint(tmp.body))
+    raise_pads(moved)  # else elementwise fusion inlines guarded pad reads into the conv/pool
     pm.run(tmp.operation)
     make_inplace(moved)
     moved.move_before(fused.operation)

@@ -13,7 +13,10 @@ import warnings
 from dataclasses import dataclass, field
 
 from mlir import ir
+from mlir.dialects import linalg, tensor
 from mlir.dialects.transform import interpreter
+
+from lowering.schedule.pad import raise_pads
 
 PRIM_FUNC_ATTR = "relax.prim_func"
 SCHED_ID_ATTR = "relax_sched_id"  # temporary tag: lets the script match exactly one payload op
@@ -180,12 +183,17 @@ def _operand_dims(maps: list[ir.AffineMap]) -> list[list[int] | None]:
 def classify(op: ir.Operation) -> OpInfo:
     """Sort a linalg op into one of PATTERNS by its iterators, indexing maps and body."""
     op = op.operation
-    if op.name != "linalg.generic":
+    if op.name == "linalg.copy":  # raised pads (schedule/pad.py): an elementwise copy
+        rank = ir.RankedTensorType(op.results[0].type).rank if len(op.results) else 0
+        iterators = ["parallel"] * rank
+        maps = [ir.AffineMap.get_identity(rank)] * 2
+    elif op.name == "linalg.generic":
+        iterators = [
+            str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])
+        ]
+        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    else:
         return OpInfo(op, "fallback", [], [], [], "")
-    iterators = [
-        str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])
-    ]
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     operand_dims = _operand_dims(maps)
     ranges: list[int | None] = [None] * len(iterators)
     for value, dims in zip(op.operands, operand_dims):
@@ -198,6 +206,9 @@ def classify(op: ir.Operation) -> OpInfo:
     results = op.results
     elem = str(ir.RankedTensorType(results[0].type).element_type) if len(results) else ""
     info = OpInfo(op, "fallback", ranges, iterators, operand_dims, elem, num_results=len(results))
+    if op.name == "linalg.copy":
+        info.pattern = "elementwise" if rank else "fallback"
+        return info
     body = _body_ops(op)
     info.traps = any(o.name in TRAPPING_OPS for o in body)
     if any(o.name in IRREGULAR_OPS or len(o.regions) for o in body):
@@ -444,9 +455,9 @@ def finalize(s: Script) -> None:
     )
 
 
-def apply_script(func_op: ir.Operation, script: Script) -> None:
+def apply_script(func_op: ir.Operation, script: Script, quiet: bool = False) -> None:
     text = script.text()
-    if os.environ.get(PRINT_SCRIPT_ENV):
+    if os.environ.get(PRINT_SCRIPT_ENV) and not quiet:
         import sys
 
         print(f"// payload\n{func_op}\n// schedule\n{text}", file=sys.stderr)
@@ -503,6 +514,75 @@ def _apply_rules(
     return used
 
 
+# TE broadcasts size-1 axes as constant-0 indices (`(0, d1, d3)`) and keeps unit loops: dropping
+# them first turns e.g. a [1, 128, 256] x [256, 1024] linear into a 2-D matmul the rules know.
+# Rank-reducing slices (not reshapes) keep the out-argument chain visible to empty-tensor
+# elimination. The patterns, not the `linalg-fold-unit-extent-dims` pass: the pass also moves a
+# read init into the inputs, undoing the in-place epilogues of `fuse_tir.make_inplace`.
+def drop_unit_dims(func_op: ir.Operation) -> None:
+    """Remove unit-extent loops and operand axes from the linalg ops of `func_op` (parented).
+
+    Not in functions with a one-row contraction (GEMV): without its unit M loop it would be a
+    vector-matrix product that no matmul route (nor `pack_greedily`) takes."""
+    if any(_one_row_contraction(op) for op in linalg_ops(func_op)):
+        return
+    s = Script()
+    s.patterns(
+        "linalg.fold_unit_extent_dims_via_slices", "tensor.fold_tensor_empty", "canonicalization"
+    )
+    apply_script(func_op, s, quiet=True)
+    if _swap_slices_of_fills(func_op):
+        s = Script()
+        s.patterns("canonicalization")
+        apply_script(func_op, s, quiet=True)
+    # Epilogues that only now read their producer with the output's map update it in place.
+    from lowering.fuse_tir import make_inplace
+
+    make_inplace(func_op)
+
+
+def _one_row_contraction(op: ir.Operation) -> bool:
+    """A mul-add contraction whose rows (loops of A and C, not of B) all have extent 1."""
+    if op.name != "linalg.generic" or len(op.operands) != 3 or not _is_mul_add(op):
+        return False
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    dims = [{e.position for e in m.results if isinstance(e, ir.AffineDimExpr)} for m in maps]
+    out = maps[2].results
+    out_shape = ir.RankedTensorType(op.operands[2].type).shape
+    rows = [
+        axis
+        for axis, e in enumerate(out)
+        if isinstance(e, ir.AffineDimExpr) and e.position in dims[0] and e.position not in dims[1]
+    ]
+    return bool(rows) and all(out_shape[axis] == 1 for axis in rows)
+
+
+def _swap_slices_of_fills(func_op: ir.Operation) -> bool:
+    """`extract_slice(fill(x, v))` -> `fill(empty, v)`: the zero accumulator of a rank-reduced
+    matmul stays a fill the packing folds (else a full-size fill, then a packing transpose)."""
+    slices = []
+
+    def visit(op):
+        op = op.operation
+        if op.name == "tensor.extract_slice":
+            src = op.operands[0].owner
+            if not isinstance(src, ir.Block) and src.operation.name == "linalg.fill":
+                slices.append((op, src.operation))
+        return ir.WalkResult.ADVANCE
+
+    func_op.walk(visit)
+    for op, fill in slices:
+        t = ir.RankedTensorType(op.results[0].type)
+        if not t.has_static_shape:
+            continue
+        with ir.InsertionPoint(op), op.location:
+            empty = tensor.EmptyOp(list(t.shape), t.element_type).result
+            new = linalg.fill(fill.operands[0], outs=[empty])
+        op.results[0].replace_all_uses_with(new)
+        op.erase()
+    return bool(slices)
+
+
 def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]:
     """Apply the table's rules to every linalg op of `func_op`; returns the names they report.
 
@@ -513,14 +593,17 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     function is scheduled with the ops that succeeded; the others keep their linalg form (naive
     loops: correct, slower) and a warning names them. With `strict` the first failure is raised.
     """
-    count = len(linalg_ops(func_op))
-    if count == 0:
+    if not linalg_ops(func_op):
         return []
     # Trials run on copies inside a scratch module (the interpreter wants a parented payload).
     scratch = ir.Module.create(loc=func_op.location)
+    base = func_op.clone(ip=ir.InsertionPoint(scratch.body))
+    raise_pads(base)
+    drop_unit_dims(base)
+    count = len(linalg_ops(base))
 
     def copy() -> ir.Operation:
-        return func_op.clone(ip=ir.InsertionPoint(scratch.body))
+        return base.clone(ip=ir.InsertionPoint(scratch.body))
 
     trial = copy()
     try:
@@ -542,7 +625,7 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
             bad.append(tag)
         trial.erase()
     name = ir.StringAttr(func_op.attributes["sym_name"]).value
-    ops = linalg_ops(func_op)
+    ops = linalg_ops(base)
     skipped = ", ".join(f"#{t} {ops[t].name}" for t in bad)
     if os.environ.get(PRINT_SCRIPT_ENV) == "failures":
         import sys

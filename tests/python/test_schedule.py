@@ -393,9 +393,7 @@ def test_unschedulable_op_falls_back_alone():
     check(out, np.maximum(2 * x, 0), "call + relu")
 
 
-def test_irregular_payload_is_left_alone():
-    """TE's gathers (linalg.index, tensor.extract, scf.if: reshapes, inlined pads) are not tried."""
-    text = """
+PAD = """
 func.func private @pad(%x: tensor<8x16xf32>, %out: tensor<8x20xf32>) -> tensor<8x20xf32> attributes {relax.prim_func} {
   %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%out : tensor<8x20xf32>) {
   ^bb0(%o: f32):
@@ -419,10 +417,34 @@ func.func private @pad(%x: tensor<8x16xf32>, %out: tensor<8x20xf32>) -> tensor<8
   return %r : tensor<8x20xf32>
 }
 """
-    assert scheduled_names(text, "pad") == ["fallback"]
+
+
+def test_guarded_pad_becomes_a_copy():
+    """TE's pad (bounds test + scf.if + tensor.extract) is raised to fill + a vectorized copy."""
+    assert scheduled_names(PAD, "pad") == ["elementwise-16"]
     x, out = rand(8, 16), np.zeros((8, 20), np.float32)
-    Kernel.build(text, "pad", schedule="threads=1 strict=true")(x, out)
+    Kernel.build(PAD, "pad", schedule="threads=1 strict=true")(x, out)
     check(out, np.pad(x, ((0, 0), (2, 2))), "pad")
+
+
+def test_irregular_payload_is_left_alone():
+    """TE's gathers (linalg.index, tensor.extract: reshapes, transposes) are not tried."""
+    text = """
+func.func private @swap(%x: tensor<16x8xf32>, %out: tensor<8x16xf32>) -> tensor<8x16xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%out : tensor<8x16xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %x_ji = tensor.extract %x[%j, %i] : tensor<16x8xf32>
+    linalg.yield %x_ji : f32
+  } -> tensor<8x16xf32>
+  return %r : tensor<8x16xf32>
+}
+"""
+    assert scheduled_names(text, "swap") == ["fallback"]
+    x, out = rand(16, 8), np.zeros((8, 16), np.float32)
+    Kernel.build(text, "swap", schedule="threads=1 strict=true")(x, out)
+    check(out, x.T, "swap")
 
 
 def test_integer_division_is_not_masked():
