@@ -16,6 +16,7 @@ from mlir import ir
 from mlir.dialects import linalg, tensor
 from mlir.dialects.transform import interpreter
 
+from lowering.schedule.math_approx import approximate_math
 from lowering.schedule.pad import raise_pads
 
 PRIM_FUNC_ATTR = "relax.prim_func"
@@ -511,6 +512,7 @@ def _apply_rules(
     finalize(main)
     apply_script(func_op, main)
     _untag(func_op)
+    approximate_math(func_op)
     return used
 
 
