@@ -20,6 +20,7 @@ from dialects import relax as rx
 from lowering.dataflow import dataflow_blocks, graph_functions
 from lowering.fuse_ops import GROUP_ATTR
 from lowering.registry import register_pass
+from lowering.schedule.gather import raise_gathers
 from lowering.schedule.pad import raise_pads
 
 
@@ -173,6 +174,7 @@ def fuse_group(module_op: ir.Operation, func_op: ir.Operation, group: list[ir.Op
     tmp = ir.Module.create()
     moved = fused.operation.clone(ir.InsertionPoint(tmp.body))
     raise_pads(moved)  # else elementwise fusion inlines guarded pad reads into the conv/pool
+    raise_gathers(moved)  # reshapes as views: elementwise fusion then sees through them
     pm.run(tmp.operation)
     make_inplace(moved)
     moved.move_before(fused.operation)

@@ -16,6 +16,7 @@ from mlir import ir
 from mlir.dialects import linalg, tensor
 from mlir.dialects.transform import interpreter
 
+from lowering.schedule.gather import raise_gathers
 from lowering.schedule.math_approx import approximate_math
 from lowering.schedule.pad import raise_pads
 
@@ -601,6 +602,7 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     scratch = ir.Module.create(loc=func_op.location)
     base = func_op.clone(ip=ir.InsertionPoint(scratch.body))
     raise_pads(base)
+    raise_gathers(base)
     drop_unit_dims(base)
     count = len(linalg_ops(base))
 

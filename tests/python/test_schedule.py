@@ -427,24 +427,59 @@ def test_guarded_pad_becomes_a_copy():
     check(out, np.pad(x, ((0, 0), (2, 2))), "pad")
 
 
-def test_irregular_payload_is_left_alone():
-    """TE's gathers (linalg.index, tensor.extract: reshapes, transposes) are not tried."""
-    text = """
-func.func private @swap(%x: tensor<16x8xf32>, %out: tensor<8x16xf32>) -> tensor<8x16xf32> attributes {relax.prim_func} {
-  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%out : tensor<8x16xf32>) {
+GATHER = """
+func.func private @gather(%x: tensor<{src}xf32>, %out: tensor<8x16xf32>) -> tensor<8x16xf32> attributes {{relax.prim_func}} {{
+  %r = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}} outs(%out : tensor<8x16xf32>) {{
   ^bb0(%o: f32):
     %i = linalg.index 0 : index
     %j = linalg.index 1 : index
-    %x_ji = tensor.extract %x[%j, %i] : tensor<16x8xf32>
-    linalg.yield %x_ji : f32
-  } -> tensor<8x16xf32>
+    %c2 = arith.constant 2 : index
+    %c4 = arith.constant 4 : index
+    %c8 = arith.constant 8 : index
+    %c16 = arith.constant 16 : index
+{index}
+    %v = tensor.extract %x[{at}] : tensor<{src}xf32>
+    %twice = arith.addf %v, %v : f32
+    linalg.yield %twice : f32
+  }} -> tensor<8x16xf32>
   return %r : tensor<8x16xf32>
-}
+}}
 """
-    assert scheduled_names(text, "swap") == ["fallback"]
-    x, out = rand(16, 8), np.zeros((8, 16), np.float32)
-    Kernel.build(text, "swap", schedule="threads=1 strict=true")(x, out)
-    check(out, x.T, "swap")
+
+GATHERS = [
+    # (source shape, index arithmetic, extract indices, numpy reference of x, route)
+    ("16x8", "", "%j, %i", lambda x: x.T, "elementwise-16"),  # transpose
+    (  # reshape [4, 32] -> [8, 16]: flat = i * 16 + j, unflattened with floordiv / remsi
+        "4x32",
+        "    %f = arith.muli %i, %c16 : index\n    %fj = arith.addi %f, %j : index\n"
+        "    %a = arith.floordivsi %fj, %c8 : index\n    %row = arith.floordivsi %a, %c4 : index\n"
+        "    %t = arith.muli %i, %c2 : index\n    %u = arith.floordivsi %j, %c16 : index\n"
+        "    %col0 = arith.remsi %fj, %c16 : index\n    %half = arith.remsi %i, %c2 : index\n"
+        "    %h16 = arith.muli %half, %c16 : index\n    %col = arith.addi %h16, %j : index",
+        "%row, %col",
+        lambda x: x.reshape(8, 16),
+        "elementwise-16",
+    ),
+    (  # x[(i * j) mod 16, 0]: not affine in the loop indices, left to naive loops
+        "16x2",
+        "    %p = arith.muli %i, %j : index\n    %m = arith.remsi %p, %c16 : index\n"
+        "    %z = arith.subi %i, %i : index",
+        "%m, %z",
+        lambda x: x[(np.arange(8)[:, None] * np.arange(16)[None, :]) % 16, 0],
+        "fallback",
+    ),
+]
+
+
+@pytest.mark.parametrize("src,index,at,ref,route", GATHERS)
+def test_gathers_become_views(src, index, at, ref, route):
+    """TE's gathers (linalg.index arithmetic + tensor.extract) whose address is affine in the
+    loop indices read a view of the source instead; the others keep their naive loops."""
+    text = GATHER.format(src=src, index=index, at=at)
+    assert scheduled_names(text, "gather") == [route]
+    x, out = rand(*map(int, src.split("x"))), np.zeros((8, 16), np.float32)
+    Kernel.build(text, "gather", schedule="threads=1 strict=true")(x, out)
+    check(out, 2 * ref(x), f"gather from {src}")
 
 
 def test_integer_division_is_not_masked():

@@ -1,0 +1,267 @@
+"""Raise TE's reshape/transpose gathers to strided views read through an indexing map.
+
+TE writes `reshape` (and the squeezes, strided slices and permutes fused around it) as a generic
+that computes a flat index from `linalg.index` values and unflattens it into the source with
+`floordivsi`/`remsi`, then reads the element with `tensor.extract`. No schedule takes such a body
+(integer divisions per element, a scalar gather). Whenever the address it reads is affine in the
+loop indices, `addr = b + sum_i a_i * d_i` (every reshape, transpose and strided slice of a
+row-major tensor), the same element is a view of the source:
+
+    collapse to [T] -> expand to [T / s_1, s_1 / s_2, ..., s_m] -> slice at b's digits
+
+where s_1 > ... > s_m are the nonzero strides a_i; loop d_i then indexes the axis of stride a_i,
+so the read becomes an ordinary input with a projected-permutation map (an elementwise op or a
+transpose the elementwise rule vectorizes), and views cost no copy.
+
+The index arithmetic is evaluated with numpy over the whole (static) iteration space, and the
+affine form is checked at every point, so any TE index expression qualifies, not a fixed pattern.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from mlir import ir
+from mlir.dialects import linalg, tensor
+
+MAX_POINTS = 1 << 22  # iteration spaces evaluated in full; larger gathers are left alone
+
+
+class _NoMatch(Exception):
+    pass
+
+
+def _floordiv(a, b):
+    return np.floor_divide(a, b)
+
+
+def _truncdiv(a, b):
+    return np.trunc(a / b).astype(np.int64)
+
+
+_BINARY = {
+    "arith.addi": np.add,
+    "arith.subi": np.subtract,
+    "arith.muli": np.multiply,
+    "arith.floordivsi": _floordiv,
+    "arith.divsi": _truncdiv,
+    "arith.divui": _floordiv,
+    "arith.remsi": np.fmod,
+    "arith.remui": np.mod,
+    "arith.maxsi": np.maximum,
+    "arith.minsi": np.minimum,
+}
+
+
+def _evaluate(value: ir.Value, grid: list[np.ndarray], body: ir.Block, memo: dict):
+    if value in memo:
+        return memo[value]
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        raise _NoMatch  # an element of an operand, not an index
+    op = owner.operation
+    name = op.name
+    if name == "arith.constant":
+        try:
+            out = np.int64(ir.IntegerAttr(op.attributes["value"]).value)
+        except ValueError:
+            raise _NoMatch from None
+    elif name == "linalg.index":
+        out = grid[ir.IntegerAttr(op.attributes["dim"]).value]
+    elif name == "arith.index_cast":
+        out = _evaluate(op.operands[0], grid, body, memo)
+    elif name in _BINARY:
+        a = _evaluate(op.operands[0], grid, body, memo)
+        b = _evaluate(op.operands[1], grid, body, memo)
+        divides = name not in (
+            "arith.addi",
+            "arith.subi",
+            "arith.muli",
+            "arith.maxsi",
+            "arith.minsi",
+        )
+        if divides and np.any(b == 0):
+            raise _NoMatch
+        out = _BINARY[name](a, b)
+    else:
+        raise _NoMatch
+    memo[value] = out
+    return out
+
+
+def _affine_fit(addr: np.ndarray, ranges: list[int]) -> tuple[int, list[int]] | None:
+    """(b, [a_i]) with addr == b + sum a_i * d_i at every point, else None."""
+    addr = np.broadcast_to(addr, ranges)
+    origin = (0,) * len(ranges)
+    b = int(addr[origin])
+    coefs = []
+    for i, r in enumerate(ranges):
+        if r == 1:
+            coefs.append(0)
+            continue
+        step = list(origin)
+        step[i] = 1
+        coefs.append(int(addr[tuple(step)]) - b)
+    want = np.full(ranges, b, dtype=np.int64)
+    for i, a in enumerate(coefs):
+        if a:
+            shape = [1] * len(ranges)
+            shape[i] = ranges[i]
+            want = want + a * np.arange(ranges[i], dtype=np.int64).reshape(shape)
+    return (b, coefs) if np.array_equal(addr, want) else None
+
+
+def _view_plan(total: int, b: int, coefs: list[int], ranges: list[int]):
+    """Expanded shape, slice offsets/sizes and the loop of each kept axis (module docstring)."""
+    dims = sorted((a, d) for d, a in enumerate(coefs) if a)
+    dims.reverse()
+    if not dims or any(a <= 0 for a, _ in dims):
+        return None
+    strides = [a for a, _ in dims]
+    if len(set(strides)) != len(strides) or total % strides[0]:
+        return None
+    if any(strides[j] % strides[j + 1] for j in range(len(strides) - 1)):
+        return None
+    shape = [total // strides[0]] + [strides[j] // strides[j + 1] for j in range(len(strides) - 1)]
+    offsets = [b // strides[0]] + [
+        (b % strides[j]) // strides[j + 1] for j in range(len(strides) - 1)
+    ]
+    sizes = [ranges[d] for _, d in dims]
+    if strides[-1] > 1:
+        shape.append(strides[-1])
+        offsets.append(b % strides[-1])
+        sizes.append(1)
+    if any(o + s > n for o, s, n in zip(offsets, sizes, shape)):
+        return None  # the read would carry into the next axis: not one slice
+    return shape, offsets, sizes, [d for _, d in dims]
+
+
+def match_gather(op: ir.Operation):
+    """(extract op, view plan) for a raisable gather generic, else None."""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return None
+    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    if any("parallel" not in t for t in iterators):
+        return None
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    out_type = ir.RankedTensorType(op.results[0].type)
+    if not out_type.has_static_shape or not maps[-1].is_permutation:
+        return None
+    ranges = [0] * len(iterators)
+    for axis, expr in enumerate(maps[-1].results):
+        ranges[ir.AffineDimExpr(expr).position] = out_type.shape[axis]
+    if int(np.prod(ranges)) > MAX_POINTS:
+        return None
+    body = op.regions[0].blocks[0]
+    extracts = [o.operation for o in body.operations if o.operation.name == "tensor.extract"]
+    if len(extracts) != 1:
+        return None
+    extract = extracts[0]
+    source = extract.operands[0]
+    if not isinstance(source.owner, ir.Block) and source.owner.operation.parent == op:
+        return None
+    src_type = ir.RankedTensorType(source.type)
+    if not src_type.has_static_shape or src_type.rank == 0:
+        return None
+    grid = [
+        np.arange(r, dtype=np.int64).reshape([r if i == d else 1 for i in range(len(ranges))])
+        for d, r in enumerate(ranges)
+    ]
+    try:
+        memo: dict = {}
+        idx = [_evaluate(v, grid, body, memo) for v in list(extract.operands)[1:]]
+    except _NoMatch:
+        return None
+    strides = np.cumprod([1] + list(src_type.shape[:0:-1]))[::-1]
+    addr = sum(np.int64(s) * i for s, i in zip(strides, idx))
+    for i, n in zip(idx, src_type.shape):
+        if np.any(np.asarray(i) < 0) or np.any(np.asarray(i) >= n):
+            return None
+    fit = _affine_fit(np.asarray(addr, dtype=np.int64), ranges)
+    if fit is None:
+        return None
+    plan = _view_plan(int(np.prod(src_type.shape)), fit[0], fit[1], ranges)
+    return None if plan is None else (extract, plan)
+
+
+def _view(source: ir.Value, plan) -> ir.Value:
+    shape, offsets, sizes, _ = plan
+    src_type = ir.RankedTensorType(source.type)
+    elem = src_type.element_type
+    total = int(np.prod(src_type.shape))
+    i64 = ir.IntegerType.get_signless(64)
+
+    def reassoc(groups):
+        return ir.ArrayAttr.get(
+            [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups]
+        )
+
+    v = source
+    if list(src_type.shape) != shape:
+        if src_type.rank > 1:
+            flat = ir.RankedTensorType.get([total], elem)
+            v = tensor.CollapseShapeOp(flat, v, reassoc([list(range(src_type.rank))])).result
+        if shape != [total]:
+            t = ir.RankedTensorType.get(shape, elem)
+            v = tensor.ExpandShapeOp(t, v, reassoc([list(range(len(shape)))]), [], shape).result
+    if offsets != [0] * len(shape) or sizes != shape:
+        # Rank-reducing when the last axis is the constant one (strides above 1): its size is 1.
+        t = ir.RankedTensorType.get(sizes[: len(plan[3])], elem)
+        v = tensor.ExtractSliceOp(t, v, [], [], [], offsets, sizes, [1] * len(shape)).result
+    elif len(shape) != len(plan[3]):
+        raise AssertionError("gather view keeps a constant axis")
+    return v
+
+
+def raise_gathers(func_op: ir.Operation) -> int:
+    """Rewrite every raisable gather generic of `func_op` (module docstring); returns how many."""
+    found = []
+
+    def visit(op):
+        op = op.operation
+        if op.name == "linalg.generic":
+            m = match_gather(op)
+            if m is not None:
+                found.append((op, *m))
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    func_op.walk(visit)
+    for op, extract, plan in found:
+        _rebuild(op, extract, plan)
+    return len(found)
+
+
+def _rebuild(op: ir.Operation, extract: ir.Operation, plan) -> None:
+    """The generic with the view as a new last input in place of the tensor.extract."""
+    n_in = len(op.operands) - 1
+    ins, out = list(op.operands)[:n_in], op.operands[n_in]
+    maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
+    nloops = len(ir.ArrayAttr(op.attributes["iterator_types"]))
+    loops = plan[3]
+    with ir.InsertionPoint(op), op.location:
+        view = _view(extract.operands[0], plan)
+        view_type = ir.RankedTensorType(view.type)
+        if view_type.rank != len(loops):
+            raise AssertionError("gather view rank mismatch")
+        new_map = ir.AffineMap.get(nloops, 0, [ir.AffineDimExpr.get(d) for d in loops])
+        new = linalg.GenericOp(
+            [op.results[0].type],
+            ins + [view],
+            [out],
+            ir.ArrayAttr.get(maps[:n_in] + [ir.AffineMapAttr.get(new_map)] + maps[n_in:]),
+            op.attributes["iterator_types"],
+        )
+    old = op.regions[0].blocks[0]
+    types = [a.type for a in old.arguments]
+    elem = view_type.element_type
+    with op.location:
+        block = new.regions[0].blocks.append(*types[:n_in], elem, types[n_in])
+    for i, arg in enumerate(old.arguments):
+        arg.replace_all_uses_with(block.arguments[i if i < n_in else i + 1])
+    extract.results[0].replace_all_uses_with(block.arguments[n_in])
+    extract.erase()
+    for inner in [o.operation for o in old.operations]:
+        inner.detach_from_parent()
+        ir.InsertionPoint(block).insert(inner)
+    op.results[0].replace_all_uses_with(new.results[0])
+    op.erase()
