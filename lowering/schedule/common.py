@@ -16,7 +16,7 @@ from mlir import ir
 from mlir.dialects import linalg, tensor
 from mlir.dialects.transform import interpreter
 
-from lowering.schedule.gather import raise_gathers
+from lowering.schedule.gather import raise_gathers, raise_strided_inputs
 from lowering.schedule.math_approx import approximate_math
 from lowering.schedule.pad import raise_pads
 
@@ -531,7 +531,10 @@ def drop_unit_dims(func_op: ir.Operation) -> None:
         return
     s = Script()
     s.patterns(
-        "linalg.fold_unit_extent_dims_via_slices", "tensor.fold_tensor_empty", "canonicalization"
+        "linalg.fold_unit_extent_dims_via_slices",
+        "linalg.erase_unnecessary_inputs",  # e.g. the window-shape operands of TE pooling
+        "tensor.fold_tensor_empty",
+        "canonicalization",
     )
     apply_script(func_op, s, quiet=True)
     if _swap_slices_of_fills(func_op):
@@ -603,6 +606,7 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     base = func_op.clone(ip=ir.InsertionPoint(scratch.body))
     raise_pads(base)
     raise_gathers(base)
+    raise_strided_inputs(base)
     drop_unit_dims(base)
     count = len(linalg_ops(base))
 

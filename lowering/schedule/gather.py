@@ -19,6 +19,8 @@ affine form is checked at every point, so any TE index expression qualifies, not
 
 from __future__ import annotations
 
+import itertools
+
 import numpy as np
 from mlir import ir
 from mlir.dialects import linalg, tensor
@@ -265,3 +267,142 @@ def _rebuild(op: ir.Operation, extract: ir.Operation, plan) -> None:
         ir.InsertionPoint(block).insert(inner)
     op.results[0].replace_all_uses_with(new.results[0])
     op.erase()
+
+
+def _linear(e: ir.AffineExpr, scale: int, coefs: dict, const: list) -> None:
+    """Accumulate `scale * e` as {dim: coefficient} + constant, or raise _NoMatch."""
+    if isinstance(e, ir.AffineDimExpr):
+        coefs[e.position] = coefs.get(e.position, 0) + scale
+    elif isinstance(e, ir.AffineConstantExpr):
+        const[0] += scale * e.value
+    elif isinstance(e, ir.AffineAddExpr):
+        _linear(e.lhs, scale, coefs, const)
+        _linear(e.rhs, scale, coefs, const)
+    elif isinstance(e, ir.AffineMulExpr) and isinstance(e.rhs, ir.AffineConstantExpr):
+        _linear(e.lhs, scale * e.rhs.value, coefs, const)
+    elif isinstance(e, ir.AffineMulExpr) and isinstance(e.lhs, ir.AffineConstantExpr):
+        _linear(e.rhs, scale * e.lhs.value, coefs, const)
+    else:
+        raise _NoMatch
+
+
+def _axis_plan(expr: ir.AffineExpr, size: int, ranges: list[int]):
+    """How one operand axis indexed by `b + sum c_j * d_j` (c_1 > c_2 > ..., each window inside
+    the next stride) becomes sub-axes: (offset, span, [sub-axis sizes], [(sub-axis, dim)])."""
+    coefs: dict = {}
+    const = [0]
+    _linear(expr, 1, coefs, const)
+    terms = sorted(((c, d) for d, c in coefs.items() if c and ranges[d] > 1), reverse=True)
+    b = const[0]
+    if not terms:
+        return b, 1, [1], []
+    if any(c <= 0 for c, _ in terms):
+        raise _NoMatch
+    for (c, _), (c_next, d_next) in itertools.pairwise(terms):
+        if c % c_next or ranges[d_next] * c_next > c:
+            raise _NoMatch  # windows overlap (a convolution) or strides do not nest
+    span = terms[0][0] * ranges[terms[0][1]]
+    if b < 0 or b + span > size:
+        raise _NoMatch
+    strides = [c for c, _ in terms]
+    shape = [ranges[terms[0][1]]] + [c // c_next for c, c_next in itertools.pairwise(strides)]
+    if terms[-1][0] > 1:
+        shape.append(terms[-1][0])  # the positions a window skips
+    return b, span, shape, [(j, d) for j, (_, d) in enumerate(terms)]
+
+
+def raise_strided_inputs(func_op: ir.Operation) -> int:
+    """Inputs read through strided maps (`2 * d2 + d4`: non-overlapping pooling windows) become
+    views with projected-permutation maps: each such axis is sliced to the span the windows cover
+    and split into [windows, stride] (then sliced to the window). Overlapping windows
+    (convolutions) stay as they are."""
+    found = []
+
+    def visit(op):
+        op = op.operation
+        if op.name != "linalg.generic":
+            return ir.WalkResult.ADVANCE
+        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        n_in = len(op.operands) - len(op.results)
+        if len(op.results) != 1 or not maps[-1].is_projected_permutation:
+            return ir.WalkResult.SKIP
+        # Loop sizes from the operands that index by plain loop dims (the output, window inputs).
+        full = [0] * maps[-1].n_dims
+        for j, m in enumerate(maps):
+            t = op.operands[j].type
+            if (
+                not isinstance(t, ir.RankedTensorType)
+                or not ir.RankedTensorType(t).has_static_shape
+            ):
+                continue
+            for axis, expr in enumerate(m.results):
+                if isinstance(expr, ir.AffineDimExpr) and not full[expr.position]:
+                    full[expr.position] = ir.RankedTensorType(t).shape[axis]
+        if not all(full):
+            return ir.WalkResult.SKIP
+        for i in range(n_in):
+            t = op.operands[i].type
+            if maps[i].is_projected_permutation or not isinstance(t, ir.RankedTensorType):
+                continue
+            if not ir.RankedTensorType(t).has_static_shape:
+                continue
+            shape = list(ir.RankedTensorType(t).shape)
+            try:
+                plans = [_axis_plan(e, n, full) for e, n in zip(maps[i].results, shape)]
+            except _NoMatch:
+                continue
+            dims = [d for p in plans for _, d in p[3]]
+            if len(set(dims)) == len(dims):
+                found.append((op, i, plans, full))
+        return ir.WalkResult.SKIP
+
+    func_op.walk(visit)
+    for op, i, plans, full in found:
+        with ir.InsertionPoint(op), op.location:
+            view, dims = _strided_view(op.operands[i], plans, full)
+        maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
+        nloops = ir.AffineMapAttr(maps[0]).value.n_dims
+        new_map = ir.AffineMap.get(nloops, 0, [ir.AffineDimExpr.get(d) for d in dims])
+        maps[i] = ir.AffineMapAttr.get(new_map)
+        op.operands[i] = view
+        op.attributes["indexing_maps"] = ir.ArrayAttr.get(maps)
+    return len(found)
+
+
+def _strided_view(source: ir.Value, plans: list, ranges: list[int]) -> tuple[ir.Value, list[int]]:
+    """slice (offsets b, spans) -> expand each axis into its sub-axes -> slice each sub-axis to
+    its loop's range (size 1, dropped, where no loop reads it)."""
+    src_type = ir.RankedTensorType(source.type)
+    elem = src_type.element_type
+    v = source
+    offsets, spans = [p[0] for p in plans], [p[1] for p in plans]
+    if offsets != [0] * len(plans) or spans != list(src_type.shape):
+        t = ir.RankedTensorType.get(spans, elem)
+        v = tensor.ExtractSliceOp(t, v, [], [], [], offsets, spans, [1] * len(spans)).result
+    expanded, groups, sizes, dims = [], [], [], []
+    for span, p in zip(spans, plans):
+        sub = p[2] if p[3] else [span]
+        groups.append(list(range(len(expanded), len(expanded) + len(sub))))
+        expanded += sub
+        kept = dict(p[3])
+        for j, n in enumerate(sub):
+            if j in kept:
+                sizes.append(ranges[kept[j]])
+                dims.append(kept[j])
+            else:
+                sizes.append(1)
+    if expanded != spans:
+        t = ir.RankedTensorType.get(expanded, elem)
+        v = tensor.ExpandShapeOp(t, v, _reassociation(groups), [], expanded).result
+    if sizes != expanded or len(dims) != len(expanded):
+        t = ir.RankedTensorType.get([ranges[d] for d in dims], elem)
+        zeros, ones = [0] * len(expanded), [1] * len(expanded)
+        v = tensor.ExtractSliceOp(t, v, [], [], [], zeros, sizes, ones).result
+    return v, dims
+
+
+def _reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get(
+        [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups]
+    )

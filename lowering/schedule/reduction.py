@@ -26,10 +26,14 @@ class ReductionSchedule(ScheduleRule):
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
         reductions = [d for d, t in enumerate(info.iterators) if t == "reduction"]
-        if not info.static or len(reductions) != 1 or info.num_results != 1 or info.traps:
+        if not info.static or info.num_results != 1 or info.traps or not reductions:
+            return "fallback"
+        inner = _contiguous_loop(info)
+        # Several reduction loops, the contiguous one short: a pooling window.
+        window = len(reductions) > 1 and inner in reductions and info.ranges[inner] <= WINDOW
+        if len(reductions) != 1 and not window:
             return "fallback"
         red = reductions[0]
-        inner = _contiguous_loop(info)
         nloops = len(info.ranges)
         if opts.threads > 1 and info.work >= PARALLEL_MIN_WORK:
             outer = [d for d in range(nloops) if info.iterators[d] == "parallel"]
@@ -37,6 +41,8 @@ class ReductionSchedule(ScheduleRule):
                 split = [0] * nloops
                 split[outer[0]] = opts.threads
                 h, _ = s.tile_forall(h, num_threads=split)
+        if window:
+            return _window_reduction(s, h, info, inner)
         if inner == red:
             return _inner_reduction(s, h, info, red)
         return _outer_reduction(s, h, info, red, inner)
@@ -49,6 +55,7 @@ def _contiguous_loop(info: OpInfo) -> int:
     return ins[best][-1] if ins[best] else len(info.ranges) - 1
 
 
+WINDOW = 8  # a contiguous reduction this short is read whole, next to the output's vector axis
 ROWS = 8  # independent partial-sum vectors per step (hides the 4-cycle add/FMA latency)
 
 
@@ -109,3 +116,26 @@ def _outer_reduction(s: Script, h: str, info: OpInfo, red: int, inner: int) -> s
     h, _ = s.tile_for(h, sizes)
     s.vectorize(h, sizes)
     return f"reduction-outer-{width}"
+
+
+def _window_reduction(s: Script, h: str, info: OpInfo, inner: int) -> str:
+    """Pooling over non-overlapping windows (after `gather.raise_strided_inputs`: input
+    [.., Y, KY, X, KX]): one step reads up to LANES outputs' whole contiguous windows (a
+    [width, KX] vector, contiguous in memory) and reduces KX in registers with a transpose
+    (deinterleave) and elementwise ops; the other window loops are tiled to 1 and accumulate.
+    The width divides the output row: a masked multi-reduction has no transpose lowering."""
+    out_dims = info.operand_dims[-1]
+    vec = out_dims[-1] if out_dims else None
+    sizes = [1] * len(info.ranges)
+    sizes[inner] = info.ranges[inner]
+    width = 1
+    if vec is not None:
+        width = _divisor(info.ranges[vec], LANES)
+        sizes[vec] = width
+    h, loops = s.tile_for(h, sizes)
+    s.vectorize(h, sizes)
+    if loops:
+        s.patterns(
+            'vector.lower_multi_reduction lowering_strategy = "innerparallel"', target=loops[-1]
+        )
+    return f"reduction-window-{width}x{info.ranges[inner]}"

@@ -533,3 +533,28 @@ def test_exp_is_a_vector_polynomial():
     normal = (want > np.finfo(np.float32).tiny) & (want < np.finfo(np.float32).max)
     np.testing.assert_allclose(out[4:][normal], want[normal], rtol=2.5e-7)
     assert np.all(out[4:][want < 1e-46] == 0) and np.all(out[4:][x[4:] > 88.8] == np.inf)
+
+
+@pytest.mark.parametrize(
+    "shape,kernel,stride,route",
+    [
+        ((2, 3, 8, 12), 2, 2, "reduction-window-6x2"),  # LeNet's pooling: windows tile the image
+        ((2, 3, 9, 10), 3, 3, "reduction-window-3x3"),  # 9x10 -> 3x3: the last column unread
+        ((2, 3, 9, 9), 3, 2, "fallback"),  # overlapping windows: left to naive loops
+    ],
+)
+def test_max_pool_matches_numpy(shape, kernel, stride, route):
+    """TE max pooling: non-overlapping windows become a reduction over a [.., Y, KY, X, KX] view
+    (gather.raise_strided_inputs) read a whole window row at a time."""
+    from relaxmlir import te, topi
+
+    x_te = te.placeholder(shape, "float32", name="x")
+    y_te = topi.nn.pool2d(x_te, (kernel,) * 2, (stride,) * 2, (1, 1), (0, 0, 0, 0), "max")
+    text = str(te.create_prim_func([x_te, y_te]).module)
+    text = text.replace("func.func @main", "func.func private @pool")
+    assert scheduled_names(text, "pool") == [route]
+    x = rand(*shape)
+    out = np.zeros([int(d) for d in y_te.shape], np.float32)
+    Kernel.build(text, "pool", schedule="threads=1 strict=true")(x, out)
+    windows = np.lib.stride_tricks.sliding_window_view(x, (kernel, kernel), axis=(2, 3))
+    check(out, windows[:, :, ::stride, ::stride].max(axis=(-1, -2)), f"max pool {shape}")
