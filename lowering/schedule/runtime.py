@@ -116,7 +116,7 @@ PARALLEL_MIN_WORK = 1 << 19 if PARALLEL_RUNTIME == "openmp" else 1 << 25
 PARALLEL_MIN_ELEMENTS = 1 << 17 if PARALLEL_RUNTIME == "openmp" else 1 << 21
 # Elements a pack/unpack must move to get its own parallel loop (an async forall also costs
 # ~0.15 s of LLVM time: coroutines).
-PARALLEL_MIN_COPY = 1 << 18 if PARALLEL_RUNTIME == "openmp" else 1 << 20
+PARALLEL_MIN_COPY = 1 << 15 if PARALLEL_RUNTIME == "openmp" else 1 << 20
 
 # A worker of the async runtime still runs a few instructions of JIT code (coroutine cleanup)
 # after it signals the task done, so freeing an engine right after a parallel call can pull the
