@@ -3,6 +3,7 @@
 
     python scripts/bench_kernels.py                 # 1 and all threads, default workloads
     python scripts/bench_kernels.py --threads 1 --repeat 5 --json out.json
+    python scripts/bench_kernels.py --model W6      # per-kernel profile of a bench.py workload
 
 Each thread count runs in its own subprocess with OMP/OPENBLAS/MKL_NUM_THREADS and
 RELAXMLIR_NUM_THREADS set, so numpy and the compiled kernel use the same number of threads.
@@ -12,6 +13,11 @@ A workload is a TE-style PrimFunc (fill + linalg.generic) compiled through the C
 (`lowering.schedule.testing.Kernel`); ours and numpy's run interleaved in rounds and the
 medians are reported with GFLOP/s. numpy computes into a preallocated output (`out=`).
 The machine may be shared: the busy share of the other CPUs during the run is printed.
+
+`--model W<n>` profiles a workload of scripts/bench.py instead: the module after LegalizeOps,
+FuseOps and FuseTIR, each PrimFunc compiled standalone (scheduled, and with `--naive` also
+unscheduled) and timed on random inputs (best of three medians), with its call count and the
+schedule rules it got; the rows sum to the kernel time of one call (no graph overhead).
 """
 
 from __future__ import annotations
@@ -105,6 +111,77 @@ def worker(threads: int, repeat: int, names: list[str]) -> list[dict]:
     return rows
 
 
+def model_worker(threads: int, name: str, naive: bool) -> list[dict]:
+    """Per-PrimFunc profile of bench.py workload `name` (see the module docstring)."""
+    import re
+    import warnings
+
+    import numpy as np
+    import torch
+    from mlir import ir
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    import bench
+
+    from lowering.pipelines import GRAPH_LOWERING
+    from lowering.registry import run_pipeline
+    from lowering.schedule.common import SCHEDULE_ATTR
+    from lowering.schedule.testing import Kernel, median_seconds
+    from relaxmlir import relax
+    from relaxmlir.frontend import from_exported_program
+    from relaxmlir.scope import scope
+
+    model, inputs, _, _ = bench.WORKLOADS[name][1]()
+    ep = torch.export.export(model, tuple(torch.from_numpy(x) for x in inputs))
+    mod = relax.get_pipeline("zero")(from_exported_program(ep)).clone()
+    with scope():
+        run_pipeline(mod.module, "builtin.module(" + ",".join(GRAPH_LOWERING) + ")")
+    calls: dict[str, int] = {}
+    for m in re.finditer(r"callee = @(\w+)", str(mod["main"].op)):
+        calls[m.group(1)] = calls.get(m.group(1), 0) + 1
+    dtypes = {"f32": np.float32, "i64": np.int64, "i32": np.int32, "i1": np.bool_}
+    rng = np.random.default_rng(0)
+    rows = []
+    for fname, f in mod.functions.items():
+        if not f.is_prim_func or fname not in calls:
+            continue
+        ftype = ir.FunctionType(ir.TypeAttr(f.op.attributes["function_type"]).value)
+        args = []
+        for t in ftype.inputs:
+            t = ir.RankedTensorType(t)
+            dt = dtypes[str(t.element_type)]
+            arr = rng.standard_normal(t.shape) * 0.1 if dt == np.float32 else np.zeros(t.shape)
+            args.append(arr.astype(dt))
+        row = {"kernel": fname, "calls": calls[fname], "threads": threads}
+        variants = [("us", f"threads={threads}")] + ([("naive_us", "schedule=off")] if naive else [])
+        for key, sched in variants:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                kernel = Kernel.build(str(f.op), fname, schedule=sched)
+            kernel.bind(*args)
+            row[key] = min(median_seconds(kernel.run, min_time=0.1) for _ in range(3)) * 1e6
+            for op in kernel.module.body.operations:
+                if SCHEDULE_ATTR in op.attributes and key == "us":
+                    row["rules"] = [ir.StringAttr(a).value for a in op.attributes[SCHEDULE_ATTR]]
+        rows.append(row)
+    return rows
+
+
+def print_model(rows: list[dict]) -> None:
+    for threads in sorted({r["threads"] for r in rows}):
+        sel = [r for r in rows if r["threads"] == threads]
+        total = sum(r["us"] * r["calls"] for r in sel)
+        print(f"# {threads} thread(s): {total:.1f} us of kernels per call")
+        print(f"{'kernel':64s} {'calls':>5s} {'us':>9s} {'share':>6s} {'naive us':>9s}  rules")
+        for r in sorted(sel, key=lambda r: -r["us"] * r["calls"]):
+            naive = f"{r['naive_us']:9.1f}" if "naive_us" in r else f"{'':9s}"
+            share = r["us"] * r["calls"] / total
+            rules = ", ".join(dict.fromkeys(r.get("rules", [])))
+            print(
+                f"{r['kernel'][:64]:64s} {r['calls']:5d} {r['us']:9.1f} {share:6.1%} {naive}  {rules}"
+            )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
@@ -113,10 +190,16 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="interleaved rounds per workload")
     parser.add_argument("--only", nargs="*", default=[], help="substrings of workload names to run")
     parser.add_argument("--json", help="also write the rows to this file")
+    parser.add_argument("--model", help="profile the kernels of a bench.py workload (W1..W6)")
+    parser.add_argument("--naive", action="store_true", help="with --model: also unscheduled")
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
-        print(json.dumps(worker(args.worker, args.repeat, args.only)))
+        if args.model:
+            rows = model_worker(args.worker, args.model, args.naive)
+        else:
+            rows = worker(args.worker, args.repeat, args.only)
+        print(json.dumps(rows))
         return
     cores = len(os.sched_getaffinity(0))
     counts = args.threads or sorted({1, cores})
@@ -140,10 +223,17 @@ def main() -> None:
             "--only",
             *args.only,
         ]
+        if args.model:
+            cmd[2:2] = ["--model", args.model] + (["--naive"] if args.naive else [])
         start = time.time()
         out = subprocess.run(cmd, env=env, capture_output=True, text=True, check=True).stdout
         rows += json.loads(out.strip().splitlines()[-1])
         print(f"# {threads} thread(s): {time.time() - start:.0f} s", file=sys.stderr)
+    if args.json:
+        Path(args.json).write_text(json.dumps(rows, indent=1))
+    if args.model:
+        print_model(rows)
+        return
     print(f"# parallel runtime: {rows[0]['runtime'] if rows else '?'}")
     print(
         f"{'workload':30s} {'thr':>3s} {'ours us':>10s} {'numpy us':>10s} {'ours GF/s':>9s} {'np GF/s':>8s} "
@@ -155,8 +245,6 @@ def main() -> None:
             f"{r['ours_gflops']:9.1f} {r['numpy_gflops']:8.1f} {r['ratio']:6.2f} {r['compile_s']:9.3f} "
             f"{r['cpu_busy']:5.0%}"
         )
-    if args.json:
-        Path(args.json).write_text(json.dumps(rows, indent=1))
 
 
 if __name__ == "__main__":
