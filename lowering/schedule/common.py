@@ -564,15 +564,28 @@ def _one_row_contraction(op: ir.Operation) -> bool:
 
 
 def _swap_slices_of_fills(func_op: ir.Operation) -> bool:
-    """`extract_slice(fill(x, v))` -> `fill(empty, v)`: the zero accumulator of a rank-reduced
-    matmul stays a fill the packing folds (else a full-size fill, then a packing transpose)."""
+    """`extract_slice(fill(x, v))` -> `fill(empty, v)` where only reductions accumulate into the
+    slice: the zero accumulator of a rank-reduced matmul stays a fill the packing folds (else a
+    full-size fill, then a packing transpose). Slices written in place (a pad's interior) stay."""
     slices = []
+
+    def accumulates(use: ir.OpOperand) -> bool:  # the init of a reduction reads the fill
+        owner = use.owner.operation
+        if owner.name != "linalg.generic" or use.operand_number < len(owner.operands) - 1:
+            return False
+        return any("reduction" in str(t) for t in ir.ArrayAttr(owner.attributes["iterator_types"]))
 
     def visit(op):
         op = op.operation
         if op.name == "tensor.extract_slice":
             src = op.operands[0].owner
-            if not isinstance(src, ir.Block) and src.operation.name == "linalg.fill":
+            uses = list(op.results[0].uses)
+            if (
+                not isinstance(src, ir.Block)
+                and src.operation.name == "linalg.fill"
+                and uses
+                and all(accumulates(u) for u in uses)
+            ):
                 slices.append((op, src.operation))
         return ir.WalkResult.ADVANCE
 

@@ -1,0 +1,143 @@
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{threads=1 strict=true}' -split-input-file | FileCheck %s
+
+// TE broadcasts a size-1 batch axis with a constant-0 index; dropping unit dims first makes
+// the [1, 16, 32] x [32, 64] linear a 2-D matmul for the packed route (it was naive loops).
+// CHECK-LABEL: func.func private @broadcast_batch_matmul
+// CHECK-SAME: relax.schedule = ["matmul-packed-8x32"]
+// CHECK: vector.transfer_read %arg0{{.*}} : tensor<1x16x32xf32>, vector<8x16xf32>
+// CHECK: vector.outerproduct {{.*}} : vector<32xf32>, f32
+// CHECK-NOT: linalg.generic
+func.func private @broadcast_batch_matmul(%a: tensor<1x16x32xf32>, %b: tensor<32x64xf32>, %c: tensor<1x16x64xf32>) -> tensor<1x16x64xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<1x16x64xf32>
+  %f = linalg.fill ins(%zero : f32) outs(%e : tensor<1x16x64xf32>) -> tensor<1x16x64xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%a, %b : tensor<1x16x32xf32>, tensor<32x64xf32>) outs(%f : tensor<1x16x64xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x16x64xf32>
+  return %r : tensor<1x16x64xf32>
+}
+
+// -----
+
+// TE's pad (bounds test + scf.if + tensor.extract) becomes fill + a copy into the interior, and
+// the convolution reading it is a direct convolution again.
+// CHECK-LABEL: func.func private @pad_then_conv
+// CHECK-SAME: relax.schedule = ["elementwise-16", "conv-4x12"]
+// CHECK-NOT: scf.if
+// CHECK: %[[FILL:.+]] = linalg.fill
+// CHECK: %[[INTERIOR:.+]] = tensor.extract_slice %[[FILL]][0, 0, 2, 2] [2, 1, 12, 12]
+// CHECK: %[[COPY:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %[[INTERIOR]])
+// CHECK: tensor.insert_slice %[[COPY]] into %[[FILL]][0, 0, 2, 2] [2, 1, 12, 12]
+// CHECK-NOT: linalg.generic
+func.func private @pad_then_conv(%x: tensor<2x1x12x12xf32>, %w: tensor<4x1x5x5xf32>, %o: tensor<2x4x12x12xf32>) -> tensor<2x4x12x12xf32> attributes {relax.prim_func} {
+  %e = tensor.empty() : tensor<2x1x16x16xf32>
+  %pad = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%e : tensor<2x1x16x16xf32>) {
+  ^bb0(%out: f32):
+    %i0 = linalg.index 0 : index
+    %i1 = linalg.index 1 : index
+    %i2 = linalg.index 2 : index
+    %i3 = linalg.index 3 : index
+    %c2 = arith.constant 2 : index
+    %c14 = arith.constant 14 : index
+    %a = arith.cmpi sge, %i2, %c2 : index
+    %b = arith.cmpi slt, %i2, %c14 : index
+    %c = arith.cmpi sge, %i3, %c2 : index
+    %d = arith.cmpi slt, %i3, %c14 : index
+    %ab = arith.andi %a, %b : i1
+    %abc = arith.andi %ab, %c : i1
+    %in = arith.andi %abc, %d : i1
+    %v = scf.if %in -> (f32) {
+      %y = arith.subi %i2, %c2 : index
+      %z = arith.subi %i3, %c2 : index
+      %t = tensor.extract %x[%i0, %i1, %y, %z] : tensor<2x1x12x12xf32>
+      scf.yield %t : f32
+    } else {
+      %zero = arith.constant 0.0 : f32
+      scf.yield %zero : f32
+    }
+    linalg.yield %v : f32
+  } -> tensor<2x1x16x16xf32>
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%o : tensor<2x4x12x12xf32>) -> tensor<2x4x12x12xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>, affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%pad, %w : tensor<2x1x16x16xf32>, tensor<4x1x5x5xf32>) outs(%f : tensor<2x4x12x12xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x4x12x12xf32>
+  return %r : tensor<2x4x12x12xf32>
+}
+
+// -----
+
+// TE's reshape [4, 32] -> [8, 16] -> transposed, as a gather with floordiv/remsi: the address is
+// affine in the loop indices, so it reads an expand_shape view with a permutation map.
+// CHECK-LABEL: func.func private @reshape_transpose
+// CHECK-SAME: relax.schedule = ["elementwise-16"]
+// CHECK-NOT: floordivsi
+// CHECK-NOT: tensor.extract %
+// CHECK: %[[FLAT:.+]] = tensor.collapse_shape %{{.+}} {{\[\[}}0, 1]] : tensor<4x32xf32> into tensor<128xf32>
+// CHECK: %[[VIEW:.+]] = tensor.expand_shape %[[FLAT]] {{\[\[}}0, 1]] output_shape [8, 16]
+// CHECK: vector.transfer_read %[[VIEW]]
+func.func private @reshape_transpose(%x: tensor<4x32xf32>, %out: tensor<16x8xf32>) -> tensor<16x8xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%out : tensor<16x8xf32>) {
+  ^bb0(%o: f32):
+    %j = linalg.index 0 : index
+    %i = linalg.index 1 : index
+    %c16 = arith.constant 16 : index
+    %c32 = arith.constant 32 : index
+    %f = arith.muli %i, %c16 : index
+    %flat = arith.addi %f, %j : index
+    %row = arith.floordivsi %flat, %c32 : index
+    %col = arith.remsi %flat, %c32 : index
+    %v = tensor.extract %x[%row, %col] : tensor<4x32xf32>
+    linalg.yield %v : f32
+  } -> tensor<16x8xf32>
+  return %r : tensor<16x8xf32>
+}
+
+// -----
+
+// Max pooling 2x2 stride 2 (TE: strided map + window-shape operands): a reduction over the
+// [.., Y, 2, X, 2] view that reads each output row's windows contiguously and deinterleaves.
+// CHECK-LABEL: func.func private @max_pool
+// CHECK-SAME: relax.schedule = ["reduction-window-8x2"]
+// CHECK: %[[VIEW:.+]] = tensor.expand_shape %{{.+}} {{\[\[}}0], [1], [2, 3], [4, 5]] output_shape [2, 3, 4, 2, 8, 2]
+// CHECK: vector.transfer_read %[[VIEW]]{{.*}} : tensor<2x3x4x2x8x2xf32>, vector<8x2xf32>
+// CHECK: vector.shuffle {{.*}} [0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15]
+// CHECK: arith.maximumf {{.*}} : vector<8xf32>
+func.func private @max_pool(%x: tensor<2x3x8x16xf32>, %out: tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32> attributes {relax.prim_func} {
+  %k0 = tensor.empty() : tensor<2xi8>
+  %k1 = tensor.empty() : tensor<2xi8>
+  %ninf = arith.constant 0xFF800000 : f32
+  %f = linalg.fill ins(%ninf : f32) outs(%out : tensor<2x3x4x8xf32>) -> tensor<2x3x4x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2 * 2 + d4, d3 * 2 + d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%x, %k0, %k1 : tensor<2x3x8x16xf32>, tensor<2xi8>, tensor<2xi8>) outs(%f : tensor<2x3x4x8xf32>) {
+  ^bb0(%v: f32, %a: i8, %b: i8, %acc: f32):
+    %m = arith.maximumf %acc, %v : f32
+    linalg.yield %m : f32
+  } -> tensor<2x3x4x8xf32>
+  return %r : tensor<2x3x4x8xf32>
+}
+
+// -----
+
+// math.exp on vectors: a polynomial (no libm call per lane).
+// CHECK-LABEL: func.func private @exp
+// CHECK-SAME: relax.schedule = ["elementwise-64"]
+// CHECK-NOT: math.exp
+// CHECK: math.roundeven %{{.+}} : vector<64xf32>
+// CHECK: math.fma
+// CHECK: arith.shli
+// CHECK: arith.bitcast
+// CHECK-NOT: math.exp
+func.func private @exp(%x: tensor<64xf32>, %out: tensor<64xf32>) -> tensor<64xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> (d0)>], iterator_types = ["parallel"]} ins(%x : tensor<64xf32>) outs(%out : tensor<64xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %e = math.exp %a : f32
+    linalg.yield %e : f32
+  } -> tensor<64xf32>
+  return %r : tensor<64xf32>
+}
