@@ -161,6 +161,16 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
     return rows
 
 
+def _cpu_model() -> str:
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                return line.split(":", 1)[1].strip()
+    except OSError:
+        pass
+    return "unknown CPU"
+
+
 def _fmt(v, digits=3):
     return "n/a" if v is None else f"{v:.{digits}f}"
 
@@ -171,7 +181,8 @@ def render(rows: list[dict], command: str) -> str:
         "",
         f"Command: `{command}` (medians; each thread count in its own process, numpy/BLAS, torch and",
         "relaxmlir set to the same number of threads; outputs checked against numpy or torch eager).",
-        f"Machine: {os.cpu_count()} cores; f32 peak {PEAK_GFLOPS_PER_CORE:.0f} GFLOP/s per core.",
+        f"Machine: {_cpu_model()}, {os.cpu_count()} cores (the brief's reference peak: "
+        f"{PEAK_GFLOPS_PER_CORE:.0f} f32 GFLOP/s per core at 2.8 GHz).",
         "",
         "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | relaxmlir GFLOP/s | x numpy | x torch | compile s |",
         "|---|---|---|---|---|---|---|---|---|---|",
