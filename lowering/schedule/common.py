@@ -17,7 +17,7 @@ from mlir.dialects import linalg, tensor
 from mlir.dialects.transform import interpreter
 
 from lowering.schedule.gather import raise_gathers, raise_strided_inputs
-from lowering.schedule.math_approx import approximate_math
+from lowering.schedule.math_approx import approximate_math, contract_fma
 from lowering.schedule.pad import raise_pads
 
 PRIM_FUNC_ATTR = "relax.prim_func"
@@ -514,6 +514,7 @@ def _apply_rules(
     apply_script(func_op, main)
     _untag(func_op)
     approximate_math(func_op)
+    contract_fma(func_op)
     return used
 
 

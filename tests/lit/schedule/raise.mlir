@@ -25,7 +25,7 @@ func.func private @broadcast_batch_matmul(%a: tensor<1x16x32xf32>, %b: tensor<32
 // TE's pad (bounds test + scf.if + tensor.extract) becomes fill + a copy into the interior, and
 // the convolution reading it is a direct convolution again.
 // CHECK-LABEL: func.func private @pad_then_conv
-// CHECK-SAME: relax.schedule = ["elementwise-16", "conv-4x12"]
+// CHECK-SAME: relax.schedule = ["elementwise-12", "conv-4x6x12"]
 // CHECK-NOT: scf.if
 // CHECK: %[[FILL:.+]] = linalg.fill
 // CHECK: %[[INTERIOR:.+]] = tensor.extract_slice %[[FILL]][0, 0, 2, 2] [2, 1, 12, 12]
@@ -76,7 +76,7 @@ func.func private @pad_then_conv(%x: tensor<2x1x12x12xf32>, %w: tensor<4x1x5x5xf
 // TE's reshape [4, 32] -> [8, 16] -> transposed, as a gather with floordiv/remsi: the address is
 // affine in the loop indices, so it reads an expand_shape view with a permutation map.
 // CHECK-LABEL: func.func private @reshape_transpose
-// CHECK-SAME: relax.schedule = ["elementwise-16"]
+// CHECK-SAME: relax.schedule = ["elementwise-8"]
 // CHECK-NOT: floordivsi
 // CHECK-NOT: tensor.extract %
 // CHECK: %[[FLAT:.+]] = tensor.collapse_shape %{{.+}} {{\[\[}}0, 1]] : tensor<4x32xf32> into tensor<128xf32>
