@@ -12,6 +12,7 @@ from lowering.schedule.common import (
 from lowering.schedule.runtime import PARALLEL_MIN_ELEMENTS
 
 VECTOR = 64  # elements per step along the innermost loop: 4 zmm per value, masked at the edge
+TRANSPOSE = 16  # square tile of a transposing copy (16 rows of one zmm, a shuffle network)
 LANES = 16  # f32 lanes of one zmm register
 
 
@@ -54,9 +55,37 @@ class ElementwiseSchedule(ScheduleRule):
             h, _ = s.tile_forall(h, num_threads=split)
         sizes = [1] * len(info.ranges)
         sizes[inner] = width
+        across = _transposed_loop(info, inner)
+        if across is not None and info.static and not info.traps:
+            # A transpose: square tiles, read along the input's rows and written along the
+            # output's (a shuffle network in registers) instead of one gathered lane per element.
+            sizes[inner] = _divisor(info.ranges[inner], TRANSPOSE)
+            sizes[across] = _divisor(info.ranges[across], TRANSPOSE)
+            if min(sizes[inner], sizes[across]) >= 4:
+                h, _ = s.tile_for(h, sizes)
+                s.vectorize(h, sizes)
+                return f"transpose-{sizes[across]}x{sizes[inner]}"
+            sizes = [1] * len(info.ranges)
+            sizes[inner] = width
         h, _ = s.tile_for(h, sizes)
         s.vectorize(h, sizes)
         return f"elementwise-{width}"
+
+
+def _divisor(total: int, cap: int) -> int:
+    return next(t for t in range(min(cap, total), 0, -1) if total % t == 0)
+
+
+def _transposed_loop(info: OpInfo, inner: int) -> int | None:
+    """The innermost loop of an input whose last axis is not walked by `inner` (a transpose),
+    when that loop also indexes the output."""
+    out_dims = info.operand_dims[-1] or []
+    for dims in info.operand_dims[:-1]:
+        if not dims or dims[-1] == inner or dims[-1] not in out_dims or inner not in dims:
+            continue
+        if (info.ranges[dims[-1]] or 0) > 1:
+            return dims[-1]
+    return None
 
 
 def _innermost_loop(info: OpInfo) -> int:

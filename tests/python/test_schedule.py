@@ -452,7 +452,7 @@ func.func private @gather(%x: tensor<{src}xf32>, %out: tensor<8x16xf32>) -> tens
 
 GATHERS = [
     # (source shape, index arithmetic, extract indices, numpy reference of x, route)
-    ("16x8", "", "%j, %i", lambda x: x.T, "elementwise-16"),  # transpose
+    ("16x8", "", "%j, %i", lambda x: x.T, "transpose-8x16"),  # transpose
     (  # reshape [4, 32] -> [8, 16]: flat = i * 16 + j, unflattened with floordiv / remsi
         "4x32",
         "    %f = arith.muli %i, %c16 : index\n    %fj = arith.addi %f, %j : index\n"
@@ -578,3 +578,28 @@ def test_tanh_erf_are_vector_rationals(fn):
     want = np.array([getattr(math, fn)(float(v)) for v in x])
     np.testing.assert_allclose(out, want, rtol=0, atol=3e-7)
     assert out[0] == 0 and (fn != "tanh" or out[1] == np.float32(1e-5))
+
+
+TRANSPOSE = """
+func.func private @tr(%x: tensor<{n}x{m}xf32>, %out: tensor<{m}x{n}xf32>) -> tensor<{m}x{n}xf32> attributes {{relax.prim_func}} {{
+  %r = linalg.generic {{indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]}}
+      ins(%x : tensor<{n}x{m}xf32>) outs(%out : tensor<{m}x{n}xf32>) {{
+  ^bb0(%a: f32, %o: f32):
+    linalg.yield %a : f32
+  }} -> tensor<{m}x{n}xf32>
+  return %r : tensor<{m}x{n}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    "n,m,route",
+    [(64, 48, "transpose-16x16"), (40, 24, "transpose-12x10"), (37, 50, "elementwise-37")],
+)
+def test_transpose_matches_numpy(n, m, route):
+    """Transposing copies go by square tiles (rows read, columns written through registers)."""
+    text = TRANSPOSE.format(n=n, m=m)
+    assert scheduled_names(text, "tr") == [route]
+    x, out = rand(n, m), np.zeros((m, n), np.float32)
+    Kernel.build(text, "tr", schedule="threads=1 strict=true")(x, out)
+    check(out, x.T, f"transpose {n}x{m}")

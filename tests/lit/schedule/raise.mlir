@@ -76,7 +76,7 @@ func.func private @pad_then_conv(%x: tensor<2x1x12x12xf32>, %w: tensor<4x1x5x5xf
 // TE's reshape [4, 32] -> [8, 16] -> transposed, as a gather with floordiv/remsi: the address is
 // affine in the loop indices, so it reads an expand_shape view with a permutation map.
 // CHECK-LABEL: func.func private @reshape_transpose
-// CHECK-SAME: relax.schedule = ["elementwise-8"]
+// CHECK-SAME: relax.schedule = ["transpose-16x8"]
 // CHECK-NOT: floordivsi
 // CHECK-NOT: tensor.extract %
 // CHECK: %[[FLAT:.+]] = tensor.collapse_shape %{{.+}} {{\[\[}}0, 1]] : tensor<4x32xf32> into tensor<128xf32>
