@@ -4,8 +4,9 @@
     relaxmlir-opt kernels.mlir '--relax-schedule-cpu=threads=1'
     relaxmlir-opt kernels.mlir '--relax-schedule-cpu=schedule=off'
 
-Runs on tensor-level PrimFuncs (`func.func` with `relax.prim_func`), before bufferization. Each
-linalg op is classified (matmul / reduction / elementwise / fallback, `common.classify`) and gets
+Runs on tensor-level PrimFuncs (`func.func` with `relax.prim_func`), before bufferization. TE's
+irregular forms (guarded pads, reshape gathers, strided windows, unit dims) are first rewritten
+into regular linalg on views (`normalize.py`); then each linalg op is classified (matmul / reduction / elementwise / fallback, `common.classify`) and gets
 the rule of `SCHEDULES[(target, pattern)]`. Options:
 - `threads=N`: the parallel split of large ops (default `RELAXMLIR_NUM_THREADS`, else all cores);
   `threads=1` emits no `scf.forall`.

@@ -13,12 +13,9 @@ import warnings
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import linalg, tensor
 from mlir.dialects.transform import interpreter
 
-from lowering.schedule.gather import raise_gathers, raise_strided_inputs
 from lowering.schedule.math_approx import approximate_math, contract_fma
-from lowering.schedule.pad import raise_pads
 
 PRIM_FUNC_ATTR = "relax.prim_func"
 SCHED_ID_ATTR = "relax_sched_id"  # temporary tag: lets the script match exactly one payload op
@@ -148,7 +145,7 @@ def _body_ops(op: ir.Operation) -> list[ir.Operation]:
     return [o.operation for o in op.regions[0].blocks[0].operations]
 
 
-def _is_mul_add(op: ir.Operation) -> bool:
+def is_mul_add(op: ir.Operation) -> bool:
     """Body `out + a * b` (either operand order), the contraction body TE and linalg emit."""
     body = _body_ops(op)
     names = [o.name for o in body]
@@ -226,7 +223,7 @@ def classify(op: ir.Operation) -> OpInfo:
     reductions = [i for i, t in enumerate(iterators) if t == "reduction"]
     if not reductions:
         info.pattern = "elementwise"
-    elif len(reductions) == 1 and len(op.operands) == 3 and _is_mul_add(op):
+    elif len(reductions) == 1 and len(op.operands) == 3 and is_mul_add(op):
         _classify_contraction(info, reductions[0])
     else:
         info.pattern = "reduction"
@@ -236,7 +233,7 @@ def classify(op: ir.Operation) -> OpInfo:
 def _is_conv(op: ir.Operation, maps, operand_dims, iterators) -> bool:
     """Direct convolution: out += x[.., p + r, ..] * w[..], unit strides and dilations, where the
     image operand indexes some axes by a sum of a parallel and a reduction loop."""
-    if len(op.operands) != 3 or not _is_mul_add(op) or operand_dims[2] is None:
+    if len(op.operands) != 3 or not is_mul_add(op) or operand_dims[2] is None:
         return False
     sums = [i for i, dims in enumerate(operand_dims[:2]) if dims is None]
     if len(sums) != 1 or operand_dims[1 - sums[0]] is None:
@@ -518,91 +515,6 @@ def _apply_rules(
     return used
 
 
-# TE broadcasts size-1 axes as constant-0 indices (`(0, d1, d3)`) and keeps unit loops: dropping
-# them first turns e.g. a [1, 128, 256] x [256, 1024] linear into a 2-D matmul the rules know.
-# Rank-reducing slices (not reshapes) keep the out-argument chain visible to empty-tensor
-# elimination. The patterns, not the `linalg-fold-unit-extent-dims` pass: the pass also moves a
-# read init into the inputs, undoing the in-place epilogues of `fuse_tir.make_inplace`.
-def drop_unit_dims(func_op: ir.Operation) -> None:
-    """Remove unit-extent loops and operand axes from the linalg ops of `func_op` (parented).
-
-    Not in functions with a one-row contraction (GEMV): without its unit M loop it would be a
-    vector-matrix product that no matmul route (nor `pack_greedily`) takes."""
-    if any(_one_row_contraction(op) for op in linalg_ops(func_op)):
-        return
-    s = Script()
-    s.patterns(
-        "linalg.fold_unit_extent_dims_via_slices",
-        "linalg.erase_unnecessary_inputs",  # e.g. the window-shape operands of TE pooling
-        "tensor.fold_tensor_empty",
-        "canonicalization",
-    )
-    apply_script(func_op, s, quiet=True)
-    if _swap_slices_of_fills(func_op):
-        s = Script()
-        s.patterns("canonicalization")
-        apply_script(func_op, s, quiet=True)
-    # Epilogues that only now read their producer with the output's map update it in place.
-    from lowering.fuse_tir import make_inplace
-
-    make_inplace(func_op)
-
-
-def _one_row_contraction(op: ir.Operation) -> bool:
-    """A mul-add contraction whose rows (loops of A and C, not of B) all have extent 1."""
-    if op.name != "linalg.generic" or len(op.operands) != 3 or not _is_mul_add(op):
-        return False
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    dims = [{e.position for e in m.results if isinstance(e, ir.AffineDimExpr)} for m in maps]
-    out = maps[2].results
-    out_shape = ir.RankedTensorType(op.operands[2].type).shape
-    rows = [
-        axis
-        for axis, e in enumerate(out)
-        if isinstance(e, ir.AffineDimExpr) and e.position in dims[0] and e.position not in dims[1]
-    ]
-    return bool(rows) and all(out_shape[axis] == 1 for axis in rows)
-
-
-def _swap_slices_of_fills(func_op: ir.Operation) -> bool:
-    """`extract_slice(fill(x, v))` -> `fill(empty, v)` where only reductions accumulate into the
-    slice: the zero accumulator of a rank-reduced matmul stays a fill the packing folds (else a
-    full-size fill, then a packing transpose). Slices written in place (a pad's interior) stay."""
-    slices = []
-
-    def accumulates(use: ir.OpOperand) -> bool:  # the init of a reduction reads the fill
-        owner = use.owner.operation
-        if owner.name != "linalg.generic" or use.operand_number < len(owner.operands) - 1:
-            return False
-        return any("reduction" in str(t) for t in ir.ArrayAttr(owner.attributes["iterator_types"]))
-
-    def visit(op):
-        op = op.operation
-        if op.name == "tensor.extract_slice":
-            src = op.operands[0].owner
-            uses = list(op.results[0].uses)
-            if (
-                not isinstance(src, ir.Block)
-                and src.operation.name == "linalg.fill"
-                and uses
-                and all(accumulates(u) for u in uses)
-            ):
-                slices.append((op, src.operation))
-        return ir.WalkResult.ADVANCE
-
-    func_op.walk(visit)
-    for op, fill in slices:
-        t = ir.RankedTensorType(op.results[0].type)
-        if not t.has_static_shape:
-            continue
-        with ir.InsertionPoint(op), op.location:
-            empty = tensor.EmptyOp(list(t.shape), t.element_type).result
-            new = linalg.fill(fill.operands[0], outs=[empty])
-        op.results[0].replace_all_uses_with(new)
-        op.erase()
-    return bool(slices)
-
-
 def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]:
     """Apply the table's rules to every linalg op of `func_op`; returns the names they report.
 
@@ -613,15 +525,14 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     function is scheduled with the ops that succeeded; the others keep their linalg form (naive
     loops: correct, slower) and a warning names them. With `strict` the first failure is raised.
     """
+    from lowering.schedule.normalize import normalize_function  # it builds on this module
+
     if not linalg_ops(func_op):
         return []
     # Trials run on copies inside a scratch module (the interpreter wants a parented payload).
     scratch = ir.Module.create(loc=func_op.location)
     base = func_op.clone(ip=ir.InsertionPoint(scratch.body))
-    raise_pads(base)
-    raise_gathers(base)
-    raise_strided_inputs(base)
-    drop_unit_dims(base)
+    normalize_function(base)
     count = len(linalg_ops(base))
 
     def copy() -> ir.Operation:

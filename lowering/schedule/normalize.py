@@ -1,0 +1,114 @@
+"""Put PrimFuncs in the form the schedule rules recognize, before they are classified.
+
+TE's code is correct but irregular: guarded pad reads, reshapes as computed-index gathers,
+strided pooling windows, size-1 axes broadcast by constant-0 indices. `normalize_function` rewrites
+each into regular linalg on views (all semantics-preserving, each a no-op where it does not apply):
+
+1. `pad.raise_pads`: guarded reads -> fill + linalg.copy into the interior;
+2. `gather.raise_gathers`: affine gathers -> collapse/expand/slice views + permutation maps;
+3. `gather.raise_strided_inputs`: non-overlapping windows -> [.., Y, KY, X, KX] views;
+4. `drop_unit_dims`: unit loops and constant-0 indices removed (e.g. [1, 128, 256] x [256, 1024]
+   becomes a 2-D matmul), then in-place epilogues restored (`fuse_tir.make_inplace`).
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import linalg, tensor
+
+from lowering.schedule.common import Script, apply_script, is_mul_add, linalg_ops
+from lowering.schedule.gather import raise_gathers, raise_strided_inputs
+from lowering.schedule.pad import raise_pads
+
+
+def normalize_function(func_op: ir.Operation) -> None:
+    """Steps 1-4 of the module docstring on `func_op` (which must sit in a module)."""
+    raise_pads(func_op)
+    raise_gathers(func_op)
+    raise_strided_inputs(func_op)
+    drop_unit_dims(func_op)
+
+
+# TE broadcasts size-1 axes as constant-0 indices (`(0, d1, d3)`) and keeps unit loops: dropping
+# them first turns e.g. a [1, 128, 256] x [256, 1024] linear into a 2-D matmul the rules know.
+# Rank-reducing slices (not reshapes) keep the out-argument chain visible to empty-tensor
+# elimination. The patterns, not the `linalg-fold-unit-extent-dims` pass: the pass also moves a
+# read init into the inputs, undoing the in-place epilogues of `fuse_tir.make_inplace`.
+def drop_unit_dims(func_op: ir.Operation) -> None:
+    """Remove unit-extent loops and operand axes from the linalg ops of `func_op` (parented).
+
+    Not in functions with a one-row contraction (GEMV): without its unit M loop it would be a
+    vector-matrix product that no matmul route (nor `pack_greedily`) takes."""
+    if any(_one_row_contraction(op) for op in linalg_ops(func_op)):
+        return
+    s = Script()
+    s.patterns(
+        "linalg.fold_unit_extent_dims_via_slices",
+        "linalg.erase_unnecessary_inputs",  # e.g. the window-shape operands of TE pooling
+        "tensor.fold_tensor_empty",
+        "canonicalization",
+    )
+    apply_script(func_op, s, quiet=True)
+    if _swap_slices_of_fills(func_op):
+        s = Script()
+        s.patterns("canonicalization")
+        apply_script(func_op, s, quiet=True)
+    # Epilogues that only now read their producer with the output's map update it in place.
+    from lowering.fuse_tir import make_inplace
+
+    make_inplace(func_op)
+
+
+def _one_row_contraction(op: ir.Operation) -> bool:
+    """A mul-add contraction whose rows (loops of A and C, not of B) all have extent 1."""
+    if op.name != "linalg.generic" or len(op.operands) != 3 or not is_mul_add(op):
+        return False
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    dims = [{e.position for e in m.results if isinstance(e, ir.AffineDimExpr)} for m in maps]
+    out = maps[2].results
+    out_shape = ir.RankedTensorType(op.operands[2].type).shape
+    rows = [
+        axis
+        for axis, e in enumerate(out)
+        if isinstance(e, ir.AffineDimExpr) and e.position in dims[0] and e.position not in dims[1]
+    ]
+    return bool(rows) and all(out_shape[axis] == 1 for axis in rows)
+
+
+def _swap_slices_of_fills(func_op: ir.Operation) -> bool:
+    """`extract_slice(fill(x, v))` -> `fill(empty, v)` where only reductions accumulate into the
+    slice: the zero accumulator of a rank-reduced matmul stays a fill the packing folds (else a
+    full-size fill, then a packing transpose). Slices written in place (a pad's interior) stay."""
+    slices = []
+
+    def accumulates(use: ir.OpOperand) -> bool:  # the init of a reduction reads the fill
+        owner = use.owner.operation
+        if owner.name != "linalg.generic" or use.operand_number < len(owner.operands) - 1:
+            return False
+        return any("reduction" in str(t) for t in ir.ArrayAttr(owner.attributes["iterator_types"]))
+
+    def visit(op):
+        op = op.operation
+        if op.name == "tensor.extract_slice":
+            src = op.operands[0].owner
+            uses = list(op.results[0].uses)
+            if (
+                not isinstance(src, ir.Block)
+                and src.operation.name == "linalg.fill"
+                and uses
+                and all(accumulates(u) for u in uses)
+            ):
+                slices.append((op, src.operation))
+        return ir.WalkResult.ADVANCE
+
+    func_op.walk(visit)
+    for op, fill in slices:
+        t = ir.RankedTensorType(op.results[0].type)
+        if not t.has_static_shape:
+            continue
+        with ir.InsertionPoint(op), op.location:
+            empty = tensor.EmptyOp(list(t.shape), t.element_type).result
+            new = linalg.fill(fill.operands[0], outs=[empty])
+        op.results[0].replace_all_uses_with(new)
+        op.erase()
+    return bool(slices)
