@@ -15,11 +15,12 @@ from dialects import relax as rx
 from dialects import shape as sh
 from lowering.graph_to_memref import PACKED_ARGS_ATTR, PACKED_ATTR
 from lowering.pipelines import get_target
-from lowering.schedule import runtime
 from lowering.registry import PassError, PipelineError, run_pipeline
+from lowering.schedule import runtime
 from relaxmlir import memref_abi
 from relaxmlir.ir import IRModule, _format_diagnostics
 from relaxmlir.registry import get_global_func
+from relaxmlir.relax.analysis import value_shape
 from relaxmlir.relax.struct_info import dtype_of
 from relaxmlir.scope import scope
 
@@ -54,27 +55,6 @@ class BuildError(RuntimeError):
     """Lowering failed; the message names the pass and the MLIR diagnostic."""
 
 
-def _value_shape(value: ir.Value) -> tuple:
-    """Symbolic shape of a graph-level value: from its `relax.shape` attr, or the static type."""
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        func_op = owner.owner
-        index = value.arg_number
-        if "arg_attrs" in func_op.attributes:
-            attrs = ir.DictAttr(ir.ArrayAttr(func_op.attributes["arg_attrs"])[index])
-            if rx.SHAPE_ATTR in attrs:
-                return sh.from_attr(attrs[rx.SHAPE_ATTR])
-    else:
-        op = owner.operation if hasattr(owner, "operation") else owner
-        index = value.result_number
-        if rx.is_dataflow(op):
-            terminator = list(op.regions[0].blocks[0].operations)[-1]
-            return _value_shape(terminator.operands[index])
-        if rx.SHAPE_ATTR in op.attributes:
-            return sh.from_attr(ir.ArrayAttr(op.attributes[rx.SHAPE_ATTR])[index])
-    return tuple(ir.RankedTensorType(value.type).shape)
-
-
 def _spec(name: str, value_type: ir.Type, shape: tuple) -> TensorSpec:
     return TensorSpec(name, tuple(shape), dtype_of(ir.RankedTensorType(value_type).element_type))
 
@@ -86,7 +66,7 @@ def _function_infos(mod: IRModule) -> dict[str, FunctionInfo]:
         params = [TensorSpec(name, s.shape, s.dtype) for name, s in f.params]
         terminator = list(f.op.regions[0].blocks[0].operations)[-1]
         results = [
-            _spec(f"out{i}", v.type, _value_shape(v)) for i, v in enumerate(terminator.operands)
+            _spec(f"out{i}", v.type, value_shape(v)) for i, v in enumerate(terminator.operands)
         ]
         infos[f.name] = FunctionInfo(f.name, params, results)
     if not relax_funcs:  # a module of primitive functions: each public one is an entry point
@@ -274,4 +254,4 @@ def _collect_callbacks(mod: IRModule) -> list[_Callback]:
     return callbacks
 
 
-compile = build  # noqa: A001  (rm.compile, as tvm.compile)
+compile = build

@@ -18,6 +18,7 @@ from dialects import relax as rx
 from dialects import shape as sh
 from lowering.dataflow import graph_functions
 from lowering.registry import PassError, register_pass
+from relaxmlir.relax.analysis import value_shape
 from relaxmlir.relax.block_builder import BlockBuilder, to_attribute
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var
 from relaxmlir.relax.struct_info import (
@@ -29,7 +30,6 @@ from relaxmlir.relax.struct_info import (
 from relaxmlir.relax.transform.legalize_ops import LEGALIZE_RULES, LegalizeRule
 from relaxmlir.transform import Pass
 
-_ANON = itertools.count()
 _SKIPPED_ATTRS = {"operandSegmentSizes", "resultSegmentSizes", rx.SHAPE_ATTR}
 
 
@@ -113,29 +113,6 @@ class ModuleBuilder(BlockBuilder):
     def call_te(self, te_func, *args, primfunc_name_hint: str | None = None, **kwargs) -> Call:
         """`BlockBuilder.call_te`, naming the PrimFunc after the op being legalized."""
         return super().call_te(te_func, *args, primfunc_name_hint=primfunc_name_hint or self.op_hint, **kwargs)
-
-
-def value_shape(value: ir.Value) -> tuple:
-    """Symbolic shape of a graph value: `relax.shape` of its producer or parameter, else its type."""
-    owner = value.owner
-    if isinstance(owner, ir.Block):
-        func_op = owner.owner
-        if owner.region == func_op.regions[0] and "arg_attrs" in func_op.attributes:
-            attrs = ir.DictAttr(ir.ArrayAttr(func_op.attributes["arg_attrs"])[value.arg_number])
-            if rx.SHAPE_ATTR in attrs:
-                return sh.from_attr(attrs[rx.SHAPE_ATTR])
-    else:
-        op = owner.operation if hasattr(owner, "operation") else owner
-        if rx.is_dataflow(op):
-            terminator = list(op.regions[0].blocks[0].operations)[-1]
-            return value_shape(terminator.operands[value.result_number])
-        if rx.SHAPE_ATTR in op.attributes:
-            return sh.from_attr(ir.ArrayAttr(op.attributes[rx.SHAPE_ATTR])[value.result_number])
-    # NOTE: an unnamed dynamic dim gets a fresh symbol: equal to nothing else, bound from its tensor
-    dyn = ir.ShapedType.get_dynamic_size()
-    return tuple(
-        f"_anon{next(_ANON)}" if d == dyn else d for d in ir.RankedTensorType(value.type).shape
-    )
 
 
 def _sinfo(value: ir.Value) -> TensorStructInfo:
