@@ -141,13 +141,6 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
             if numpy_fn is not None:
                 np.testing.assert_allclose(numpy_fn(*inputs), reference, rtol=1e-3, atol=1e-3)
                 row["numpy_ms"] = _median_ms(lambda: numpy_fn(*inputs), repeat)
-            if torch_compile:
-                try:
-                    compiled = torch.compile(model)
-                    compiled(*tin)
-                    row["torch_compile_ms"] = _median_ms(lambda: compiled(*tin), repeat)
-                except Exception as exc:  # reported, not fatal: torch.compile needs a toolchain
-                    row["torch_compile_error"] = f"{type(exc).__name__}"
         try:
             fn, compile_s = _compile_relaxmlir(model, inputs)
             out = fn(*inputs).numpy()
@@ -156,6 +149,15 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
             row["compile_s"] = compile_s
         except Exception as exc:
             row["relaxmlir_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+        # torch.compile last: its worker threads and caches must not disturb the other timings
+        if torch_compile:
+            try:
+                with torch.no_grad():
+                    compiled = torch.compile(model)
+                    compiled(*tin)
+                    row["torch_compile_ms"] = _median_ms(lambda: compiled(*tin), repeat)
+            except Exception as exc:  # reported, not fatal: torch.compile needs a toolchain
+                row["torch_compile_error"] = f"{type(exc).__name__}"
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
     return rows
