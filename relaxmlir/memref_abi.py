@@ -97,8 +97,16 @@ def view(address: int, rank: int, dtype: np.dtype) -> np.ndarray:
     return _strided(flat, dtype, shape, strides)
 
 
+def _contiguous_strides(shape: tuple, itemsize: int) -> tuple:
+    strides, step = [], itemsize
+    for n in reversed(shape):
+        strides.append(step)
+        step *= n
+    return tuple(reversed(strides))
+
+
 def _strided(flat: np.ndarray, dtype: np.dtype, shape: tuple, strides: tuple) -> np.ndarray:
-    contiguous = strides == tuple(np.empty(shape, dtype).strides) if shape else True
-    if contiguous:
+    # Computed, not read off a scratch array: this runs at every packed-function call.
+    if strides == _contiguous_strides(shape, dtype.itemsize):
         return flat.view(dtype).reshape(shape)
     return np.lib.stride_tricks.as_strided(flat.view(dtype), shape, strides)
