@@ -10,5 +10,15 @@ from lowering.registry import (  # noqa: F401
 )
 
 # Importing the pass modules fills the registry.
-from lowering import bind_params, dataflow, fuse_ops, fuse_tir, graph_to_memref, pack_weights, prim_func_dps, verify  # noqa: F401,E402
+from lowering import (  # noqa: F401,E402
+    bind_params,
+    dataflow,
+    fuse_ops,
+    fuse_tir,
+    graph_to_memref,
+    llvm_target,
+    pack_weights,
+    prim_func_dps,
+    verify,
+)
 from lowering.pipelines import PIPELINES, get_pipeline  # noqa: F401,E402

@@ -26,6 +26,9 @@ from lowering.registry import PassError, register_pass
 PACKED_ATTR = "relax.packed"  # on external declarations: the registered function's name
 PACKED_ARGS_ATTR = "relax.packed_args"  # their memref argument types, kept through LLVM conversion
 ARG_NAME_ATTR = "relax.name"
+# On the module: native libraries (names in relaxmlir.runtime.libraries) that code put in the
+# module by backends calls, loaded before the code is JIT-compiled or its library dlopen'ed.
+EXTERNAL_LIBS_ATTR = "relax.external_libs"
 
 _INDEX_OPS = {
     "Add": arith.AddIOp,

@@ -3,7 +3,8 @@
 When a PrimFunc's matmul reads its B operand straight from an argument and the caller passes a
 `relax.constant` there, the constant is replaced by its packed panels (`pack_weight`) and the
 PrimFunc by a copy that takes them (`use_prepacked_weight`): the schedule then reads pre-packed
-panels in the hot loop instead of packing B at every call.
+panels in the hot loop instead of packing B at every call. The panel width is the target's
+(`micro_tile`), so this is a CPU-layout pass of the llvm pipeline row.
 """
 
 from __future__ import annotations
@@ -13,9 +14,9 @@ from mlir import ir
 
 from dialects import relax as rx
 from lowering.dataflow import graph_functions
-from lowering.registry import register_pass
+from lowering.registry import register_pass, target_option
 from lowering.schedule.common import classify, linalg_ops
-from lowering.schedule.matmul import pack_weight, use_prepacked_weight
+from lowering.schedule.matmul import micro_tile, pack_weight, use_prepacked_weight
 
 
 def _packable_weight(callee: ir.Operation) -> tuple[int, bool] | None:
@@ -44,7 +45,7 @@ def _constant_value(value: ir.Value) -> np.ndarray | None:
     return np.array(ir.DenseElementsAttr(owner.operation.attributes["value"]))
 
 
-def pack_constant_weights(module_op: ir.Operation) -> None:
+def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
     packed_funcs: dict[tuple[str, int], str] = {}
 
     def visit(op):
@@ -60,7 +61,7 @@ def pack_constant_weights(module_op: ir.Operation) -> None:
         weight = _constant_value(op.operands[index])
         if weight is None or weight.dtype != np.float32:
             return ir.WalkResult.ADVANCE
-        packed, layout = pack_weight(weight, transposed=transposed)
+        packed, layout = pack_weight(weight, transposed=transposed, nr=nr)
         key = (callee_name, index)
         if key not in packed_funcs:
             clone = callee.clone(ir.InsertionPoint(callee))
@@ -87,6 +88,8 @@ def pack_constant_weights(module_op: ir.Operation) -> None:
 @register_pass(
     "relax-pack-constant-weights",
     "pack constant matmul weights at compile time into the panels the schedule reads",
+    {"target": "target string (default: the target in scope, else the host CPU)"},
 )
-def relax_pack_constant_weights():
-    return pack_constant_weights
+def relax_pack_constant_weights(target: str = ""):
+    nr = micro_tile(target_option(target, "relax-pack-constant-weights")).nr
+    return lambda module_op: pack_constant_weights(module_op, nr)

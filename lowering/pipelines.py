@@ -1,35 +1,41 @@
-"""Named pipelines: one line per stage, each saying why it is there.
+"""Every pipeline of relaxmlir, in one table: one line per stage, each saying why it is there.
 
-`PIPELINES` maps a name to a list of pass-pipeline elements (project passes by their registered
-names, upstream passes by their textual names). `TARGETS` maps a target name to the pipeline that
-lowers a whole module for it and the runtime libraries the ExecutionEngine must load.
+`PIPELINES` maps a name to a target-independent pass list (`relax.get_pipeline(name)`,
+`relaxmlir-opt --pipeline=name`). `TARGETS` holds one row per target kind: the stages that lower
+a whole module for it, written as a function of the `Target` (schedules, weight layouts and
+codegen read its vector width, cores and features). The Python API, the driver and the tests all
+read these; `check` refuses a pass that is neither registered here nor known upstream.
 """
 
 from __future__ import annotations
 
-import os
-from dataclasses import dataclass, field
+from typing import Callable, Optional
 
-import mlir
+from lowering.registry import PASSES, PipelineError, split_top_level
+from relaxmlir.runtime import libraries
+from relaxmlir.target import Target
 
-from lowering.schedule.runtime import PARALLEL_CODEGEN, PARALLEL_LLVM, SHARED_LIBS, VECTOR_CODEGEN
+# -- Relax level (target independent) -----------------------------------------------------------
 
-MLIR_LIB_DIR = os.path.join(list(mlir.__path__)[0], "lib")
-
-# Relax graph level: what must hold before the graph is lowered to buffers.
-GRAPH_LOWERING = [
-    "relax-verify",  # fail early, at the op, on malformed relax IR
+# `relax.get_pipeline("zero")`: what relax.build needs at the least.
+ZERO = [
+    "relax-legalize-ops",  # high-level ops -> call_tir of TOPI PrimFuncs
+    "relax-fold-constant",  # call_tir of constants -> constants (weights computed once)
+    "relax-dead-code-elimination",  # PrimFuncs and bindings folding left unused
+]
+FUSION = [
     "relax-fuse-ops",  # group matmul -> bias -> relu and elementwise runs (in dataflow blocks)
     "relax-fuse-tir",  # ... into one primitive function each, without intermediate tensors
-    "relax-pack-constant-weights",  # constant matmul weights packed once, at compile time
-    "symbol-dce",  # primitive functions that fusion or packing made unreferenced
+]
+# What must hold before the graph is lowered to buffers.
+GRAPH_LOWERING = [
+    "relax-verify",  # fail early, at the op, on malformed relax IR
+    *FUSION,
+    "symbol-dce",  # primitive functions that fusion made unreferenced
     "relax-inline-dataflow",  # block boundaries carry no information past this point
 ]
 
-# Primitive functions: schedules run on tensors, before bufferization (tile, pack, vectorize).
-SCHEDULE_CPU = [
-    "relax-schedule-cpu",  # default schedules by op pattern: pack/tile/vectorize/parallelize
-]
+# -- Buffers (target independent) ---------------------------------------------------------------
 
 BUFFERIZE = [
     "relax-graph-to-memref",  # graph functions -> one native entry point with out-parameters
@@ -46,61 +52,156 @@ BUFFERIZE = [
     "canonicalize",
     "buffer-deallocation-pipeline",  # frees for every allocation of the graph and the kernels
 ]
+# Standalone PrimFuncs (kernel tests and benchmarks, `lowering/schedule/testing.py`): scheduled
+# kernels already return a chain of in-place updates of their out-argument, and
+# relax-prim-func-dps's materialize_in_destination would make one-shot bufferization fail
+# ("cannot avoid RaW conflict" on the loop that writes the out-argument).
+BUFFERIZE_KERNELS = [p for p in BUFFERIZE if p not in ("relax-graph-to-memref", "relax-prim-func-dps")]
 
-# Loops and vectors down to the LLVM dialect.
-CPU_CODEGEN = [
-    *VECTOR_CODEGEN,  # scheduled kernels: n-D vector transfers -> 1-D (one zmm row each)
-    *PARALLEL_CODEGEN,  # scheduled kernels: scf.forall -> OpenMP or async tasks (schedule/runtime.py)
-    "convert-linalg-to-loops",
-    "arith-expand",  # floordivsi/ceildivsi and friends have no direct LLVM lowering
-    "lower-affine",
-    "expand-strided-metadata",
-    "lower-affine",  # expand-strided-metadata emits affine.apply for subview offsets
-    "finalize-memref-to-llvm",  # before convert-scf-to-cf: OpenMP regions need it (MLIR_NOTES)
-    "convert-scf-to-cf",
-    "convert-vector-to-llvm{enable-x86vector}",  # contractions were lowered to FMAs by the schedule
-    "convert-math-to-llvm",
-    "convert-math-to-libm",
-    *PARALLEL_LLVM,  # OpenMP: omp dialect -> LLVM (nothing for async)
-    "convert-ub-to-llvm",  # vectorization pads transfers with ub.poison
-    "convert-to-llvm",
-    "reconcile-unrealized-casts",
+# -- CPU code generation ------------------------------------------------------------------------
+
+# n-D vector transfers -> unrolled 1-D transfers (one register row each); before loops disappear.
+VECTOR_CODEGEN = ["convert-vector-to-scf{full-unroll=true target-rank=1}"]
+# scf.forall (from the schedule) -> scf.parallel -> OpenMP; converted after memrefs (MLIR_NOTES).
+OPENMP_CODEGEN = ["scf-forall-to-parallel", "convert-scf-to-openmp"]
+# ... or -> async tasks on the thread pool of MLIR's async runtime (no OpenMP installed).
+ASYNC_CODEGEN = [
+    "scf-forall-to-parallel",
+    # min-task-size=1: each forall iteration is already a coarse task (the default, 1000, would
+    # run a 2-iteration forall on one thread).
+    "async-parallel-for{async-dispatch=true num-workers=-1 min-task-size=1}",
+    "async-to-async-runtime",
+    "async-runtime-ref-counting",
+    "async-runtime-ref-counting-opt",
+    "convert-async-to-llvm",
 ]
 
 
-@dataclass
-class Target:
-    name: str
-    pipeline: list[str]
-    shared_libs: list[str] = field(default_factory=list)
-    opt_level: int = 3
+def _quoted(target: Target) -> str:
+    return f'target="{target}"'
 
 
-TARGETS: dict[str, Target] = {
-    "llvm": Target(
-        "llvm",
-        GRAPH_LOWERING + SCHEDULE_CPU + BUFFERIZE + CPU_CODEGEN,
-        shared_libs=list(SHARED_LIBS),  # c runner utils + the async runtime (parallel loops)
-    ),
+def cpu_codegen(target: Target, runtime: Optional[str] = None) -> list[str]:
+    """Loops and vectors down to the LLVM dialect, for `target` and a parallel runtime."""
+    runtime = runtime or libraries.parallel_runtime()
+    x86 = target.arch == "x86_64"
+    return [
+        *VECTOR_CODEGEN,  # scheduled kernels: n-D vector transfers -> 1-D (one register each)
+        *(OPENMP_CODEGEN if runtime == "openmp" else ASYNC_CODEGEN),  # scf.forall -> threads
+        "convert-linalg-to-loops",
+        "arith-expand",  # floordivsi/ceildivsi and friends have no direct LLVM lowering
+        "lower-affine",
+        "expand-strided-metadata",
+        "lower-affine",  # expand-strided-metadata emits affine.apply for subview offsets
+        # Allocations call the native runtime's workspace cache (runtime/native/runtime.c) rather
+        # than malloc; before convert-scf-to-cf: OpenMP regions need memrefs lowered (MLIR_NOTES).
+        "finalize-memref-to-llvm{use-generic-functions=true}",
+        "convert-scf-to-cf",
+        # Contractions were lowered to FMAs by the schedule; x86vector only where it exists.
+        "convert-vector-to-llvm{enable-x86vector}" if x86 else "convert-vector-to-llvm",
+        "convert-math-to-llvm",
+        "convert-math-to-libm",
+        *(["convert-openmp-to-llvm"] if runtime == "openmp" else []),
+        "convert-ub-to-llvm",  # vectorization pads transfers with ub.poison
+        "convert-to-llvm",
+        "reconcile-unrealized-casts",
+        f"relax-llvm-target{{{_quoted(target)}}}",  # compile for the target's CPU and features
+    ]
+
+
+# -- The target table ---------------------------------------------------------------------------
+
+Stages = list[tuple[str, list[str]]]
+
+
+def llvm_stages(target: Target) -> Stages:
+    return [
+        ("graph", GRAPH_LOWERING),
+        ("layout", [
+            f"relax-pack-constant-weights{{{_quoted(target)}}}",  # weights in the CPU panels
+            "symbol-dce",  # PrimFuncs that packing replaced
+        ]),  # fmt: skip
+        ("schedule", [f"relax-schedule-cpu{{{_quoted(target)}}}"]),  # tile/pack/vectorize/threads
+        ("bufferize", BUFFERIZE),
+        ("codegen", cpu_codegen(target)),
+    ]
+
+
+# Target kind -> its stages. A new target is one row (the CUDA target adds "cuda").
+TARGETS: dict[str, Callable[[Target], Stages]] = {
+    "llvm": llvm_stages,
 }
 
+# Named target-independent pipelines (the driver's --pipeline=NAME; "llvm" is the host's row).
 PIPELINES: dict[str, list[str]] = {
+    "zero": ZERO,
+    "default": ZERO + FUSION,
     "graph-lowering": GRAPH_LOWERING,
     "bufferize": BUFFERIZE,
-    "cpu-codegen": CPU_CODEGEN,
-    "llvm": TARGETS["llvm"].pipeline,
+    "bufferize-kernels": BUFFERIZE_KERNELS,
 }
 
 
-def get_target(name: str) -> Target:
-    key = {"cpu": "llvm", "c": "llvm"}.get(name, name)
-    if key not in TARGETS:
-        raise ValueError(f"unknown target '{name}'; known targets: {', '.join(sorted(TARGETS))}")
-    return TARGETS[key]
+def target_stages(target: Target) -> Stages:
+    if target.kind not in TARGETS:
+        raise ValueError(f"no pipeline for target kind '{target.kind}'; known: {', '.join(TARGETS)}")
+    return TARGETS[target.kind](target)
 
 
-def get_pipeline(name: str) -> str:
+def target_pipeline(target: Target, stages: Optional[list[str]] = None) -> list[str]:
+    """The pass list that lowers a module for `target` (all stages, or the named ones)."""
+    rows = target_stages(target)
+    known = [name for name, _ in rows]
+    unknown = set(stages or []) - set(known)
+    if unknown:
+        raise ValueError(f"unknown stage(s) {sorted(unknown)}; stages: {', '.join(known)}")
+    return [p for name, passes in rows if stages is None or name in stages for p in passes]
+
+
+def pipeline_names() -> list[str]:
+    return sorted(PIPELINES) + sorted(TARGETS)
+
+
+def pipeline_elements(name: str, target: Optional[Target] = None) -> list[str]:
+    """The elements of a named pipeline; a target kind's name gives its row for `target`
+    (default: the target in scope, else the host)."""
+    if name in PIPELINES:
+        return list(PIPELINES[name])
+    if name in TARGETS:
+        target = target or Target.current() or Target(name)
+        return target_pipeline(target)
+    raise ValueError(f"unknown pipeline '{name}'; known pipelines: {', '.join(pipeline_names())}")
+
+
+def get_pipeline(name: str, target: Optional[Target] = None) -> str:
     """The textual pipeline `builtin.module(...)` registered under `name`."""
-    if name not in PIPELINES:
-        raise ValueError(f"unknown pipeline '{name}'; known pipelines: {', '.join(sorted(PIPELINES))}")
-    return "builtin.module(" + ",".join(PIPELINES[name]) + ")"
+    return "builtin.module(" + ",".join(pipeline_elements(name, target)) + ")"
+
+
+_UPSTREAM_OK: set[str] = set()
+
+
+def check(elements: list[str]) -> None:
+    """Raise PipelineError naming any element that is neither a project pass nor an upstream
+    pass (upstream names are checked by parsing them alone, once)."""
+    from mlir import ir
+    from mlir.passmanager import PassManager
+
+    for element in elements:
+        name = element.partition("{")[0].strip()
+        if name in PASSES or element in _UPSTREAM_OK:
+            continue
+        try:
+            with ir.Context():
+                PassManager.parse(f"builtin.module({element})")
+        except (ValueError, ir.MLIRError) as exc:
+            raise PipelineError(f"pipeline element '{element}' is not a known pass: {exc}") from None
+        _UPSTREAM_OK.add(element)
+
+
+def split(pipeline: str) -> list[str]:
+    """`builtin.module(a,b{x=1})` -> ["a", "b{x=1}"]."""
+    text = pipeline.strip()
+    if text.startswith("builtin.module(") and text.endswith(")"):
+        text = text[len("builtin.module(") : -1]
+    return split_top_level(text)

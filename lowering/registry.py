@@ -82,9 +82,26 @@ def split_top_level(text: str, sep: str = ",") -> list[str]:
 
 
 def parse_options(text: str) -> dict[str, str]:
-    """`a=1 b=x` or `a=1,b=x` (the inside of `{...}`) -> dict."""
+    """`a=1 b=x` or `a=1,b=x` (the inside of `{...}`) -> dict; values may be quoted
+    (`target="llvm -mcpu=x86-64-v3"`)."""
     out = {}
-    for item in split_top_level(text.replace(" ", ","), ","):
+    items, current, quote = [], "", None
+    for ch in text:
+        if quote:
+            current += ch
+            quote = None if ch == quote else quote
+        elif ch in "\"'":
+            current += ch
+            quote = ch
+        elif ch in " ,\t\n":
+            if current:
+                items.append(current)
+            current = ""
+        else:
+            current += ch
+    if current:
+        items.append(current)
+    for item in items:
         key, _, value = item.partition("=")
         out[key.strip()] = value.strip().strip("\"'") if value else "true"
     return out
@@ -160,3 +177,16 @@ def run_pipeline(module: ir.Module, pipeline: str, print_ir_after_all: bool = Fa
             if runner.error is not None:
                 raise runner.error from None
         raise PipelineError(str(exc)) from None
+
+
+def target_option(text: str, pass_name: str):
+    """The `target=` option of a target-dependent pass: a target string, or empty for the
+    target in scope (`with Target(...)`), else the host CPU."""
+    from relaxmlir.target import Target
+
+    if not text:
+        return Target.current() or Target("llvm")
+    try:
+        return Target(text)
+    except ValueError as exc:
+        raise PassError(f"{pass_name}: target=({text}): {exc}") from None

@@ -2,25 +2,28 @@
 
     relaxmlir-opt kernels.mlir --relax-schedule-cpu
     relaxmlir-opt kernels.mlir '--relax-schedule-cpu=threads=1'
+    relaxmlir-opt kernels.mlir '--relax-schedule-cpu=target="llvm -mcpu=x86-64-v3"'
     relaxmlir-opt kernels.mlir '--relax-schedule-cpu=schedule=off'
 
 Runs on tensor-level PrimFuncs (`func.func` with `relax.prim_func`), before bufferization. TE's
 irregular forms (guarded pads, reshape gathers, strided windows, unit dims) are first rewritten
 into regular linalg on views (`normalize.py`); then each linalg op is classified (matmul / reduction / elementwise / fallback, `common.classify`) and gets
-the rule of `SCHEDULES[(target, pattern)]`. Options:
-- `threads=N`: the parallel split of large ops (default `RELAXMLIR_NUM_THREADS`, else all cores);
-  `threads=1` emits no `scf.forall`.
+the rule of `SCHEDULES[(target kind, pattern)]`; rules size their tiles from the target's vector
+width and register count. Options:
+- `target=...`: a target string (default: the target in scope, else the host CPU).
+- `threads=N`: the parallel split of large ops (default: the target's cores); `threads=1` emits
+  no `scf.forall`.
 - `schedule=off`: leave every PrimFunc as it is (naive loops after convert-linalg-to-loops);
   only `linalg.pack`/`unpack` ops (prepacked weights) are decomposed, as bufferization needs.
 - `strict=true`: raise when a schedule fails instead of leaving that function unscheduled.
-The parallel loops need the async lowering in `lowering.schedule.runtime.PARALLEL_CODEGEN`.
+The parallel loops need the codegen of the target's pipeline row (`lowering/pipelines.py`).
 """
 
 from __future__ import annotations
 
 from mlir import ir
 
-from lowering.registry import PassError, register_pass
+from lowering.registry import PassError, register_pass, target_option
 from lowering.schedule import elementwise, matmul, reduction  # noqa: F401  (fill the table)
 from lowering.schedule.common import (
     PRIM_FUNC_ATTR,
@@ -73,17 +76,19 @@ def _flag(value: str, name: str) -> bool:
     "relax-schedule-cpu",
     "tile, pack, vectorize and parallelize PrimFuncs for the host CPU (transform dialect)",
     {
-        "threads": "threads for parallel loops (default: RELAXMLIR_NUM_THREADS or all cores)",
+        "target": "target string (default: the target in scope, else the host CPU)",
+        "threads": "threads for parallel loops (default: the target's cores)",
         "schedule": "on|off (off: leave PrimFuncs unscheduled)",
         "strict": "true|false (raise when a schedule fails instead of leaving the function as is)",
     },
 )
-def schedule_cpu(threads: str = "", schedule: str = "on", strict: str = "false"):
-    opts = ScheduleOptions(strict=_flag(strict, "strict"))
-    if threads:
-        if not threads.isdigit() or int(threads) < 1:
-            raise PassError(f"relax-schedule-cpu: expected threads=N with N >= 1, got ({threads})")
-        opts.threads = int(threads)
+def schedule_cpu(target: str = "", threads: str = "", schedule: str = "on", strict: str = "false"):
+    tgt = target_option(target, "relax-schedule-cpu")
+    if tgt.kind != "llvm":
+        raise PassError(f"relax-schedule-cpu: expected an llvm target, got ({tgt})")
+    if threads and (not threads.isdigit() or int(threads) < 1):
+        raise PassError(f"relax-schedule-cpu: expected threads=N with N >= 1, got ({threads})")
+    opts = ScheduleOptions(tgt, int(threads or 0), _flag(strict, "strict"))
     enabled = _flag(schedule, "schedule")
 
     def run(module_op: ir.Operation) -> None:

@@ -16,6 +16,8 @@ from mlir import ir
 from mlir.dialects.transform import interpreter
 
 from lowering.schedule.math_approx import approximate_math, contract_fma
+from relaxmlir.runtime import libraries
+from relaxmlir.target import Target
 
 PRIM_FUNC_ATTR = "relax.prim_func"
 SCHED_ID_ATTR = "relax_sched_id"  # temporary tag: lets the script match exactly one payload op
@@ -28,22 +30,49 @@ PATTERNS = ("matmul", "conv", "reduction", "elementwise", "fallback")
 PRINT_SCRIPT_ENV = "RELAXMLIR_PRINT_SCHEDULE"  # set to 1: print every generated script to stderr
 
 
-def default_threads() -> int:
-    """`RELAXMLIR_NUM_THREADS` if set, else every core this process may run on."""
-    env = os.environ.get("RELAXMLIR_NUM_THREADS")
-    if env:
-        return max(1, int(env))
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:  # not Linux
-        return max(1, os.cpu_count() or 1)
-
-
 @dataclass
 class ScheduleOptions:
-    threads: int = field(default_factory=default_threads)
-    target: str = "llvm"
+    """What every rule reads: the target (vector width, registers, cores) and the parallel runtime.
+
+    `threads` defaults to the target's cores; the thresholds below which an op stays on one
+    thread depend on what a parallel region costs with the runtime the code is compiled for.
+    """
+
+    target: Target = field(default_factory=lambda: Target.current() or Target("llvm"))
+    threads: int = 0  # 0: the target's cores
     strict: bool = False  # raise instead of leaving a function unscheduled when its script fails
+    runtime: str = field(default_factory=libraries.parallel_runtime)  # "openmp" | "async"
+
+    def __post_init__(self):
+        if self.target.kind != "llvm":
+            raise ValueError(f"CPU schedules need an llvm target, got ({self.target})")
+        if not self.threads:
+            self.threads = self.target.num_cores
+
+    @property
+    def lanes(self) -> int:
+        """f32 lanes of one vector register (16 on AVX-512, 8 on AVX2, 4 on SSE/NEON)."""
+        return self.target.lanes("float32")
+
+    @property
+    def registers(self) -> int:
+        return self.target.vector_registers
+
+    # Below this much work (MACs / elements) a parallel region costs more than it saves: an
+    # OpenMP region costs a few microseconds, an async-runtime one ~55 us (workers are woken).
+    @property
+    def min_parallel_work(self) -> int:
+        return 1 << 19 if self.runtime == "openmp" else 1 << 25
+
+    @property
+    def min_parallel_elements(self) -> int:
+        return 1 << 17 if self.runtime == "openmp" else 1 << 21
+
+    @property
+    def min_parallel_copy(self) -> int:
+        """Elements a pack/unpack must move to get its own parallel loop (an async forall also
+        costs ~0.15 s of LLVM time: coroutines)."""
+        return 1 << 15 if self.runtime == "openmp" else 1 << 20
 
 
 @dataclass
@@ -495,7 +524,7 @@ def _apply_rules(
         info.tag = tag
         info.op.attributes[SCHED_ID_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tag)
     picked = [(tag, info) for tag, info in enumerate(infos) if chosen is None or tag in chosen]
-    rules = {tag: get_schedule(opts.target, info.pattern) for tag, info in picked}
+    rules = {tag: get_schedule(opts.target.kind, info.pattern) for tag, info in picked}
     pre = Script()
     handles = {tag: pre.match_tagged(tag) for tag, _ in picked}
     for tag, info in picked:

@@ -9,11 +9,11 @@ from lowering.schedule.common import (
     Script,
     register_schedule,
 )
-from lowering.schedule.runtime import PARALLEL_MIN_ELEMENTS
 
-VECTOR = 64  # elements per step along the innermost loop: 4 zmm per value, masked at the edge
-TRANSPOSE = 16  # square tile of a transposing copy (16 rows of one zmm, a shuffle network)
-LANES = 16  # f32 lanes of one zmm register
+# Per target, in f32 lanes L of one vector register: a step along the innermost loop covers 4
+# registers (4L elements, masked at the edge); a transposing copy goes by L x L tiles (L rows of
+# one register, a shuffle network).
+VECTORS_PER_STEP = 4
 
 
 def _round_up(x: int, m: int) -> int:
@@ -22,16 +22,18 @@ def _round_up(x: int, m: int) -> int:
 
 @register_schedule("elementwise")
 class ElementwiseSchedule(ScheduleRule):
-    """Innermost loop in vectors of up to 64 lanes (masked tail), outer loops one by one; the
+    """Innermost loop in vectors of up to 4 registers (masked tail), outer loops one by one; the
     outermost loop split across threads when the op is large."""
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
         if not info.ranges:
             return "fallback"
+        lanes = opts.lanes
+        vector = VECTORS_PER_STEP * lanes
         inner = _innermost_loop(info)
         size = info.ranges[inner]
-        width = VECTOR if size is None else min(VECTOR, _round_up(size, LANES))
-        if size is not None and size <= VECTOR:
+        width = vector if size is None else min(vector, _round_up(size, lanes))
+        if size is not None and size <= vector:
             # Rows that fit one step take their exact width: masked rows of 10 in 16 lanes,
             # updated in place, stall on store-to-load forwarding from the row before (LeNet's
             # conv epilogue over 32x16x10x10: 40 -> 5 us).
@@ -41,10 +43,10 @@ class ElementwiseSchedule(ScheduleRule):
             # Only vectors that fit the loop exactly.
             if size is None:
                 return "fallback"
-            width = next(w for w in range(min(VECTOR, size), 0, -1) if size % w == 0)
+            width = next(w for w in range(min(vector, size), 0, -1) if size % w == 0)
             if width == 1:
                 return "fallback"
-        if info.static and opts.threads > 1 and info.work >= PARALLEL_MIN_ELEMENTS:
+        if info.static and opts.threads > 1 and info.work >= opts.min_parallel_elements:
             split = [0] * len(info.ranges)
             outer = (
                 next(d for d in range(len(info.ranges)) if d != inner)
@@ -59,8 +61,8 @@ class ElementwiseSchedule(ScheduleRule):
         if across is not None and info.static and not info.traps:
             # A transpose: square tiles, read along the input's rows and written along the
             # output's (a shuffle network in registers) instead of one gathered lane per element.
-            sizes[inner] = _divisor(info.ranges[inner], TRANSPOSE)
-            sizes[across] = _divisor(info.ranges[across], TRANSPOSE)
+            sizes[inner] = _divisor(info.ranges[inner], lanes)
+            sizes[across] = _divisor(info.ranges[across], lanes)
             if min(sizes[inner], sizes[across]) >= 4:
                 h, _ = s.tile_for(h, sizes)
                 s.vectorize(h, sizes)

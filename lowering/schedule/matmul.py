@@ -1,18 +1,23 @@
 """Schedules for contractions (matmul, dense with transposed B, batch matmul) and weight packing.
 
+Sizes come from the target (`micro_tile`): with L f32 lanes per vector register and R registers,
+the micro tile is MR x NR with NR = 2L columns (two registers per row) and as many rows as the
+accumulators leave registers for (8 x 32 in 16 zmm on AVX-512, 6 x 16 in 12 ymm on AVX2).
+
 Routes, chosen per op by `MatmulSchedule.route`:
-- "packed": data tiling (MLIR_NOTES). A is packed into [.., M/8, K, 8] panels, B into
-  [.., N/32, K, 32] panels (`linalg.pack` via `pack_greedily`, zero padded), the packed
+- "packed": data tiling (MLIR_NOTES). A is packed into [.., M/MR, K, MR] panels, B into
+  [.., N/NR, K, NR] panels (`linalg.pack` via `pack_greedily`, zero padded), the packed
   contraction is tiled for the caches (N blocks, then K blocks, then M blocks) and for registers
-  (one 8x32 tile = 16 zmm accumulators), vectorized and lowered to FMAs, and unpacked at the end.
-  With fewer than 8 rows, A stays unpacked and the register tile is 1x128 (8 accumulators).
-- "small": no packing, register tile 1x128 (x1 in K) straight on the operands: GEMV-like shapes
-  (fewer than 8 rows) whose B is [K, N] and not prepacked (packing would cost as much as the
+  (one MR x NR tile of accumulators), vectorized and lowered to FMAs, and unpacked at the end.
+  With fewer than MR rows, A stays unpacked and the register tile is 1 x 4NR.
+- "small": no packing, register tile 1 x 8L (x1 in K) straight on the operands: GEMV-like shapes
+  (fewer than MR rows) whose B is [K, N] and not prepacked (packing would cost as much as the
   product).
-- "dot": the same shapes with B [N, K] (dense / nn.Linear, not prepacked): 16-lane partial dot
-  products for 8 outputs at a time, combined once per output (`reduction.inner_reduction`).
+- "dot": the same shapes with B [N, K] (dense / nn.Linear, not prepacked): one register of
+  partial dot products for 8 outputs at a time, combined once per output
+  (`reduction.inner_reduction`).
 Weights known at compile time are packed once by `pack_weight` and reach the PrimFunc already in
-the [.., N/32, K, 32] layout (`use_prepacked_weight`), so the B pack folds away.
+the [.., N/NR, K, NR] layout (`use_prepacked_weight`), so the B pack folds away.
 """
 
 from __future__ import annotations
@@ -32,39 +37,72 @@ from lowering.schedule.common import (
     register_schedule,
 )
 from lowering.schedule.reduction import inner_reduction
-from lowering.schedule.runtime import PARALLEL_MIN_COPY, PARALLEL_MIN_WORK  # M*N*K / elements
+from relaxmlir.target import Target
 
-MR, NR = 8, 32  # micro tile: 8 x 32 f32 = 16 zmm accumulators (2 FMA ports x 4-cycle latency)
-GEMV_NB = 4  # 1-row register tile: 4 panels of 32 = 8 accumulators
-MC, NC, KC = 16, 8, 256  # cache tiles: 16 row panels (128 rows) x 8 col panels (256 cols) x 256 k
-PACK_K = 16  # k elements per vectorized pack step (8x16 transpose for A, 16x32 copy for B)
-SMALL_N = 128  # register tile of the unpacked route: 1 x 128 (8 zmm accumulators)
+GEMV_NB = 4  # 1-row register tile: 4 panels of NR = 8 accumulators
+CACHE_ROWS, CACHE_COLS, KC = 128, 256, 256  # cache tiles: rows x cols of C per block, x KC of K
+
+
+@dataclass(frozen=True)
+class MicroTile:
+    """Register and cache tiles of the packed route for one target (f32)."""
+
+    mr: int  # rows of the register tile (A panel height)
+    nr: int  # columns of the register tile (B panel width) = 2 vector registers
+    lanes: int
+
+    @property
+    def mc(self) -> int:  # row panels per cache block
+        return max(1, CACHE_ROWS // self.mr)
+
+    @property
+    def nc(self) -> int:  # column panels per cache block
+        return max(1, CACHE_COLS // self.nr)
+
+    @property
+    def pack_k(self) -> int:  # k elements per vectorized pack step
+        return self.lanes
+
+    @property
+    def small_n(self) -> int:  # register tile of the unpacked route: 1 x 8 registers
+        return 8 * self.lanes
+
+
+def micro_tile(target: Target) -> MicroTile:
+    """MR x NR accumulators in registers, leaving two for the B row and one for the A broadcast:
+    8 x 32 (16 of 32 zmm) on AVX-512, 6 x 16 (12 of 16 ymm) on AVX2, 6 x 8 on SSE, 8 x 8 on NEON.
+    Two FMA ports x 4-cycle latency want at least 8 independent accumulators."""
+    lanes = target.lanes("float32")
+    regs = target.vector_registers
+    mr = min(8, (regs - 3) // 2)
+    return MicroTile(mr, 2 * lanes, lanes)
 
 
 @register_schedule("matmul")
 class MatmulSchedule(ScheduleRule):
-    def route(self, info: OpInfo) -> str:
+    def route(self, info: OpInfo, t: MicroTile) -> str:
         if not info.static or info.element_type != "f32":
             return "fallback"
         if info.b_prepacked:
             return "packed"
         m, n = info.size(info.m), info.size(info.n)
-        if m >= MR and n >= NR:
+        if m >= t.mr and n >= t.nr:
             return "packed"
         # Few rows: packing B would cost as much as the product. B [K, N] rows feed FMAs
         # directly; B [N, K] rows are dot products (16-lane partial sums for 8 outputs at a time).
         return "small" if _b_k_major(info) else "dot"
 
     def prepare(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> None:
-        if self.route(info) != "packed":
+        t = micro_tile(opts.target)
+        if self.route(info, t) != "packed":
             return
-        mr = MR if info.size(info.m) >= MR else 0
+        mr = t.mr if info.size(info.m) >= t.mr else 0
         packed = s.fresh("packed")
         s.emit(
-            f"{packed} = transform.structured.pack_greedily {h} matmul_packed_sizes = [{mr}, {NR}, 0] "
+            f"{packed} = transform.structured.pack_greedily {h} matmul_packed_sizes = [{mr}, {t.nr}, 0] "
             f"matmul_inner_dims_order = [0, 1, 2] : ({s.ANY}) -> {s.ANY}"
         )
-        if _b_k_major(info):  # B panels must be [N/32, K, 32]: move the N blocks outside K
+        if _b_k_major(info):  # B panels must be [N/NR, K, NR]: move the N blocks outside K
             b_dims = info.operand_dims[1]
             perm = list(range(len(b_dims)))
             i, j = b_dims.index(info.k), b_dims.index(info.n)
@@ -81,17 +119,18 @@ class MatmulSchedule(ScheduleRule):
         s.tag(packed, info.tag)
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
-        route = self.route(info)
+        t = micro_tile(opts.target)
+        route = self.route(info, t)
         if route == "fallback":
             return "matmul-fallback"
         if route in ("small", "dot"):
-            h = _split_columns(s, h, info, opts)
+            h = _split_columns(s, h, info, opts, t)
         if route == "small":
-            return _schedule_small(s, h, info, opts)
+            return _schedule_small(s, h, info, t)
         if route == "dot":
-            rows, lanes = inner_reduction(s, h, info, info.k, block_dim=info.n)
+            rows, lanes = inner_reduction(s, h, info, info.k, t.lanes, block_dim=info.n)
             return f"matmul-dot-{rows}x{lanes}"
-        return _schedule_packed(s, h, info, opts)
+        return _schedule_packed(s, h, info, opts, t)
 
 
 def _b_k_major(info: OpInfo) -> bool:
@@ -101,7 +140,7 @@ def _b_k_major(info: OpInfo) -> bool:
 
 
 def _threads_for(info: OpInfo, opts: ScheduleOptions) -> int:
-    return opts.threads if opts.threads > 1 and info.work >= PARALLEL_MIN_WORK else 1
+    return opts.threads if opts.threads > 1 and info.work >= opts.min_parallel_work else 1
 
 
 def _ceil(a: int, b: int) -> int:
@@ -120,11 +159,11 @@ def _divisor_tile(total: int, cap: int, multiple: int) -> int:
     return min(cap, total)
 
 
-def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: MicroTile) -> str:
     """`h` is the packed contraction: loops = the original loops (M, N now counting panels) + the
     inner panel loops (m if packed, then n)."""
     threads = _threads_for(info, opts)
-    m_packed = info.size(info.m) >= MR
+    m_packed = info.size(info.m) >= t.mr
     nloops = len(info.ranges)
     inner = [0, 0] if m_packed else [0]
     a_pack = s.producer(h, 0) if m_packed else None
@@ -133,8 +172,8 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> 
 
     # Tiles that divide their loops keep every tile static (the vectorizer needs static shapes
     # when a register tile spans several panels).
-    m_blocks = _ceil(info.size(info.m), MR) if m_packed else info.size(info.m)
-    n_blocks = _ceil(info.size(info.n), NR)
+    m_blocks = _ceil(info.size(info.m), t.mr) if m_packed else info.size(info.m)
+    n_blocks = _ceil(info.size(info.n), t.nr)
     nb = 1 if m_packed else next(b for b in (GEMV_NB, 2, 1) if n_blocks % b == 0)
     # Thread level: one forall over the batch, the M panels or the N panels.
     m_span, n_span = m_blocks, n_blocks  # panels each task sees
@@ -153,8 +192,8 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> 
             h, _ = s.tile_forall(h, tile_sizes=sizes)
     # Cache level: N blocks, then K blocks, then M blocks (B block stays in L2, A block in L2).
     cache = [1 if d in info.batch else 0 for d in range(nloops)] + inner
-    cache[info.m] = min(MC, m_span) if m_packed else 1
-    cache[info.n] = _divisor_tile(n_span, NC, nb)
+    cache[info.m] = min(t.mc, m_span) if m_packed else 1
+    cache[info.n] = _divisor_tile(n_span, t.nc, nb)
     cache[info.k] = min(KC, info.size(info.k))
     order = list(info.batch) + [info.n, info.k, info.m]
     h, _ = s.tile_for(h, cache, interchange=order)
@@ -165,29 +204,38 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> 
     s.vectorize(h)
 
     def copy_threads(elements: int) -> int:
-        return threads if elements >= PARALLEL_MIN_COPY else 1
+        return threads if elements >= opts.min_parallel_copy else 1
 
     batch_size = int(np.prod([info.size(d) for d in info.batch])) if info.batch else 1
     k = info.size(info.k)
     if a_pack:
-        a_threads = copy_threads(batch_size * m_blocks * MR * k)
-        _schedule_pack(s, a_pack, info.operand_dims[0], info.k, info.m, [MR], a_threads)
+        a_threads = copy_threads(batch_size * m_blocks * t.mr * k)
+        _schedule_pack(s, a_pack, info.operand_dims[0], info.k, info.m, [t.mr], a_threads, t.pack_k)
     if b_pack:
         b_outer = list(info.operand_dims[1])
         if _b_k_major(info):
             i, j = b_outer.index(info.k), b_outer.index(info.n)
             b_outer[i], b_outer[j] = b_outer[j], b_outer[i]
-        _schedule_pack(s, b_pack, b_outer, info.k, info.n, [NR], copy_threads(n_blocks * NR * k))
-    _schedule_unpack(s, unpack, info, m_packed, copy_threads(batch_size * m_blocks * n_blocks * NR))
-    return f"matmul-packed-{MR if m_packed else 1}x{NR * nb}"
+        _schedule_pack(
+            s, b_pack, b_outer, info.k, info.n, [t.nr], copy_threads(n_blocks * t.nr * k), t.pack_k
+        )
+    _schedule_unpack(s, unpack, info, t, m_packed, copy_threads(batch_size * m_blocks * n_blocks * t.nr))
+    return f"matmul-packed-{t.mr if m_packed else 1}x{t.nr * nb}"
 
 
 def _schedule_pack(
-    s: Script, h: str, outer: list[int], k: int, tiled_dim: int, inner: list[int], threads: int
+    s: Script,
+    h: str,
+    outer: list[int],
+    k: int,
+    tiled_dim: int,
+    inner: list[int],
+    threads: int,
+    pack_k: int,
 ) -> None:
-    """Vectorize a pack op: PACK_K steps along K, one panel at a time; masks handle padding."""
+    """Vectorize a pack op: `pack_k` steps along K, one panel at a time; masks handle padding."""
     sizes = [1] * len(outer)
-    sizes[outer.index(k)] = PACK_K
+    sizes[outer.index(k)] = pack_k
     if threads > 1:
         split = [0] * len(outer)
         split[0] = threads
@@ -196,9 +244,11 @@ def _schedule_pack(
     s.vectorize(h, sizes + inner)
 
 
-def _schedule_unpack(s: Script, h: str, info: OpInfo, m_packed: bool, threads: int) -> None:
+def _schedule_unpack(
+    s: Script, h: str, info: OpInfo, t: MicroTile, m_packed: bool, threads: int
+) -> None:
     c_dims = info.operand_dims[2]
-    divisible = info.size(info.n) % NR == 0 and (not m_packed or info.size(info.m) % MR == 0)
+    divisible = info.size(info.n) % t.nr == 0 and (not m_packed or info.size(info.m) % t.mr == 0)
     if (
         not divisible
     ):  # vectorizing a partial unpack tile hits an upstream bug (invalid vector.mask)
@@ -217,15 +267,15 @@ def _schedule_unpack(s: Script, h: str, info: OpInfo, m_packed: bool, threads: i
         )
         return
     sizes = [1] * len(c_dims)
-    sizes[c_dims.index(info.n)] = NR
+    sizes[c_dims.index(info.n)] = t.nr
     if m_packed:
-        sizes[c_dims.index(info.m)] = MR
+        sizes[c_dims.index(info.m)] = t.mr
     if threads > 1:
         split = [0] * len(c_dims)
         split[0] = threads
         h, _ = s.tile_forall(h, num_threads=split)
     h, _ = s.tile_for(h, sizes)
-    s.vectorize(h, [1] * len(c_dims) + ([MR, NR] if m_packed else [NR]))
+    s.vectorize(h, [1] * len(c_dims) + ([t.mr, t.nr] if m_packed else [t.nr]))
 
 
 def _cast(s: Script, h: str, op_name: str) -> str:
@@ -234,21 +284,23 @@ def _cast(s: Script, h: str, op_name: str) -> str:
     return c
 
 
-def _split_columns(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
-    """Unpacked routes (few rows): split the columns across threads, in whole multiples of 128."""
+def _split_columns(
+    s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: MicroTile
+) -> str:
+    """Unpacked routes (few rows): split the columns across threads, in whole register tiles."""
     threads = _threads_for(info, opts)
     n = info.size(info.n)
-    if threads > 1 and n >= threads * SMALL_N:
+    if threads > 1 and n >= threads * t.small_n:
         sizes = [0] * len(info.ranges)
-        sizes[info.n] = _ceil(_ceil(n, threads), SMALL_N) * SMALL_N
+        sizes[info.n] = _ceil(_ceil(n, threads), t.small_n) * t.small_n
         h, _ = s.tile_forall(h, tile_sizes=sizes)
     return h
 
 
-def _schedule_small(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
-    """Unpacked register tile 1 x SMALL_N x 1: a row of A times a [1, 128] strip of B per step."""
+def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
+    """Unpacked register tile 1 x 8L x 1: a row of A times a [1, 8L] strip of B per step."""
     nloops = len(info.ranges)
-    n_tile = min(SMALL_N, _ceil(info.size(info.n), 16) * 16)
+    n_tile = min(t.small_n, _ceil(info.size(info.n), t.lanes) * t.lanes)
     outer = [1 if d in info.batch else 0 for d in range(nloops)]
     outer[info.m], outer[info.n] = 1, n_tile
     h, _ = s.tile_for(h, outer)
@@ -264,14 +316,15 @@ def _schedule_small(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> s
 # ----------------------------------------------------------------------------------------------
 # Direct convolution (unit stride): out[.., p, ..] += x[.., p + r, ..] * w[..]
 
-CONV_ACCUMULATORS = 24  # zmm partial sums per conv register tile (of 32 registers)
-CONV_VECTOR = 16  # widest run of the output's contiguous axis per register tile
+# Conv register tile: partial sums in 3/4 of the vector registers (24 of 32 zmm), and at most one
+# register's lanes of the output's contiguous axis per row.
+CONV_ACCUMULATOR_SHARE = 0.75
 
 
 @register_schedule("conv")
 class ConvSchedule(ScheduleRule):
     """Register tile = a block of filters x a block of image rows x the output's contiguous axis
-    (up to 16 lanes); every reduction loop (channels, kernel window) is tiled to 1, which turns
+    (up to one register); every reduction loop (channels, kernel window) is tiled to 1, which turns
     the tile into an outer-product update once unit dimensions are folded, so the partial sums
     stay in registers across the whole window (FMAs: `math_approx.contract_fma`). Batch split
     across threads."""
@@ -282,16 +335,19 @@ class ConvSchedule(ScheduleRule):
         out, w_dims = info.operand_dims[2], next(d for d in info.operand_dims[:2] if d is not None)
         nloops = len(info.ranges)
         vec = out[-1]
-        # One register per row: the widest exact divisor of the row up to 16 lanes (28 -> 14;
-        # no masks: a masked partial tile has dynamic sizes and its sums are not hoisted).
-        width = _divisor_tile(info.ranges[vec], CONV_VECTOR, 1)
-        masked = width < 8 and info.ranges[vec] > CONV_VECTOR  # e.g. 17: 16 + a masked 1
+        lanes = opts.lanes
+        accumulators = int(opts.registers * CONV_ACCUMULATOR_SHARE)
+        # One register per row: the widest exact divisor of the row up to one register (28 -> 14
+        # on AVX-512; no masks: a masked partial tile has dynamic sizes and its sums are not
+        # hoisted).
+        width = _divisor_tile(info.ranges[vec], lanes, 1)
+        masked = width < lanes // 2 and info.ranges[vec] > lanes  # e.g. 17: 16 + a masked 1
         if masked:
-            width = CONV_VECTOR
-        regs = _ceil(width, 16)
+            width = lanes
+        regs = _ceil(width, lanes)
         # Register tile: F filters x R image rows x the vector. Each step loads R * regs input
         # vectors and broadcasts F weights for F * R * regs FMAs: pick the block with the most
-        # FMAs per load within CONV_ACCUMULATORS. LeNet at 1 thread: 28x28 layer 6 x 4 x 14 lanes
+        # FMAs per load within the accumulator budget. LeNet at 1 thread: 28x28 layer 6 x 4 x 14 lanes
         # 160 -> 56 us (was 7 rows x 16 masked lanes); 10x10 layer 4 x 5 x 10: 147 -> 110 us.
         image = [d for d in out[1:-1] if d not in w_dims]
         filters = [d for d in out[:-1] if d in w_dims]
@@ -300,14 +356,14 @@ class ConvSchedule(ScheduleRule):
         best = (0.0, 1, 1)
         for f in _divisors(info.ranges[f_dim]) if f_dim is not None else [1]:
             for r in _divisors(info.ranges[y_dim]) if y_dim is not None else [1]:
-                if f * r * regs > CONV_ACCUMULATORS:
+                if f * r * regs > accumulators:
                     continue
                 score = f * r * regs / (r * regs + f)
                 best = max(best, (score, f, r))
         _, n_filters, rows = best
         if (
             opts.threads > 1
-            and info.work >= PARALLEL_MIN_WORK
+            and info.work >= opts.min_parallel_work
             and out[0] not in (vec, f_dim, y_dim)
         ):
             split = [0] * nloops
@@ -369,16 +425,14 @@ class PackedLayout:
         return list(range(rank - 2)) + [rank - 1, rank - 2]
 
 
-def pack_weight(
-    w: np.ndarray, *, transposed: bool, nr: int = NR
-) -> tuple[np.ndarray, PackedLayout]:
+def pack_weight(w: np.ndarray, *, transposed: bool, nr: int) -> tuple[np.ndarray, PackedLayout]:
     """Pack a constant matmul operand B into the panels the packed route reads.
 
     Parameters
     ----------
     w : the weight, [.., K, N] (`transposed=False`, `x @ w`) or [.., N, K] (`transposed=True`,
         `x @ w.T`, TE's `topi.nn.dense` / `nn.Linear`).
-    nr : panel width; keep the default (the schedule's micro tile).
+    nr : panel width: the schedule's `micro_tile(target).nr`.
 
     Returns
     -------
@@ -386,7 +440,7 @@ def pack_weight(
 
     Example
     -------
-    >>> packed, layout = pack_weight(w, transposed=True)
+    >>> packed, layout = pack_weight(w, transposed=True, nr=micro_tile(target).nr)
     >>> use_prepacked_weight(prim_func, 1, layout)   # the PrimFunc now takes `packed` as arg 1
     """
     layout = PackedLayout(tuple(w.shape), transposed, nr)

@@ -9,9 +9,6 @@ from lowering.schedule.common import (
     Script,
     register_schedule,
 )
-from lowering.schedule.runtime import PARALLEL_MIN_ELEMENTS as PARALLEL_MIN_WORK
-
-LANES = 16  # f32 lanes of one zmm register: partial results per reduced row
 
 
 def _round_up(x: int, m: int) -> int:
@@ -21,7 +18,7 @@ def _round_up(x: int, m: int) -> int:
 @register_schedule("reduction")
 class ReductionSchedule(ScheduleRule):
     """One reduction loop. If it walks the input's contiguous axis (sum over the last axis): keep
-    16 partial results per row in a vector (`tile_reduction_using_for`) and combine them once at
+    one register of partial results per row (`tile_reduction_using_for`) and combine them once at
     the end. Otherwise vectorize along the contiguous parallel axis and accumulate rows."""
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
@@ -35,17 +32,17 @@ class ReductionSchedule(ScheduleRule):
             return "fallback"
         red = reductions[0]
         nloops = len(info.ranges)
-        if opts.threads > 1 and info.work >= PARALLEL_MIN_WORK:
+        if opts.threads > 1 and info.work >= opts.min_parallel_elements:
             outer = [d for d in range(nloops) if info.iterators[d] == "parallel"]
             if outer:
                 split = [0] * nloops
                 split[outer[0]] = opts.threads
                 h, _ = s.tile_forall(h, num_threads=split)
         if window:
-            return _window_reduction(s, h, info, inner)
+            return _window_reduction(s, h, info, inner, opts.lanes)
         if inner == red:
-            return _inner_reduction(s, h, info, red)
-        return _outer_reduction(s, h, info, red, inner)
+            return _inner_reduction(s, h, info, red, opts.lanes)
+        return _outer_reduction(s, h, info, red, inner, opts.lanes)
 
 
 def _contiguous_loop(info: OpInfo) -> int:
@@ -64,9 +61,9 @@ def _divisor(total: int, cap: int) -> int:
 
 
 def inner_reduction(
-    s: Script, h: str, info: OpInfo, red: int, block_dim: int | None = None
+    s: Script, h: str, info: OpInfo, red: int, lanes: int, block_dim: int | None = None
 ) -> tuple[int, int]:
-    """Keep LANES partial results for each of up to ROWS outputs in vectors while the contiguous
+    """Keep `lanes` partial results for each of up to ROWS outputs in vectors while the contiguous
     reduction loop streams by (`tile_reduction_using_for`), then combine each vector once.
     `block_dim` (default: the output's innermost loop) is the parallel loop blocked by ROWS.
     Returns (rows, lanes)."""
@@ -80,7 +77,7 @@ def inner_reduction(
         tiles[block_dim] = rows
     if any(tiles):
         h, _ = s.tile_for(h, tiles)
-    width = min(LANES, _round_up(info.ranges[red], LANES))
+    width = min(lanes, _round_up(info.ranges[red], lanes))
     split = [0] * nloops
     split[red] = width
     fill, partial, combine, loop = (
@@ -103,14 +100,14 @@ def inner_reduction(
     return rows, width
 
 
-def _inner_reduction(s: Script, h: str, info: OpInfo, red: int) -> str:
-    rows, width = inner_reduction(s, h, info, red)
+def _inner_reduction(s: Script, h: str, info: OpInfo, red: int, lanes: int) -> str:
+    rows, width = inner_reduction(s, h, info, red, lanes)
     return f"reduction-inner-{rows}x{width}"
 
 
-def _outer_reduction(s: Script, h: str, info: OpInfo, red: int, inner: int) -> str:
+def _outer_reduction(s: Script, h: str, info: OpInfo, red: int, inner: int, lanes: int) -> str:
     nloops = len(info.ranges)
-    width = min(64, _round_up(info.ranges[inner], LANES))
+    width = min(4 * lanes, _round_up(info.ranges[inner], lanes))
     sizes = [1] * nloops
     sizes[inner] = width
     h, _ = s.tile_for(h, sizes)
@@ -118,9 +115,9 @@ def _outer_reduction(s: Script, h: str, info: OpInfo, red: int, inner: int) -> s
     return f"reduction-outer-{width}"
 
 
-def _window_reduction(s: Script, h: str, info: OpInfo, inner: int) -> str:
+def _window_reduction(s: Script, h: str, info: OpInfo, inner: int, lanes: int) -> str:
     """Pooling over non-overlapping windows (after `gather.raise_strided_inputs`: input
-    [.., Y, KY, X, KX]): one step reads up to LANES outputs' whole contiguous windows (a
+    [.., Y, KY, X, KX]): one step reads up to `lanes` outputs' whole contiguous windows (a
     [width, KX] vector, contiguous in memory) and reduces KX in registers with a transpose
     (deinterleave) and elementwise ops; the other window loops are tiled to 1 and accumulate.
     The width divides the output row: a masked multi-reduction has no transpose lowering."""
@@ -130,7 +127,7 @@ def _window_reduction(s: Script, h: str, info: OpInfo, inner: int) -> str:
     sizes[inner] = info.ranges[inner]
     width = 1
     if vec is not None:
-        width = _divisor(info.ranges[vec], LANES)
+        width = _divisor(info.ranges[vec], lanes)
         sizes[vec] = width
     h, loops = s.tile_for(h, sizes)
     s.vectorize(h, sizes)

@@ -16,29 +16,12 @@ from collections.abc import Sequence
 
 import numpy as np
 from mlir import ir
-from mlir.execution_engine import ExecutionEngine
 from mlir.runtime import get_ranked_memref_descriptor
 
-from lowering.pipelines import CPU_CODEGEN
+from lowering.jit import JitCode
+from lowering.pipelines import BUFFERIZE_KERNELS, cpu_codegen
 from lowering.registry import run_pipeline
-from lowering.schedule.runtime import SHARED_LIBS, configure_malloc, release_engine_later
-
-# BUFFERIZE of lowering/pipelines.py, with the canonicalize/cse that scheduled (looped) kernels need
-# before drop-equivalent-buffer-results: bufferized scf.for/forall loops still carry the out-buffer
-# as a loop result, and insert_slice leaves copies of a subview onto an identical subview.
-BUFFERIZE = [
-    # relax-prim-func-dps is left out: scheduled kernels already return a chain of in-place updates
-    # of their out-argument, and wrapping that in materialize_in_destination makes one-shot
-    # bufferization fail ("cannot avoid RaW conflict" on the loop that writes the out-argument).
-    "eliminate-empty-tensors",
-    "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
-    "canonicalize",
-    "cse",
-    "canonicalize",
-    "drop-equivalent-buffer-results",
-    "canonicalize",
-    "buffer-deallocation-pipeline",
-]
+from relaxmlir.target import Target
 
 
 def _entry_text(func_op: ir.Operation, name: str) -> str:
@@ -64,31 +47,35 @@ def _entry_text(func_op: ir.Operation, name: str) -> str:
     return "\n".join(lines)
 
 
-def pipeline(schedule: str | None) -> str:
+def pipeline(schedule: str | None, target: Target) -> str:
     """`schedule`: None to skip the schedule pass, else its options (e.g. `threads=1`)."""
-    stages = (
-        []
-        if schedule is None
-        else [f"relax-schedule-cpu{{{schedule}}}" if schedule else "relax-schedule-cpu"]
-    )
-    return "builtin.module(" + ",".join(stages + BUFFERIZE + CPU_CODEGEN) + ")"
+    stages = []
+    if schedule is not None:
+        options = f'target="{target}"' + (f" {schedule}" if schedule else "")
+        stages.append(f"relax-schedule-cpu{{{options}}}")
+    return "builtin.module(" + ",".join(stages + BUFFERIZE_KERNELS + cpu_codegen(target)) + ")"
 
 
 class Kernel:
     """One JIT-compiled PrimFunc; calls patch data pointers into cached memref descriptors."""
 
-    def __init__(self, engine: ExecutionEngine, name: str, module: ir.Module, compile_s: float):
-        self.engine, self.name, self.module, self.compile_s = engine, name, module, compile_s
-        release_engine_later(self, engine)
-        self._fn = engine.lookup(f"{name}_entry")
+    def __init__(self, code: JitCode, name: str, module: ir.Module, compile_s: float):
+        self.code, self.name, self.module, self.compile_s = code, name, module, compile_s
+        self._fn = code.lookup(f"{name}_entry")
         self._packed = None
         self._keep: list = []
 
     @classmethod
     def build(
-        cls, text: str, name: str, schedule: str | None = "", ctx: ir.Context | None = None
+        cls,
+        text: str,
+        name: str,
+        schedule: str | None = "",
+        ctx: ir.Context | None = None,
+        target: Target | str | None = None,
     ) -> Kernel:
-        configure_malloc()
+        """`target`: a Target or its string (default: the one in scope, else the host CPU)."""
+        target = Target(target) if target is not None else Target.current() or Target("llvm")
         ctx = ctx or ir.Context()
         with ctx:
             module = ir.Module.parse(text)
@@ -102,11 +89,11 @@ class Kernel:
             entry = ir.Module.parse(decl + "\n" + _entry_text(func_op, name))
             module.body.append(list(entry.body.operations)[1].operation.clone(ip=False))
             start = time.perf_counter()
-            run_pipeline(module, pipeline(schedule))
-            engine = ExecutionEngine(module, opt_level=3, shared_libs=SHARED_LIBS)
-            engine.lookup(f"{name}_entry")  # materialize the code now, inside the timing
+            run_pipeline(module, pipeline(schedule, target))
+            code = JitCode(module, target)
+            code.lookup(f"{name}_entry")  # materialize the code now, inside the timing
             elapsed = time.perf_counter() - start
-        return cls(engine, name, module, elapsed)
+        return cls(code, name, module, elapsed)
 
     def bind(self, *arrays: np.ndarray) -> Kernel:
         """Build descriptors once for these arrays (each call then costs ~1 us)."""

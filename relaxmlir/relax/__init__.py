@@ -1,6 +1,5 @@
 """`relaxmlir.relax`: Relax graph IR, the BlockBuilder, build and the virtual machine."""
 
-from relaxmlir.build import Executable, build  # noqa: F401
 from relaxmlir.ir import Function, IRModule  # noqa: F401
 from relaxmlir.relax import op, transform  # noqa: F401
 from relaxmlir.relax.block_builder import BlockBuilder  # noqa: F401
@@ -20,4 +19,5 @@ from relaxmlir.relax.expr import (  # noqa: F401
 )
 from relaxmlir.relax.pipeline import get_pipeline  # noqa: F401
 from relaxmlir.relax.struct_info import StructInfo, TensorStructInfo, TupleStructInfo  # noqa: F401
-from relaxmlir.vm import VirtualMachine  # noqa: F401
+from relaxmlir.runtime import Executable, VirtualMachine  # noqa: F401
+from relaxmlir.relax.vm_build import BuildError, build  # noqa: F401,E402

@@ -1,38 +1,36 @@
-"""Named relax pipelines (`relax.get_pipeline`), as TVM's `relax/pipeline.py`."""
+"""Named relax pipelines (`relax.get_pipeline`), as TVM's `relax/pipeline.py`.
+
+The pass lists are rows of the one table in `lowering/pipelines.py`; this turns a row into a
+`Sequential` of module passes. Elements with a Python API pass (LegalizeOps, FoldConstant, ...)
+use it, so a pipeline raises what the pass itself raises (NotImplementedError for a missing
+legalization); the rest run as registered MLIR passes. An unknown pipeline or pass name raises.
+"""
 
 from __future__ import annotations
 
 from typing import Callable
 
-from relaxmlir.transform import Sequential
+from lowering.pipelines import PIPELINES, check
+from relaxmlir.transform import Pass, Sequential, mlir_pass
 
 
-def zero_pipeline() -> Sequential:
-    """High-level ops -> primitive functions; what `relax.build` needs at the least."""
+def _api_passes() -> dict[str, Callable[[], Pass]]:
     from relaxmlir.relax import transform
 
-    passes = [getattr(transform, name)() for name in ("LegalizeOps", "FoldConstant", "DeadCodeElimination") if hasattr(transform, name)]
-    return Sequential(passes, name="zero")
-
-
-def default_pipeline() -> Sequential:
-    """`zero` plus fusion when available."""
-    from relaxmlir.relax import transform
-
-    passes = list(zero_pipeline().passes)
-    for name in ("FuseOps", "FuseTIR"):
-        if hasattr(transform, name):
-            passes.append(getattr(transform, name)())
-    return Sequential(passes, name="default")
-
-
-PIPELINE_MAP: dict[str, Callable[[], Sequential]] = {
-    "zero": zero_pipeline,
-    "default": default_pipeline,
-}
+    return {
+        "relax-legalize-ops": transform.LegalizeOps,
+        "relax-fold-constant": transform.FoldConstant,
+        "relax-dead-code-elimination": transform.DeadCodeElimination,
+        "relax-fuse-ops": transform.FuseOps,
+        "relax-fuse-tir": transform.FuseTIR,
+    }
 
 
 def get_pipeline(name: str = "zero") -> Sequential:
-    if name not in PIPELINE_MAP:
-        raise ValueError(f"unknown pipeline '{name}'; known pipelines: {', '.join(PIPELINE_MAP)}")
-    return PIPELINE_MAP[name]()
+    """`relax.get_pipeline("zero" | "default" | ...)`: the named pipeline as a module pass."""
+    if name not in PIPELINES:
+        raise ValueError(f"unknown pipeline '{name}'; known pipelines: {', '.join(sorted(PIPELINES))}")
+    elements = PIPELINES[name]
+    check(elements)
+    api = _api_passes()
+    return Sequential([api[e]() if e in api else mlir_pass(e) for e in elements], name=name)

@@ -23,8 +23,10 @@ from typing import Optional
 from mlir import ir
 
 import dialects
+import relaxmlir.relax  # noqa: F401  (registers the passes and op checks of the compiler side)
 from dialects.relax_syntax import strip_segments
-from lowering import PASSES, PIPELINES, PassError, PipelineError, get_pipeline
+from lowering import PASSES, PassError, PipelineError
+from lowering.pipelines import get_pipeline, pipeline_elements, pipeline_names
 from lowering.registry import build_pass_manager
 from relaxmlir.tools import ToolError, read_source, tool_path
 from relaxmlir.tools import diagnostics as dg
@@ -196,12 +198,12 @@ def _upstream_pass_names() -> list[str]:
 
 def unknown_pass_message(name: str) -> str:
     ours = sorted(PASSES)
-    close = difflib.get_close_matches(name, ours + sorted(PIPELINES) + _upstream_pass_names(), 5)
+    close = difflib.get_close_matches(name, ours + pipeline_names() + _upstream_pass_names(), 5)
     text = f"unknown pass or pipeline '{name}'"
     if close:
         text += f"; did you mean: {', '.join(close)}?"
     text += f"\nproject passes: {', '.join(ours)}"
-    text += f"\nnamed pipelines (--pipeline=NAME): {', '.join(sorted(PIPELINES))}"
+    text += f"\nnamed pipelines (--pipeline=NAME): {', '.join(pipeline_names())}"
     return text + "\nupstream passes: see `mlir-opt --help`"
 
 
@@ -342,15 +344,16 @@ class InternalError(Exception):
 
 
 def list_passes() -> str:
-    width = max([len(n) for n in list(PASSES) + list(PIPELINES)] + [10]) + 2
+    names = pipeline_names()
+    width = max([len(n) for n in list(PASSES) + names] + [10]) + 2
     lines = ["Project passes (--<name>, or inside --pass-pipeline):"]
     for name in sorted(PASSES):
         lines.append(f"  {name:<{width}}{PASSES[name].summary}")
         for option, help_text in PASSES[name].options.items():
             lines.append(f"  {'':<{width}}  {option}=...: {help_text}")
     lines.append("Named pipelines (--pipeline=<name>):")
-    for name in sorted(PIPELINES):
-        lines.append(f"  {name:<{width}}{_pipeline_summary(PIPELINES[name])}")
+    for name in names:
+        lines.append(f"  {name:<{width}}{_pipeline_summary(pipeline_elements(name))}")
     lines.append("Upstream MLIR passes are accepted by their mlir-opt names (mlir-opt --help).")
     return "\n".join(lines) + "\n"
 

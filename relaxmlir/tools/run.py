@@ -22,7 +22,7 @@ import numpy as np
 import dialects
 import relaxmlir
 from dialects import shape as sh
-from relaxmlir.build import BuildError
+from relaxmlir.relax.vm_build import BuildError
 from relaxmlir.tools import ToolError, read_source
 from relaxmlir.tools import diagnostics as dg
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import relaxmlir as rm
-from lowering.pipelines import PIPELINES
+from lowering.pipelines import target_pipeline
 from lowering.registry import run_pipeline
 from relaxmlir import relax
 from relaxmlir.scope import scope
@@ -31,9 +31,7 @@ def _allocs_per_function(mod) -> dict[str, int]:
     intermediates of a fused chain, which is what these counts are about.
     """
     mod = mod.clone()
-    stages = PIPELINES["llvm"]
-    stages = stages[: stages.index("buffer-deallocation-pipeline") + 1]
-    stages = [s for s in stages if s not in ("relax-schedule-cpu", "relax-pack-constant-weights")]
+    stages = target_pipeline(rm.target.Target("llvm"), ["graph", "bufferize"])
     with scope():
         run_pipeline(mod.module, "builtin.module(" + ",".join(stages) + ")")
     return {name: str(f.op).count("memref.alloc") for name, f in mod.functions.items()}

@@ -18,7 +18,9 @@ import lowering  # noqa: F401  (registers the passes)
 from lowering.registry import run_pipeline
 from lowering.schedule import ScheduleOptions, classify, pack_weight, use_prepacked_weight
 from lowering.schedule.common import SCHEDULE_ATTR, linalg_ops, schedule_function
+from lowering.schedule.matmul import micro_tile
 from lowering.schedule.testing import Kernel, matmul_text
+from relaxmlir.target import Target
 
 RTOL = ATOL = 1e-4
 WATCHDOG_S = 120
@@ -90,15 +92,8 @@ def test_matmul_matches_numpy(m, n, k, tb, batch, route):
 @pytest.fixture
 def parallel_everything(monkeypatch):
     """Parallelize ops of any size (the thresholds would keep these small tests sequential)."""
-    from lowering.schedule import elementwise, matmul, reduction
-
-    for module, name in (
-        (matmul, "PARALLEL_MIN_WORK"),
-        (matmul, "PARALLEL_MIN_COPY"),
-        (elementwise, "PARALLEL_MIN_ELEMENTS"),
-        (reduction, "PARALLEL_MIN_WORK"),
-    ):
-        monkeypatch.setattr(module, name, 1)
+    for name in ("min_parallel_work", "min_parallel_elements", "min_parallel_copy"):
+        monkeypatch.setattr(ScheduleOptions, name, property(lambda self: 1))
 
 
 @pytest.mark.parametrize(
@@ -130,8 +125,9 @@ def test_schedule_off_gives_same_numbers():
 @pytest.mark.parametrize("m,n,k,tb", [(64, 96, 48, True), (37, 70, 29, False), (1, 128, 784, True)])
 def test_prepacked_weight(m, n, k, tb):
     w = rand(n, k, seed=1) if tb else rand(k, n, seed=1)
-    packed, layout = pack_weight(w, transposed=tb)
-    assert packed.shape == (-(-n // 32), k, 32) and layout.packed_shape == packed.shape
+    nr = micro_tile(Target("llvm")).nr
+    packed, layout = pack_weight(w, transposed=tb, nr=nr)
+    assert packed.shape == (-(-n // nr), k, nr) and layout.packed_shape == packed.shape
     with ir.Context():
         module = ir.Module.parse(matmul_text(m, n, k, transposed_b=tb))
         func_op = module.body.operations[0].operation

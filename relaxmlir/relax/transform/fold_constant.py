@@ -10,13 +10,14 @@ import ctypes
 
 import numpy as np
 from mlir import ir
-from mlir.execution_engine import ExecutionEngine
 from mlir.runtime.np_to_memref import get_ranked_memref_descriptor
 
 from dialects import relax as rx
 from lowering.dataflow import graph_functions
-from lowering.pipelines import BUFFERIZE, CPU_CODEGEN, get_target
+from lowering.jit import JitCode
+from lowering.pipelines import BUFFERIZE, cpu_codegen
 from lowering.registry import PassError, register_pass, run_pipeline
+from relaxmlir.target import Target
 from relaxmlir.relax.struct_info import dtype_of
 from relaxmlir.transform import Pass
 
@@ -72,10 +73,10 @@ class _Evaluator:
 
     def __init__(self):
         self.ctx = ir.Context()
-        self.engines: dict[str, ExecutionEngine] = {}
+        self.engines: dict[str, JitCode] = {}
 
-    def _compile(self, callee: ir.Operation) -> ExecutionEngine:
-        target = get_target("llvm")
+    def _compile(self, callee: ir.Operation) -> JitCode:
+        target = Target("llvm")  # evaluated here, on this machine, whatever the build's target
         with self.ctx, ir.Location.unknown(self.ctx):
             module = ir.Module.parse(str(callee))
             fn = module.body.operations[0]
@@ -85,8 +86,8 @@ class _Evaluator:
             run_pipeline(module, "builtin.module(" + ",".join(BUFFERIZE) + ")")
             del fn.attributes["sym_visibility"]
             fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
-            run_pipeline(module, "builtin.module(" + ",".join(CPU_CODEGEN) + ")")
-            return ExecutionEngine(module, opt_level=2, shared_libs=target.shared_libs)
+            run_pipeline(module, "builtin.module(" + ",".join(cpu_codegen(target)) + ")")
+            return JitCode(module, target, opt_level=2)
 
     def __call__(self, callee: ir.Operation, inputs: list, result_types: list) -> list[np.ndarray]:
         key = str(callee).partition("(")[2]
@@ -98,7 +99,9 @@ class _Evaluator:
         ]
         arrays = [np.ascontiguousarray(a) for a in inputs] + outs
         descs = [get_ranked_memref_descriptor(a) for a in arrays]
-        self.engines[key].invoke("main", *[ctypes.pointer(ctypes.pointer(d)) for d in descs])
+        ptrs = [ctypes.pointer(ctypes.pointer(d)) for d in descs]
+        packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.cast(p, ctypes.c_void_p) for p in ptrs])
+        self.engines[key].lookup("main")(packed)
         return outs
 
 

@@ -1,4 +1,4 @@
-"""`relax.VirtualMachine`: calls the compiled entry points of an Executable.
+"""`relax.VirtualMachine`: calls the compiled entry points of an Executable (MLIR-free).
 
 Each relax function is ONE native entry point; the VM only validates arguments, allocates the
 outputs whose sizes the symbolic shapes give, patches cached descriptors and makes one ctypes call.
@@ -10,23 +10,30 @@ from typing import Any, Optional
 
 import numpy as np
 
-from dialects import shape as sh
-from relaxmlir import memref_abi
-from relaxmlir.build import Executable, FunctionInfo
-from relaxmlir.nd import Device, NDArray, cpu
+from relaxmlir.runtime import memref_abi
+from relaxmlir.runtime import shape as sh
+from relaxmlir.runtime.device import TARGET_DEVICE, Device, cpu
+from relaxmlir.runtime.dtype import np_dtype
+from relaxmlir.runtime.executable import Executable, FunctionInfo
+from relaxmlir.runtime.ndarray import NDArray, _host_array
+
+MEMORY_CONFIGS = ("pooled",)  # kernel workspaces are cached by the native runtime
 
 
-def _as_array(value: Any) -> np.ndarray:
+def _as_array(value: Any, device: Device) -> np.ndarray:
+    """A host view of an argument (NDArray, numpy array, torch CPU tensor, DLPack object)."""
     if isinstance(value, NDArray):
+        if value.device != device:
+            raise TypeError(f"expected an array on {device}, got one on {value.device}")
         return value.view_numpy()
     if isinstance(value, np.ndarray):
         return value
     if hasattr(value, "detach") and hasattr(value, "numpy"):  # torch.Tensor: share its memory
-        if getattr(value, "device", None) is not None and value.device.type != "cpu":
-            raise TypeError(f"expected a CPU tensor, got one on {value.device}")
-        return value.detach().numpy()
+        if value.device.type != device.device_type:
+            raise TypeError(f"expected a tensor on {device}, got one on {value.device}")
+        return _host_array(value)
     if hasattr(value, "__dlpack__"):
-        return np.from_dlpack(value)
+        return _host_array(np.from_dlpack(value))
     raise TypeError(f"expected an NDArray, numpy array or torch tensor, got {type(value).__name__}")
 
 
@@ -35,12 +42,12 @@ class _EntryPoint:
 
     def __init__(self, vm: "VirtualMachine", info: FunctionInfo):
         self.vm, self.info = vm, info
-        self.native = vm.executable.engine.lookup(info.name)
+        self.native = vm.executable.code.lookup(info.name)
         specs = info.params + info.results
         self.slots = [memref_abi.ArgSlot(len(s.shape)) for s in specs]
         self.packed = memref_abi.packed_args(self.slots)
-        self.param_dtypes = [np.dtype(p.dtype) for p in info.params]
-        self.result_dtypes = [np.dtype(r.dtype) for r in info.results]
+        self.param_dtypes = [np_dtype(p.dtype) for p in info.params]
+        self.result_dtypes = [np_dtype(r.dtype) for r in info.results]
         self.static_results = [
             tuple(r.shape) if sh.is_static(r.shape) else None for r in info.results
         ]
@@ -90,7 +97,7 @@ class _EntryPoint:
         specs = info.params + (info.results if dps else [])
         dtypes = self.param_dtypes + (self.result_dtypes if dps else [])
         for i, (arg, spec, dtype) in enumerate(zip(args, specs, dtypes)):
-            a = _as_array(arg)
+            a = _as_array(arg, self.vm.device)
             if a.dtype == np.bool_ and dtype == np.int8:  # bool tensors are stored as bytes
                 a = a.view(np.int8)
             if a.dtype != dtype:
@@ -136,15 +143,30 @@ class VirtualMachine:
     results are NDArrays (a tuple when the function returns several).
     """
 
-    def __init__(self, executable: Executable, device: Optional[Device] = None, memory_cfg=None):
+    def __init__(
+        self,
+        executable: Executable,
+        device: Optional[Device] = None,
+        memory_cfg: Optional[str] = None,
+    ):
         if not isinstance(executable, Executable):
-            raise TypeError(f"VirtualMachine expects an Executable from relax.build, got {type(executable).__name__}")
+            raise TypeError(
+                "VirtualMachine expects an Executable from relax.build or runtime.load_module, "
+                f"got {type(executable).__name__}"
+            )
+        if memory_cfg is not None and memory_cfg not in MEMORY_CONFIGS:
+            raise ValueError(
+                f"memory_cfg: unsupported value ({memory_cfg!r}); supported: {', '.join(MEMORY_CONFIGS)}"
+            )
         self.executable = executable
         self.device = device if device is not None else cpu()
         if isinstance(self.device, (list, tuple)):
             self.device = self.device[0]
-        if self.device.device_type != executable.target.replace("llvm", "cpu"):
-            raise ValueError(f"executable built for target '{executable.target}' cannot run on {self.device}")
+        if not isinstance(self.device, Device):
+            raise TypeError(f"VirtualMachine expects a Device (rm.cpu()), got {self.device!r}")
+        kind = executable.target.kind
+        if self.device.device_type != TARGET_DEVICE.get(kind, kind):
+            raise ValueError(f"executable built for target '{kind}' cannot run on {self.device}")
         self._entries: dict[str, _EntryPoint] = {}
 
     def __getitem__(self, name: str) -> _EntryPoint:

@@ -1,0 +1,129 @@
+"""The JIT: an ExecutionEngine over a module lowered to the LLVM dialect, for one target.
+
+Every engine of the project is made here (relax.build, FoldConstant, kernel tests), so the rules
+hold everywhere: the code is compiled for the target's CPU and features (`llvm-target` stage of
+the pipeline), a target the machine cannot run is refused before any code runs, the native
+libraries the code calls are loaded privately and their symbols handed to the engine by address
+(nothing is loaded at import, nothing enters the process's global symbol scope), and an engine
+outlives in-flight worker threads of parallel kernels by a moment.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import threading
+import time
+import weakref
+from typing import Any, Callable, Sequence
+
+from mlir import ir
+from mlir.execution_engine import ExecutionEngine
+
+from relaxmlir.runtime import libraries
+
+
+class JitError(RuntimeError):
+    """The module cannot be JIT-compiled or run here (target, missing library, MLIR error)."""
+
+
+def _has_openmp(module: ir.Module) -> bool:
+    found = []
+
+    def visit(op):
+        if op.operation.name.startswith("omp."):
+            found.append(True)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    return bool(found)
+
+
+def external_symbols(module: ir.Module) -> list[str]:
+    """Names of the functions the lowered module calls but does not define: its declarations,
+    and the OpenMP runtime's entry points when it holds omp ops (they are declared only when the
+    module is translated to LLVM IR)."""
+    out = []
+    for op in module.body.operations:
+        op = op.operation
+        if op.name == "llvm.func" and not len(op.regions[0].blocks):
+            out.append(ir.StringAttr(op.attributes["sym_name"]).value)
+    if _has_openmp(module):
+        out += libraries.OPENMP_ENTRY_POINTS
+    return out
+
+
+def needed_libraries(module: ir.Module, extra: Sequence[str] = ()) -> list[str]:
+    """Built-in libraries for the module's external symbols, then the ones it names itself."""
+    found = libraries.libraries_for(external_symbols(module))
+    return found + [name for name in extra if name not in found]
+
+
+class JitCode:
+    """`NativeCode` of an Executable: the engine, made when the module is handed over."""
+
+    def __init__(
+        self, module: ir.Module, target: Any, extra_libraries: Sequence[str] = (), opt_level: int = 3
+    ):
+        self.module, self.target = module, target
+        self.libraries = needed_libraries(module, extra_libraries)
+        missing = target.runs_on_host() if target is not None else []
+        if missing:
+            raise JitError(
+                f"code for target '{target}' cannot run on this machine (it lacks: "
+                f"{', '.join(missing)}); build it for export_library instead of running it here"
+            )
+        symbols = libraries.resolve(external_symbols(module), self.libraries)
+        try:
+            self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=[])
+        except ir.MLIRError as exc:
+            raise JitError(str(exc)) from None
+        for name, addr in symbols.items():
+            self.engine.raw_register_runtime(name, ctypes.c_void_p(addr))
+        self._bound: list[Any] = []  # ctypes callbacks must outlive the engine
+        _release_later(self, self.engine)
+
+    def lookup(self, name: str) -> Callable:
+        try:
+            return self.engine.lookup(name)
+        except RuntimeError:
+            raise JitError(f"no compiled function '{name}'") from None
+
+    def bind_packed(self, symbol: str, cfunc: Any) -> None:
+        self.engine.register_runtime(symbol, cfunc)
+        self._bound.append(cfunc)
+
+    def source(self) -> str:
+        return str(self.module)
+
+    def export_library(self, path: str, executable: Any) -> None:
+        from lowering.export import export_library
+
+        export_library(self.module, executable, path)
+
+
+# A worker of the async runtime still runs a few instructions of JIT code (coroutine cleanup)
+# after it signals the task done, so freeing an engine right after a parallel call can pull the
+# code from under it (segfault, seen when tests build and drop kernels in a loop). Engines are
+# therefore freed a while after their owner goes away.
+_GRAVE_DELAY_S = 1.0
+_GRAVEYARD: list[tuple[float, object]] = []
+_GRAVE_LOCK = threading.Lock()
+
+
+def _bury(engine: object) -> None:
+    now = time.monotonic()
+    with _GRAVE_LOCK:
+        _GRAVEYARD.append((now, engine))
+        while _GRAVEYARD and now - _GRAVEYARD[0][0] > _GRAVE_DELAY_S:
+            _GRAVEYARD.pop(0)
+
+
+def _release_later(owner: object, engine: object) -> None:
+    weakref.finalize(owner, _bury, engine)
+
+
+def engine_for(module: ir.Module, target: Any = None, opt_level: int = 3) -> JitCode:
+    """A JitCode for a module already lowered to LLVM (kernel tests, constant folding)."""
+    return JitCode(module, target, (), opt_level)
+

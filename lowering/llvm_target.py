@@ -1,0 +1,40 @@
+"""`relax-llvm-target`: stamp the target's CPU and features on every LLVM function.
+
+LLVM compiles each function for its own `target-cpu` / `target-features` attributes, so the code
+uses exactly the target's instruction set (an AVX2 build on an AVX-512 machine holds no zmm
+register), in the JIT and in exported objects alike. The C-interface wrappers are kept out of
+line: the ExecutionEngine adds packed wrappers of its own, without attributes, that would
+otherwise inline our functions and compile them for the host's features.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+
+from lowering.registry import PassError, register_pass, target_option
+
+
+def stamp_target(module_op: ir.Operation, target) -> None:
+    features = ", ".join(f'"{f}"' for f in target.llvm_features().split(","))
+    cpu = ir.StringAttr.get(target.mcpu)
+    feature_attr = ir.Attribute.parse(f"#llvm.target_features<[{features}]>")
+    for op in module_op.regions[0].blocks[0].operations:
+        op = op.operation
+        if op.name != "llvm.func" or not len(op.regions[0].blocks):
+            continue
+        op.attributes["target_cpu"] = cpu
+        op.attributes["target_features"] = feature_attr
+        if ir.StringAttr(op.attributes["sym_name"]).value.startswith("_mlir_ciface_"):
+            op.attributes["no_inline"] = ir.UnitAttr.get()
+
+
+@register_pass(
+    "relax-llvm-target",
+    "set target_cpu/target_features of every llvm.func from the target (after LLVM lowering)",
+    {"target": "target string (default: the target in scope, else the host CPU)"},
+)
+def relax_llvm_target(target: str = ""):
+    tgt = target_option(target, "relax-llvm-target")
+    if tgt.kind != "llvm":
+        raise PassError(f"relax-llvm-target: expected an llvm target, got ({tgt})")
+    return lambda module_op: stamp_target(module_op, tgt)

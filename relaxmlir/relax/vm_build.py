@@ -1,0 +1,221 @@
+"""`relax.build` (TVM's `relax/vm_build.py`): lower an IRModule for a target and JIT it into a runtime `Executable`.
+
+The compiler's side of the runtime contract: it runs the target's row of `lowering/pipelines.py`,
+reads the signatures and packed-function calls off the module, and hands the lowered module to
+the JIT (`lowering/jit.py`). The `Executable` and the VM are the runtime's (`relaxmlir.runtime`).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Union
+
+from mlir import ir
+from mlir.dialects import func as func_d
+
+from dialects import relax as rx
+from dialects import shape as sh
+from lowering.graph_to_memref import EXTERNAL_LIBS_ATTR, PACKED_ARGS_ATTR, PACKED_ATTR
+from lowering.jit import JitCode, JitError
+from lowering.pipelines import target_pipeline
+from lowering.registry import PassError, PipelineError, run_pipeline
+from relaxmlir.ir import IRModule, _format_diagnostics
+from relaxmlir.relax.analysis import value_shape
+from relaxmlir.relax.struct_info import dtype_of
+from relaxmlir.runtime.executable import Executable, FunctionInfo, PackedSpec, TensorSpec
+from relaxmlir.runtime.registry import get_global_func
+from relaxmlir.scope import scope
+from relaxmlir.target import Target, as_target
+
+EXEC_MODES = ("compiled",)  # every relax function becomes one native entry point
+
+
+class BuildError(RuntimeError):
+    """Lowering failed; the message names the pass and the MLIR diagnostic."""
+
+
+def _spec(name: str, value_type: ir.Type, shape: tuple) -> TensorSpec:
+    return TensorSpec(name, tuple(shape), dtype_of(ir.RankedTensorType(value_type).element_type))
+
+
+def _function_infos(mod: IRModule) -> dict[str, FunctionInfo]:
+    infos = {}
+    relax_funcs = [f for f in mod.functions.values() if f.is_relax_function]
+    for f in relax_funcs:
+        params = [TensorSpec(name, s.shape, s.dtype) for name, s in f.params]
+        terminator = list(f.op.regions[0].blocks[0].operations)[-1]
+        results = [
+            _spec(f"out{i}", v.type, value_shape(v)) for i, v in enumerate(terminator.operands)
+        ]
+        infos[f.name] = FunctionInfo(f.name, params, results)
+    if not relax_funcs:  # a module of primitive functions: each public one is an entry point
+        for f in list(mod.functions.values()):
+            attrs = f.op.attributes
+            visibility = attrs["sym_visibility"] if "sym_visibility" in attrs else None
+            if visibility is None or ir.StringAttr(visibility).value == "public":
+                info = _wrap_prim_func(mod, f)
+                infos[info.name] = info
+    return infos
+
+
+def _wrap_prim_func(mod: IRModule, f) -> FunctionInfo:
+    """Entry point for a public primitive function: a relax function that `call_tir`s it.
+
+    The VM then passes the caller's output arrays as the out-parameters (destination passing).
+    """
+    name = f.name
+    ftype = f.function_type
+    n_out = len(ftype.results)
+    n_in = len(ftype.inputs) - n_out
+    specs = [TensorSpec(n, s.shape, s.dtype) for n, s in f.params]
+    f.op.attributes["sym_name"] = ir.StringAttr.get(f"__tir_{name}")
+    f.op.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    with ir.InsertionPoint(mod.body):
+        entry_type = ir.FunctionType.get(list(ftype.inputs[:n_in]), list(ftype.results))
+        wrapper = func_d.FuncOp(name, entry_type)
+    wrapper.attributes[rx.FUNCTION_ATTR] = ir.UnitAttr.get()
+    if "arg_attrs" in f.op.attributes:
+        arg_attrs = list(ir.ArrayAttr(f.op.attributes["arg_attrs"]))[:n_in]
+        wrapper.attributes["arg_attrs"] = ir.ArrayAttr.get(arg_attrs)
+    entry = wrapper.add_entry_block()
+    with ir.InsertionPoint(entry):
+        attrs = {"callee": ir.FlatSymbolRefAttr.get(f"__tir_{name}")}
+        out_shapes = [s.shape for s in specs[n_in:]]
+        if not all(sh.is_static(s) for s in out_shapes):
+            attrs[rx.SHAPE_ATTR] = ir.ArrayAttr.get([sh.to_attr(s) for s in out_shapes])
+        call = rx.create(rx.CallTIR.name, list(entry.arguments), list(ftype.results), attrs)
+        func_d.ReturnOp(list(call.results))
+    return FunctionInfo(name, specs[:n_in], specs[n_in:], destination_passing=True)
+
+
+def _walk_names(mod: IRModule, pick) -> set[str]:
+    found: set[str] = set()
+
+    def visit(op):
+        op = op.operation if hasattr(op, "operation") else op
+        name = pick(op)
+        if name:
+            found.add(name)
+        return ir.WalkResult.ADVANCE
+
+    mod.module.operation.walk(visit)
+    return found
+
+
+def _packed_names(mod: IRModule) -> set[str]:
+    def pick(op):
+        if op.name in (rx.CallDPSPacked.name, rx.CallPacked.name):
+            return ir.StringAttr(op.attributes["callee"]).value
+        return None
+
+    return _walk_names(mod, pick)
+
+
+def _high_level_ops(mod: IRModule) -> set[str]:
+    def pick(op):
+        if op.name.startswith("relax.") and op.name not in rx.CORE_OPS:
+            return op.name
+        return None
+
+    return _walk_names(mod, pick)
+
+
+def _packed_specs(mod: IRModule) -> list[PackedSpec]:
+    """One spec per external declaration of a packed function in the lowered module."""
+    specs = []
+    for op in mod.body.operations:
+        op = op.operation
+        if PACKED_ATTR in op.attributes:
+            types = [ir.TypeAttr(t).value for t in ir.ArrayAttr(op.attributes[PACKED_ARGS_ATTR])]
+            specs.append(
+                PackedSpec(
+                    ir.StringAttr(op.attributes["sym_name"]).value,
+                    ir.StringAttr(op.attributes[PACKED_ATTR]).value,
+                    [ir.MemRefType(t).rank for t in types],
+                    [dtype_of(ir.MemRefType(t).element_type) for t in types],
+                )
+            )
+    return specs
+
+
+def _external_libraries(mod: IRModule) -> list[str]:
+    """Native libraries that backends (library dispatch) named on the module."""
+    attrs = mod.module.operation.attributes
+    if EXTERNAL_LIBS_ATTR not in attrs:
+        return []
+    return [ir.StringAttr(a).value for a in ir.ArrayAttr(attrs[EXTERNAL_LIBS_ATTR])]
+
+
+def _as_module(mod: Any) -> IRModule:
+    if isinstance(mod, IRModule):
+        return mod
+    if hasattr(mod, "module") and isinstance(mod.module, ir.Module):  # te PrimFunc
+        return IRModule(mod.module)
+    raise TypeError(f"build expects an IRModule or a PrimFunc, got {type(mod).__name__}")
+
+
+def build(
+    mod: Union[IRModule, Any],
+    target: Union[str, dict, Target, None] = None,
+    exec_mode: str = "compiled",
+) -> Executable:
+    """Compile `mod` for `target` and return an Executable.
+
+    Parameters
+    ----------
+    mod : IRModule or PrimFunc
+        Modules that still hold high-level relax ops go through `relax.get_pipeline("zero")`.
+    target : str, dict or Target, optional
+        "llvm" (the host CPU), a target string such as "llvm -mcpu=x86-64-v3", a dict, or a
+        `rm.target.Target`; default: the target in scope (`with target:`), else the host CPU.
+    exec_mode : "compiled"
+        Every relax function becomes one native entry point (TVM's "bytecode" mode has no
+        counterpart here).
+
+    Raises ValueError for unregistered packed functions or bad options, BuildError when lowering
+    fails, NotImplementedError for ops without a legalization.
+    """
+    if exec_mode not in EXEC_MODES:
+        raise ValueError(f"exec_mode: unsupported value ({exec_mode!r}); supported: {', '.join(EXEC_MODES)}")
+    tgt = as_target(target)
+    mod = _as_module(mod)
+    with scope(), tgt:
+        if _high_level_ops(mod):
+            from relaxmlir.relax.pipeline import get_pipeline
+
+            mod = get_pipeline("zero")(mod)
+            remaining = _high_level_ops(mod)
+            if remaining:
+                raise NotImplementedError(
+                    f"no legalization for relax op(s) {sorted(remaining)} (target {tgt.kind})"
+                )
+        mod = mod.clone()
+        mod.verify()
+        missing = sorted(n for n in _packed_names(mod) if get_global_func(n, allow_missing=True) is None)
+        if missing:
+            raise ValueError(f"packed function(s) {missing} are not registered (use relaxmlir.register_func)")
+        infos = _function_infos(mod)
+        if not infos:
+            raise ValueError("module has no entry point: no relax function and no public primitive function")
+        try:
+            run_pipeline(
+                mod.module,
+                "builtin.module(" + ",".join(target_pipeline(tgt)) + ")",
+                # RELAXMLIR_PRINT_IR_AFTER_ALL=1 prints the module after every stage (to stderr)
+                print_ir_after_all=os.environ.get("RELAXMLIR_PRINT_IR_AFTER_ALL", "") not in ("", "0"),
+            )
+        except PassError as exc:
+            raise BuildError(f"{exc.location}: error: {exc}") from None
+        except PipelineError as exc:
+            raise BuildError(str(exc)) from None
+        external = _external_libraries(mod)
+        try:
+            code = JitCode(mod.module, tgt, external)
+        except ir.MLIRError as exc:
+            raise BuildError(_format_diagnostics(exc)) from None
+        except JitError as exc:
+            raise BuildError(str(exc)) from None
+        return Executable(code, infos, _packed_specs(mod), tgt, tuple(code.libraries))
+
+
+compile = build
