@@ -58,7 +58,8 @@ class Attr:
     def refine(self, value: ir.Attribute) -> Optional[str]:
         value = value.maybe_downcast() if hasattr(value, "maybe_downcast") else value
         if self.constraint == "bool":
-            if not (isinstance(value, ir.IntegerAttr) and ir.IntegerType(value.type).width == 1):
+            is_i1 = isinstance(value, ir.IntegerAttr) and ir.IntegerType(value.type).width == 1
+            if not (isinstance(value, ir.BoolAttr) or is_i1):  # `false` parses as a BoolAttr
                 return "expects a bool (true/false)"
         elif self.constraint == "int_array":
             items = list(value) if isinstance(value, ir.ArrayAttr) else None

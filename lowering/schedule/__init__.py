@@ -31,8 +31,8 @@ from lowering.schedule.common import (
     ScheduleOptions,
     classify,
     legalize_function,
-    schedule_function,
 )
+from lowering.schedule.driver import schedule_function
 from lowering.schedule.matmul import PackedLayout, pack_weight, use_prepacked_weight
 
 __all__ = [

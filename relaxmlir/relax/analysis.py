@@ -3,11 +3,18 @@
 from __future__ import annotations
 
 import itertools
+from typing import Any
 
+import numpy as np
 from mlir import ir
 
 from dialects import relax as rx
 from dialects import shape as sh
+from relaxmlir.relax.expr import Call, Constant, Expr, Var
+from relaxmlir.relax.struct_info import TensorStructInfo, TupleStructInfo, dtype_of
+
+# Attributes that encode structure, not op semantics: never handed to rules as python values.
+_SKIPPED_ATTRS = {"operandSegmentSizes", "resultSegmentSizes", rx.SHAPE_ATTR}
 
 _ANON = itertools.count()
 
@@ -33,3 +40,61 @@ def value_shape(value: ir.Value) -> tuple:
     return tuple(
         f"_anon{next(_ANON)}" if d == dyn else d for d in ir.RankedTensorType(value.type).shape
     )
+
+
+def from_attribute(attr: ir.Attribute) -> Any:
+    """MLIR attribute -> python value (the inverse of `block_builder.to_attribute`)."""
+    attr = attr.maybe_downcast() if hasattr(attr, "maybe_downcast") else attr
+    if isinstance(attr, ir.BoolAttr):
+        return attr.value
+    if isinstance(attr, ir.IntegerAttr):
+        return bool(attr.value) if ir.IntegerType(attr.type).width == 1 else attr.value
+    if isinstance(attr, ir.FloatAttr):
+        return attr.value
+    if isinstance(attr, ir.StringAttr):
+        return attr.value
+    if isinstance(attr, ir.ArrayAttr):
+        return [from_attribute(a) for a in attr]
+    if isinstance(attr, ir.UnitAttr):
+        return None
+    return attr
+
+
+def value_sinfo(value: ir.Value) -> TensorStructInfo:
+    return TensorStructInfo(
+        value_shape(value), dtype_of(ir.RankedTensorType(value.type).element_type)
+    )
+
+
+def _scalar_constant(value: ir.Value) -> Constant | None:
+    """A one-element `relax.constant` operand as a `Constant` (rules may fold it as a scalar)."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != rx.Constant.name:
+        return None
+    sinfo = value_sinfo(value)
+    if not sinfo.is_static or int(np.prod(sinfo.shape)) != 1 or sinfo.dtype == "bool":
+        return None
+    attr = ir.DenseElementsAttr(owner.attributes["value"])
+    item = attr.get_splat_value() if attr.is_splat else attr[0]
+    item = item.maybe_downcast() if hasattr(item, "maybe_downcast") else item
+    const = Constant(np.asarray(item.value, dtype=sinfo.dtype).reshape(sinfo.shape))
+    const.data = np.asarray(item.value, dtype=sinfo.dtype).reshape(sinfo.shape)
+    const.struct_info = sinfo
+    return const
+
+
+def as_call(op: ir.Operation) -> Call:
+    """The relax op as a `Call` over vars bound to its operands."""
+    args: list[Expr] = []
+    for i, v in enumerate(op.operands):
+        arg = _scalar_constant(v) or Var(f"arg{i}", value_sinfo(v))
+        arg.values = [v]
+        args.append(arg)
+    attrs = {
+        name: from_attribute(op.attributes[name])
+        for name in op.attributes
+        if name not in _SKIPPED_ATTRS
+    }
+    outs = [value_sinfo(r) for r in op.results]
+    sinfo = outs[0] if len(outs) == 1 else TupleStructInfo(outs)
+    return Call(op.name, args, attrs, sinfo)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import itertools
-from typing import Any, Optional, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from mlir import ir
@@ -20,6 +21,7 @@ from dialects import relax as rx
 from dialects import shape as sh
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var, call_tir
+from relaxmlir.relax.op.infer import check_call
 from relaxmlir.relax.struct_info import StructInfo, TensorStructInfo, TupleStructInfo, flatten
 from relaxmlir.scope import scope
 
@@ -46,13 +48,13 @@ def to_attribute(value: Any) -> ir.Attribute:
 class _Frame:
     """State of the function being built."""
 
-    def __init__(self, name: str, op, block: ir.Block, params: Optional[list[Var]]):
+    def __init__(self, name: str, op, block: ir.Block, params: list[Var] | None):
         self.name, self.op, self.block = name, op, block
         self.deferred = params is None
         self.arg_vars: list[Var] = []
         self.env: dict[int, list[ir.Value]] = {}
         self.expired: dict[int, str] = {}  # dataflow-local vars no longer visible
-        self.dataflow: Optional[dict] = None
+        self.dataflow: dict | None = None
         self.done = False
         self.constants: dict[int, tuple] = {}  # id -> (Constant, value)
 
@@ -71,9 +73,9 @@ class BlockBuilder:
     >>> mod = bb.get()
     """
 
-    def __init__(self, mod: Optional[IRModule] = None):
+    def __init__(self, mod: IRModule | None = None):
         self._mod = mod if mod is not None else IRModule()
-        self._frame: Optional[_Frame] = None
+        self._frame: _Frame | None = None
         self._counter = itertools.count()
         self._func_text: dict[str, str] = {}  # primitive function body text -> name (dedupe)
 
@@ -108,7 +110,7 @@ class BlockBuilder:
 
     # -- functions and blocks ---------------------------------------------------------------
     @contextlib.contextmanager
-    def function(self, name: str, params: Optional[Sequence[Var]] = None, attrs: Optional[dict] = None):
+    def function(self, name: str, params: Sequence[Var] | None = None, attrs: dict | None = None):
         """Scope of a relax function; params may instead be given to `emit_func_output`."""
         if self._frame is not None:
             raise ValueError("nested BlockBuilder.function scopes are not supported")
@@ -233,7 +235,7 @@ class BlockBuilder:
     def _out_name(self) -> str:
         return f"gv{next(self._counter)}"
 
-    def emit_func_output(self, output, params: Optional[Sequence[Var]] = None) -> GlobalVar:
+    def emit_func_output(self, output, params: Sequence[Var] | None = None) -> GlobalVar:
         """Return `output` (a var, expression, or a tuple of them) from the current function."""
         frame = self._require_function("emit_func_output")
         if frame.done:
@@ -253,7 +255,7 @@ class BlockBuilder:
         frame.done = True
         return GlobalVar(frame.name)
 
-    def _finalize_params(self, frame: _Frame, params: Optional[Sequence[Var]]) -> None:
+    def _finalize_params(self, frame: _Frame, params: Sequence[Var] | None) -> None:
         if params is None:
             if frame.deferred and frame.arg_vars:
                 raise ValueError(
@@ -335,6 +337,7 @@ class BlockBuilder:
         frame = self._frame
         if call.struct_info is None:
             raise ValueError(f"'{call.op}' call has no struct info")
+        check_call(call)  # a hand-made Call must carry what its op's rule infers
         if call.op in rx.SIDE_EFFECTING and frame.dataflow is not None:
             raise ValueError(f"'{call.op}' is side-effecting and not allowed inside a dataflow block")
         operands = []
@@ -372,7 +375,7 @@ class BlockBuilder:
         return ir.FlatSymbolRefAttr.get(name)
 
     # -- TE integration ---------------------------------------------------------------------
-    def call_te(self, te_func, *args, primfunc_name_hint: Optional[str] = None, **kwargs) -> Call:
+    def call_te(self, te_func, *args, primfunc_name_hint: str | None = None, **kwargs) -> Call:
         """Apply `te_func` to placeholders for the relax args; return the `call_tir` to its PrimFunc."""
         from relaxmlir import te
 
@@ -403,7 +406,7 @@ class BlockBuilder:
         out_sinfo = [TensorStructInfo(o.shape, o.dtype) for o in outs]
         return call_tir(gv, relax_args, out_sinfo)
 
-    def emit_te(self, te_func, *args, name_hint: str = "", primfunc_name_hint: Optional[str] = None, **kwargs) -> Var:
+    def emit_te(self, te_func, *args, name_hint: str = "", primfunc_name_hint: str | None = None, **kwargs) -> Var:
         """Create a PrimFunc from `te_func` on the relax args, add it, and emit its `call_tir`."""
         self._require_function("emit_te")
         call = self.call_te(te_func, *args, primfunc_name_hint=primfunc_name_hint, **kwargs)

@@ -8,11 +8,14 @@ the packed functions the code calls are plain data, serialized as JSON into expo
 from __future__ import annotations
 
 import ctypes
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
-from typing import Any, Callable, Optional, Protocol
+from typing import Any, Protocol
 
 from relaxmlir.runtime import memref_abi
+from relaxmlir.runtime.device import TARGET_DEVICE, Device
 from relaxmlir.runtime.dtype import np_dtype
+from relaxmlir.runtime.entry import EntryPoint
 from relaxmlir.runtime.registry import get_global_func
 
 
@@ -26,7 +29,7 @@ class TensorSpec:
         return f'{self.name}: R.Tensor({self.shape}, "{self.dtype}")'
 
     @staticmethod
-    def from_dict(d: dict) -> "TensorSpec":
+    def from_dict(d: dict) -> TensorSpec:
         return TensorSpec(d["name"], tuple(d["shape"]), d["dtype"])
 
 
@@ -49,7 +52,7 @@ class FunctionInfo:
         return asdict(self)
 
     @staticmethod
-    def from_dict(d: dict) -> "FunctionInfo":
+    def from_dict(d: dict) -> FunctionInfo:
         return FunctionInfo(
             d["name"],
             [TensorSpec.from_dict(p) for p in d["params"]],
@@ -72,7 +75,7 @@ class PackedSpec:
         return asdict(self)
 
     @staticmethod
-    def from_dict(d: dict) -> "PackedSpec":
+    def from_dict(d: dict) -> PackedSpec:
         return PackedSpec(d["symbol"], d["name"], list(d["ranks"]), list(d["dtypes"]))
 
 
@@ -88,7 +91,7 @@ class NativeCode(Protocol):
     def source(self) -> str:
         """The lowered module as text (LLVM dialect for the JIT)."""
 
-    def export_library(self, path: str, executable: "Executable") -> None:
+    def export_library(self, path: str, executable: Executable) -> None:
         """Write a shared library that `load_module` loads."""
 
 
@@ -100,7 +103,7 @@ class _Trampoline:
         self.spec = spec
         self.symbol, self.packed_name = spec.symbol, spec.name
         self.np_dtypes = [np_dtype(d) for d in spec.dtypes]
-        self.error: Optional[BaseException] = None
+        self.error: BaseException | None = None
         self.cfunc = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(spec.ranks)))(self)
 
     def __call__(self, *addresses) -> None:
@@ -165,9 +168,10 @@ class Executable:
     def __getitem__(self, name: str):
         """Call an entry directly, e.g. a primitive function in destination-passing style:
         `ex["mm"](a, b, c)`."""
-        from relaxmlir.runtime.vm import VirtualMachine
-
-        return VirtualMachine(self)[name]
+        if name not in self.infos:
+            raise KeyError(f"no function '{name}' in the executable; functions: {', '.join(self.infos)}")
+        device = Device(TARGET_DEVICE.get(self.target.kind, self.target.kind), 0)
+        return EntryPoint(self, self.infos[name], device)
 
     def metadata(self) -> dict:
         """Signatures, packed functions, target and libraries: what an exported library embeds."""

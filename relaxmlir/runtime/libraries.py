@@ -22,10 +22,10 @@ import importlib.util
 import os
 import sys
 import threading
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Callable, Iterable, Optional, Sequence
 
-Finder = Callable[[], Optional[str]]
+Finder = Callable[[], str | None]
 
 
 @dataclass
@@ -33,7 +33,7 @@ class LibraryInfo:
     name: str
     find: Finder
     hint: str  # how to get the library, for the error when it is missing
-    on_load: Optional[Callable[[ctypes.CDLL], None]] = None
+    on_load: Callable[[ctypes.CDLL], None] | None = None
 
 
 class LibraryNotFound(OSError):
@@ -46,7 +46,7 @@ _LOCK = threading.Lock()
 
 
 def register_library(
-    name: str, find: Finder, hint: str = "", on_load: Optional[Callable[[ctypes.CDLL], None]] = None
+    name: str, find: Finder, hint: str = "", on_load: Callable[[ctypes.CDLL], None] | None = None
 ) -> None:
     """Add (or replace) a library to the table: `find()` returns its path or None."""
     LIBRARIES[name] = LibraryInfo(name, find, hint, on_load)
@@ -87,7 +87,7 @@ def is_loaded(name: str) -> bool:
     return name in _LOADED
 
 
-def address(lib: ctypes.CDLL, symbol: str) -> Optional[int]:
+def address(lib: ctypes.CDLL, symbol: str) -> int | None:
     try:
         return ctypes.cast(getattr(lib, symbol), ctypes.c_void_p).value
     except AttributeError:
@@ -112,7 +112,7 @@ def resolve(symbols: Iterable[str], libraries: Sequence[str]) -> dict[str, int]:
 # The built-in libraries
 
 
-def _package_folder(package: str) -> Optional[str]:
+def _package_folder(package: str) -> str | None:
     """A package's folder without importing it (the MLIR wheels must not be imported here)."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
@@ -121,7 +121,7 @@ def _package_folder(package: str) -> Optional[str]:
 
 
 def _mlir_lib(filename: str) -> Finder:
-    def find_it() -> Optional[str]:
+    def find_it() -> str | None:
         folder = _package_folder("mlir")
         path = os.path.join(folder, "lib", filename) if folder else None
         return path if path and os.path.exists(path) else None
@@ -129,13 +129,13 @@ def _mlir_lib(filename: str) -> Finder:
     return find_it
 
 
-def _find_runtime() -> Optional[str]:
+def _find_runtime() -> str | None:
     here = os.path.join(os.path.dirname(__file__), "native")
     found = sorted(glob.glob(os.path.join(here, "_runtime*.so")))
     return found[0] if found else None
 
 
-def find_openmp() -> Optional[str]:
+def find_openmp() -> str | None:
     """An OpenMP runtime with the LLVM/Intel ABI (`__kmpc_*`), or None."""
     env = os.environ.get("RELAXMLIR_OPENMP_LIB")
     if env:
@@ -231,18 +231,7 @@ SYMBOL_LIBRARIES: list[tuple[str, str]] = [
 # JIT is handed those the runtime defines whenever the module holds omp ops.
 OPENMP_ENTRY_POINTS = [
     f"__kmpc_{name}"
-    for name in (
-        "fork_call global_thread_num barrier cancel_barrier push_num_threads push_proc_bind "
-        "serialized_parallel end_serialized_parallel for_static_init_4 for_static_init_4u "
-        "for_static_init_8 for_static_init_8u for_static_fini dist_for_static_init_4 "
-        "dist_for_static_init_4u dist_for_static_init_8 dist_for_static_init_8u "
-        "dispatch_init_4 dispatch_init_4u dispatch_init_8 dispatch_init_8u dispatch_next_4 "
-        "dispatch_next_4u dispatch_next_8 dispatch_next_8u dispatch_fini_4 dispatch_fini_4u "
-        "dispatch_fini_8 dispatch_fini_8u dispatch_deinit reduce reduce_nowait end_reduce "
-        "end_reduce_nowait critical critical_with_hint end_critical master end_master masked "
-        "end_masked single end_single flush ordered end_ordered copyprivate alloc free "
-        "threadprivate_cached omp_taskwait omp_taskyield omp_task_alloc omp_task"
-    ).split()
+    for name in ["fork_call", "global_thread_num", "barrier", "cancel_barrier", "push_num_threads", "push_proc_bind", "serialized_parallel", "end_serialized_parallel", "for_static_init_4", "for_static_init_4u", "for_static_init_8", "for_static_init_8u", "for_static_fini", "dist_for_static_init_4", "dist_for_static_init_4u", "dist_for_static_init_8", "dist_for_static_init_8u", "dispatch_init_4", "dispatch_init_4u", "dispatch_init_8", "dispatch_init_8u", "dispatch_next_4", "dispatch_next_4u", "dispatch_next_8", "dispatch_next_8u", "dispatch_fini_4", "dispatch_fini_4u", "dispatch_fini_8", "dispatch_fini_8u", "dispatch_deinit", "reduce", "reduce_nowait", "end_reduce", "end_reduce_nowait", "critical", "critical_with_hint", "end_critical", "master", "end_master", "masked", "end_masked", "single", "end_single", "flush", "ordered", "end_ordered", "copyprivate", "alloc", "free", "threadprivate_cached", "omp_taskwait", "omp_taskyield", "omp_task_alloc", "omp_task"]
 ] + ["omp_get_thread_num", "omp_get_num_threads", "omp_get_max_threads"]
 
 

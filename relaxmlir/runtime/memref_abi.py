@@ -14,7 +14,7 @@ import functools
 import numpy as np
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def descriptor_class(rank: int) -> type:
     fields = [
         ("allocated", ctypes.c_void_p),
@@ -50,7 +50,7 @@ class ArgSlot:
     the last one only patches the data pointers.
     """
 
-    __slots__ = ("rank", "desc", "ptr", "address", "shape")
+    __slots__ = ("address", "desc", "ptr", "rank", "shape")
 
     def __init__(self, rank: int):
         self.rank = rank

@@ -3,7 +3,7 @@ DLPack, so torch and numpy view it without copying."""
 
 from __future__ import annotations
 
-from typing import Any, Optional
+from typing import Any
 
 import numpy as np
 
@@ -19,7 +19,7 @@ class NDArray:
 
     __slots__ = ("_array", "device")
 
-    def __init__(self, array: np.ndarray, device: Optional[Device] = None):
+    def __init__(self, array: np.ndarray, device: Device | None = None):
         self._array = array
         self.device = device or cpu()
 
@@ -46,7 +46,7 @@ class NDArray:
         """A numpy view of the same memory (no copy)."""
         return self._array
 
-    def copyfrom(self, source: Any) -> "NDArray":
+    def copyfrom(self, source: Any) -> NDArray:
         src = _host_array(source)
         if src.shape != self.shape:
             raise ValueError(f"copyfrom: shape {src.shape} does not match {self.shape}")
@@ -95,7 +95,7 @@ def _host_array(data: Any) -> np.ndarray:
     return out
 
 
-def array(data: Any, device: Optional[Device] = None, dtype: Optional[str] = None) -> NDArray:
+def array(data: Any, device: Device | None = None, dtype: str | None = None) -> NDArray:
     """Copy `data` (numpy array, nested lists, torch CPU tensor, NDArray) into a new NDArray.
 
     Non-contiguous and negative-stride inputs are copied into C order. Object, string and complex
@@ -110,7 +110,7 @@ def array(data: Any, device: Optional[Device] = None, dtype: Optional[str] = Non
     return NDArray(np.array(src, order="C", copy=True), device)
 
 
-def empty(shape, dtype: str = "float32", device: Optional[Device] = None) -> NDArray:
+def empty(shape, dtype: str = "float32", device: Device | None = None) -> NDArray:
     device = device or cpu()
     if device.device_type != "cpu":
         raise ValueError(f"nd.empty: device {device} is not available in this build (cpu only)")

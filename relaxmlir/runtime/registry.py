@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Callable, Optional
+from collections.abc import Callable
 
 _FUNCTIONS: dict[str, Callable] = {}
 
 
-def register_func(name: str, f: Optional[Callable] = None, override: bool = False):
+def register_func(name: str, f: Callable | None = None, override: bool = False):
     """Register `f` under `name`; usable as `@register_func("env.relu")`.
 
     Registering an existing name raises unless `override=True`.
@@ -26,7 +26,7 @@ def register_func(name: str, f: Optional[Callable] = None, override: bool = Fals
     return register if f is None else register(f)
 
 
-def get_global_func(name: str, allow_missing: bool = False) -> Optional[Callable]:
+def get_global_func(name: str, allow_missing: bool = False) -> Callable | None:
     if name not in _FUNCTIONS:
         if allow_missing:
             return None

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import ast
 import functools
-from typing import Callable, Optional, Sequence, Union
+from collections.abc import Callable, Sequence
+from typing import Union
 
 Dim = Union[int, str]
 
@@ -44,7 +45,7 @@ def symbols(expr: Dim) -> set[str]:
     return {n.id for n in ast.walk(parse(expr)) if isinstance(n, ast.Name)}
 
 
-def fold(expr: Dim, combine: Callable, leaf: Callable[[Union[int, str]], object]):
+def fold(expr: Dim, combine: Callable, leaf: Callable[[int | str], object]):
     """Evaluate `expr` bottom-up: `leaf` maps names/ints, `combine(op, a, b)` applies an operator."""
     if isinstance(expr, int):
         return leaf(expr)
@@ -72,7 +73,7 @@ def evaluate(expr: Dim, env: dict[str, int]) -> int:
     return fold(expr, lambda op, a, b: _BINOPS[op](a, b), leaf)
 
 
-def bind(shape: Sequence[Dim], actual: Sequence[int], env: dict[str, int]) -> Optional[str]:
+def bind(shape: Sequence[Dim], actual: Sequence[int], env: dict[str, int]) -> str | None:
     """Bind plain symbol names in `shape` to `actual`; return an error message on mismatch."""
     if len(shape) != len(actual):
         return f"rank {len(actual)} does not match expected rank {len(shape)}"

@@ -17,7 +17,8 @@ from mlir import ir
 import lowering  # noqa: F401  (registers the passes)
 from lowering.registry import run_pipeline
 from lowering.schedule import ScheduleOptions, classify, pack_weight, use_prepacked_weight
-from lowering.schedule.common import SCHEDULE_ATTR, linalg_ops, schedule_function
+from lowering.schedule.common import SCHEDULE_ATTR, linalg_ops
+from lowering.schedule.driver import schedule_function
 from lowering.schedule.matmul import micro_tile
 from lowering.schedule.testing import Kernel, matmul_text
 from relaxmlir.target import Target

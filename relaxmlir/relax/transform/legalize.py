@@ -11,48 +11,25 @@ from __future__ import annotations
 import itertools
 from typing import Any
 
-import numpy as np
 from mlir import ir
 
 from dialects import relax as rx
 from dialects import shape as sh
 from lowering.dataflow import graph_functions
 from lowering.registry import PassError, register_pass
-from relaxmlir.relax.analysis import value_shape
+from lowering.verify import check_op
+from relaxmlir.relax.analysis import as_call
 from relaxmlir.relax.block_builder import BlockBuilder, to_attribute
-from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var
+from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple
 from relaxmlir.relax.struct_info import (
-    TensorStructInfo,
-    TupleStructInfo,
-    dtype_of,
     flatten,
 )
 from relaxmlir.relax.transform.legalize_ops import LEGALIZE_RULES, LegalizeRule
 from relaxmlir.transform import Pass
 
-_SKIPPED_ATTRS = {"operandSegmentSizes", "resultSegmentSizes", rx.SHAPE_ATTR}
-
 
 class MissingRuleError(PassError):
     """A high-level op has no legalization rule (raised as NotImplementedError by the API)."""
-
-
-def from_attribute(attr: ir.Attribute) -> Any:
-    """MLIR attribute -> python value (the inverse of `block_builder.to_attribute`)."""
-    attr = attr.maybe_downcast() if hasattr(attr, "maybe_downcast") else attr
-    if isinstance(attr, ir.BoolAttr):
-        return attr.value
-    if isinstance(attr, ir.IntegerAttr):
-        return bool(attr.value) if ir.IntegerType(attr.type).width == 1 else attr.value
-    if isinstance(attr, ir.FloatAttr):
-        return attr.value
-    if isinstance(attr, ir.StringAttr):
-        return attr.value
-    if isinstance(attr, ir.ArrayAttr):
-        return [from_attribute(a) for a in attr]
-    if isinstance(attr, ir.UnitAttr):
-        return None
-    return attr
 
 
 def tvm_name(op_name: str) -> str:
@@ -115,46 +92,6 @@ class ModuleBuilder(BlockBuilder):
         return super().call_te(te_func, *args, primfunc_name_hint=primfunc_name_hint or self.op_hint, **kwargs)
 
 
-def _sinfo(value: ir.Value) -> TensorStructInfo:
-    return TensorStructInfo(
-        value_shape(value), dtype_of(ir.RankedTensorType(value.type).element_type)
-    )
-
-
-def _scalar_constant(value: ir.Value) -> Constant | None:
-    """A one-element `relax.constant` operand as a `Constant` (rules may fold it as a scalar)."""
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.name != rx.Constant.name:
-        return None
-    sinfo = _sinfo(value)
-    if not sinfo.is_static or int(np.prod(sinfo.shape)) != 1 or sinfo.dtype == "bool":
-        return None
-    attr = ir.DenseElementsAttr(owner.attributes["value"])
-    item = attr.get_splat_value() if attr.is_splat else attr[0]
-    item = item.maybe_downcast() if hasattr(item, "maybe_downcast") else item
-    const = Constant(np.asarray(item.value, dtype=sinfo.dtype).reshape(sinfo.shape))
-    const.data = np.asarray(item.value, dtype=sinfo.dtype).reshape(sinfo.shape)
-    const.struct_info = sinfo
-    return const
-
-
-def as_call(op: ir.Operation) -> Call:
-    """The relax op as a `Call` over vars bound to its operands."""
-    args: list[Expr] = []
-    for i, v in enumerate(op.operands):
-        arg = _scalar_constant(v) or Var(f"arg{i}", _sinfo(v))
-        arg.values = [v]
-        args.append(arg)
-    attrs = {
-        name: from_attribute(op.attributes[name])
-        for name in op.attributes
-        if name not in _SKIPPED_ATTRS
-    }
-    outs = [_sinfo(r) for r in op.results]
-    sinfo = outs[0] if len(outs) == 1 else TupleStructInfo(outs)
-    return Call(op.name, args, attrs, sinfo)
-
-
 class Legalizer:
     """Applies the rules to every high-level op of a module's graph functions."""
 
@@ -186,6 +123,9 @@ class Legalizer:
                 f"for target '{self.target}'; register one with register_legalize",
                 op,
             )
+        problem = check_op(op)  # a rule trusts the declared types: a wrong one would reach run time
+        if problem:
+            raise PassError(problem, op)
         call = as_call(op)
         self.bb.op_hint = op.name.partition(".")[2].removeprefix("nn_")
         with ir.InsertionPoint(op), op.location:

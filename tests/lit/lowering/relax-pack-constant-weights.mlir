@@ -1,4 +1,4 @@
-// RUN: relaxmlir-opt %s --relax-pack-constant-weights --symbol-dce | FileCheck %s
+// RUN: relaxmlir-opt %s '--relax-pack-constant-weights{target="llvm -mcpu=x86-64-v4"}' --symbol-dce | FileCheck %s
 
 #mk = affine_map<(d0, d1, d2) -> (d0, d2)>
 #nk = affine_map<(d0, d1, d2) -> (d1, d2)>

@@ -1,4 +1,4 @@
-// RUN: relaxmlir-opt %s --relax-schedule-cpu=threads=1 | FileCheck %s
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=1}' | FileCheck %s
 // RUN: relaxmlir-opt %s '--relax-schedule-cpu{schedule=off}' | FileCheck %s --check-prefix=OFF
 // RUN: not relaxmlir-opt %s --relax-schedule-cpu=schedule=maybe 2>&1 | FileCheck %s --check-prefix=BAD
 

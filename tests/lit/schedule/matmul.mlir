@@ -1,4 +1,19 @@
-// RUN: relaxmlir-opt %s '--relax-schedule-cpu{threads=2 strict=true}' -split-input-file | FileCheck %s
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=2 strict=true}' -split-input-file | FileCheck %s
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v3" threads=2 strict=true}' -split-input-file | FileCheck %s --check-prefix=AVX2
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64" threads=2 strict=true}' -split-input-file | FileCheck %s --check-prefix=SSE
+
+// One rule serves every vector width: the micro tile comes from the target's registers (8x32 in
+// 16 of 32 zmm on AVX-512, 6x16 in 12 of 16 ymm on AVX2, 6x8 in xmm on SSE2).
+// AVX2-LABEL: func.func private @matmul_packed
+// AVX2-SAME: relax.schedule = ["matmul-packed-6x16"]
+// AVX2: scf.for {{.*}} -> (vector<1x1x6x16xf32>)
+// AVX2-NOT: vector<32xf32>
+// AVX2-LABEL: func.func private @gemv
+// SSE-LABEL: func.func private @matmul_packed
+// SSE-SAME: relax.schedule = ["matmul-packed-6x8"]
+// SSE: scf.for {{.*}} -> (vector<1x1x6x8xf32>)
+// SSE-NOT: vector<16xf32>
+// SSE-LABEL: func.func private @gemv
 
 // A large matmul takes the data-tiling route: A and B are packed into 8-row and 32-column
 // panels by vectorized loops (split across threads or not, depending on the parallel runtime's

@@ -1,4 +1,4 @@
-// RUN: relaxmlir-opt %s '--relax-schedule-cpu{threads=1 strict=true}' -split-input-file | FileCheck %s
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=1 strict=true}' -split-input-file | FileCheck %s
 
 // TE broadcasts a size-1 batch axis with a constant-0 index; dropping unit dims first makes
 // the [1, 16, 32] x [32, 64] linear a 2-D matmul for the packed route (it was naive loops).

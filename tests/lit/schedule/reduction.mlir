@@ -1,4 +1,4 @@
-// RUN: relaxmlir-opt %s '--relax-schedule-cpu{threads=1 strict=true}' -split-input-file | FileCheck %s
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=1 strict=true}' -split-input-file | FileCheck %s
 
 // Sum over the contiguous (last) axis: 8 rows at a time each keep 16 partial sums in a vector
 // (8 independent add chains) and reduce them once at the end, instead of a horizontal reduction

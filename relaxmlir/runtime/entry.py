@@ -1,0 +1,133 @@
+"""Calling one compiled entry point: validate the arguments, patch cached descriptors, call.
+
+Shared by the VM (`vm["main"]`) and by `Executable.__getitem__` (`ex["mm"](a, b, c)`); it holds
+the executable only to reach its code and packed-function callbacks.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from relaxmlir.runtime import memref_abi
+from relaxmlir.runtime import shape as sh
+from relaxmlir.runtime.device import Device
+from relaxmlir.runtime.dtype import np_dtype
+from relaxmlir.runtime.ndarray import NDArray, _host_array
+
+
+def _as_array(value: Any, device: Device) -> np.ndarray:
+    """A host view of an argument (NDArray, numpy array, torch CPU tensor, DLPack object)."""
+    if isinstance(value, NDArray):
+        if value.device != device:
+            raise TypeError(f"expected an array on {device}, got one on {value.device}")
+        return value.view_numpy()
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "detach") and hasattr(value, "numpy"):  # torch.Tensor: share its memory
+        if value.device.type != device.device_type:
+            raise TypeError(f"expected a tensor on {device}, got one on {value.device}")
+        return _host_array(value)
+    if hasattr(value, "__dlpack__"):
+        return _host_array(np.from_dlpack(value))
+    raise TypeError(f"expected an NDArray, numpy array or torch tensor, got {type(value).__name__}")
+
+
+class EntryPoint:
+    """A callable bound to one function: cached native pointer, descriptors and packed array."""
+
+    def __init__(self, executable: Any, info: Any, device: Device):
+        self.executable, self.info, self.device = executable, info, device
+        self.native = executable.code.lookup(info.name)
+        specs = info.params + info.results
+        self.slots = [memref_abi.ArgSlot(len(s.shape)) for s in specs]
+        self.packed = memref_abi.packed_args(self.slots)
+        self.param_dtypes = [np_dtype(p.dtype) for p in info.params]
+        self.result_dtypes = [np_dtype(r.dtype) for r in info.results]
+        self.static_results = [
+            tuple(r.shape) if sh.is_static(r.shape) else None for r in info.results
+        ]
+        # Fast path: every shape static, results returned (not destination passing).
+        self.static_params = [tuple(p.shape) for p in info.params]
+        self.fast = (
+            not info.destination_passing
+            and all(sh.is_static(p.shape) for p in info.params)
+            and all(s is not None for s in self.static_results)
+        )
+        self.n_params = len(info.params)
+        self.param_slots = self.slots[: self.n_params]
+        self.result_slots = self.slots[self.n_params :]
+        self.result_specs = list(zip(self.static_results, self.result_dtypes))
+
+    def _error(self, message: str, exc_type: type = ValueError) -> Exception:
+        return exc_type(f"{message}; expected signature {self.info.signature}")
+
+    def __call__(self, *args):
+        if self.fast and len(args) == self.n_params:
+            keep = []
+            for slot, arg, shape, dtype in zip(self.param_slots, args, self.static_params, self.param_dtypes):
+                a = arg.view_numpy() if type(arg) is NDArray else arg
+                if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous:
+                    return self._checked_call(args)
+                slot.set(a)
+                keep.append(a)
+            outs = [np.empty(shape, dtype) for shape, dtype in self.result_specs]
+            for slot, o in zip(self.result_slots, outs):
+                slot.set(o)
+            self._call()
+            device = self.device
+            if len(outs) == 1:
+                return NDArray(outs[0], device)
+            return tuple(NDArray(o, device) for o in outs)
+        return self._checked_call(args)
+
+    def _checked_call(self, args):
+        """Validate and convert every argument (with signature errors), then call."""
+        info = self.info
+        dps = info.destination_passing
+        expected = len(info.params) + (len(info.results) if dps else 0)
+        if len(args) != expected:
+            raise self._error(f"{info.name}() takes {expected} argument(s), got {len(args)}", TypeError)
+        arrays = []
+        env: dict[str, int] = {}
+        specs = info.params + (info.results if dps else [])
+        dtypes = self.param_dtypes + (self.result_dtypes if dps else [])
+        for i, (arg, spec, dtype) in enumerate(zip(args, specs, dtypes)):
+            a = _as_array(arg, self.device)
+            if a.dtype == np.bool_ and dtype == np.int8:  # bool tensors are stored as bytes
+                a = a.view(np.int8)
+            if a.dtype != dtype:
+                raise self._error(f"argument {i} ('{spec.name}') has dtype {a.dtype}, expected {dtype}", TypeError)
+            problem = sh.bind(spec.shape, a.shape, env)
+            if problem:
+                raise self._error(f"argument {i} ('{spec.name}') has shape {a.shape}: {problem}")
+            if not a.flags.c_contiguous:
+                if dps and i >= len(info.params):
+                    raise self._error(f"output argument {i} ('{spec.name}') must be C-contiguous")
+                a = np.ascontiguousarray(a)
+            arrays.append(a)
+        if dps:
+            for slot, a in zip(self.slots, arrays):
+                slot.set(a)
+            self._call()
+            return None
+        outs = []
+        for spec, dtype, static in zip(info.results, self.result_dtypes, self.static_results):
+            shape = static if static is not None else tuple(sh.evaluate(d, env) for d in spec.shape)
+            outs.append(np.empty(shape, dtype))
+        for slot, a in zip(self.slots, arrays + outs):
+            slot.set(a)
+        self._call()
+        results = [NDArray(o, self.device) for o in outs]
+        return results[0] if len(results) == 1 else tuple(results)
+
+
+    def _call(self) -> None:
+        self.native(self.packed)
+        for cb in self.executable.callbacks:
+            if cb.error is not None:
+                error, cb.error = cb.error, None
+                raise RuntimeError(
+                    f"packed function '{cb.packed_name}' raised {type(error).__name__}: {error}"
+                ) from error

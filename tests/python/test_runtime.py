@@ -1,0 +1,229 @@
+"""The runtime without the compiler: imports, process side effects, a VM over native code.
+
+Each check runs in a fresh interpreter (subprocess), since what matters is what one `import`
+does to a process. The native code of the VM test is a small C library compiled here with the
+system C compiler, standing in for an exported model: it follows the calling convention of
+compiled entry points (a packed `void(void**)` function over memref descriptors) and calls a
+registered Python function through a bound pointer, so no MLIR is involved anywhere.
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# Makes `import mlir` (and its submodules) fail in the child process.
+BLOCK_MLIR = """
+import sys
+class _NoMlir:
+    def find_spec(self, name, path=None, target=None):
+        if name == "mlir" or name.startswith("mlir."):
+            raise ImportError("mlir is blocked in this test")
+        return None
+sys.meta_path.insert(0, _NoMlir())
+"""
+
+
+def run_python(code: str, cwd: Path = ROOT) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert proc.returncode == 0, f"child failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_import_has_no_side_effects():
+    out = run_python(
+        """
+        import os, sys
+        before = dict(os.environ)
+        import relaxmlir as rm
+        maps = open("/proc/self/maps").read()
+        assert "mlir" not in sys.modules, "import relaxmlir imported the MLIR bindings"
+        assert "libiomp5" not in maps and "libomp" not in maps, "an OpenMP runtime was loaded"
+        assert "KMP_BLOCKTIME" not in os.environ
+        assert dict(os.environ) == before, "import relaxmlir changed the environment"
+        rm.relax  # the compiler loads on first use
+        assert "mlir" in sys.modules
+        print("ok")
+        """
+    )
+    assert out.strip() == "ok"
+
+
+def test_runtime_objects_without_mlir():
+    out = run_python(
+        BLOCK_MLIR
+        + """
+import numpy as np
+import relaxmlir as rm
+from relaxmlir import runtime
+from relaxmlir.target import Target
+try:
+    import mlir  # noqa: F401
+    raise SystemExit("mlir should be blocked")
+except ImportError:
+    pass
+dev = runtime.cpu()
+a = runtime.tensor(np.arange(6, dtype=np.float32).reshape(2, 3), dev)
+assert a.shape == (2, 3) and a.numpy().sum() == 15
+assert runtime.device("llvm", 0) == dev and rm.cuda(1).device_type == "cuda"
+info = runtime.FunctionInfo("main", [runtime.TensorSpec("x", ("n", 3), "float32")],
+                            [runtime.TensorSpec("out0", ("n", 3), "float32")])
+assert "main(x" in info.signature
+assert runtime.FunctionInfo.from_dict(info.to_dict()) == info
+rm.register_func("test.noop", lambda *args: None)
+assert rm.get_global_func("test.noop") is not None
+assert rm.get_global_func("test.missing", allow_missing=True) is None
+assert Target("llvm -mcpu=x86-64-v3").vector_bits == 256
+print("ok")
+"""
+    )
+    assert out.strip() == "ok"
+
+
+C_MODEL = r"""
+#include <stdint.h>
+typedef struct { float *allocated, *aligned; int64_t offset, sizes[2], strides[2]; } memref2;
+/* the packed function "env.double", bound at load time (Executable.bind_packed) */
+static void (*env_double)(memref2 *, memref2 *);
+void bind_env_double(void *fn) { env_double = (void (*)(memref2 *, memref2 *))fn; }
+/* main(x) -> x * 2 + 1: the packed wrapper of a C-interface entry point */
+void main_packed(void **args) {
+  memref2 *x = *(memref2 **)args[0], *out = *(memref2 **)args[1];
+  env_double(x, out);
+  int64_t n = out->sizes[0] * out->sizes[1];
+  for (int64_t i = 0; i < n; i++) out->aligned[out->offset + i] += 1.0f;
+}
+"""
+
+NATIVE_CODE = """
+import ctypes
+class SharedLibraryCode:
+    '''NativeCode over a C library (what load_module will give for an exported model).'''
+    def __init__(self, path):
+        self.lib = ctypes.CDLL(path)
+    def lookup(self, name):
+        fn = getattr(self.lib, name + "_packed")
+        fn.argtypes = [ctypes.c_void_p]
+        fn.restype = None
+        return fn
+    def bind_packed(self, symbol, cfunc):
+        getattr(self.lib, "bind_" + symbol)(ctypes.cast(cfunc, ctypes.c_void_p))
+    def source(self):
+        return "C test library"
+    def export_library(self, path, executable):
+        raise ValueError("already a library")
+"""
+
+
+@pytest.mark.skipif(shutil.which("cc") is None, reason="needs a C compiler (cc)")
+def test_vm_runs_native_code_without_mlir(tmp_path):
+    (tmp_path / "model.c").write_text(C_MODEL)
+    lib = tmp_path / "model.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-O1", "-o", str(lib), str(tmp_path / "model.c")],
+                   check=True)
+    out = run_python(
+        BLOCK_MLIR
+        + NATIVE_CODE
+        + f"""
+import numpy as np
+import relaxmlir as rm
+from relaxmlir import runtime
+from relaxmlir.target import Target
+
+@rm.register_func("env.double")
+def double(x, out):
+    np.multiply(np.from_dlpack(x), 2, out=np.from_dlpack(out))
+
+info = runtime.FunctionInfo("main", [runtime.TensorSpec("x", ("n", 3), "float32")],
+                            [runtime.TensorSpec("out0", ("n", 3), "float32")])
+packed = [runtime.PackedSpec("env_double", "env.double", [2, 2], ["float32", "float32"])]
+ex = runtime.Executable(SharedLibraryCode({str(lib)!r}), {{"main": info}}, packed,
+                        Target("llvm"))
+vm = runtime.VirtualMachine(ex, rm.cpu())
+x = np.random.default_rng(0).standard_normal((4, 3), dtype=np.float32)
+got = vm["main"](x).numpy()
+np.testing.assert_allclose(got, x * 2 + 1, rtol=1e-6, atol=1e-6)
+for n in (1, 7):  # symbolic n: outputs sized from the argument
+    x = np.ones((n, 3), np.float32)
+    assert vm["main"](x).numpy().shape == (n, 3)
+try:
+    vm["main"](np.ones((2, 4), np.float32))
+    raise SystemExit("a wrong shape was accepted")
+except ValueError as exc:
+    assert "expected signature main(x" in str(exc), exc
+assert ex.as_text() == "C test library"
+try:
+    runtime.VirtualMachine(ex, rm.cpu(), memory_cfg="naive")
+    raise SystemExit("an unknown memory_cfg was accepted")
+except ValueError as exc:
+    assert "supported: pooled" in str(exc)
+print("ok")
+"""
+    )
+    assert out.strip() == "ok"
+
+
+def test_torch_and_relaxmlir_threads_in_one_process():
+    """torch's OpenMP (libgomp) and ours (libiomp5, loaded privately) run parallel work at the
+    same time in one process and both give right answers."""
+    pytest.importorskip("torch")
+    out = run_python(
+        """
+        import threading
+        import numpy as np
+        import torch
+        import relaxmlir as rm
+        from relaxmlir import relax, te
+
+        torch.set_num_threads(2)
+        n = 384
+        A = te.placeholder((n, n), name="A")
+        B = te.placeholder((n, n), name="B")
+        k = te.reduce_axis((0, n), name="k")
+        C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+        ex = relax.build(te.create_prim_func([A, B, C]), rm.target.Target("llvm -num-cores=2"))
+        rng = np.random.default_rng(0)
+        a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+        errors = []
+
+        def ours():
+            for _ in range(20):
+                c = np.zeros((n, n), np.float32)
+                ex["main"](a, b, c) if "main" in ex else ex[ex.function_names()[0]](a, b, c)
+                if not np.allclose(c, a @ b, rtol=1e-3, atol=1e-3):
+                    errors.append("relaxmlir")
+
+        def theirs():
+            ta, tb = torch.from_numpy(a), torch.from_numpy(b)
+            for _ in range(20):
+                if not torch.allclose(ta @ tb, torch.from_numpy(a @ b), rtol=1e-3, atol=1e-3):
+                    errors.append("torch")
+
+        threads = [threading.Thread(target=f) for f in (ours, theirs)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        maps = open("/proc/self/maps").read()
+        print("ok" if not errors else errors, "iomp5" in maps)
+        """
+    )
+    status, iomp = out.split()
+    assert status == "ok", out
+    from relaxmlir.runtime import libraries
+
+    if libraries.parallel_runtime() == "openmp":
+        assert iomp == "True", "the parallel kernel did not run on our OpenMP runtime"

@@ -1,0 +1,90 @@
+"""Targets as data: parsing, and builds for CPUs other than the host's that still run here.
+
+An AVX2 build on an AVX-512 machine (and an SSE2-only build on any x86-64 machine) must use the
+narrower vectors from the schedule down to the machine code and give the same numbers
+(rtol=1e-4, atol=1e-4 against numpy, f32, fixed seed).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import relaxmlir as rm
+from relaxmlir import relax
+from relaxmlir.target import Target, host_cpu
+
+from mlp_models import mlp, params, reference
+
+X86 = host_cpu()["arch"] == "x86_64"
+
+
+def test_parse_forms_round_trip():
+    t = Target("llvm -mcpu=x86-64-v3 -num-cores=2")
+    assert t.kind == "llvm" and t.mcpu == "x86-64-v3" and t.num_cores == 2
+    assert Target(str(t)) == t
+    assert Target({"kind": "llvm", "mcpu": "x86-64-v3", "num-cores": 2}) == t
+    assert t.vector_bits == 256 and t.vector_registers == 16 and t.lanes() == 8
+    v4 = Target("llvm -mcpu=x86-64-v4")
+    assert v4.vector_bits == 512 and v4.vector_registers == 32 and v4.lanes() == 16
+    assert Target("llvm -mcpu=x86-64").vector_bits == 128
+    assert Target("llvm -mcpu=neoverse-n1").vector_registers == 32
+    assert not Target("llvm -mcpu=x86-64-v4 -mattr=-avx512f").has("avx512f")
+    cuda = Target({"kind": "cuda", "arch": "sm_80"})
+    assert cuda.ptx_version == 70 and cuda.host.kind == "llvm"
+    assert Target("cuda").get("arch") == "sm_90"
+
+
+@pytest.mark.parametrize(
+    "spec,message",
+    [
+        ("rocm", "unknown target kind 'rocm'"),
+        ("llvm -mcpu=pentium", "unknown CPU 'pentium'"),
+        ("llvm -mattr=avx2", r"-mattr: \(avx2\) is not \+feature or -feature"),
+        ("llvm -num-cores=0", "expects a positive int"),
+        ("llvm -vector-width=3", "target kind 'llvm' has no attribute 'vector-width'"),
+        ({"kind": "cuda", "arch": "sm_30"}, "unknown CUDA arch 'sm_30'"),
+        ("llvm mcpu", "is not of the form -key=value"),
+    ],
+)
+def test_bad_targets_raise_value_error(spec, message):
+    with pytest.raises(ValueError, match=message):
+        Target(spec)
+
+
+def test_target_in_scope():
+    assert Target.current() is None
+    with Target("llvm -mcpu=x86-64-v3") as t:
+        assert Target.current() is t
+    assert Target.current() is None
+
+
+def _mlp_module(batch=1):
+    return relax.transform.BindParams("main", params())(mlp("tir", batch))
+
+
+@pytest.mark.skipif(not X86, reason="x86-64 CPU names")
+@pytest.mark.parametrize("mcpu", ["x86-64-v3", "x86-64"])
+def test_narrower_cpu_builds_run_here(mcpu):
+    target = Target(f"llvm -mcpu={mcpu}")
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    ex = relax.build(_mlp_module(64), target)  # batch 64: the packed matmul route
+    text = ex.as_text()
+    assert f'target_cpu = "{mcpu}"' in text
+    assert "-avx512f" in text
+    x = np.random.default_rng(0).standard_normal((64, 784), dtype=np.float32)
+    got = relax.VirtualMachine(ex, rm.cpu())["main"](x).numpy()
+    np.testing.assert_allclose(got, reference(x, params()), rtol=1e-4, atol=1e-4)
+
+
+def test_build_options_are_validated():
+    with pytest.raises(ValueError, match="exec_mode: unsupported value .*supported: compiled"):
+        relax.build(_mlp_module(), "llvm", exec_mode="bytecode")
+    with pytest.raises(ValueError, match="unknown target kind"):
+        relax.build(_mlp_module(), "vulkan")
+
+
+def test_as_text_is_the_lowered_module():
+    text = relax.build(_mlp_module(), "llvm").as_text()
+    assert "llvm.func @main" in text and "target_cpu" in text
