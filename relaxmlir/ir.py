@@ -178,7 +178,7 @@ def parse(text: str) -> IRModule:
     """
     if not isinstance(text, str):
         raise TypeError(f"parse expects MLIR text (str), got {type(text).__name__}")
-    from relaxmlir.tools import diagnostics
+    from relaxmlir import diagnostics
 
     with scope() as ctx:
         module, diags = diagnostics.parse(text, "<input>", ctx)

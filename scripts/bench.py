@@ -107,7 +107,7 @@ WORKLOADS = {
 }
 
 
-def _compile_relaxmlir(model, inputs):
+def _compile_relaxmlir(model, inputs, threads: int):
     import torch
 
     from relaxmlir import relax
@@ -118,7 +118,7 @@ def _compile_relaxmlir(model, inputs):
     ep = torch.export.export(model, tuple(torch.from_numpy(x) for x in inputs))
     t0 = time.perf_counter()
     mod = from_exported_program(ep)
-    ex = relax.build(mod, target="llvm")
+    ex = relax.build(mod, target=rm.target.Target({"kind": "llvm", "num-cores": threads}))
     compile_s = time.perf_counter() - t0
     vm = relax.VirtualMachine(ex, rm.cpu())
     return vm["main"], compile_s
@@ -142,7 +142,7 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
                 np.testing.assert_allclose(numpy_fn(*inputs), reference, rtol=1e-3, atol=1e-3)
                 row["numpy_ms"] = _median_ms(lambda: numpy_fn(*inputs), repeat)
         try:
-            fn, compile_s = _compile_relaxmlir(model, inputs)
+            fn, compile_s = _compile_relaxmlir(model, inputs, threads)
             out = fn(*inputs).numpy()
             np.testing.assert_allclose(out, reference, rtol=1e-3, atol=1e-3)
             row["relaxmlir_ms"] = _median_ms(lambda: fn(*inputs), repeat)
@@ -225,7 +225,7 @@ def main(argv=None) -> int:
     rows = []
     for threads in sorted({int(t) for t in args.threads.split(",")}):
         env = dict(os.environ)
-        for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "RELAXMLIR_NUM_THREADS"):
+        for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
             env[key] = str(threads)
         cmd = [sys.executable, __file__, "--child", str(threads), "--only", ",".join(names), "--repeat", str(args.repeat)]
         if args.no_torch_compile:

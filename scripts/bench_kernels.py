@@ -5,9 +5,9 @@
     python scripts/bench_kernels.py --threads 1 --repeat 5 --json out.json
     python scripts/bench_kernels.py --model W6      # per-kernel profile of a bench.py workload
 
-Each thread count runs in its own subprocess with OMP/OPENBLAS/MKL_NUM_THREADS and
-RELAXMLIR_NUM_THREADS set, so numpy and the compiled kernel use the same number of threads.
-The parallel runtime is OpenMP when lowering.schedule.runtime finds one (e.g.
+Each thread count runs in its own subprocess with OMP/OPENBLAS/MKL_NUM_THREADS set and the
+kernel scheduled for that many threads, so numpy and the compiled kernel use the same number.
+The parallel runtime is OpenMP when relaxmlir.runtime.libraries finds one (e.g.
 RELAXMLIR_OPENMP_LIB=/path/libiomp5.so), else the async runtime.
 A workload is a TE-style PrimFunc (fill + linalg.generic) compiled through the CPU pipeline
 (`lowering.schedule.testing.Kernel`); ours and numpy's run interleaved in rounds and the
@@ -210,7 +210,6 @@ def main() -> None:
             "OMP_NUM_THREADS",
             "OPENBLAS_NUM_THREADS",
             "MKL_NUM_THREADS",
-            "RELAXMLIR_NUM_THREADS",
         ):
             env[var] = str(threads)
         cmd = [

@@ -21,7 +21,7 @@ from dialects import relax as rx
 from dialects import shape as sh
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var, call_tir
-from relaxmlir.relax.op.infer import check_call
+from relaxmlir.relax.op.infer import check_call  # (also registers the result-type checks)
 from relaxmlir.relax.struct_info import StructInfo, TensorStructInfo, TupleStructInfo, flatten
 from relaxmlir.scope import scope
 

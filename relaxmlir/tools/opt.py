@@ -29,7 +29,7 @@ from lowering import PASSES, PassError, PipelineError
 from lowering.pipelines import get_pipeline, pipeline_elements, pipeline_names
 from lowering.registry import build_pass_manager
 from relaxmlir.tools import ToolError, read_source, tool_path
-from relaxmlir.tools import diagnostics as dg
+from relaxmlir import diagnostics as dg
 
 USAGE = """\
 usage: relaxmlir-opt [options] [input.mlir | -]

@@ -24,7 +24,7 @@ import relaxmlir
 from dialects import shape as sh
 from relaxmlir.relax.vm_build import BuildError
 from relaxmlir.tools import ToolError, read_source
-from relaxmlir.tools import diagnostics as dg
+from relaxmlir import diagnostics as dg
 
 
 class CompileError(ToolError):

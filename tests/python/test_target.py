@@ -88,3 +88,29 @@ def test_build_options_are_validated():
 def test_as_text_is_the_lowered_module():
     text = relax.build(_mlp_module(), "llvm").as_text()
     assert "llvm.func @main" in text and "target_cpu" in text
+
+
+def test_pipeline_rows_follow_the_target():
+    from lowering.pipelines import target_pipeline
+
+    avx2 = target_pipeline(Target("llvm -mcpu=x86-64-v3"))
+    assert avx2[-1].startswith('relax-llvm-target{target="llvm ') and "-mcpu=x86-64-v3" in avx2[-1]
+    assert "convert-vector-to-llvm{enable-x86vector}" in avx2
+    assert any(p.startswith("relax-schedule-cpu{target=") for p in avx2)
+    arm = target_pipeline(Target("llvm -mcpu=neoverse-n1"))
+    assert "convert-vector-to-llvm" in arm and "convert-vector-to-llvm{enable-x86vector}" not in arm
+    with pytest.raises(ValueError, match="unknown stage"):
+        target_pipeline(Target("llvm"), ["graph", "vectorize"])
+    with pytest.raises(ValueError, match="no pipeline for target kind 'cuda'"):
+        target_pipeline(Target("cuda"))
+
+
+def test_unknown_pass_in_a_pipeline_is_an_error():
+    from lowering.pipelines import check
+    from lowering.registry import PipelineError
+
+    check(["relax-legalize-ops", "canonicalize"])
+    with pytest.raises(PipelineError, match="'relax-legalise-ops' is not a known pass"):
+        check(["relax-legalise-ops"])
+    with pytest.raises(ValueError, match="unknown pipeline 'fast'; known pipelines: "):
+        relax.get_pipeline("fast")

@@ -173,7 +173,7 @@ def test_run_saves_outputs_and_reports_bad_shapes(mlp_inputs, tmp_path):
 
 
 def test_verify_expected_severities_and_designators():
-    from relaxmlir.tools.diagnostics import Diagnostic, verify_expected
+    from relaxmlir.diagnostics import Diagnostic, verify_expected
 
     source = (
         "op_a  // expected-warning {{slow}}\n"

@@ -67,5 +67,3 @@ from relaxmlir.relax.op.unary import (  # noqa: F401
     square,
     tanh,
 )
-
-from relaxmlir.relax.op import infer  # noqa: F401,E402  (registers the result-type checks)
