@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
+from lowering.export import export_library
 from relaxmlir.runtime import libraries
 
 
@@ -68,11 +69,18 @@ class JitCode:
         self.module, self.target = module, target
         self.libraries = needed_libraries(module, extra_libraries)
         missing = target.runs_on_host() if target is not None else []
+        self._bound: list[Any] = []  # ctypes callbacks must outlive the engine
+        self.engine = None
+        # Code for a CPU this machine lacks is still built (export_library writes it); only
+        # running it here is refused.
+        self.unrunnable = (
+            f"code for target '{target}' cannot run on this machine (it lacks: "
+            f"{', '.join(missing)}); export it with export_library and run it on such a CPU"
+            if missing
+            else ""
+        )
         if missing:
-            raise JitError(
-                f"code for target '{target}' cannot run on this machine (it lacks: "
-                f"{', '.join(missing)}); build it for export_library instead of running it here"
-            )
+            return
         symbols = libraries.resolve(external_symbols(module), self.libraries)
         try:
             self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=[])
@@ -80,25 +88,25 @@ class JitCode:
             raise JitError(str(exc)) from None
         for name, addr in symbols.items():
             self.engine.raw_register_runtime(name, ctypes.c_void_p(addr))
-        self._bound: list[Any] = []  # ctypes callbacks must outlive the engine
         _release_later(self, self.engine)
 
     def lookup(self, name: str) -> Callable:
+        if self.engine is None:
+            raise JitError(self.unrunnable)
         try:
             return self.engine.lookup(name)
         except RuntimeError:
             raise JitError(f"no compiled function '{name}'") from None
 
     def bind_packed(self, symbol: str, cfunc: Any) -> None:
-        self.engine.register_runtime(symbol, cfunc)
+        if self.engine is not None:
+            self.engine.register_runtime(symbol, cfunc)
         self._bound.append(cfunc)
 
     def source(self) -> str:
         return str(self.module)
 
     def export_library(self, path: str, executable: Any) -> None:
-        from lowering.export import export_library
-
         export_library(self.module, executable, path)
 
 

@@ -16,6 +16,7 @@ from relaxmlir.runtime import (  # noqa: F401
     device,
     get_global_func,
     list_global_func_names,
+    load_module,
     register_func,
 )
 

@@ -125,7 +125,9 @@ def _packed_specs(mod: IRModule) -> list[PackedSpec]:
     specs = []
     for op in mod.body.operations:
         op = op.operation
-        if PACKED_ATTR in op.attributes:
+        name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else ""
+        # the C-interface twin that LLVM lowering adds carries the attributes too: one spec each
+        if PACKED_ATTR in op.attributes and not name.startswith("_mlir_ciface_"):
             types = [ir.TypeAttr(t).value for t in ir.ArrayAttr(op.attributes[PACKED_ARGS_ATTR])]
             specs.append(
                 PackedSpec(

@@ -7,6 +7,7 @@ imported only when the user hands in torch tensors.
 
 from relaxmlir.runtime.device import Device, cpu, cuda, device  # noqa: F401
 from relaxmlir.runtime.executable import Executable, FunctionInfo, PackedSpec, TensorSpec  # noqa: F401
+from relaxmlir.runtime.library import load_module  # noqa: F401
 from relaxmlir.runtime.libraries import (  # noqa: F401
     LibraryNotFound,
     register_library,

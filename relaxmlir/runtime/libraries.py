@@ -112,7 +112,7 @@ def resolve(symbols: Iterable[str], libraries: Sequence[str]) -> dict[str, int]:
 # The built-in libraries
 
 
-def _package_folder(package: str) -> str | None:
+def package_folder(package: str) -> str | None:
     """A package's folder without importing it (the MLIR wheels must not be imported here)."""
     spec = importlib.util.find_spec(package)
     if spec is None or not spec.submodule_search_locations:
@@ -122,7 +122,7 @@ def _package_folder(package: str) -> str | None:
 
 def _mlir_lib(filename: str) -> Finder:
     def find_it() -> str | None:
-        folder = _package_folder("mlir")
+        folder = package_folder("mlir")
         path = os.path.join(folder, "lib", filename) if folder else None
         return path if path and os.path.exists(path) else None
 

@@ -1,0 +1,103 @@
+"""`load_module`: an exported model library (`ex.export_library(path)`) as an Executable.
+
+The library is plain C ABI (lowering/export.py): `relaxmlir_entry_<i>(void **args)` per
+function, `relaxmlir_bind_packed(i, fn)` for the packed functions it calls, and JSON metadata
+appended after the ELF image (signatures, packed functions, target, native libraries). Loading
+needs numpy and ctypes only: the libraries it names are loaded first (privately), the target is
+checked against this CPU, and the packed functions must be registered.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import json
+import os
+import shutil
+from typing import Any, Callable
+
+from relaxmlir.runtime import libraries
+from relaxmlir.runtime.executable import Executable, FunctionInfo, PackedSpec
+from relaxmlir.target import Target
+
+METADATA_MAGIC = b"RELAXMLIR-METADATA-1"
+_ENTRY = ctypes.CFUNCTYPE(None, ctypes.c_void_p)
+
+
+def read_metadata(path: str) -> dict:
+    """The metadata trailer of an exported library (ValueError if `path` is not one)."""
+    tail = len(METADATA_MAGIC) + 8
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        if size < tail:
+            raise ValueError(f"{path}: not a relaxmlir model library (too short)")
+        f.seek(size - tail)
+        trailer = f.read(tail)
+        if trailer[8:] != METADATA_MAGIC:
+            raise ValueError(f"{path}: not a relaxmlir model library (no metadata; was it made by export_library?)")
+        length = int.from_bytes(trailer[:8], "little")
+        if length > size - tail:
+            raise ValueError(f"{path}: corrupt relaxmlir metadata")
+        f.seek(size - tail - length)
+        try:
+            return json.loads(f.read(length))
+        except ValueError as exc:
+            raise ValueError(f"{path}: corrupt relaxmlir metadata ({exc})") from None
+
+
+class LibraryCode:
+    """`NativeCode` of an Executable loaded from an exported library."""
+
+    def __init__(self, path: str, meta: dict):
+        self.path, self.meta = path, meta
+        for name in meta.get("libraries", []):
+            if name != "relaxmlir":  # the workspace allocator is compiled into the library
+                libraries.load(name)  # before the library: it is DT_NEEDED by soname
+        try:
+            self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+        except OSError as exc:
+            raise OSError(f"cannot load model library {path}: {exc}") from None
+        self.entries = {name: i for i, name in enumerate(meta["entries"])}
+        self.packed_index = {p["symbol"]: i for i, p in enumerate(meta.get("packed", []))}
+        self._bound: list[Any] = []
+
+    def lookup(self, name: str) -> Callable:
+        if name not in self.entries:
+            raise KeyError(f"no function '{name}' in {self.path}")
+        address = ctypes.cast(getattr(self.lib, f"relaxmlir_entry_{self.entries[name]}"), ctypes.c_void_p)
+        return _ENTRY(address.value)
+
+    def bind_packed(self, symbol: str, cfunc: Any) -> None:
+        if symbol not in self.packed_index:
+            return
+        bind = self.lib.relaxmlir_bind_packed
+        bind.argtypes = [ctypes.c_int, ctypes.c_void_p]
+        bind(self.packed_index[symbol], ctypes.cast(cfunc, ctypes.c_void_p))
+        self._bound.append(cfunc)
+
+    def source(self) -> str:
+        return json.dumps(self.meta, indent=1, sort_keys=True)
+
+    def export_library(self, path: str, executable: Any) -> None:
+        if os.path.abspath(path) != os.path.abspath(self.path):
+            shutil.copyfile(self.path, path)
+
+
+def load_module(path: str) -> Executable:
+    """Load a library written by `Executable.export_library` (TVM's `tvm.runtime.load_module`);
+    run it with `relax.VirtualMachine(lib, rm.cpu())`."""
+    path = os.fspath(path)
+    if not os.path.exists(path):
+        raise FileNotFoundError(f"load_module: no such file: {path}")
+    meta = read_metadata(path)
+    target = Target(meta["target"])
+    missing = target.runs_on_host()
+    if missing:
+        raise RuntimeError(
+            f"{path} was built for '{target}', which this machine cannot run (it lacks: "
+            f"{', '.join(missing)}); rebuild it for this CPU"
+        )
+    infos = {f["name"]: FunctionInfo.from_dict(f) for f in meta["functions"]}
+    packed = [PackedSpec.from_dict(p) for p in meta.get("packed", [])]
+    code = LibraryCode(path, meta)  # Executable checks that its packed functions are registered
+    return Executable(code, infos, packed, target, tuple(meta.get("libraries", [])))

@@ -1,0 +1,166 @@
+"""Deployment: `ex.export_library(path)` then `rm.runtime.load_module(path)` in a process that
+cannot import MLIR, against numpy (rtol=1e-4, atol=1e-4, f32, fixed seeds).
+
+The child processes block `import mlir` (test_runtime.BLOCK_MLIR), so a pass proves that a
+loaded model needs neither the bindings nor LLVM.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import relaxmlir as rm
+from relaxmlir import relax, te
+from relaxmlir import target as target_module
+from relaxmlir.target import X86_FEATURES, Target, host_cpu
+
+from mlp_models import mlp, params, reference, register_torch_env
+from test_runtime import BLOCK_MLIR, run_python
+
+RTOL = ATOL = 1e-4
+
+
+def _mlp(kind: str, batch) -> rm.IRModule:
+    return relax.transform.BindParams("main", params())(mlp(kind, batch))
+
+
+def _save_reference(tmp_path, x):
+    np.savez(tmp_path / "ref.npz", x=x, want=reference(x, params()))
+
+
+def test_mlp_runs_from_the_library_without_mlir(tmp_path):
+    lib = tmp_path / "mlp.so"
+    ex = relax.build(_mlp("tir", "n"), "llvm")
+    assert ex.export_library(str(lib)) == str(lib)
+    x = np.random.default_rng(0).standard_normal((7, 784), dtype=np.float32)
+    _save_reference(tmp_path, x)
+    out = run_python(
+        BLOCK_MLIR
+        + f"""
+import sys
+import numpy as np
+import relaxmlir as rm
+from relaxmlir import runtime
+ref = np.load({str(tmp_path / "ref.npz")!r})
+vm = runtime.VirtualMachine(rm.load_module({str(lib)!r}), rm.cpu())
+np.testing.assert_allclose(vm["main"](ref["x"]).numpy(), ref["want"], rtol={RTOL}, atol={ATOL})
+assert vm["main"](ref["x"][:1]).numpy().shape == (1, 10)  # symbolic batch
+try:
+    vm["main"](ref["x"][:, :100])
+    raise SystemExit("wrong shape accepted")
+except ValueError as exc:
+    assert "expected signature main(x" in str(exc)
+assert "mlir" not in sys.modules
+print("ok")
+"""
+    )
+    assert out.strip() == "ok"
+
+
+def test_packed_functions_are_bound_at_load(tmp_path):
+    register_torch_env()
+    lib = tmp_path / "mixed.so"
+    relax.build(_mlp("mixed", 4), "llvm").export_library(str(lib))
+    x = np.random.default_rng(1).standard_normal((4, 784), dtype=np.float32)
+    _save_reference(tmp_path, x)
+    load = f"""
+import numpy as np
+import relaxmlir as rm
+from relaxmlir import runtime
+ref = np.load({str(tmp_path / "ref.npz")!r})
+"""
+    missing = run_python(
+        BLOCK_MLIR
+        + load
+        + f"""
+try:
+    rm.load_module({str(lib)!r})
+except ValueError as exc:
+    print(exc)
+"""
+    )
+    assert "not registered" in missing and "env.relu" in missing, missing
+    out = run_python(
+        BLOCK_MLIR
+        + load
+        + f"""
+@rm.register_func("env.linear")
+def linear(x, w, b, out):
+    x, w, b = (np.from_dlpack(a) for a in (x, w, b))
+    np.matmul(x, w.T, out=np.from_dlpack(out))
+    np.from_dlpack(out)[...] += b
+
+@rm.register_func("env.relu")
+def relu(x, out):
+    np.maximum(np.from_dlpack(x), 0, out=np.from_dlpack(out))
+
+vm = runtime.VirtualMachine(rm.load_module({str(lib)!r}), rm.cpu())
+np.testing.assert_allclose(vm["main"](ref["x"]).numpy(), ref["want"], rtol={RTOL}, atol={ATOL})
+print("ok")
+"""
+    )
+    assert out.strip() == "ok"
+
+
+def test_parallel_kernel_from_the_library(tmp_path):
+    n = 256
+    A = te.placeholder((n, n), name="A")
+    B = te.placeholder((n, n), name="B")
+    k = te.reduce_axis((0, n), name="k")
+    C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+    ex = relax.build(te.create_prim_func([A, B, C]), Target("llvm -num-cores=2"))
+    lib = tmp_path / "mm.so"
+    ex.export_library(str(lib))
+    rng = np.random.default_rng(2)
+    a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+    np.savez(tmp_path / "ref.npz", a=a, b=b, want=a @ b)
+    name = ex.function_names()[0]
+    out = run_python(
+        BLOCK_MLIR
+        + f"""
+import numpy as np
+import relaxmlir as rm
+ref = np.load({str(tmp_path / "ref.npz")!r})
+lib = rm.load_module({str(lib)!r})
+c = np.zeros(({n}, {n}), np.float32)
+lib[{name!r}](ref["a"], ref["b"], c)
+np.testing.assert_allclose(c, ref["want"], rtol=1e-3, atol=1e-3)
+print("ok", sorted(lib.libraries))
+"""
+    )
+    assert out.startswith("ok"), out
+
+
+def test_not_a_model_library(tmp_path):
+    bad = tmp_path / "bad.so"
+    bad.write_bytes(b"\x7fELF not really")
+    with pytest.raises(ValueError, match="not a relaxmlir model library"):
+        rm.load_module(str(bad))
+    with pytest.raises(FileNotFoundError):
+        rm.load_module(str(tmp_path / "missing.so"))
+
+
+def test_library_for_a_cpu_this_machine_lacks(tmp_path, monkeypatch):
+    if host_cpu()["arch"] != "x86_64":
+        pytest.skip("x86 features")
+    lacking = [f for f in X86_FEATURES if f not in host_cpu()["features"]]
+    if not lacking:  # this machine has them all: let it pretend to lack the last one
+        host = dict(host_cpu(), features=tuple(host_cpu()["features"][:-1]))
+        lacking = [host_cpu()["features"][-1]]
+        monkeypatch.setattr(target_module, "host_cpu", lambda: host)
+    target = Target(f"llvm -mattr=+{lacking[0]}")
+    ex = relax.build(_mlp("tir", 1), target)  # builds; running it here is what is refused
+    with pytest.raises(RuntimeError, match=f"lacks: {lacking[0]}"):
+        relax.VirtualMachine(ex, rm.cpu())["main"](np.zeros((1, 784), np.float32))
+    lib = tmp_path / "other.so"
+    ex.export_library(str(lib))
+    with pytest.raises(RuntimeError, match=f"cannot run .*lacks: {lacking[0]}"):
+        rm.load_module(str(lib))
+
+
+def test_export_of_a_loaded_library_copies_it(tmp_path):
+    first, second = tmp_path / "a.so", tmp_path / "b.so"
+    relax.build(_mlp("tir", 1), "llvm").export_library(str(first))
+    rm.load_module(str(first)).export_library(str(second))
+    assert first.read_bytes() == second.read_bytes()
