@@ -131,6 +131,7 @@ def _rows() -> list:
         "expand": fn(lambda x: x.expand(2, 3, 4), (3, 1)),
         "expand_minus1": fn(lambda x: x.expand(2, -1, 4), (3, 1)),
         "cat": fn(lambda x, y: torch.cat([x, y], dim=1), s, (2, 2, 4)),
+        "cat_empty_1d": fn(lambda x, y: torch.cat([y, x, y], dim=-2), s, (0,)),  # GPT-2 cache
         "stack": fn(lambda x, y: torch.stack((x, y), -1), s, s),
         "split": fn(lambda x: torch.split(x, 3, dim=2)[1], (2, 3, 7)),
         "split_sizes": fn(lambda x: x.split([1, 3], -1)[1], s),

@@ -96,8 +96,12 @@ def getitem(ctx: Importer, node: fx.Node):
 
 
 def _cat(ctx: Importer, node: fx.Node):
-    tensors = ctx.arg(node, 0, "tensors")
-    return call(ctx, "concat", list(tensors), ctx.arg(node, 1, "dim", 0))
+    tensors = list(ctx.arg(node, 0, "tensors"))
+    # torch skips 1-D tensors of size 0 (legacy rule; transformers' caches start as one)
+    kept = [t for t in tensors if shape_of(t) != (0,)] or tensors[:1]
+    if len(kept) == 1:
+        return kept[0]
+    return call(ctx, "concat", kept, ctx.arg(node, 1, "dim", 0))
 
 
 def _stack(ctx: Importer, node: fx.Node):
