@@ -8,6 +8,8 @@ PassManager in which our passes run as Python passes beside upstream ones.
 
 from __future__ import annotations
 
+import os
+
 from dataclasses import dataclass, field
 from typing import Callable, Optional
 
@@ -164,12 +166,17 @@ def build_pass_manager(pipeline: str, ctx: ir.Context) -> tuple[PassManager, lis
     return pm, runners
 
 
+TIME_PASSES_ENV = "RELAXMLIR_TIME_PASSES"
+
+
 def run_pipeline(module: ir.Module, pipeline: str, print_ir_after_all: bool = False) -> None:
     """Run `pipeline` on `module` in place; raise PassError or PipelineError on failure."""
     ctx = module.context
     pm, runners = build_pass_manager(pipeline, ctx)
     if print_ir_after_all:
         pm.enable_ir_printing(print_after_all=True, large_elements_limit=16)
+    if os.environ.get(TIME_PASSES_ENV, "") not in ("", "0"):
+        pm.enable_timing()  # per-pass wall time to stderr when the run ends (mlir-opt --mlir-timing)
     try:
         pm.run(module.operation)
     except ir.MLIRError as exc:
