@@ -26,6 +26,7 @@ import subprocess
 import tempfile
 from typing import Any
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import llvm as llvm_d
 
@@ -90,6 +91,52 @@ def glue_source(executable: Any) -> str:
     return "\n".join(lines)
 
 
+# Constants at least this large leave the LLVM IR: their bytes are written to files and pulled in
+# by the assembler (`.incbin`); as LLVM IR text, BERT-base's 440 MB of weights would be gigabytes.
+EXTERNAL_CONSTANT_BYTES = 4096
+
+
+def _copy(module: ir.Module) -> ir.Module:
+    src = module.operation
+    with src.context, src.location:
+        out = ir.Module.create()
+        for named in src.attributes:
+            out.operation.attributes[named.name] = named.attr
+        ip = ir.InsertionPoint(out.body)
+        for op in module.body.operations:
+            op.operation.clone(ip=ip)
+    return out
+
+
+def externalize_constants(module: ir.Module, folder: str) -> str:
+    """Turn each large constant global of `module` into an external declaration and return the
+    assembly that defines it from a file of its bytes (in `folder`)."""
+    lines = ['.section .rodata.relaxmlir_constants,"a"']
+    for i, op in enumerate(module.body.operations):
+        op = op.operation
+        if op.name != "llvm.mlir.global" or "value" not in op.attributes:
+            continue
+        attr = op.attributes["value"]
+        if not isinstance(attr, ir.DenseElementsAttr) or attr.is_splat:
+            continue
+        data = np.array(attr)
+        width = ir.ShapedType(attr.type).element_type
+        bits = ir.IntegerType(width).width if isinstance(width, ir.IntegerType) else None
+        if data.nbytes < EXTERNAL_CONSTANT_BYTES or (bits is not None and bits % 8):
+            continue
+        name = ir.StringAttr(op.attributes["sym_name"]).value
+        blob = os.path.join(folder, f"constant{i}.bin")
+        np.ascontiguousarray(data).tofile(blob)
+        align = ir.IntegerAttr(op.attributes["alignment"]).value if "alignment" in op.attributes else 64
+        del op.attributes["value"]
+        op.attributes["linkage"] = ir.Attribute.parse("#llvm.linkage<external>", op.context)
+        lines += [
+            f".globl {name}", f".hidden {name}", f".type {name}, @object", f".balign {align}",
+            f"{name}:", f'.incbin "{blob}"', f".size {name}, {data.nbytes}",
+        ]  # fmt: skip
+    return "\n".join(lines) + "\n"
+
+
 def export_library(module: ir.Module, executable: Any, path: str) -> None:
     """Write `module` (lowered to the LLVM dialect, target-stamped) and `executable`'s metadata
     to the shared library `path`."""
@@ -102,10 +149,14 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
             f"{', '.join(unknown)}"
         )
     with tempfile.TemporaryDirectory(prefix="relaxmlir-export-") as tmp:
-        ll, opt_ll, obj, glue = (
-            os.path.join(tmp, n) for n in ("model.ll", "model.opt.ll", "model.o", "glue.c")
+        ll, opt_ll, obj, glue, consts = (
+            os.path.join(tmp, n)
+            for n in ("model.ll", "model.opt.ll", "model.o", "glue.c", "constants.s")
         )
+        module = _copy(module)  # the JIT's module stays as it is
         with module.context:
+            with open(consts, "w", encoding="utf-8") as f:
+                f.write(externalize_constants(module, tmp))
             text = str(llvm_d.translate_module_to_llvmir(module.operation))
         with open(ll, "w", encoding="utf-8") as f:
             f.write(text)
@@ -119,7 +170,8 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
         with open(glue, "w", encoding="utf-8") as f:
             f.write(glue_source(executable))
         out = os.path.join(tmp, "model.so")
-        cmd = [cc, "-shared", "-fPIC", "-O2", "-o", out, obj, glue, RUNTIME_C, "-Wl,-Bsymbolic"]
+        cmd = [cc, "-shared", "-fPIC", "-O2", "-o", out, obj, glue, consts, RUNTIME_C]
+        cmd += ["-Wl,-Bsymbolic", "-Wl,-z,noexecstack"]
         if "openmp" in executable.libraries:
             omp = libraries.find("openmp")
             cmd += [f"-L{os.path.dirname(omp)}", f"-l:{os.path.basename(omp)}"]
