@@ -10,6 +10,7 @@ from relaxmlir.runtime.executable import Executable, FunctionInfo, PackedSpec, T
 from relaxmlir.runtime.library import load_module  # noqa: F401
 from relaxmlir.runtime.libraries import (  # noqa: F401
     LibraryNotFound,
+    get_num_threads,
     register_library,
     release_workspace_cache,
     set_num_threads,

@@ -156,11 +156,23 @@ def find_openmp() -> str | None:
 OPENMP_BLOCKTIME_MS = 5
 
 
+NUM_THREADS_ENV = "RELAXMLIR_NUM_THREADS"
+
+
 def _openmp_defaults(lib: ctypes.CDLL) -> None:
+    """Defaults of our private OpenMP copy, set before it initializes (the process's own
+    OMP_*/KMP_* variables still win): 5 ms spin after a region, and `RELAXMLIR_NUM_THREADS`
+    as its team size when set."""
     setter = getattr(lib, "kmp_set_defaults", None)
-    if setter is not None:  # before the runtime initializes: our private copy only
-        setter.argtypes = [ctypes.c_char_p]
-        setter(f"KMP_BLOCKTIME={OPENMP_BLOCKTIME_MS}".encode())
+    if setter is None:
+        return
+    setter.argtypes = [ctypes.c_char_p]
+    setter(f"KMP_BLOCKTIME={OPENMP_BLOCKTIME_MS}".encode())
+    threads = os.environ.get(NUM_THREADS_ENV, "")
+    if threads:
+        if not threads.isdigit() or int(threads) < 1:
+            raise ValueError(f"{NUM_THREADS_ENV}: expected a positive integer, got ({threads})")
+        setter(f"OMP_NUM_THREADS={int(threads)}".encode())
 
 
 register_library(
@@ -195,11 +207,19 @@ def parallel_runtime() -> str:
 
 
 def set_num_threads(n: int) -> None:
-    """Threads for the parallel regions of OpenMP kernels run from this thread on."""
+    """Threads for the parallel regions of kernels called from this thread from now on (at run
+    time: a kernel split for more threads at build time runs its parts on fewer)."""
     if not isinstance(n, int) or n < 1:
         raise ValueError(f"set_num_threads expects a positive int, got ({n!r})")
     lib = load("openmp")
     lib.omp_set_num_threads(ctypes.c_int(n))
+
+
+def get_num_threads() -> int:
+    """The team size a parallel kernel called from this thread gets."""
+    lib = load("openmp")
+    lib.omp_get_max_threads.restype = ctypes.c_int
+    return int(lib.omp_get_max_threads())
 
 
 def workspace_cache_info() -> dict:

@@ -227,3 +227,48 @@ def test_torch_and_relaxmlir_threads_in_one_process():
 
     if libraries.parallel_runtime() == "openmp":
         assert iomp == "True", "the parallel kernel did not run on our OpenMP runtime"
+
+
+def test_thread_count_at_run_time():
+    """RELAXMLIR_NUM_THREADS sizes our OpenMP team when it loads; set_num_threads changes it at
+    run time. A kernel split for 2 threads at build time gives the same numbers on 1."""
+    from relaxmlir.runtime import libraries
+
+    if libraries.parallel_runtime() != "openmp":
+        pytest.skip("no OpenMP runtime installed")
+    code = """
+        import os
+        import numpy as np
+        import relaxmlir as rm
+        from relaxmlir import relax, te
+        from relaxmlir.runtime import get_num_threads, set_num_threads
+
+        n = 256
+        A = te.placeholder((n, n), name="A")
+        B = te.placeholder((n, n), name="B")
+        k = te.reduce_axis((0, n), name="k")
+        C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+        ex = relax.build(te.create_prim_func([A, B, C]), rm.target.Target("llvm -num-cores=2"))
+        f = ex[ex.function_names()[0]]
+        rng = np.random.default_rng(0)
+        a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+        teams = []
+        for threads in (None, 1, 2):
+            if threads:
+                set_num_threads(threads)
+            c = np.zeros((n, n), np.float32)
+            f(a, b, c)
+            np.testing.assert_allclose(c, a @ b, rtol=1e-3, atol=1e-3)
+            teams.append(get_num_threads())
+        print(*teams)
+        """
+    import os
+
+    env = dict(os.environ, RELAXMLIR_NUM_THREADS="1")
+    env.pop("OMP_NUM_THREADS", None)
+    proc = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env, capture_output=True,
+        text=True, timeout=300,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == ["1", "1", "2"], proc.stdout
