@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from relaxmlir import te
+from relaxmlir.topi.transform import reshape
 
 
 def pad(
@@ -53,6 +54,8 @@ def conv2d(
     o, cin, kh, kw = kernel.shape
     (sh, sw), (dh, dw) = strides, dilation
     top, left, bottom, right = padding
+    if _space_to_depth_applies(data, kernel, strides, dilation, groups):
+        return _conv2d_space_to_depth(data, kernel, sh, padding, out_dtype)
     padded = pad(data, (0, 0, top, left), (0, 0, bottom, right))
     oh = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
     ow = (w + left + right - dw * (kw - 1) - 1) // sw + 1
@@ -69,3 +72,46 @@ def conv2d(
         )
 
     return te.compute((n, o, oh, ow), body, name="T_conv2d_nchw")
+
+
+def _space_to_depth_applies(data, kernel, strides, dilation, groups) -> bool:
+    static = all(isinstance(d, int) for d in (*data.shape, *kernel.shape))
+    sh, sw = strides
+    pointwise = tuple(kernel.shape[2:]) == (1, 1)  # a 1x1 strided conv is a subsampled matmul
+    return static and not pointwise and groups == 1 and tuple(dilation) == (1, 1) and sh == sw > 1
+
+
+def _conv2d_space_to_depth(data, kernel, s: int, padding, out_dtype: str) -> te.Tensor:
+    """A stride-s convolution as a stride-1 one over the space-to-depth view of the input.
+
+    Input row s*i + r becomes row i of channel (c, r); tap k = s*q + r of the kernel becomes tap q
+    of that channel (taps past the kernel are zero). The reads turn into views and the stride-1
+    schedule applies, at the cost of those zero taps (x1.8 MACs for 3x3 / 2, x1.3 for 7x7 / 2)
+    instead of a strided window that no vector route reads.
+    """
+    n, c, h, w = data.shape
+    o, _cin, kh, kw = kernel.shape
+    top, left, bottom, right = padding
+    oh = (h + top + bottom - kh) // s + 1
+    ow = (w + left + right - kw) // s + 1
+    kq, kq2 = -(-kh // s), -(-kw // s)
+    hs, ws = oh + kq - 1, ow + kq2 - 1
+    # rows past the original padding are read only by zero taps: zeros are enough there
+    padded = pad(data, (0, 0, top, left), (0, 0, max(bottom, s * hs - h - top), max(right, s * ws - w - left)))
+    blocks = te.compute(
+        (n, c, s, s, hs, ws),
+        lambda b, ch, r, r2, i, j: padded[b, ch, s * i + r, s * j + r2],
+        name="T_space_to_depth",
+    )
+    zero = te.const(0, kernel.dtype)
+
+    def tap(f, ch, r, r2, q, q2):
+        inside = te.all(s * q + r < kh, s * q2 + r2 < kw)
+        return te.if_then_else(inside, kernel[f, ch, s * q + r, s * q2 + r2], zero)
+
+    taps = te.compute((o, c, s, s, kq, kq2), tap, name="T_space_to_depth_kernel")
+    return conv2d(
+        reshape(blocks, (n, c * s * s, hs, ws)),
+        reshape(taps, (o, c * s * s, kq, kq2)),
+        out_dtype=out_dtype,
+    )
