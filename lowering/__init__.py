@@ -13,6 +13,7 @@ from lowering.registry import (  # noqa: F401
 from lowering import (  # noqa: F401,E402
     bind_params,
     dataflow,
+    dedupe,
     fuse_ops,
     fuse_tir,
     graph_to_memref,

@@ -31,6 +31,7 @@ FUSION = [
 GRAPH_LOWERING = [
     "relax-verify",  # fail early, at the op, on malformed relax IR
     *FUSION,
+    "relax-dedupe-prim-funcs",  # fusion names a kernel per call site: compile each body once
     "symbol-dce",  # primitive functions that fusion made unreferenced
     "relax-inline-dataflow",  # block boundaries carry no information past this point
 ]

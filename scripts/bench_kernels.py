@@ -139,7 +139,7 @@ def model_worker(threads: int, name: str, naive: bool) -> list[dict]:
     calls: dict[str, int] = {}
     for m in re.finditer(r"callee = @(\w+)", str(mod["main"].op)):
         calls[m.group(1)] = calls.get(m.group(1), 0) + 1
-    dtypes = {"f32": np.float32, "i64": np.int64, "i32": np.int32, "i1": np.bool_}
+    dtypes = {"f32": np.float32, "i64": np.int64, "i32": np.int32, "i8": np.int8, "i1": np.bool_}
     rng = np.random.default_rng(0)
     rows = []
     for fname, f in mod.functions.items():
