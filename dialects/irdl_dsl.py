@@ -8,7 +8,7 @@ them into an `irdl.dialect` that `irdl.load_dialects` registers in a context.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable, ClassVar, Optional
+from typing import Callable, ClassVar, Optional, Sequence
 
 from mlir import ir
 
@@ -33,19 +33,20 @@ class Operand:
 
     IRDL (MLIR 22) binds one constraint variable per group, so a variadic group would force all of
     its values to the same type. A heterogeneous variadic group is therefore declared as `slots`
-    optional single-value groups (with `operandSegmentSizes`), and `create` fills them in order.
+    variadic groups, each holding one run of consecutive values of one type
+    (`operandSegmentSizes`): any number of values, in at most `slots` runs of equal types.
     """
 
     constraint: str = "tensor"
     variadic: bool = False
-    slots: int = 32
+    slots: int = 1024
 
 
 @dataclass(frozen=True)
 class Result:
     constraint: str = "tensor"
     variadic: bool = False
-    slots: int = 8
+    slots: int = 256
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ class Op:
             items = []
             for key, value in cls.fields(kind):
                 if value.variadic:
-                    items += [f"{key}{i}: optional {const(value.constraint)}" for i in range(value.slots)]
+                    items += [f"{key}{i}: variadic {const(value.constraint)}" for i in range(value.slots)]
                 else:
                     items.append(f"{key}: {const(value.constraint)}")
             return ", ".join(items)
@@ -163,25 +164,49 @@ class Op:
         return [f"irdl.operation @{cls.mnemonic} {{"] + ["  " + b for b in body] + ["}"]
 
     @classmethod
-    def segment_sizes(cls, kind: type, count: int) -> Optional[ir.Attribute]:
-        """`operandSegmentSizes`/`resultSegmentSizes` for `count` values, or None if not needed."""
+    def segment_sizes(cls, kind: type, types: Sequence) -> Optional[ir.Attribute]:
+        """`operandSegmentSizes`/`resultSegmentSizes` for values of `types` (ir.Type or their
+        text), or None if the op has no variadic group of this kind. The variadic field gets
+        every value the fixed fields leave, one group per run of equal types."""
         fields = cls.fields(kind)
-        if not any(f.variadic for _, f in fields):
+        variadic = [f for _, f in fields if f.variadic]
+        if not variadic:
             return None
-        sizes = []
-        fixed = sum(1 for _, f in fields if not f.variadic)
-        remaining = count - fixed
-        for key, f in fields:
-            if not f.variadic:
-                sizes.append(1)
-                continue
-            take = max(0, min(remaining, f.slots))
-            sizes += [1] * take + [0] * (f.slots - take)
-            remaining -= take
-        if remaining > 0:
+        if len(variadic) > 1:
+            raise TypeError(f"'{cls.name}': at most one variadic group per kind is supported")
+        fixed = len(fields) - 1
+        runs: list[int] = []
+        previous = None
+        types = list(types)
+        for t in types[: max(0, len(types) - fixed)]:
+            key = str(t)
+            if runs and key == previous:
+                runs[-1] += 1
+            else:
+                runs.append(1)
+            previous = key
+        slots = variadic[0].slots
+        if len(runs) > slots:
             kind_name = "operands" if kind is Operand else "results"
-            raise ValueError(f"'{cls.name}' takes at most {sum(f.slots if f.variadic else 1 for _, f in fields)} {kind_name}, got {count}")
+            raise ValueError(
+                f"'{cls.name}' takes {kind_name} in at most {slots} runs of equal types, got "
+                f"{len(runs)} runs ({len(types)} {kind_name})"
+            )
+        sizes = []
+        for _, f in fields:
+            sizes += runs + [0] * (slots - len(runs)) if f.variadic else [1]
         return ir.DenseI32ArrayAttr.get(sizes)
+
+    @classmethod
+    def refresh_segments(cls, op: ir.Operation) -> None:
+        """Recompute the segment sizes of `op` after one of its operands changed type."""
+        for kind, key, values in (
+            (Operand, "operandSegmentSizes", op.operands),
+            (Result, "resultSegmentSizes", op.results),
+        ):
+            sizes = cls.segment_sizes(kind, [v.type for v in values])
+            if sizes is not None:
+                op.attributes[key] = sizes
 
     @classmethod
     def create(
@@ -192,8 +217,9 @@ class Op:
         loc: Optional[ir.Location] = None,
     ) -> ir.Operation:
         attributes = dict(attributes or {})
+        operands, results = list(operands), list(results)
         for kind, key, values in ((Operand, "operandSegmentSizes", operands), (Result, "resultSegmentSizes", results)):
-            sizes = cls.segment_sizes(kind, len(list(values)))
+            sizes = cls.segment_sizes(kind, [v.type if hasattr(v, "type") else v for v in values])
             if sizes is not None:
                 attributes[key] = sizes
         return ir.Operation.create(

@@ -3,7 +3,8 @@
 IRDL-defined ops print in MLIR's generic form, and our heterogeneous variadic groups need
 `operandSegmentSizes`/`resultSegmentSizes` (see irdl_dsl.Operand). They are pure bookkeeping:
 `strip_segments` removes them from printed text and `add_segments` recomputes them from the
-operand and result counts before parsing, so users read and write `"relax.call_tir"(%x, %w)`.
+op's functional type (runs of equal operand and result types) before parsing, so users read and
+write `"relax.call_tir"(%x, %w)`.
 """
 
 from __future__ import annotations
@@ -26,14 +27,38 @@ def strip_segments(text: str) -> str:
     return out
 
 
-def _result_count(lhs: str | None) -> int:
-    if not lhs:
-        return 0
-    lhs = lhs.strip()
-    match = re.fullmatch(r"%[\w.$-]+:(\d+)", lhs)
-    if match:
-        return int(match.group(1))
-    return len([p for p in lhs.split(",") if p.strip()])
+def split_types(text: str) -> list[str]:
+    """`tensor<2xf32>, tensor<?x3xf32>` -> the two types (commas inside <>, (), [] kept)."""
+    out, depth, current = [], 0, ""
+    for ch in text:
+        if ch in "<([{":
+            depth += 1
+        elif ch in ">)]}":
+            depth -= 1
+        if ch == "," and depth == 0:
+            out.append(current.strip())
+            current = ""
+        else:
+            current += ch
+    if current.strip():
+        out.append(current.strip())
+    return out
+
+
+_SIGNATURE = re.compile(r":\s*\((?P<ins>[^()]*(?:\([^()]*\)[^()]*)*)\)\s*->\s*(?P<outs>.*?)\s*(?:loc\(.*)?$")
+
+
+def _signature(rest: str) -> tuple[list[str], list[str]] | None:
+    """Operand and result types of a generic op's trailing `: (...) -> ...`."""
+    match = None
+    for match in _SIGNATURE.finditer(rest):
+        pass
+    if match is None:
+        return None
+    outs = match.group("outs").strip()
+    if outs.startswith("(") and outs.endswith(")"):
+        outs = outs[1:-1]
+    return split_types(match.group("ins")), split_types(outs)
 
 
 def add_segments(text: str) -> str:
@@ -42,15 +67,15 @@ def add_segments(text: str) -> str:
         match = _GENERIC_OP.match(line)
         if match and "SegmentSizes" not in line:
             cls = RELAX.ops.get(match.group("name"))
-            if cls is not None:
-                n_operands = len([p for p in match.group("operands").split(",") if p.strip()])
+            signature = _signature(match.group("rest")) if cls is not None else None
+            if signature is not None:
                 attrs = []
-                for kind, key, count in (
-                    (Operand, "operandSegmentSizes", n_operands),
-                    (Result, "resultSegmentSizes", _result_count(match.group("lhs"))),
+                for kind, key, types in (
+                    (Operand, "operandSegmentSizes", signature[0]),
+                    (Result, "resultSegmentSizes", signature[1]),
                 ):
                     try:
-                        sizes = cls.segment_sizes(kind, count)
+                        sizes = cls.segment_sizes(kind, types)
                     except ValueError:
                         sizes = None  # leave it to the verifier to report
                     if sizes is not None:

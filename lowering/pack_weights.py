@@ -76,6 +76,7 @@ def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
                 attributes={"value": ir.DenseElementsAttr.get(packed)},
             )
         op.operands[index] = const.result
+        rx.CallTIR.refresh_segments(op)  # the packed weight's type may split a run of equal types
         op.attributes["callee"] = ir.FlatSymbolRefAttr.get(packed_funcs[key])
         if not list(old.results[0].uses):
             old.erase()

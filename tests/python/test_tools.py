@@ -10,6 +10,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from dialects.irdl_dsl import Operand, Result
+
 from relaxmlir.tools import REPO_ROOT, SCRIPTS, lit
 from relaxmlir.tools.opt import main as opt_main
 
@@ -94,14 +96,20 @@ def test_unknown_pass_lists_candidates(tmp_path, capsys):
     assert "unknown pipeline 'nope'" in capsys.readouterr().err
 
 
+def _slots(kind) -> int:
+    from dialects import relax as rx
+
+    return next(f.slots for _, f in rx.CallTIR.fields(kind) if f.variadic)
+
+
 def test_pass_error_is_located(tmp_path, capsys):
     source = tmp_path / "missing.mlir"
     source.write_text(
         "func.func @f(%x: tensor<4xf32>) -> tensor<4xf32> {\n"
         '  %0 = "relax.call_tir"(%x) {callee = @nowhere, operandSegmentSizes = array<i32: 1'
-        + ", 0" * 31
+        + ", 0" * (_slots(Operand) - 1)
         + ">, resultSegmentSizes = array<i32: 1"
-        + ", 0" * 7
+        + ", 0" * (_slots(Result) - 1)
         + ">} : (tensor<4xf32>) -> tensor<4xf32>\n"
         "  return %0 : tensor<4xf32>\n}\n"
     )
