@@ -1,4 +1,12 @@
-"""Every op of `dialects/relax.py` has a roundtrip case and a malformed case (STYLE rule 6)."""
+"""Every op of `dialects/relax.py` round-trips through text and rejects a malformed case.
+
+For each op, the cases of tests/lit/dialects/relax-roundtrip.mlir that use it are parsed and
+verified (MLIR + relax-verify), printed, parsed again and printed again: both prints must agree
+and still hold the op with the same result types. The cases of relax-invalid.mlir whose
+`expected-error` points at the op are run as `relaxmlir-opt -verify-diagnostics --relax-verify`
+runs them, chunk by chunk: each must produce exactly its expected diagnostics (so the op's case
+fails for the reason it states). An op with no case fails here, naming what to add.
+"""
 
 from __future__ import annotations
 
@@ -6,12 +14,16 @@ import re
 from pathlib import Path
 
 import pytest
+from mlir import ir
 
+import dialects
 from dialects import relax as rx
+from relaxmlir.tools.opt import parse_args, process_chunk, split_input
 
 LIT_DIR = Path(__file__).resolve().parents[1] / "lit" / "dialects"
 ROUNDTRIP = LIT_DIR / "relax-roundtrip.mlir"
 INVALID = LIT_DIR / "relax-invalid.mlir"
+MARKER = "// -----"
 
 # Ops with no case in relax-invalid.mlir, each with the reason.
 NO_INVALID_CASE_ALLOWLIST: dict[str, str] = {
@@ -20,23 +32,22 @@ NO_INVALID_CASE_ALLOWLIST: dict[str, str] = {
 
 _OP = re.compile(r'"(relax\.\w+)"')
 _EXPECTED = re.compile(r"expected-error @\+(\d+)")
+ALL_OPS = sorted(rx.RELAX.ops)
 
 
-def _roundtrip_ops() -> tuple[set[str], set[str]]:
-    """(ops written in the IR of the roundtrip file, ops named in its CHECK lines)."""
-    in_ir, checked = set(), set()
-    for line in ROUNDTRIP.read_text().splitlines():
-        text = line.strip()
-        if text.startswith("// CHECK"):
-            checked.update(_OP.findall(text))
-        elif not text.startswith("//"):
-            in_ir.update(_OP.findall(text))
-    return in_ir, checked
+def _chunks(path: Path) -> list[str]:
+    """The file's `// -----` chunks, padded to keep its line numbers (as relaxmlir-opt does)."""
+    return split_input(path.read_text(), MARKER)
 
 
-def _invalid_ops() -> set[str]:
-    """Ops on the line an `expected-error @+N` points at."""
-    lines = INVALID.read_text().splitlines()
+def _ops_in_ir(chunk: str) -> set[str]:
+    lines = [line for line in chunk.splitlines() if not line.strip().startswith("//")]
+    return set(_OP.findall("\n".join(lines)))
+
+
+def _expected_ops(chunk: str) -> set[str]:
+    """Ops on the lines that the chunk's `expected-error @+N` comments point at."""
+    lines = chunk.splitlines()
     out = set()
     for i, line in enumerate(lines):
         match = _EXPECTED.search(line)
@@ -45,7 +56,28 @@ def _invalid_ops() -> set[str]:
     return out
 
 
-ALL_OPS = sorted(rx.RELAX.ops)
+def _run(chunk: str, argv: list[str]) -> tuple[bool, str]:
+    opts = parse_args(argv + ["-"])
+    return process_chunk(chunk, opts, "<chunk>", dialects.get_context())
+
+
+def _op_results(text: str, name: str) -> list[list[str]]:
+    """Result types of every `name` op in `text` (found by walking the parsed module)."""
+    ok, _ = _run(text, [])
+    assert ok, f"printed text does not parse again:\n{text}"
+    found: list[list[str]] = []
+    from dialects.relax_syntax import add_segments
+
+    with dialects.get_context():
+        module = ir.Module.parse(add_segments(text))
+
+        def visit(op):
+            if op.operation.name == name:
+                found.append([str(r.type) for r in op.operation.results])
+            return ir.WalkResult.ADVANCE
+
+        module.operation.walk(visit)
+    return found
 
 
 def test_registry_is_not_empty():
@@ -53,22 +85,36 @@ def test_registry_is_not_empty():
 
 
 @pytest.mark.parametrize("op", ALL_OPS)
-def test_op_has_roundtrip_case(op):
-    in_ir, checked = _roundtrip_ops()
-    assert op in in_ir, f"{op}: no case in {ROUNDTRIP.name} (add one to the IR there)"
-    assert op in checked, f"{op}: written in {ROUNDTRIP.name} but no CHECK line names it"
+def test_op_round_trips(op):
+    cases = [c for c in _chunks(ROUNDTRIP) if op in _ops_in_ir(c)]
+    assert cases, f"{op}: no case in {ROUNDTRIP.name} (add one to the IR there)"
+    for chunk in cases:
+        ok, printed = _run(chunk, ["--relax-verify"])
+        assert ok, f"{op}: its roundtrip case does not verify:\n{chunk.strip()}"
+        ok, reprinted = _run(printed, ["--relax-verify"])
+        assert ok and reprinted == printed, f"{op}: print -> parse -> print changed the IR"
+        before = _op_results(chunk, op)
+        assert before, f"{op}: not found as an operation in its case"
+        assert _op_results(printed, op) == before, f"{op}: result types changed through text"
 
 
 @pytest.mark.parametrize("op", ALL_OPS)
-def test_op_has_invalid_case(op):
+def test_op_rejects_its_malformed_case(op):
     if op in NO_INVALID_CASE_ALLOWLIST:
         pytest.skip(NO_INVALID_CASE_ALLOWLIST[op])
-    assert op in _invalid_ops(), (
+    cases = [c for c in _chunks(INVALID) if op in _expected_ops(c)]
+    assert cases, (
         f"{op}: no `expected-error` case in {INVALID.name} "
         "(add one, or list the op in NO_INVALID_CASE_ALLOWLIST with the reason)"
     )
+    for chunk in cases:
+        ok, _ = _run(chunk, ["--relax-verify"])
+        assert not ok, f"{op}: its malformed case is accepted:\n{chunk.strip()}"
+        ok, _ = _run(chunk, ["-verify-diagnostics", "--relax-verify"])
+        assert ok, f"{op}: its malformed case fails, but not with the expected diagnostics"
 
 
 def test_allowlist_names_real_ops():
     unknown = set(NO_INVALID_CASE_ALLOWLIST) - set(ALL_OPS)
     assert not unknown, f"allowlisted ops not in dialects/relax.py: {sorted(unknown)}"
+
