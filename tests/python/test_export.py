@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mlp_models import mlp, params, reference, register_torch_env
+from test_runtime import BLOCK_MLIR, run_python
 
 import relaxmlir as rm
 from relaxmlir import relax, te
 from relaxmlir import target as target_module
 from relaxmlir.target import X86_FEATURES, Target, host_cpu
-
-from mlp_models import mlp, params, reference, register_torch_env
-from test_runtime import BLOCK_MLIR, run_python
 
 RTOL = ATOL = 1e-4
 

@@ -38,6 +38,7 @@ def run_python(code: str, cwd: Path = ROOT) -> str:
         capture_output=True,
         text=True,
         timeout=300,
+        check=False,
     )
     assert proc.returncode == 0, f"child failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
@@ -268,7 +269,7 @@ def test_thread_count_at_run_time():
     env.pop("OMP_NUM_THREADS", None)
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env, capture_output=True,
-        text=True, timeout=300,
+        text=True, timeout=300, check=False,
     )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.split() == ["1", "1", "2"], proc.stdout

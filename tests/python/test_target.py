@@ -9,12 +9,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mlp_models import mlp, params, reference
 
 import relaxmlir as rm
 from relaxmlir import relax
 from relaxmlir.target import Target, host_cpu
-
-from mlp_models import mlp, params, reference
 
 X86 = host_cpu()["arch"] == "x86_64"
 

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 import relaxmlir as rm
-from relaxmlir import relax
 from dialects import relax as rx
 from dialects.irdl_dsl import Operand
+from relaxmlir import relax
 
 N_INPUTS = 300
 
