@@ -3,25 +3,38 @@
 
     python scripts/bench.py                  # all workloads, 1 thread and all cores -> benchmarks/RESULTS.md
     python scripts/bench.py --only W1,W3 --threads 1 --repeat 20
+    python scripts/bench.py --only W7,W8     # W7 selects both ResNet-18 batches (W7a, W7b)
 
 Each thread count runs in a child process whose numpy/BLAS, torch and relaxmlir thread counts are
-set to the same value before any import. Every system gets the same inputs; results are checked
-against numpy (or torch eager where numpy has no such op) before timing. Times are medians.
+set to the same value before any import, and without the environment's OPENBLAS_CORETYPE /
+OPENBLAS_L2_SIZE (they pin numpy's OpenBLAS to its AVX2 kernels); each child reports the BLAS kernels
+numpy and torch actually run. Every system gets the same inputs; results are checked against numpy
+(or torch eager where numpy has no such op) before timing. Times are medians. "% peak" is relative
+to this machine's f32 FMA peak, measured first by scripts/peak.py at each thread count.
 """
 
 from __future__ import annotations
 
 import argparse
+import ctypes
+import datetime
+import gc
 import json
 import os
+import re
 import statistics
 import subprocess
 import sys
 import time
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import peak  # scripts/peak.py: the measured f32 FMA peak
+
 ROOT = Path(__file__).resolve().parents[1]
-PEAK_GFLOPS_PER_CORE = 2.8 * 2 * 16 * 2  # 2.8 GHz x 2 FMA units x 16 f32 lanes x 2 flops
+# Forced by the environment onto every process (older OpenBLAS builds misbehave on some CPUs); they
+# pin numpy's OpenBLAS to its AVX2 kernels, so the benchmark's children run without them.
+BLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 
 
 def _median_ms(fn, repeat: int, min_time: float = 0.2) -> float:
@@ -44,7 +57,9 @@ def _mlp(batch):
     import torch
 
     torch.manual_seed(0)
-    model = torch.nn.Sequential(torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)).eval()
+    model = torch.nn.Sequential(
+        torch.nn.Linear(784, 128), torch.nn.ReLU(), torch.nn.Linear(128, 10)
+    ).eval()
     w0, b0 = model[0].weight.detach().numpy(), model[0].bias.detach().numpy()
     w1, b1 = model[2].weight.detach().numpy(), model[2].bias.detach().numpy()
     w0t, w1t = np.ascontiguousarray(w0.T), np.ascontiguousarray(w1.T)
@@ -80,7 +95,7 @@ def _lenet(batch):
         torch.nn.Conv2d(6, 16, 5), torch.nn.ReLU(), torch.nn.MaxPool2d(2),
         torch.nn.Flatten(), torch.nn.Linear(400, 120), torch.nn.ReLU(),
         torch.nn.Linear(120, 84), torch.nn.ReLU(), torch.nn.Linear(84, 10),
-    ).eval()
+    ).eval()  # fmt: skip
     x = np.random.default_rng(0).standard_normal((batch, 1, 28, 28), dtype=np.float32)
     flops = 2 * batch * (6 * 28 * 28 * 25 + 16 * 10 * 10 * 150 + 400 * 120 + 120 * 84 + 84 * 10)
     return model, [x], flops, None
@@ -91,10 +106,118 @@ def _transformer(seq, d):
     import torch
 
     torch.manual_seed(0)
-    model = torch.nn.TransformerEncoderLayer(d, nhead=4, dim_feedforward=4 * d, batch_first=True, dropout=0.0).eval()
+    model = torch.nn.TransformerEncoderLayer(
+        d, nhead=4, dim_feedforward=4 * d, batch_first=True, dropout=0.0
+    ).eval()
     x = np.random.default_rng(0).standard_normal((1, seq, d), dtype=np.float32)
-    flops = 2 * seq * (4 * d * d + 2 * d * 4 * d) + 4 * seq * seq * d
+    flops = _encoder_flops(1, seq, d, 4 * d, 1)
     return model, [x], flops, None
+
+
+def _encoder_flops(batch, seq, d, ffn, layers):
+    """Matmul FLOPs of `layers` transformer layers: QKV + output projections, the two FFN
+    matmuls, and the two attention matmuls (QK^T, PV) over the full seq x seq score matrix."""
+    return layers * batch * (2 * seq * (4 * d * d + 2 * d * ffn) + 4 * seq * seq * d)
+
+
+def _resnet18_module():
+    """torchvision's resnet18 layout (BasicBlock, layers [2, 2, 2, 2], 64-128-256-512 channels,
+    7x7 stride-2 stem, maxpool, avgpool, fc 1000) and init, defined here: torchvision is not a
+    dependency. 11,689,512 parameters, like torchvision.models.resnet18()."""
+    from torch import nn
+
+    class BasicBlock(nn.Module):
+        def __init__(self, cin, cout, stride=1):
+            super().__init__()
+            self.conv1 = nn.Conv2d(cin, cout, 3, stride, 1, bias=False)
+            self.bn1 = nn.BatchNorm2d(cout)
+            self.relu = nn.ReLU(inplace=True)
+            self.conv2 = nn.Conv2d(cout, cout, 3, 1, 1, bias=False)
+            self.bn2 = nn.BatchNorm2d(cout)
+            self.downsample = None
+            if stride != 1 or cin != cout:
+                self.downsample = nn.Sequential(
+                    nn.Conv2d(cin, cout, 1, stride, bias=False), nn.BatchNorm2d(cout)
+                )
+
+        def forward(self, x):
+            identity = x if self.downsample is None else self.downsample(x)
+            out = self.relu(self.bn1(self.conv1(x)))
+            return self.relu(self.bn2(self.conv2(out)) + identity)
+
+    class ResNet(nn.Module):
+        def __init__(self, layers=(2, 2, 2, 2), num_classes=1000):
+            super().__init__()
+            self.conv1 = nn.Conv2d(3, 64, 7, 2, 3, bias=False)
+            self.bn1 = nn.BatchNorm2d(64)
+            self.relu = nn.ReLU(inplace=True)
+            self.maxpool = nn.MaxPool2d(3, 2, 1)
+            cin, stages = 64, []
+            for i, (width, blocks) in enumerate(zip((64, 128, 256, 512), layers)):
+                stage = []
+                for j in range(blocks):
+                    stage.append(BasicBlock(cin, width, 2 if i > 0 and j == 0 else 1))
+                    cin = width
+                stages.append(nn.Sequential(*stage))
+            self.layer1, self.layer2, self.layer3, self.layer4 = stages
+            self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
+            self.fc = nn.Linear(512, num_classes)
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+
+        def forward(self, x):
+            x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
+            x = self.layer4(self.layer3(self.layer2(self.layer1(x))))
+            return self.fc(self.avgpool(x).flatten(1))
+
+    return ResNet()
+
+
+def _resnet18(batch):
+    import numpy as np
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    model = _resnet18_module().eval()
+    x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:  # convolutions + fc
+        model(torch.from_numpy(x))
+    return model, [x], counter.get_total_flops(), None
+
+
+def _hf_model(kind, seq=128, batch=1):
+    import numpy as np
+    import torch
+    import transformers
+
+    class LastHidden(torch.nn.Module):
+        """The model's last hidden state for token ids."""
+
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, ids):
+            return self.model(input_ids=ids).last_hidden_state
+
+    torch.manual_seed(0)
+    if kind == "bert":
+        cfg = transformers.BertConfig()
+        model = transformers.BertModel(cfg, add_pooling_layer=False)
+        d, ffn, layers, vocab = (
+            cfg.hidden_size,
+            cfg.intermediate_size,
+            cfg.num_hidden_layers,
+            cfg.vocab_size,
+        )
+    else:
+        cfg = transformers.GPT2Config()
+        model = transformers.GPT2Model(cfg)
+        d, ffn, layers, vocab = cfg.n_embd, 4 * cfg.n_embd, cfg.n_layer, cfg.vocab_size
+    ids = np.random.default_rng(0).integers(1, vocab, (batch, seq), dtype=np.int64)
+    return LastHidden(model.eval()).eval(), [ids], _encoder_flops(batch, seq, d, ffn, layers), None
 
 
 WORKLOADS = {
@@ -104,16 +227,35 @@ WORKLOADS = {
     "W4": ("matmul 256^3 f32", lambda: _matmul(256)),
     "W5": ("LeNet-style CNN, batch 32", lambda: _lenet(32)),
     "W6": ("TransformerEncoderLayer, seq 128, d 256", lambda: _transformer(128, 256)),
+    "W7a": ("ResNet-18, batch 1, 3x224x224", lambda: _resnet18(1)),
+    "W7b": ("ResNet-18, batch 8, 3x224x224", lambda: _resnet18(8)),
+    "W8": ("BERT-base encoder, seq 128, batch 1", lambda: _hf_model("bert")),
+    "W9": ("GPT-2 small, seq 128, batch 1", lambda: _hf_model("gpt2")),
 }
+MODELS = ("W7a", "W7b", "W8", "W9")  # real models: no numpy reference, FLOPs of matmuls/convs only
+
+
+def _select(names: list[str]) -> list[str]:
+    """Workload ids for `--only`: an exact id, or a family prefix (W7 -> W7a, W7b)."""
+    selected = []
+    for name in names:
+        ids = (
+            [name]
+            if name in WORKLOADS
+            else [w for w in WORKLOADS if re.fullmatch(re.escape(name) + "[a-z]", w)]
+        )
+        if not ids:
+            raise KeyError(name)
+        selected += [w for w in ids if w not in selected]
+    return selected
 
 
 def _compile_relaxmlir(model, inputs, threads: int):
     import torch
 
+    import relaxmlir as rm
     from relaxmlir import relax
     from relaxmlir.frontend import from_exported_program
-
-    import relaxmlir as rm
 
     ep = torch.export.export(model, tuple(torch.from_numpy(x) for x in inputs))
     t0 = time.perf_counter()
@@ -124,11 +266,142 @@ def _compile_relaxmlir(model, inputs, threads: int):
     return vm["main"], compile_s
 
 
-def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) -> list[dict]:
+# --------------------------------------------------------------------------------------------
+# Which BLAS kernels numpy and torch run in this process
+def _openblas_probe(path: str) -> dict | None:
+    """OpenBLAS's own report (config string, core name, threads) from a loaded library, whatever
+    its symbol prefix/suffix (scipy-openblas64 exports scipy_openblas_get_corename64_)."""
+    try:
+        lib = ctypes.CDLL(path)
+    except OSError:
+        return None
+    for prefix in ("scipy_openblas_", "openblas_"):
+        for suffix in ("64_", ""):
+            try:
+                corename = getattr(lib, f"{prefix}get_corename{suffix}")
+                config = getattr(lib, f"{prefix}get_config{suffix}")
+            except AttributeError:
+                continue
+            corename.restype = config.restype = ctypes.c_char_p
+            info = {"config": config().decode(), "architecture": corename().decode()}
+            threads = getattr(lib, f"{prefix}get_num_threads{suffix}", None)
+            if threads is not None:
+                threads.restype = ctypes.c_int
+                info["num_threads"] = threads()
+            m = re.match(r"OpenBLAS\s+(\S+)", info["config"])
+            info["version"] = m.group(1) if m else "?"
+            return info
+    return None
+
+
+def _numpy_blas() -> str:
+    import numpy as np
+
+    numpy_dir = str(Path(np.__file__).resolve().parent)
+    try:  # the documented way
+        from threadpoolctl import threadpool_info
+
+        infos = [i for i in threadpool_info() if i.get("user_api") == "blas"]
+        infos.sort(
+            key=lambda i: not str(Path(i["filepath"]).resolve()).startswith(numpy_dir)
+        )  # numpy's first
+        if infos:
+            i = infos[0]
+            return (
+                f"{i['internal_api']} {i.get('version')}, {i.get('architecture', '?')} kernels, "
+                f"threads={i.get('num_threads')} (threadpoolctl)"
+            )
+    except ImportError:
+        pass
+    try:  # without threadpoolctl: ask the OpenBLAS that this process has loaded
+        paths = []
+        for line in Path("/proc/self/maps").read_text().splitlines():
+            path = line.split()[-1]
+            if "openblas" in Path(path).name.lower() and path not in paths:
+                paths.append(path)
+        paths.sort(key=lambda p: "numpy" not in p)
+        for path in paths:
+            info = _openblas_probe(path)
+            if info is not None:
+                return (
+                    f"OpenBLAS {info['version']}, {info['architecture']} kernels, "
+                    f"threads={info.get('num_threads', '?')}"
+                )
+    except OSError:
+        pass
+    try:  # at least what numpy was built against
+        blas = np.__config__.CONFIG["Build Dependencies"]["blas"]
+        return f"{blas['name']} {blas.get('version', '?')}, kernels unknown"
+    except (AttributeError, KeyError, TypeError):
+        return "unknown"
+
+
+class _MKLVersion(ctypes.Structure):  # MKLVersion of mkl_types.h
+    _fields_ = [
+        ("Major", ctypes.c_int),
+        ("Minor", ctypes.c_int),
+        ("Update", ctypes.c_int),
+        ("ProductStatus", ctypes.c_char_p),
+        ("Build", ctypes.c_char_p),
+        ("Processor", ctypes.c_char_p),
+        ("Platform", ctypes.c_char_p),
+    ]
+
+
+def _torch_blas() -> str:
+    import torch
+
+    config = torch.__config__.show()
+    parts = []
+    blas = re.search(r"BLAS_INFO=(\w+)", config)
+    blas_name = blas.group(1) if blas else "unknown BLAS"
+    if blas_name == "mkl":
+        text = "MKL"
+        m = re.search(r"Math Kernel Library Version ([\d.]+)", config)
+        if m:
+            text += f" {m.group(1)}"
+        try:  # MKL is linked into libtorch_cpu; its version record names the code path it dispatched to
+            lib = ctypes.CDLL(str(Path(torch.__file__).parent / "lib" / "libtorch_cpu.so"))
+            version = _MKLVersion()
+            lib.mkl_serv_get_version(ctypes.byref(version))
+            processor = (version.Processor or b"").decode()
+            isa = next((k for k in ("AVX-512", "AVX2", "AVX", "SSE") if k in processor), "?")
+            text += f" ({isa}{' + AMX' if 'AMX' in processor else ''} code path)"
+        except (OSError, AttributeError, ValueError):
+            text += " (code path unknown)"
+        parts.append(text)
+    else:
+        parts.append(blas_name)
+    m = re.search(r"(?:MKL-DNN|oneDNN) (v[\d.]+)", config)
+    if m and torch.backends.mkldnn.is_available():
+        parts.append(f"oneDNN {m.group(1)}")
+    try:
+        parts.append(f"ATen CPU capability {torch.backends.cpu.get_cpu_capability()}")
+    except AttributeError:
+        pass
+    return (
+        f"torch {torch.__version__.split('+')[0]}: "
+        + ", ".join(parts)
+        + f", threads={torch.get_num_threads()}"
+    )
+
+
+def blas_kernels() -> dict:
+    """{"numpy": ..., "torch": ...}: library, version and the kernels this process runs."""
+    return {"numpy": _numpy_blas(), "torch": _torch_blas()}
+
+
+def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) -> dict:
     import numpy as np
     import torch
 
     torch.set_num_threads(threads)
+    blas = blas_kernels()
+    print(
+        f"[{threads} thread(s)] numpy: {blas['numpy']}; {blas['torch']}",
+        file=sys.stderr,
+        flush=True,
+    )
     rows = []
     for name in names:
         title, make = WORKLOADS[name]
@@ -137,106 +410,188 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
         row = {"id": name, "title": title, "threads": threads, "flops": flops}
         with torch.no_grad():
             reference = model(*tin).numpy()
-            row["torch_ms"] = _median_ms(lambda: model(*tin), repeat)
+            row["torch_ms"] = _median_ms(lambda m=model, t=tin: m(*t), repeat)
             if numpy_fn is not None:
                 np.testing.assert_allclose(numpy_fn(*inputs), reference, rtol=1e-3, atol=1e-3)
-                row["numpy_ms"] = _median_ms(lambda: numpy_fn(*inputs), repeat)
+                row["numpy_ms"] = _median_ms(lambda f=numpy_fn, a=inputs: f(*a), repeat)
         try:
             fn, compile_s = _compile_relaxmlir(model, inputs, threads)
             out = fn(*inputs).numpy()
             np.testing.assert_allclose(out, reference, rtol=1e-3, atol=1e-3)
-            row["relaxmlir_ms"] = _median_ms(lambda: fn(*inputs), repeat)
+            row["relaxmlir_ms"] = _median_ms(lambda f=fn, a=inputs: f(*a), repeat)
             row["compile_s"] = compile_s
-        except Exception as exc:
+        except Exception as exc:  # noqa: BLE001  (reported in the table, not fatal)
             row["relaxmlir_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
+        fn = None
         # torch.compile last: its worker threads and caches must not disturb the other timings
         if torch_compile:
             try:
                 with torch.no_grad():
                     compiled = torch.compile(model)
                     compiled(*tin)
-                    row["torch_compile_ms"] = _median_ms(lambda: compiled(*tin), repeat)
-            except Exception as exc:  # reported, not fatal: torch.compile needs a toolchain
+                    row["torch_compile_ms"] = _median_ms(lambda c=compiled, t=tin: c(*t), repeat)
+            except Exception as exc:  # noqa: BLE001  (reported, not fatal: torch.compile needs a toolchain)
                 row["torch_compile_error"] = f"{type(exc).__name__}"
+            compiled = None
         rows.append(row)
         print(json.dumps(row), file=sys.stderr, flush=True)
-    return rows
-
-
-def _cpu_model() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return "unknown CPU"
+        model = tin = inputs = reference = None  # the big models one at a time
+        gc.collect()
+    return {"rows": rows, "blas": blas}
 
 
 def _fmt(v, digits=3):
     return "n/a" if v is None else f"{v:.{digits}f}"
 
 
-def render(rows: list[dict], command: str) -> str:
+def _peak_text(peak_info: dict) -> str:
+    if "error" in peak_info:
+        return f"not measured ({peak_info['error']}); % peak left blank"
+    per_thread = ", ".join(
+        f"{g:.0f} GFLOP/s on {t} thread{'s' if t > 1 else ''} ({g / t:.0f} per core)"
+        for t, g in peak_info["gflops"].items()
+    )
+    return (
+        f"{per_thread}; {peak_info['accumulators']} independent FMA chains of {peak_info['kernel']} "
+        "(scripts/peak.py, cc -O2 -march=native, best of 5 x 0.2 s, threads unpinned)"
+    )
+
+
+def render(
+    rows: list[dict], command: str, peak_info: dict, blas: dict[int, dict], unset: list[str]
+) -> str:
+    date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
+    blas_lines = []
+    for text in dict.fromkeys(f"numpy: {b['numpy']}; {b['torch']}" for b in blas.values()):
+        counts = ", ".join(
+            str(t) for t, b in blas.items() if f"numpy: {b['numpy']}; {b['torch']}" == text
+        )
+        blas_lines.append(f"- BLAS ({counts} thread(s)): {text}")
+    env_note = (
+        f"{', '.join(unset)} unset in the benchmark processes"
+        if unset
+        else f"{' / '.join(BLAS_OVERRIDES)} not set"
+    )
+    peaks = peak_info.get("gflops", {})
     lines = [
         "# relaxmlir benchmarks",
         "",
-        f"Command: `{command}` (medians; each thread count in its own process, numpy/BLAS, torch and",
-        "relaxmlir set to the same number of threads; outputs checked against numpy or torch eager).",
-        f"Machine: {_cpu_model()}, {os.cpu_count()} cores (the brief's reference peak: "
-        f"{PEAK_GFLOPS_PER_CORE:.0f} f32 GFLOP/s per core at 2.8 GHz).",
+        f"- Command: `{command}`",
+        f"- Date: {date}",
+        f"- CPU: {peak.cpu_model()}, {os.cpu_count()} cores, {peak.vector_isa()}",
+        f"- Measured f32 peak: {_peak_text(peak_info)}",
+        *blas_lines,
+        (
+            f"- Environment: {env_note}; OMP/OpenBLAS/MKL/RELAXMLIR threads = torch.set_num_threads = "
+            "the target's num-cores = the row's thread count, one process per thread count."
+        ),
         "",
-        "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | relaxmlir GFLOP/s | x numpy | x torch | compile s |",
-        "|---|---|---|---|---|---|---|---|---|---|",
+        "Medians; outputs checked against numpy or torch eager (rtol 1e-3, atol 1e-3) before timing.",
+        "",
+        "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | build s | x numpy | x torch | GFLOP/s | % peak |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         rm_ms = r.get("relaxmlir_ms")
         gflops = r["flops"] / (rm_ms * 1e6) if rm_ms else None
+        top = peaks.get(r["threads"])
+        pct = 100 * gflops / top if gflops and top else None
         vs_np = r["numpy_ms"] / rm_ms if rm_ms and r.get("numpy_ms") else None
         vs_t = r["torch_ms"] / rm_ms if rm_ms else None
         tc = r.get("torch_compile_ms")
         tc_text = _fmt(tc) if tc else r.get("torch_compile_error", "n/a")
         rm_text = _fmt(rm_ms) if rm_ms else f"error: {r.get('relaxmlir_error', '?')}"
+        mark = "\\*" if r["id"] in MODELS else ""
         lines.append(
-            f"| {r['id']} {r['title']} | {r['threads']} | {_fmt(r.get('numpy_ms'))} | {_fmt(r['torch_ms'])} | "
-            f"{tc_text} | {rm_text} | {_fmt(gflops, 1)} | {_fmt(vs_np, 2)} | {_fmt(vs_t, 2)} | {_fmt(r.get('compile_s'), 2)} |"
+            f"| {r['id']} {r['title']}{mark} | {r['threads']} | {_fmt(r.get('numpy_ms'))} | {_fmt(r['torch_ms'])} | "
+            f"{tc_text} | {rm_text} | {_fmt(r.get('compile_s'), 2)} | {_fmt(vs_np, 2)} | {_fmt(vs_t, 2)} | "
+            f"{_fmt(gflops, 1)} | {'' if pct is None else f'{pct:.1f}'} |"
         )
-    lines += ["", "`x numpy` / `x torch`: peer median / relaxmlir median (above 1 means relaxmlir is faster).", ""]
+    lines += [
+        "",
+        (
+            "`x numpy` / `x torch`: peer median / relaxmlir median (above 1 means relaxmlir is "
+            "faster). `build s`: relaxmlir's cold build (from_exported_program + relax.build; "
+            "torch.export not included), the first build of that workload in its process. "
+            "`GFLOP/s`, `% peak`: relaxmlir's, against the measured peak at the row's thread count."
+        ),
+        "",
+        (
+            "\\* Real models (random weights, no numpy reference): their FLOPs count only "
+            "convolutions and matmuls (ResNet-18: torch.utils.flop_counter; BERT/GPT-2: QKV/output "
+            "projections, FFN and the full seq x seq attention matmuls, analytically); elementwise "
+            "ops, norms, softmax and pooling are left out, so `% peak` slightly understates the work."
+        ),
+        "",
+    ]
     return "\n".join(lines)
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", default=",".join(WORKLOADS), help="comma-separated workload ids")
-    parser.add_argument("--threads", default=f"1,{os.cpu_count()}", help="comma-separated thread counts")
+    parser.add_argument(
+        "--only", default=",".join(WORKLOADS), help="comma-separated workload ids (W7 = W7a,W7b)"
+    )
+    parser.add_argument(
+        "--threads", default=f"1,{os.cpu_count()}", help="comma-separated thread counts"
+    )
     parser.add_argument("--repeat", type=int, default=30)
     parser.add_argument("--no-torch-compile", action="store_true")
     parser.add_argument("--output", default=str(ROOT / "benchmarks" / "RESULTS.md"))
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
-    names = [n.strip() for n in args.only.split(",") if n.strip()]
-    unknown = [n for n in names if n not in WORKLOADS]
-    if unknown:
-        parser.error(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
+    try:
+        names = _select([n.strip() for n in args.only.split(",") if n.strip()])
+    except KeyError as exc:
+        parser.error(
+            f"unknown workload {exc}; known: {', '.join(WORKLOADS)} (W7 selects W7a and W7b)"
+        )
     if args.child is not None:
-        rows = run_child(names, args.child, args.repeat, not args.no_torch_compile)
-        print(json.dumps(rows))
+        print(json.dumps(run_child(names, args.child, args.repeat, not args.no_torch_compile)))
         return 0
-    rows = []
-    for threads in sorted({int(t) for t in args.threads.split(",")}):
+    thread_counts = sorted({int(t) for t in args.threads.split(",")})
+    # the peak first, on an otherwise idle machine; 1 thread too, for the per-core figure
+    peak_info = peak.measure(sorted({1, *thread_counts}), runs=5)
+    print(f"measured f32 peak: {_peak_text(peak_info)}", file=sys.stderr, flush=True)
+    unset = [key for key in BLAS_OVERRIDES if key in os.environ]
+    rows, blas = [], {}
+    for threads in thread_counts:
         env = dict(os.environ)
-        for key in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
+        for key in BLAS_OVERRIDES:
+            env.pop(key, None)
+        for key in (
+            "OMP_NUM_THREADS",
+            "OPENBLAS_NUM_THREADS",
+            "MKL_NUM_THREADS",
+            "RELAXMLIR_NUM_THREADS",
+        ):
             env[key] = str(threads)
-        cmd = [sys.executable, __file__, "--child", str(threads), "--only", ",".join(names), "--repeat", str(args.repeat)]
+        cmd = [
+            sys.executable,
+            __file__,
+            "--child",
+            str(threads),
+            "--only",
+            ",".join(names),
+            "--repeat",
+            str(args.repeat),
+        ]
         if args.no_torch_compile:
             cmd.append("--no-torch-compile")
-        proc = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, text=True, cwd=ROOT)
+        proc = subprocess.run(
+            cmd, check=False, env=env, stdout=subprocess.PIPE, text=True, cwd=ROOT
+        )
         if proc.returncode != 0:
-            print(f"benchmark child for {threads} thread(s) failed (rc={proc.returncode})", file=sys.stderr)
+            print(
+                f"benchmark child for {threads} thread(s) failed (rc={proc.returncode})",
+                file=sys.stderr,
+            )
             return 1
-        rows += json.loads(proc.stdout.strip().splitlines()[-1])
+        result = json.loads(proc.stdout.strip().splitlines()[-1])
+        rows += result["rows"]
+        blas[threads] = result["blas"]
     command = "python scripts/bench.py " + " ".join(a for a in (argv or sys.argv[1:]))
-    text = render(rows, command.strip())
+    text = render(rows, command.strip(), peak_info, blas, unset)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(text)
     print(text)
