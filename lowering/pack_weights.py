@@ -17,16 +17,24 @@ from lowering.dataflow import graph_functions
 from lowering.registry import register_pass, target_option
 from lowering.schedule.common import classify, linalg_ops
 from lowering.schedule.matmul import micro_tile, pack_weight, use_prepacked_weight
+from lowering.schedule.normalize import normalize_function
 
 
 def _packable_weight(callee: ir.Operation) -> tuple[int, bool] | None:
-    """(argument index of B, B is [N, K]) for a PrimFunc with one 2-D matmul reading B from an arg."""
-    matmuls = [info for info in map(classify, linalg_ops(callee)) if info.pattern == "matmul"]
+    """(argument index of B, B is [N, K]) for a PrimFunc with one matmul reading a 2-D B from an
+    arg. Batch dims of A and C are fine (B is shared by the batch: x[b, s, :] @ W of a
+    transformer's linear layers)."""
+    # Classified as the schedule will see it: TE's constant-0 broadcast indices hide a
+    # [1, s, k] x [k, n] linear until unit dims are dropped (normalize_function, on a copy).
+    scratch = ir.Module.create(loc=callee.location)
+    copy = callee.clone(ip=ir.InsertionPoint(scratch.body))
+    normalize_function(copy)
+    matmuls = [info for info in map(classify, linalg_ops(copy)) if info.pattern == "matmul"]
     if len(matmuls) != 1:
         return None
     info = matmuls[0]
     b = info.op.operands[1]
-    if not isinstance(b.owner, ir.Block) or info.batch or not info.static:
+    if not isinstance(b.owner, ir.Block) or not info.static:
         return None
     if len(list(b.uses)) != 1 or ir.RankedTensorType(b.type).rank != 2:
         return None
