@@ -16,7 +16,8 @@ from typing import Any
 from mlir import ir
 
 from dialects import shape as sh
-from dialects.relax import CORE_OPS, RELAX, mlir_op_name
+from dialects.irdl_dsl import Attr
+from dialects.relax import CORE_OPS, RELAX, mlir_op_name, op_class
 from lowering.verify import register_type_check
 from relaxmlir.relax import op as _op
 from relaxmlir.relax.analysis import as_call, value_shape
@@ -107,10 +108,19 @@ def _fill_table() -> None:
 _fill_table()
 
 
+def _declared_attrs(call: Call) -> Call:
+    """`call` with only the attributes its op class declares: an op may carry discardable
+    attributes of other passes (locations, notes) that are no argument of its rule."""
+    cls = op_class(call.op)
+    declared = {key for key, _ in cls.fields(Attr)} if cls is not None else set(call.attrs)
+    attrs = {k: v for k, v in call.attrs.items() if k in declared}
+    return Call(call.op, call.args, attrs, call.struct_info)
+
+
 def infer(op: ir.Operation) -> StructInfo:
     """What the op's own rule infers from its operands and attributes (TypeError/ValueError
     from the rule when they are invalid)."""
-    return REBUILD[op.name](as_call(op)).struct_info
+    return REBUILD[op.name](_declared_attrs(as_call(op))).struct_info
 
 
 def _tensor_type(sinfo: TensorStructInfo) -> str:
@@ -169,7 +179,7 @@ def check_call(call: Call) -> None:
     if rebuild is None:
         return
     try:
-        want = rebuild(call).struct_info
+        want = rebuild(_declared_attrs(call)).struct_info
     except (TypeError, ValueError) as exc:
         raise ValueError(f"'{call.op}' is invalid: {exc}") from None
     if not _same_sinfo(want, call.struct_info):

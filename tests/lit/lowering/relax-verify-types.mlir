@@ -119,3 +119,11 @@ func.func @split(%x: tensor<2x3xf32>) -> tensor<2x1xf32> attributes {relax.funct
   %0:2 = "relax.split"(%x) {axis = 1 : i64, indices = [1]} : (tensor<2x3xf32>) -> (tensor<2x1xf32>, tensor<2x1xf32>)
   return %0#0 : tensor<2x1xf32>
 }
+
+// -----
+
+// A discardable attribute of another pass is no argument of the op's rule: verifies.
+func.func @extra_attribute(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {relax.function} {
+  %0 = "relax.exp"(%x) {note = "kept"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}
