@@ -9,6 +9,7 @@ write `"relax.call_tir"(%x, %w)`.
 
 from __future__ import annotations
 
+import functools
 import re
 
 from dialects.irdl_dsl import Operand, Result
@@ -45,7 +46,9 @@ def split_types(text: str) -> list[str]:
     return out
 
 
-_SIGNATURE = re.compile(r":\s*\((?P<ins>[^()]*(?:\([^()]*\)[^()]*)*)\)\s*->\s*(?P<outs>.*?)\s*(?:loc\(.*)?$")
+_SIGNATURE = re.compile(
+    r":\s*\((?P<ins>[^()]*(?:\([^()]*\)[^()]*)*)\)\s*->\s*(?P<outs>.*?)\s*(?:loc\(.*)?$"
+)
 
 
 def _signature(rest: str) -> tuple[list[str], list[str]] | None:
@@ -61,9 +64,22 @@ def _signature(rest: str) -> tuple[list[str], list[str]] | None:
     return split_types(match.group("ins")), split_types(outs)
 
 
-def add_segments(text: str) -> str:
+@functools.lru_cache(maxsize=512)
+def _segments_text(sizes: tuple[int, ...]) -> str:
+    """`array<i32: ...>` as MLIR prints a DenseI32ArrayAttr; text, so no context is needed.
+    Cached: the list is mostly unused slots, and few distinct lists occur in a module."""
+    return f"array<i32: {', '.join(map(str, sizes))}>" if sizes else "array<i32>"
+
+
+def add_segments(text: str, errors: list | None = None) -> str:
+    """Insert the segment sizes of relax ops that omit them, from the runs of equal types in the
+    op's functional type (as `Op.create` computes them).
+
+    An op with more runs than its slots is left as written, so the parse fails on it; when
+    `errors` is given, (line number, message naming the op, runs and cap) is appended to it for
+    the caller to report instead of IRDL's "attribute is expected" message."""
     lines = []
-    for line in text.splitlines():
+    for number, line in enumerate(text.splitlines(), 1):
         match = _GENERIC_OP.match(line)
         if match and "SegmentSizes" not in line:
             cls = RELAX.ops.get(match.group("name"))
@@ -75,11 +91,13 @@ def add_segments(text: str) -> str:
                     (Result, "resultSegmentSizes", signature[1]),
                 ):
                     try:
-                        sizes = cls.segment_sizes(kind, types)
-                    except ValueError:
-                        sizes = None  # leave it to the verifier to report
+                        sizes = cls.segment_list(kind, types)
+                    except ValueError as exc:
+                        sizes = None  # the parse reports the op; `errors` says why
+                        if errors is not None:
+                            errors.append((number, str(exc)))
                     if sizes is not None:
-                        attrs.append(f"{key} = {sizes}")
+                        attrs.append(f"{key} = {_segments_text(tuple(sizes))}")
                 if attrs:
                     rest = match.group("rest")
                     joined = ", ".join(attrs)

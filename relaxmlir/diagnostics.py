@@ -11,9 +11,9 @@ from __future__ import annotations
 
 import difflib
 import re
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Iterator, Optional
 
 from mlir import ir
 
@@ -35,16 +35,16 @@ _SEVERITY = {
 class Diagnostic:
     severity: str  # error | warning | note | remark
     message: str
-    file: Optional[str] = None  # None: unknown location
+    file: str | None = None  # None: unknown location
     line: int = 0
     col: int = 0
-    notes: list["Diagnostic"] = field(default_factory=list)
+    notes: list[Diagnostic] = field(default_factory=list)
 
-    def flatten(self) -> list["Diagnostic"]:
+    def flatten(self) -> list[Diagnostic]:
         return [self] + [n for note in self.notes for n in note.flatten()]
 
 
-def _file_loc(loc: ir.Location) -> Optional[ir.Location]:
+def _file_loc(loc: ir.Location) -> ir.Location | None:
     """The first file:line:col inside `loc` (name, callsite and fused locations unwrapped)."""
     if loc.is_a_file():
         return loc
@@ -60,7 +60,7 @@ def _file_loc(loc: ir.Location) -> Optional[ir.Location]:
     return None
 
 
-def from_location(severity: str, message: str, loc: Optional[ir.Location], source_name: str):
+def from_location(severity: str, message: str, loc: ir.Location | None, source_name: str):
     """A Diagnostic at `loc`; buffers parsed from strings are named "-", shown as `source_name`."""
     found = _file_loc(loc) if loc is not None else None
     if found is None:
@@ -105,11 +105,14 @@ def parse(text: str, source_name: str, ctx: ir.Context):
     Relax ops may omit their segment sizes, which are inserted before parsing; the columns of
     parse errors are mapped back into the user's lines.
     """
+    segment_errors: list = []
     with ctx:
-        rewritten = add_segments(text)
+        rewritten = add_segments(text, segment_errors)
     try:
         return ir.Module.parse(rewritten, context=ctx), []
     except ir.MLIRError as exc:
+        if segment_errors:  # clearer than IRDL's "'operandSegmentSizes' attribute is expected"
+            return None, [Diagnostic("error", m, source_name, n, 1) for n, m in segment_errors]
         diags = from_error(exc, source_name)
         remap_columns(diags, text, rewritten, source_name)
         return None, diags
@@ -134,7 +137,7 @@ def _original_index(old: str, new: str, index: int) -> int:
     return len(old)
 
 
-def format_diagnostic(diag: Diagnostic, source: Optional[str] = None) -> str:
+def format_diagnostic(diag: Diagnostic, source: str | None = None) -> str:
     """`file:line:col: error: message`, the source line and a caret, then the notes."""
     if diag.file is None:
         text = f"{diag.severity}: {diag.message}\n"
@@ -159,7 +162,7 @@ _DESIGNATOR = re.compile(r"expected-(error|warning|note|remark)")
 @dataclass
 class Expected:
     severity: str
-    line: Optional[int]  # None: `@unknown`
+    line: int | None  # None: `@unknown`
     pattern: re.Pattern
     text: str
     comment_line: int
@@ -183,7 +186,7 @@ def parse_expected(source: str) -> tuple[list[Expected], list[str]]:
     expected: list[Expected] = []
     errors: list[str] = []
     pending_below: list[Expected] = []
-    last_plain_line: Optional[int] = None
+    last_plain_line: int | None = None
     for number, line in enumerate(source.splitlines(), start=1):
         match = _EXPECTED.search(line)
         if match is None:
