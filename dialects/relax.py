@@ -11,8 +11,6 @@ A dataflow block is an upstream `scf.execute_region` tagged with the unit attrib
 
 from __future__ import annotations
 
-from typing import Optional
-
 from mlir import ir
 
 from dialects.irdl_dsl import Attr, Dialect, Op, Operand, Result
@@ -36,7 +34,7 @@ def is_dataflow(op: ir.Operation) -> bool:
     return op.name == "scf.execute_region" and DATAFLOW_ATTR in op.attributes
 
 
-def enclosing_dataflow(op: ir.Operation) -> Optional[ir.Operation]:
+def enclosing_dataflow(op: ir.Operation) -> ir.Operation | None:
     parent = op.parent
     while parent is not None and parent.name != "func.func":
         if is_dataflow(parent):
@@ -45,7 +43,7 @@ def enclosing_dataflow(op: ir.Operation) -> Optional[ir.Operation]:
     return None
 
 
-def lookup_symbol(op: ir.Operation, name: str) -> Optional[ir.Operation]:
+def lookup_symbol(op: ir.Operation, name: str) -> ir.Operation | None:
     """Find the func.func named `name` in the module that encloses `op`."""
     module = op
     while module is not None and module.name != "builtin.module":
@@ -59,7 +57,7 @@ def lookup_symbol(op: ir.Operation, name: str) -> Optional[ir.Operation]:
     return None
 
 
-def _verify_call_tir(op: ir.Operation) -> Optional[str]:
+def _verify_call_tir(op: ir.Operation) -> str | None:
     callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
     func = lookup_symbol(op, callee)
     if func is None:
@@ -90,19 +88,19 @@ def _compatible(a: ir.Type, b: ir.Type) -> bool:
     return all(x == y or dyn in (x, y) for x, y in zip(a.shape, b.shape))
 
 
-def _verify_not_in_dataflow(op: ir.Operation) -> Optional[str]:
+def _verify_not_in_dataflow(op: ir.Operation) -> str | None:
     if enclosing_dataflow(op) is not None:
         return "is side-effecting and not allowed inside a dataflow block"
     return None
 
 
-def _verify_packed_name(op: ir.Operation) -> Optional[str]:
+def _verify_packed_name(op: ir.Operation) -> str | None:
     if not ir.StringAttr(op.attributes["callee"]).value:
         return "expects a non-empty packed function name"
     return None
 
 
-def _verify_constant(op: ir.Operation) -> Optional[str]:
+def _verify_constant(op: ir.Operation) -> str | None:
     value = op.attributes["value"]
     if not isa(value, ir.DenseElementsAttr):
         return "expects a dense elements value"
@@ -142,7 +140,7 @@ class CallPacked(Op):
     callee = Attr("string")
 
     @staticmethod
-    def verify(op: ir.Operation) -> Optional[str]:
+    def verify(op: ir.Operation) -> str | None:
         return _verify_packed_name(op) or _verify_not_in_dataflow(op)
 
 
@@ -169,7 +167,7 @@ class Constant(Op):
 SIDE_EFFECTING = {CallPacked.name, AllocTensor.name}
 
 
-def op_class(name: str) -> Optional[type[Op]]:
+def op_class(name: str) -> type[Op] | None:
     return RELAX.ops.get(name)
 
 
@@ -611,7 +609,7 @@ class Concat(Op):
     axis = Attr("integer")
 
     @staticmethod
-    def verify(op: ir.Operation) -> Optional[str]:
+    def verify(op: ir.Operation) -> str | None:
         return None if len(op.operands) else "expects at least one tensor"
 
 

@@ -8,7 +8,7 @@ be computed from input sizes.
 
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 from mlir import ir
 
