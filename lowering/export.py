@@ -100,8 +100,8 @@ def _copy(module: ir.Module) -> ir.Module:
     src = module.operation
     with src.context, src.location:
         out = ir.Module.create()
-        for named in src.attributes:
-            out.operation.attributes[named.name] = named.attr
+        for name in src.attributes:  # iterating an attribute map yields the names
+            out.operation.attributes[name] = src.attributes[name]
         ip = ir.InsertionPoint(out.body)
         for op in module.body.operations:
             op.operation.clone(ip=ip)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 from mlir import ir
 
 from dialects import relax as rx
 from dialects import shape as sh
 from dialects.relax_syntax import strip_segments
+from relaxmlir import transform  # noqa: F401  (`rm.ir.transform`, as TVM's `tvm.ir.transform`)
 from relaxmlir.scope import in_scope, scope
 
 SHOW_ELEMENTS_LIMIT = 16  # constants above this many elements print as dense_resource<__elided__>
@@ -25,6 +24,14 @@ def _format_diagnostics(exc: ir.MLIRError) -> str:
         for note in diag.notes:
             lines.append(f"{note.location}: note: {note.message}")
     return "\n".join(lines) or str(exc)
+
+
+def _python_value(attr: ir.Attribute):
+    if isinstance(attr, (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr, ir.StringAttr)):
+        return attr.value
+    if isinstance(attr, ir.ArrayAttr):
+        return [_python_value(a) for a in attr]
+    return attr
 
 
 class Function:
@@ -49,7 +56,22 @@ class Function:
     def function_type(self) -> ir.FunctionType:
         return ir.FunctionType(ir.TypeAttr(self.op.attributes["function_type"]).value)
 
-    def arg_attr(self, index: int, key: str) -> Optional[ir.Attribute]:
+    @property
+    def attrs(self) -> dict:
+        """Function attributes of the `relax.` namespace as python values, prefix dropped
+        (TVM's `func.attrs["num_input"]`); the function/prim_func markers are left out."""
+        out = {}
+        for key in self.op.attributes:  # iterating an op's attribute map yields the names
+            if key.startswith("relax.") and key not in (rx.FUNCTION_ATTR, rx.PRIM_FUNC_ATTR):
+                out[key[len("relax."):]] = _python_value(self.op.attributes[key])
+        return out
+
+    @property
+    def num_input(self) -> int | None:
+        """How many leading parameters are inputs (the rest are weights); None when not set."""
+        return self.attrs.get("num_input")
+
+    def arg_attr(self, index: int, key: str) -> ir.Attribute | None:
         if "arg_attrs" not in self.op.attributes:
             return None
         attrs = ir.DictAttr(ir.ArrayAttr(self.op.attributes["arg_attrs"])[index])
@@ -92,7 +114,7 @@ class Function:
 class IRModule:
     """The unit of compilation: relax graph functions and primitive functions in one module."""
 
-    def __init__(self, module: Optional[ir.Module] = None):
+    def __init__(self, module: ir.Module | None = None):
         if module is None:
             with scope():
                 module = ir.Module.create()
@@ -149,15 +171,15 @@ class IRModule:
     def __repr__(self) -> str:
         return f"<IRModule: {', '.join(self._funcs())}>"
 
-    def clone(self) -> "IRModule":
+    def clone(self) -> IRModule:
         """A deep copy, locations (which carry the SSA names) kept. Ops are cloned in their own
         context, so large constants are shared, not copied (a print + parse of BERT-base's
         weights took 6 s)."""
         src = self.module.operation
         with src.context, src.location:
             out = ir.Module.create()
-            for named in src.attributes:
-                out.operation.attributes[named.name] = named.attr
+            for name in src.attributes:  # iterating an attribute map yields the names
+                out.operation.attributes[name] = src.attributes[name]
             ip = ir.InsertionPoint(out.body)
             for op in self.module.body.operations:
                 op.operation.clone(ip=ip)

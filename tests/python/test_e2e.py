@@ -203,3 +203,12 @@ def test_emit_output_of_a_tuple_element(rng):
         bb.emit_func_output(gv)
     data = rng.standard_normal((4, 6), dtype=np.float32)
     np.testing.assert_array_equal(run(bb.get(), data).numpy(), data[:, 3:])
+
+
+def test_clone_keeps_module_attributes():
+    from mlir import ir
+
+    mod = rm.parse('module attributes {relax.note = "kept"} {}')
+    copy = mod.clone()
+    assert ir.StringAttr(copy.module.operation.attributes["relax.note"]).value == "kept"
+    assert copy.module.operation is not mod.module.operation
