@@ -55,6 +55,7 @@ def _constant_value(value: ir.Value) -> np.ndarray | None:
 
 def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
     packed_funcs: dict[tuple[str, int], str] = {}
+    packable: dict[str, tuple[int, bool] | None] = {}
 
     def visit(op):
         op = op.operation
@@ -62,7 +63,9 @@ def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
             return ir.WalkResult.ADVANCE
         callee_name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
         callee = rx.lookup_symbol(op, callee_name)
-        found = _packable_weight(callee) if callee is not None else None
+        if callee is not None and callee_name not in packable:  # one analysis per kernel
+            packable[callee_name] = _packable_weight(callee)
+        found = packable.get(callee_name) if callee is not None else None
         if found is None or found[0] >= len(op.operands):
             return ir.WalkResult.ADVANCE
         index, transposed = found
