@@ -1,4 +1,4 @@
-// RUN: relaxmlir-opt %s -split-input-file | relaxmlir-opt -split-input-file | FileCheck %s
+// RUN: relaxmlir-opt %s -split-input-file --relax-verify | relaxmlir-opt -split-input-file --relax-verify | FileCheck %s
 // RUN: relaxmlir-opt %s -split-input-file -mlir-print-op-generic | relaxmlir-opt -split-input-file | FileCheck %s
 
 // Every relax op prints and parses back (print, parse, print); IRDL ops use the generic form.
