@@ -9,6 +9,7 @@ registered Python function through a bound pointer, so no MLIR is involved anywh
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -31,10 +32,28 @@ sys.meta_path.insert(0, _NoMlir())
 """
 
 
-def run_python(code: str, cwd: Path = ROOT) -> str:
+# Child code: an n x n matmul kernel split for 2 threads (`f`) and its inputs (`a`, `b`).
+PARALLEL_MATMUL = """
+import numpy as np
+import relaxmlir as rm
+from relaxmlir import relax, te
+
+A = te.placeholder((n, n), name="A")
+B = te.placeholder((n, n), name="B")
+k = te.reduce_axis((0, n), name="k")
+C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
+ex = relax.build(te.create_prim_func([A, B, C]), rm.target.Target("llvm -num-cores=2"))
+f = ex[ex.function_names()[0]]
+rng = np.random.default_rng(0)
+a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+"""
+
+
+def run_python(code: str, cwd: Path = ROOT, env: dict | None = None) -> str:
     proc = subprocess.run(
         [sys.executable, "-c", textwrap.dedent(code)],
         cwd=cwd,
+        env=env,
         capture_output=True,
         text=True,
         timeout=300,
@@ -181,29 +200,18 @@ def test_torch_and_relaxmlir_threads_in_one_process():
     """torch's OpenMP (libgomp) and ours (libiomp5, loaded privately) run parallel work at the
     same time in one process and both give right answers."""
     pytest.importorskip("torch")
+    setup = "import threading\nimport torch\ntorch.set_num_threads(2)\nn = 384\n"
     out = run_python(
-        """
-        import threading
-        import numpy as np
-        import torch
-        import relaxmlir as rm
-        from relaxmlir import relax, te
-
-        torch.set_num_threads(2)
-        n = 384
-        A = te.placeholder((n, n), name="A")
-        B = te.placeholder((n, n), name="B")
-        k = te.reduce_axis((0, n), name="k")
-        C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-        ex = relax.build(te.create_prim_func([A, B, C]), rm.target.Target("llvm -num-cores=2"))
-        rng = np.random.default_rng(0)
-        a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
+        setup
+        + PARALLEL_MATMUL
+        + textwrap.dedent(
+            """
         errors = []
 
         def ours():
             for _ in range(20):
                 c = np.zeros((n, n), np.float32)
-                ex["main"](a, b, c) if "main" in ex else ex[ex.function_names()[0]](a, b, c)
+                f(a, b, c)
                 if not np.allclose(c, a @ b, rtol=1e-3, atol=1e-3):
                     errors.append("relaxmlir")
 
@@ -221,6 +229,7 @@ def test_torch_and_relaxmlir_threads_in_one_process():
         maps = open("/proc/self/maps").read()
         print("ok" if not errors else errors, "iomp5" in maps)
         """
+        )
     )
     status, iomp = out.split()
     assert status == "ok", out
@@ -237,22 +246,10 @@ def test_thread_count_at_run_time():
 
     if libraries.parallel_runtime() != "openmp":
         pytest.skip("no OpenMP runtime installed")
-    code = """
-        import os
-        import numpy as np
-        import relaxmlir as rm
-        from relaxmlir import relax, te
+    code = "n = 256\n" + PARALLEL_MATMUL + textwrap.dedent(
+        """
         from relaxmlir.runtime import get_num_threads, set_num_threads
 
-        n = 256
-        A = te.placeholder((n, n), name="A")
-        B = te.placeholder((n, n), name="B")
-        k = te.reduce_axis((0, n), name="k")
-        C = te.compute((n, n), lambda i, j: te.sum(A[i, k] * B[k, j], axis=k), name="C")
-        ex = relax.build(te.create_prim_func([A, B, C]), rm.target.Target("llvm -num-cores=2"))
-        f = ex[ex.function_names()[0]]
-        rng = np.random.default_rng(0)
-        a, b = (rng.standard_normal((n, n), dtype=np.float32) for _ in range(2))
         teams = []
         for threads in (None, 1, 2):
             if threads:
@@ -263,13 +260,8 @@ def test_thread_count_at_run_time():
             teams.append(get_num_threads())
         print(*teams)
         """
-    import os
-
+    )
     env = dict(os.environ, RELAXMLIR_NUM_THREADS="1")
     env.pop("OMP_NUM_THREADS", None)
-    proc = subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(code)], cwd=ROOT, env=env, capture_output=True,
-        text=True, timeout=300, check=False,
-    )  # fmt: skip
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.split() == ["1", "1", "2"], proc.stdout
+    out = run_python(code, env=env)
+    assert out.split() == ["1", "1", "2"], out
