@@ -30,6 +30,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import llvm as llvm_d
 
+from dialects import clone_module
 from relaxmlir.runtime import libraries
 from relaxmlir.runtime.library import METADATA_MAGIC
 
@@ -96,18 +97,6 @@ def glue_source(executable: Any) -> str:
 EXTERNAL_CONSTANT_BYTES = 4096
 
 
-def _copy(module: ir.Module) -> ir.Module:
-    src = module.operation
-    with src.context, src.location:
-        out = ir.Module.create()
-        for name in src.attributes:  # iterating an attribute map yields the names
-            out.operation.attributes[name] = src.attributes[name]
-        ip = ir.InsertionPoint(out.body)
-        for op in module.body.operations:
-            op.operation.clone(ip=ip)
-    return out
-
-
 def externalize_constants(module: ir.Module, folder: str) -> str:
     """Turn each large constant global of `module` into an external declaration and return the
     assembly that defines it from a file of its bytes (in `folder`)."""
@@ -153,7 +142,7 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
             os.path.join(tmp, n)
             for n in ("model.ll", "model.opt.ll", "model.o", "glue.c", "constants.s")
         )
-        module = _copy(module)  # the JIT's module stays as it is
+        module = clone_module(module)  # the JIT's module stays as it is
         with module.context:
             with open(consts, "w", encoding="utf-8") as f:
                 f.write(externalize_constants(module, tmp))

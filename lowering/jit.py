@@ -129,9 +129,3 @@ def _bury(engine: object) -> None:
 
 def _release_later(owner: object, engine: object) -> None:
     weakref.finalize(owner, _bury, engine)
-
-
-def engine_for(module: ir.Module, target: Any = None, opt_level: int = 3) -> JitCode:
-    """A JitCode for a module already lowered to LLVM (kernel tests, constant folding)."""
-    return JitCode(module, target, (), opt_level)
-

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+import dialects
 from dialects import relax as rx
 from dialects import shape as sh
 from dialects.relax_syntax import strip_segments
@@ -172,18 +173,8 @@ class IRModule:
         return f"<IRModule: {', '.join(self._funcs())}>"
 
     def clone(self) -> IRModule:
-        """A deep copy, locations (which carry the SSA names) kept. Ops are cloned in their own
-        context, so large constants are shared, not copied (a print + parse of BERT-base's
-        weights took 6 s)."""
-        src = self.module.operation
-        with src.context, src.location:
-            out = ir.Module.create()
-            for name in src.attributes:  # iterating an attribute map yields the names
-                out.operation.attributes[name] = src.attributes[name]
-            ip = ir.InsertionPoint(out.body)
-            for op in self.module.body.operations:
-                op.operation.clone(ip=ip)
-        return IRModule(out)
+        """A deep copy (`dialects.clone_module`: ops cloned, constants shared)."""
+        return IRModule(dialects.clone_module(self.module))
 
     @in_scope
     def verify(self) -> None:
