@@ -14,17 +14,23 @@ from dialects import relax as rx
 from lowering.registry import register_pass
 
 
-def _key(func_op: ir.Operation) -> str:
-    """The function as printed without its symbol name (SSA names are renumbered by the
-    printer, so equal bodies print equal)."""
-    text = str(func_op)
-    head, _, rest = text.partition("(")
-    return head.rsplit("@", 1)[0] + "(" + rest
+def body_key(func_op) -> str:
+    """The function as printed from its arguments on, its name set aside: equal keys mean
+    interchangeable functions (SSA names are renumbered by the printer, so equal bodies print
+    equal)."""
+    return str(func_op).partition("(")[2]
+
+
+def _key(func_op: ir.Operation) -> tuple[str, str]:
+    """A public function (an entry point) never merges into a private one."""
+    attrs = func_op.attributes
+    visibility = str(attrs["sym_visibility"]) if "sym_visibility" in attrs else "public"
+    return visibility, body_key(func_op)
 
 
 def dedupe_prim_funcs(module_op: ir.Operation) -> None:
     block = module_op.regions[0].blocks[0]
-    first: dict[str, str] = {}
+    first: dict[tuple[str, str], str] = {}
     rename: dict[str, str] = {}
     for op in list(block.operations):
         op = op.operation

@@ -19,6 +19,7 @@ from mlir.dialects import scf
 
 from dialects import relax as rx
 from dialects import shape as sh
+from lowering.dedupe import body_key
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var, call_tir
 from relaxmlir.relax.op.infer import check_call  # (also registers the result-type checks)
@@ -91,7 +92,7 @@ class BlockBuilder:
         with scope():
             if not hasattr(func, "emit"):
                 raise TypeError(f"add_func expects a PrimFunc, got {type(func).__name__}")
-            key = _body_key(func)
+            key = body_key(func.func_op if hasattr(func, "func_op") else func)
             if key in self._func_text:
                 return GlobalVar(self._func_text[key])
             name = self._unique_symbol(func_name)
@@ -423,8 +424,3 @@ def _defined_in(value: ir.Value, func_op) -> bool:
     return False
 
 
-def _body_key(prim) -> str:
-    """Text of a PrimFunc without its name: equal keys mean interchangeable functions."""
-    text = str(prim.func_op) if hasattr(prim, "func_op") else str(prim)
-    first, _, rest = text.partition("(")
-    return rest

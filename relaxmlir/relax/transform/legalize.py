@@ -16,6 +16,7 @@ from mlir import ir
 from dialects import relax as rx
 from dialects import shape as sh
 from lowering.dataflow import graph_functions
+from lowering.dedupe import body_key
 from lowering.registry import PassError, register_pass
 from lowering.verify import check_op
 from relaxmlir.relax.analysis import as_call
@@ -38,11 +39,6 @@ def tvm_name(op_name: str) -> str:
     return f"{head}.{rest.replace('nn_', 'nn.', 1) if rest.startswith('nn_') else rest}"
 
 
-def _body_key(func_op: ir.Operation) -> str:
-    """Text of a function without its name: equal keys mean interchangeable PrimFuncs."""
-    return str(func_op).partition("(")[2]
-
-
 class ModuleBuilder(BlockBuilder):
     """The builder rules see: `call_te` adds PrimFuncs to the module being legalized."""
 
@@ -55,7 +51,7 @@ class ModuleBuilder(BlockBuilder):
             op = op.operation
             if op.name == "func.func" and rx.PRIM_FUNC_ATTR in op.attributes:
                 self._func_text.setdefault(
-                    _body_key(op), ir.StringAttr(op.attributes["sym_name"]).value
+                    body_key(op), ir.StringAttr(op.attributes["sym_name"]).value
                 )
 
     def _symbols(self) -> set[str]:
@@ -67,7 +63,7 @@ class ModuleBuilder(BlockBuilder):
 
     def add_func(self, func: Any, func_name: str) -> GlobalVar:
         src = func.func_op
-        key = _body_key(src)
+        key = body_key(src)
         if key in self._func_text:
             return GlobalVar(self._func_text[key])
         taken = self._symbols()
