@@ -26,7 +26,6 @@ from relaxmlir.relax.struct_info import (
     StructInfo,
     TensorStructInfo,
     flatten,
-    mlir_element_type,
 )
 
 Rebuild = Callable[[Call], Call]
@@ -123,12 +122,6 @@ def infer(op: ir.Operation) -> StructInfo:
     return REBUILD[op.name](_declared_attrs(as_call(op))).struct_info
 
 
-def _tensor_type(sinfo: TensorStructInfo) -> str:
-    dims = ["?" if not isinstance(d, int) else str(d) for d in sinfo.shape]
-    element = mlir_element_type(sinfo.dtype)
-    return f"tensor<{'x'.join(dims + [str(element)])}>" if dims else f"tensor<{element}>"
-
-
 def _same_dim(a: sh.Dim, b: sh.Dim) -> bool:
     """Equal ints, or expressions equal at random values of their symbols (two unrelated
     symbols are different dims; `n*2` and `2*n` are the same)."""
@@ -158,7 +151,7 @@ def check(op: ir.Operation) -> str | None:
         return f"declares {len(results)} results, but its operands give {len(inferred)}"
     for i, (want, result) in enumerate(zip(inferred, results)):
         declared = str(result.type)
-        expected = _tensor_type(want)
+        expected = str(want.mlir_type())
         if declared != expected:
             return f"result #{i} is declared {declared}, but its operands give {expected}"
         shape = value_shape(result)
