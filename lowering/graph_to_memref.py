@@ -188,7 +188,13 @@ def _lower_packed(fl: _FunctionLowering, op: ir.Operation) -> None:
     args = fl.operand_buffers(op)
     outs = [fl._alloc(r, s, op) for r, s in zip(op.results, _result_shapes(op))]
     symbol = fl.helpers.packed_decl(name, [a.type for a in args + outs])
-    func.CallOp([], ir.FlatSymbolRefAttr.get(symbol), args + outs)
+    # Packed functions take unranked memrefs (C: `{int64_t rank; void *descriptor}*`), so one
+    # native kernel serves every rank and a Python function sees what it was given.
+    unranked = [
+        memref.CastOp(ir.UnrankedMemRefType.get(ir.MemRefType(b.type).element_type, None), b).result
+        for b in args + outs
+    ]
+    func.CallOp([], ir.FlatSymbolRefAttr.get(symbol), unranked)
     for value, buffer in zip(op.results, outs):
         fl.buffers[value] = buffer
 
@@ -240,7 +246,8 @@ class _ModuleHelpers:
             stem = re.sub(r"[^A-Za-z0-9_]", "_", name)
             symbol = f"__packed_{stem}_{len(self.decls)}"
             with self._insert_point(), ir.Location.unknown():
-                decl = func.FuncOp(symbol, ir.FunctionType.get(types, []), visibility="private")
+                unranked = [ir.UnrankedMemRefType.get(ir.MemRefType(t).element_type, None) for t in types]
+                decl = func.FuncOp(symbol, ir.FunctionType.get(unranked, []), visibility="private")
             decl.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
             decl.attributes[PACKED_ATTR] = ir.StringAttr.get(name)
             decl.attributes[PACKED_ARGS_ATTR] = ir.ArrayAttr.get([ir.TypeAttr.get(t) for t in types])

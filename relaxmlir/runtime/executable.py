@@ -110,10 +110,7 @@ class _Trampoline:
         from relaxmlir.runtime.ndarray import NDArray
 
         try:
-            arrays = [
-                NDArray(memref_abi.view(a, r, d))
-                for a, r, d in zip(addresses, self.spec.ranks, self.np_dtypes)
-            ]
+            arrays = [NDArray(memref_abi.view_unranked(a, d)) for a, d in zip(addresses, self.np_dtypes)]
             get_global_func(self.packed_name)(*arrays)
         except BaseException as exc:  # noqa: BLE001  (re-raised by the VM once the call returns)
             if self.error is None:

@@ -97,6 +97,18 @@ def view(address: int, rank: int, dtype: np.dtype) -> np.ndarray:
     return _strided(flat, dtype, shape, strides)
 
 
+class UnrankedDescriptor(ctypes.Structure):
+    """What a packed function receives per argument: `{int64_t rank; void *descriptor}`."""
+
+    _fields_ = [("rank", ctypes.c_int64), ("descriptor", ctypes.c_void_p)]
+
+
+def view_unranked(address: int, dtype: np.dtype) -> np.ndarray:
+    """A numpy view of the memref whose unranked descriptor is at `address` (no copy)."""
+    u = UnrankedDescriptor.from_address(address)
+    return view(u.descriptor, u.rank, dtype)
+
+
 def _contiguous_strides(shape: tuple, itemsize: int) -> tuple:
     strides, step = [], itemsize
     for n in reversed(shape):

@@ -116,13 +116,16 @@ print("ok")
 C_MODEL = r"""
 #include <stdint.h>
 typedef struct { float *allocated, *aligned; int64_t offset, sizes[2], strides[2]; } memref2;
+/* packed functions take unranked memrefs: {rank, descriptor} */
+typedef struct { int64_t rank; void *descriptor; } unranked;
 /* the packed function "env.double", bound at load time (Executable.bind_packed) */
-static void (*env_double)(memref2 *, memref2 *);
-void bind_env_double(void *fn) { env_double = (void (*)(memref2 *, memref2 *))fn; }
+static void (*env_double)(unranked *, unranked *);
+void bind_env_double(void *fn) { env_double = (void (*)(unranked *, unranked *))fn; }
 /* main(x) -> x * 2 + 1: the packed wrapper of a C-interface entry point */
 void main_packed(void **args) {
   memref2 *x = *(memref2 **)args[0], *out = *(memref2 **)args[1];
-  env_double(x, out);
+  unranked ux = {2, x}, uout = {2, out};
+  env_double(&ux, &uout);
   int64_t n = out->sizes[0] * out->sizes[1];
   for (int64_t i = 0; i < n; i++) out->aligned[out->offset + i] += 1.0f;
 }

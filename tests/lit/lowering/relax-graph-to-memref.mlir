@@ -31,12 +31,14 @@ func.func @chain(%x: tensor<?x4xf32> {relax.name = "x", relax.shape = ["n", 4]},
 // -----
 
 // Constants become private memref globals; packed functions become C-interface declarations
-// that the runtime binds to registered Python functions.
-// CHECK-DAG: func.func private @[[PRINT:__packed_env_print_[0-9]+]](memref<2xf32>) attributes {llvm.emit_c_interface, relax.packed = "env.print"
+// that the runtime binds to registered functions (Python or native); they take unranked memrefs
+// (`{rank, descriptor}` in C), the ranked types are kept in relax.packed_args.
+// CHECK-DAG: func.func private @[[PRINT:__packed_env_print_[0-9]+]](memref<*xf32>) attributes {llvm.emit_c_interface, relax.packed = "env.print", relax.packed_args = [memref<2xf32>]
 // CHECK-DAG: memref.global "private" constant @[[CONST:__constant_[0-9]+]] : memref<2xf32> = dense<[1.000000e+00, 2.000000e+00]>
 // CHECK-LABEL: func.func @constant_and_packed
 // CHECK: %[[C:.+]] = memref.get_global @[[CONST]] : memref<2xf32>
-// CHECK: call @[[PRINT]](%[[C]]) : (memref<2xf32>) -> ()
+// CHECK: %[[U:.+]] = memref.cast %[[C]] : memref<2xf32> to memref<*xf32>
+// CHECK: call @[[PRINT]](%[[U]]) : (memref<*xf32>) -> ()
 // CHECK: memref.copy %[[C]], %{{.+}}
 func.func @constant_and_packed() -> tensor<2xf32> attributes {relax.function} {
   %c = "relax.constant"() {value = dense<[1.0, 2.0]> : tensor<2xf32>} : () -> tensor<2xf32>
