@@ -320,6 +320,41 @@ class Square(_Unary):
 
 
 @RELAX.op
+class Trunc(_Unary):
+    """Elementwise round toward zero (identity on integers)."""
+
+    mnemonic = "trunc"
+
+
+@RELAX.op
+class Log1p(_Unary):
+    """Elementwise `log(1 + x)`, accurate for small x (float)."""
+
+    mnemonic = "log1p"
+
+
+@RELAX.op
+class Expm1(_Unary):
+    """Elementwise `exp(x) - 1`, accurate for small x (float)."""
+
+    mnemonic = "expm1"
+
+
+@RELAX.op
+class Log2(_Unary):
+    """Elementwise base-2 logarithm (float)."""
+
+    mnemonic = "log2"
+
+
+@RELAX.op
+class Log10(_Unary):
+    """Elementwise base-10 logarithm (float)."""
+
+    mnemonic = "log10"
+
+
+@RELAX.op
 class LogicalNot(_Unary):
     """Elementwise logical not of a bool tensor."""
 

@@ -33,8 +33,8 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     function is scheduled with the ops that succeeded; the others keep their linalg form (naive
     loops: correct, slower) and a warning names them. With `strict` the first failure is raised.
     """
-    if not linalg_ops(func_op):
-        return []
+    if not linalg_ops(func_op) or _has_empty_operand(func_op):
+        return []  # NOTE: tiling a loop of zero iterations asserts in MLIR; naive loops do nothing
     # Trials run on copies inside a scratch module (the interpreter wants a parented payload).
     scratch = ir.Module.create(loc=func_op.location)
     base = func_op.clone(ip=ir.InsertionPoint(scratch.body))
@@ -92,6 +92,15 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
         return []
     _replace(func_op, trial, used)
     return used
+
+
+def _has_empty_operand(func_op: ir.Operation) -> bool:
+    """Whether some linalg op reads or writes a tensor with a static dimension of size 0."""
+    for op in linalg_ops(func_op):
+        for value in list(op.operands) + list(op.results):
+            if isinstance(value.type, ir.ShapedType) and 0 in ir.ShapedType(value.type).shape:
+                return True
+    return False
 
 
 def _replace(func_op: ir.Operation, new: ir.Operation, used: list[str]) -> None:

@@ -289,9 +289,64 @@ def _module_rule(module: nn.Module, user: dict[type, ModuleRule], node: fx.Node)
         for table in (user, MODULE_CONVERTERS):
             if cls in table:
                 return table[cls]
-    raise NotImplementedError(
-        f"unsupported torch op '{target_name(type(module))}' at node '{node.name}' (from_fx)"
-    )
+    return _inline_module
+
+
+class _InlineTracer(fx.Tracer):
+    """Traces a leaf `torch.nn` module's own forward (its children stay leaves)."""
+
+    def __init__(self, root: nn.Module):
+        super().__init__()
+        self.root_module = root
+
+    def is_leaf_module(self, m: nn.Module, qualname: str) -> bool:
+        return m is not self.root_module and super().is_leaf_module(m, qualname)
+
+
+def _inline_module(ctx: Importer, node: fx.Node, module: nn.Module):
+    """A `torch.nn` module with no rule of its own (nn.ELU, nn.GroupNorm, nn.Upsample, ...):
+    its forward traced into functional calls, translated in place by the same rules."""
+    try:
+        graph = _InlineTracer(module).trace(module)
+    except Exception as exc:  # noqa: BLE001  (any trace failure means: not importable)
+        raise NotImplementedError(
+            f"unsupported torch op '{target_name(type(module))}' at node '{node.name}' "
+            f"(from_fx; its forward does not trace: {exc})"
+        ) from None
+    gm = fx.GraphModule(module, graph)
+    sub_modules = dict(gm.named_modules())
+    inputs = list(ctx.retrieve(node.args)) + list(ctx.retrieve(node.kwargs).values())
+    placeholders = 0
+    try:
+        for sub in graph.nodes:
+            if sub.op == "placeholder":
+                if placeholders < len(inputs):
+                    ctx.env[sub] = inputs[placeholders]
+                else:
+                    ctx.env[sub] = sub.args[0] if sub.args else None
+                placeholders += 1
+            elif sub.op == "get_attr":
+                value = gm
+                for part in sub.target.split("."):
+                    value = getattr(value, part)
+                ctx.env[sub] = (
+                    ctx.weight(f"{node.target}.{sub.target}", value)
+                    if isinstance(value, torch.Tensor)
+                    else value
+                )
+            elif sub.op in ("call_function", "call_method"):
+                ctx.env[sub] = ctx.translate(sub)
+            elif sub.op == "call_module":
+                child = sub_modules[sub.target]
+                ctx.env[sub] = _module_rule(child, {}, sub)(ctx, sub, child)
+            elif sub.op == "output":
+                return ctx.retrieve(sub.args[0])
+    except NotImplementedError as exc:
+        raise NotImplementedError(
+            f"unsupported torch op '{target_name(type(module))}' at node '{node.name}' "
+            f"(from_fx): its forward has {exc}"
+        ) from None
+    raise ValueError(f"from_fx: the traced forward of node '{node.name}' has no output")
 
 
 def _get_attr(ctx: Importer, gm: fx.GraphModule, node: fx.Node):

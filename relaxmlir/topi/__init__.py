@@ -33,8 +33,12 @@ from relaxmlir.topi.math import (  # noqa: F401
     cos,
     erf,
     exp,
+    expm1,
     floor,
     log,
+    log1p,
+    log2,
+    log10,
     logical_not,
     negative,
     round,
@@ -45,6 +49,7 @@ from relaxmlir.topi.math import (  # noqa: F401
     sqrt,
     square,
     tanh,
+    trunc,
 )
 from relaxmlir.topi.nn.dense import matmul  # noqa: F401
 from relaxmlir.topi.reduction import (  # noqa: F401

@@ -22,6 +22,30 @@ def _sign(v: E.Expr) -> E.Expr:
     return te.if_then_else(v > zero, one, te.if_then_else(v < zero, -one, zero))
 
 
+def _expm1(v: E.Expr) -> E.Expr:
+    """Kahan's `(u - 1) * x / log(u)` with `u = exp(x)`: the rounding error of `u` cancels, so
+    small x keep their digits (te has no expm1 intrinsic)."""
+    one = te.const(1, v.dtype)
+    u = te.exp(v)
+    um1 = u - one
+    exact = um1 * v / te.log(u)
+    inf = te.const(float("inf"), v.dtype)
+    return te.if_then_else(
+        u == one, v, te.if_then_else(um1 == -one, -one, te.if_then_else(u == inf, u, exact))
+    )
+
+
+def _log1p(v: E.Expr) -> E.Expr:
+    """Goldberg's `log(u) * x / (u - 1)` with `u = 1 + x`: exact where `1 + x` rounds (the
+    intrinsic lowers to `log(1 + x)`, which loses every digit below float epsilon)."""
+    one = te.const(1, v.dtype)
+    u = v + one
+    inf = te.const(float("inf"), v.dtype)
+    return te.if_then_else(
+        u == one, v, te.if_then_else(u == inf, u, te.log(u) * v / (u - one))
+    )
+
+
 abs = unary("abs", te.abs)
 negative = unary("negative", lambda v: -v)
 exp = unary("exp", te.exp)
@@ -38,6 +62,11 @@ ceil = unary("ceil", te.ceil)
 round = unary("round", te.round)
 sign = unary("sign", _sign)
 square = unary("square", lambda v: v * v)
+trunc = unary("trunc", te.trunc)
+log1p = unary("log1p", _log1p)
+expm1 = unary("expm1", _expm1)
+log2 = unary("log2", te.log2)
+log10 = unary("log10", te.log10)
 logical_not = unary("logical_not", lambda v: v == te.const(0, v.dtype))  # also on int8 0/1 bools
 
 

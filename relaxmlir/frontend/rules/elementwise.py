@@ -19,11 +19,32 @@ from relaxmlir.frontend.rules.common import (
     first,
 )
 
-
 # -- unary and activations ------------------------------------------------------------------
+# float-only ops; torch computes them on integer tensors in float32
+_FLOAT_ONLY = {
+    "sigmoid",
+    "tanh",
+    "exp",
+    "log",
+    "sqrt",
+    "rsqrt",
+    "sin",
+    "cos",
+    "erf",
+    "log1p",
+    "expm1",
+    "log2",
+    "log10",
+    "nn.silu",
+}
+
+
 def unary(op_name: str) -> Rule:
     def rule(ctx: Importer, node: fx.Node):
-        return call(ctx, op_name, first(ctx, node))
+        x = first(ctx, node)
+        if op_name in _FLOAT_ONLY and not x.struct_info.dtype.startswith(("float", "bfloat")):
+            x = astype(ctx, x, "float32")
+        return call(ctx, op_name, x)
 
     return rule
 
@@ -43,6 +64,15 @@ for _op_name, _targets in {
     "cos": (torch.cos, "cos", aten.cos),
     "erf": (torch.erf, torch.special.erf, "erf", aten.erf),
     "logical_not": (torch.logical_not, "logical_not", aten.logical_not),
+    "floor": (torch.floor, "floor", aten.floor),
+    "ceil": (torch.ceil, "ceil", aten.ceil),
+    "trunc": (torch.trunc, torch.fix, "trunc", "fix", aten.trunc, aten.fix),
+    "sign": (torch.sign, torch.sgn, "sign", "sgn", aten.sign, aten.sgn),
+    "square": (torch.square, "square", aten.square),
+    "log1p": (torch.log1p, torch.special.log1p, "log1p", aten.log1p),
+    "expm1": (torch.expm1, torch.special.expm1, "expm1", aten.expm1),
+    "log2": (torch.log2, "log2", aten.log2),
+    "log10": (torch.log10, "log10", aten.log10),
 }.items():
     register(unary(_op_name), *_targets)
 
@@ -63,6 +93,143 @@ def _leaky_relu(ctx: Importer, node: fx.Node):
 def _hardtanh(ctx: Importer, node: fx.Node):
     lo, hi = ctx.arg(node, 1, "min_val", -1.0), ctx.arg(node, 2, "max_val", 1.0)
     return call(ctx, "clip", first(ctx, node), lo, hi)
+
+
+def _round(ctx: Importer, node: fx.Node):
+    """`torch.round(x, decimals=d)`: half to even of `x * 10**d`, scaled back."""
+    x, decimals = first(ctx, node), ctx.arg(node, None, "decimals", 0)
+    if not decimals:
+        return call(ctx, "round", x)
+    scaled = call(ctx, "round", emit_binary(ctx, "multiply", x, 10.0**decimals))
+    return emit_binary(ctx, "divide", scaled, 10.0**decimals)
+
+
+def _float(ctx: Importer, x):
+    return x if x.struct_info.dtype.startswith(("float", "bfloat")) else astype(ctx, x, "float32")
+
+
+def _reciprocal(ctx: Importer, node: fx.Node):
+    x = _float(ctx, first(ctx, node))
+    return emit_binary(ctx, "divide", as_tensor(1.0, x), x)
+
+
+# -- activations decomposed into elementwise ops (the formulas of torch's CPU kernels) -------
+def elu(ctx: Importer, x, alpha: float = 1.0, scale: float = 1.0, input_scale: float = 1.0):
+    """`scale * (x if x > 0 else alpha * expm1(x * input_scale))` (also selu and celu)."""
+    neg = call(
+        ctx, "expm1", emit_binary(ctx, "multiply", x, input_scale) if input_scale != 1 else x
+    )
+    neg = emit_binary(ctx, "multiply", neg, alpha * scale)
+    pos = emit_binary(ctx, "multiply", x, scale) if scale != 1 else x
+    return where(ctx, emit_binary(ctx, "greater", x, 0.0), pos, neg)
+
+
+def softplus(ctx: Importer, x, beta: float = 1.0, threshold: float = 20.0):
+    """`log1p(exp(beta * x)) / beta`, and `x` where `beta * x > threshold`."""
+    bx = emit_binary(ctx, "multiply", x, beta) if beta != 1 else x
+    soft = call(ctx, "log1p", call(ctx, "exp", bx))
+    soft = emit_binary(ctx, "divide", soft, beta) if beta != 1 else soft
+    return where(ctx, emit_binary(ctx, "greater", bx, threshold), x, soft)
+
+
+def _relu6_of_shifted(ctx: Importer, x):
+    """`min(max(x + 3, 0), 6)`, shared by hardswish and hardsigmoid."""
+    return call(ctx, "clip", emit_binary(ctx, "add", x, 3.0), 0.0, 6.0)
+
+
+_SELU_ALPHA, _SELU_SCALE = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+
+
+def _activation(fn) -> Rule:
+    """A rule applying `fn(ctx, x, *args)` to the node's input (float32 for integer input)."""
+
+    def rule(ctx: Importer, node: fx.Node):
+        return fn(ctx, _float(ctx, first(ctx, node)), node)
+
+    return rule
+
+
+register(
+    _activation(lambda ctx, x, n: elu(ctx, x, ctx.arg(n, 1, "alpha", 1.0))),
+    F.elu,
+    "elu",
+)
+register(
+    _activation(
+        lambda ctx, x, n: elu(
+            ctx,
+            x,
+            ctx.arg(n, 1, "alpha", 1.0),
+            ctx.arg(n, 2, "scale", 1.0),
+            ctx.arg(n, 3, "input_scale", 1.0),
+        )
+    ),
+    aten.elu,
+)
+register(
+    _activation(lambda ctx, x, n: elu(ctx, x, _SELU_ALPHA, _SELU_SCALE)),
+    F.selu,
+    torch.selu,
+    aten.selu,
+)
+register(
+    _activation(lambda ctx, x, n: elu(ctx, x, a := ctx.arg(n, 1, "alpha", 1.0), 1.0, 1.0 / a)),
+    F.celu,
+    torch.celu,
+    aten.celu,
+)
+register(
+    _activation(
+        lambda ctx, x, n: softplus(
+            ctx, x, ctx.arg(n, 1, "beta", 1.0), ctx.arg(n, 2, "threshold", 20.0)
+        )
+    ),
+    F.softplus,
+    aten.softplus,
+)
+register(
+    _activation(
+        lambda ctx, x, n: emit_binary(ctx, "multiply", x, call(ctx, "tanh", softplus(ctx, x)))
+    ),
+    F.mish,
+    aten.mish,
+)
+register(
+    _activation(
+        lambda ctx, x, n: emit_binary(
+            ctx, "divide", emit_binary(ctx, "multiply", x, _relu6_of_shifted(ctx, x)), 6.0
+        )
+    ),
+    F.hardswish,
+    aten.hardswish,
+)
+register(
+    _activation(lambda ctx, x, n: emit_binary(ctx, "divide", _relu6_of_shifted(ctx, x), 6.0)),
+    F.hardsigmoid,
+    aten.hardsigmoid,
+)
+register(
+    _activation(
+        lambda ctx, x, n: emit_binary(
+            ctx, "divide", x, emit_binary(ctx, "add", call(ctx, "abs", x), 1.0)
+        )
+    ),
+    F.softsign,
+)
+register(
+    _activation(
+        lambda ctx, x, n: emit_binary(
+            ctx,
+            "subtract",
+            emit_binary(ctx, "minimum", x, 0.0),
+            call(ctx, "log1p", call(ctx, "exp", call(ctx, "negative", call(ctx, "abs", x)))),
+        )
+    ),
+    F.logsigmoid,
+    aten.log_sigmoid,
+)
+register(_round, torch.round, "round", aten.round)
+register(_reciprocal, torch.reciprocal, "reciprocal", aten.reciprocal)
 
 
 def bitwise(op_name: str) -> Rule:

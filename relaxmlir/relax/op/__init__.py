@@ -54,8 +54,12 @@ from relaxmlir.relax.op.unary import (  # noqa: F401
     cos,
     erf,
     exp,
+    expm1,
     floor,
     log,
+    log1p,
+    log2,
+    log10,
     logical_not,
     negative,
     round,
@@ -66,4 +70,5 @@ from relaxmlir.relax.op.unary import (  # noqa: F401
     sqrt,
     square,
     tanh,
+    trunc,
 )

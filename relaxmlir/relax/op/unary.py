@@ -47,6 +47,11 @@ ceil = unary_op("relax.ceil", doc="elementwise round toward +inf")
 round = unary_op("relax.round", doc="elementwise round half to even")
 sign = unary_op("relax.sign", doc="elementwise sign (-1, 0, 1)")
 square = unary_op("relax.square", doc="elementwise `x * x`")
+trunc = unary_op("relax.trunc", doc="elementwise round toward zero")
+log1p = unary_op("relax.log1p", True, "elementwise `log(1 + x)`, accurate near 0")
+expm1 = unary_op("relax.expm1", True, "elementwise `exp(x) - 1`, accurate near 0")
+log2 = unary_op("relax.log2", True, "elementwise base-2 logarithm")
+log10 = unary_op("relax.log10", True, "elementwise base-10 logarithm")
 
 
 def logical_not(x: Expr) -> Call:

@@ -223,6 +223,46 @@ func.func @round_on_memref(%x: memref<2x3xf32>) {
 
 // -----
 
+func.func @trunc_two_results(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 results, but got 2}}
+  %0:2 = "relax.trunc"(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @log1p_of_integers(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{'relax.log1p' op is invalid: relax.log1p: expected a float tensor for 'x', got (int32)}}
+  %0 = "relax.log1p"(%x) : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @expm1_two_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 2}}
+  %0 = "relax.expm1"(%x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @log2_on_memref(%x: memref<2x3xf32>) {
+  // expected-error @+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  %0 = "relax.log2"(%x) : (memref<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @log10_wrong_result_shape(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.log10' op result #0 is declared tensor<3x2xf32>, but its operands give tensor<2x3xf32>}}
+  %0 = "relax.log10"(%x) : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
 func.func @sign_two_results(%x: tensor<2x3xf32>) {
   // expected-error @+1 {{op expects exactly 1 results, but got 2}}
   %0:2 = "relax.sign"(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)

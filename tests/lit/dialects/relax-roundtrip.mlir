@@ -89,6 +89,11 @@ func.func @high_level_ops(%x: tensor<?x4xf32> {relax.shape = ["n", 4]}, %w: tens
 // CHECK: "relax.round"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK: "relax.sign"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK: "relax.square"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.trunc"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.log1p"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.expm1"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.log2"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.log10"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
 func.func @unary_math(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {relax.function} {
   %0 = "relax.abs"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
   %1 = "relax.negative"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -106,7 +111,12 @@ func.func @unary_math(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {relax.
   %13 = "relax.round"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
   %14 = "relax.sign"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
   %15 = "relax.square"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
-  return %15 : tensor<2x3xf32>
+  %16 = "relax.trunc"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %17 = "relax.log1p"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %18 = "relax.expm1"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %19 = "relax.log2"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %20 = "relax.log10"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %20 : tensor<2x3xf32>
 }
 
 // -----

@@ -65,3 +65,35 @@ func.func @softmax(%x: tensor<2x5xf32>) -> tensor<2x5xf32> attributes {relax.fun
   %0 = "relax.nn_softmax"(%x) {axis = 1 : i64} : (tensor<2x5xf32>) -> tensor<2x5xf32>
   return %0 : tensor<2x5xf32>
 }
+
+// -----
+
+// log1p and expm1 keep their digits near 0: log1p is `log(u) * x / (u - 1)` with `u = 1 + x`
+// (never the intrinsic, which lowers to `log(1 + x)`), expm1 is Kahan's form over `exp`.
+// CHECK-LABEL: func.func @log1p_expm1
+// CHECK: func.func private @[[LOG1P:[a-z_0-9]+]](
+// CHECK-NOT: math.log1p
+// CHECK: math.log
+// CHECK: arith.divf
+// CHECK: func.func private @[[EXPM1:[a-z_0-9]+]](
+// CHECK: math.exp
+// CHECK: math.log
+// CHECK: arith.divf
+func.func @log1p_expm1(%x: tensor<4xf32>) -> tensor<4xf32> attributes {relax.function} {
+  %0 = "relax.log1p"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = "relax.expm1"(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  return %1 : tensor<4xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @trunc_log2_log10
+// CHECK: math.trunc
+// CHECK: math.log2
+// CHECK: math.log10
+func.func @trunc_log2_log10(%x: tensor<4xf32>) -> tensor<4xf32> attributes {relax.function} {
+  %0 = "relax.trunc"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = "relax.log2"(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  %2 = "relax.log10"(%1) : (tensor<4xf32>) -> tensor<4xf32>
+  return %2 : tensor<4xf32>
+}
