@@ -1,7 +1,8 @@
-"""Builds relaxmlir's native runtime (relaxmlir/runtime/native/runtime.c) at install time.
+"""Builds relaxmlir's native runtime (relaxmlir/runtime/native/*.c) at install time.
 
-It is a plain C library that compiled kernels call (workspace allocator); Python loads it with
-ctypes, so it uses no Python API. Everything else is in pyproject.toml.
+They are plain C libraries that compiled code calls (workspace allocator, the blas codegen's
+kernels); Python loads them with ctypes, so they use no Python API. Everything else is in
+pyproject.toml.
 """
 
 from setuptools import Extension, setup
@@ -12,6 +13,13 @@ setup(
             "relaxmlir.runtime.native._runtime",
             ["relaxmlir/runtime/native/runtime.c"],
             extra_compile_args=["-O2", "-fvisibility=hidden"],
-        )
+        ),
+        # The `blas` codegen's kernels; they find the BLAS itself at run time (no link to it).
+        Extension(
+            "relaxmlir.runtime.native._blas",
+            ["relaxmlir/runtime/native/blas_kernels.c"],
+            extra_compile_args=["-O3", "-fvisibility=hidden"],
+            libraries=["m"],
+        ),
     ]
 )

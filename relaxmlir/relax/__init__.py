@@ -1,7 +1,7 @@
 """`relaxmlir.relax`: Relax graph IR, the BlockBuilder, build and the virtual machine."""
 
 from relaxmlir.ir import Function, IRModule  # noqa: F401
-from relaxmlir.relax import op, transform  # noqa: F401
+from relaxmlir.relax import backend, dpl, op, transform  # noqa: F401
 from relaxmlir.relax.block_builder import BlockBuilder  # noqa: F401
 from relaxmlir.relax.expr import (  # noqa: F401
     Call,

@@ -16,7 +16,7 @@ from relaxmlir.runtime import memref_abi
 from relaxmlir.runtime.device import TARGET_DEVICE, Device
 from relaxmlir.runtime.dtype import np_dtype
 from relaxmlir.runtime.entry import EntryPoint
-from relaxmlir.runtime.registry import get_global_func
+from relaxmlir.runtime.registry import NativeFunc, get_global_func
 
 
 @dataclass
@@ -64,19 +64,28 @@ class FunctionInfo:
 @dataclass
 class PackedSpec:
     """A packed function that the code calls: its C-interface symbol, the registered name it is
-    bound to, and the rank and dtype of each memref argument."""
+    bound to, and the rank and dtype of each memref argument. `native` (a `NativeFunc` as a
+    dict) is set when the function is a C kernel: a loaded library binds it without the registry
+    and without Python on the call path."""
 
     symbol: str
     name: str
     ranks: list[int]
     dtypes: list[str]
+    native: dict | None = None
 
     def to_dict(self) -> dict:
         return asdict(self)
 
     @staticmethod
     def from_dict(d: dict) -> PackedSpec:
-        return PackedSpec(d["symbol"], d["name"], list(d["ranks"]), list(d["dtypes"]))
+        return PackedSpec(d["symbol"], d["name"], list(d["ranks"]), list(d["dtypes"]), d.get("native"))
+
+    def native_func(self) -> NativeFunc | None:
+        if self.native is not None:
+            return NativeFunc.from_dict(self.native)
+        fn = get_global_func(self.name, allow_missing=True)
+        return fn if isinstance(fn, NativeFunc) else None
 
 
 class NativeCode(Protocol):
@@ -132,7 +141,14 @@ class Executable:
         target: Any,
         libraries: tuple[str, ...] = (),
     ):
-        missing = sorted({p.name for p in packed if get_global_func(p.name, allow_missing=True) is None})
+        native = {p.symbol: p.native_func() for p in packed}
+        missing = sorted(
+            {
+                p.name
+                for p in packed
+                if native[p.symbol] is None and get_global_func(p.name, allow_missing=True) is None
+            }
+        )
         if missing:
             raise ValueError(
                 f"packed function(s) {missing} are not registered (use relaxmlir.register_func)"
@@ -142,7 +158,12 @@ class Executable:
         self.packed = packed
         self.target = target  # a relaxmlir.target.Target
         self.libraries = tuple(libraries)  # native libraries the code calls (runtime.libraries)
-        self.callbacks = [_Trampoline(p) for p in packed]
+        # C kernels are bound by address (compiled code calls them directly); Python functions
+        # through a trampoline each.
+        self.native_bindings = {s: f for s, f in native.items() if f is not None}
+        for symbol, fn in self.native_bindings.items():
+            code.bind_packed(symbol, ctypes.c_void_p(fn.address()))
+        self.callbacks = [_Trampoline(p) for p in packed if native[p.symbol] is None]
         for cb in self.callbacks:
             code.bind_packed(cb.symbol, cb.cfunc)
 

