@@ -137,11 +137,11 @@ def _packed_specs(mod: IRModule) -> list[PackedSpec]:
                     [dtype_of(ir.MemRefType(t).element_type) for t in types],
                 )
             )
+            native = specs[-1].native_func()  # a C kernel: recorded, so a loaded library binds it
+            specs[-1].native = native.to_dict() if native is not None else None
     return specs
 
 
-            native = specs[-1].native_func()  # a C kernel: recorded, so a loaded library binds it
-            specs[-1].native = native.to_dict() if native is not None else None
 def _external_libraries(mod: IRModule) -> list[str]:
     """Native libraries that backends (library dispatch) named on the module."""
     attrs = mod.module.operation.attributes
