@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from dialects import relax as rx
 from lowering.dataflow import graph_functions
 from lowering.registry import register_pass
 
@@ -41,6 +42,34 @@ def calls_of(module_op: ir.Operation, names: set[str]) -> list[ir.Operation]:
     for func_op in graph_functions(module_op):
         func_op.walk(visit)
     return found
+
+
+def leaves(root: ir.Operation, inside: list[ir.Operation], dedupe: bool) -> list[ir.Value]:
+    """Values the matched ops read from outside the match, depth first from the root."""
+    out: list[ir.Value] = []
+
+    def visit(value: ir.Value) -> None:
+        owner = value.owner
+        op = None if isinstance(owner, ir.Block) else owner.operation
+        if op is not None and any(op == o for o in inside):
+            for operand in op.operands:
+                visit(operand)
+        elif not dedupe or all(value != v for v in out):
+            out.append(value)
+
+    for operand in root.operands:
+        visit(operand)
+    return out
+
+
+def composite_leaves(callee: ir.Operation) -> list[ir.Value]:
+    """The inputs of a composite function's kernel, in pattern order (depth first from the
+    result, operands left to right, repeats kept): parameters and bound constants."""
+    body = callee.regions[0].blocks[0]
+    ret = list(body.operations)[-1]
+    root = ret.operands[0].owner.operation
+    inside = [op.operation for op in body.operations if op.operation.name != rx.Constant.name][:-1]
+    return leaves(root, inside, dedupe=False)
 
 
 def inline_call(call: ir.Operation, callee: ir.Operation) -> None:

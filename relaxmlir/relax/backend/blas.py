@@ -12,8 +12,9 @@ from __future__ import annotations
 
 from mlir import ir
 
-from relaxmlir.relax.backend import FusionPattern, PatternCheckContext, register_patterns
+from lowering.composite import composite_leaves
 from relaxmlir.relax.backend.patterns import make_matmul_pattern
+from relaxmlir.relax.backend.registry import FusionPattern, PatternCheckContext, register_patterns
 from relaxmlir.relax.dpl import attr_value
 from relaxmlir.relax.struct_info import dtype_of
 from relaxmlir.runtime import libraries
@@ -97,8 +98,6 @@ def kernel_for(composite: str) -> NativeFunc:
 
 def codegen(functions: list) -> dict:
     """`relax.ext.blas`: (name, composite, function) -> the native kernel for each name."""
-    from relaxmlir.relax.transform.fuse_ops_by_pattern import composite_leaves
-
     out = {}
     for name, composite, func_op in functions:
         want = 3 if "_bias" in composite else 2  # lhs, rhs[, bias]

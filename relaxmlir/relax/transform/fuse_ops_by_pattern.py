@@ -23,14 +23,22 @@ from mlir import ir
 from mlir.dialects import func
 
 from dialects import relax as rx
-from lowering.composite import CODEGEN_ATTR, COMPOSITE_ATTR, calls_of, composite_functions
+from lowering.composite import (
+    CODEGEN_ATTR,
+    COMPOSITE_ATTR,
+    calls_of,
+    composite_functions,
+    composite_leaves,
+    leaves,
+)
 from lowering.dataflow import graph_functions
 from lowering.registry import PassError, register_pass
-from relaxmlir.relax.backend import (
+from relaxmlir.relax.backend.registry import (
     FusionPattern,
     PatternCheckContext,
     PatternEntry,
     as_fusion_pattern,
+    get_patterns_with_prefix,
 )
 from relaxmlir.relax.dpl import arg_name
 from relaxmlir.runtime.registry import get_global_func, register_func
@@ -54,24 +62,6 @@ def _all_ops(func_op: ir.Operation) -> list[ir.Operation]:
 
     func_op.walk(visit)
     return ops
-
-
-def _leaves(root: ir.Operation, inside: list[ir.Operation], dedupe: bool) -> list[ir.Value]:
-    """Values the matched ops read from outside the match, depth first from the root."""
-    out: list[ir.Value] = []
-
-    def visit(value: ir.Value) -> None:
-        owner = value.owner
-        op = None if isinstance(owner, ir.Block) else owner.operation
-        if op is not None and any(op == o for o in inside):
-            for operand in op.operands:
-                visit(operand)
-        elif not dedupe or all(value != v for v in out):
-            out.append(value)
-
-    for operand in root.operands:
-        visit(operand)
-    return out
 
 
 def _is_constant(value: ir.Value) -> bool:
@@ -163,9 +153,9 @@ class _Outliner:
     def outline(self, group: _Group) -> None:
         ops = _program_order(group.ops)
         root = group.root
-        leaves = _leaves(root, ops, dedupe=True)
-        params = [v for v in leaves if not (self.bind_constants and _is_constant(v))]
-        consts = [v for v in leaves if self.bind_constants and _is_constant(v)]
+        inputs = leaves(root, ops, dedupe=True)
+        params = [v for v in inputs if not (self.bind_constants and _is_constant(v))]
+        consts = [v for v in inputs if self.bind_constants and _is_constant(v)]
         codegen = group.pattern.codegen
         stem = "fused_" + "_".join(_tvm_name(op.name) for op in ops)
         name = self._unique(f"{stem}_{codegen}" if self.annotate_codegen else stem)
@@ -254,16 +244,6 @@ def FuseOpsByPattern(
 # -- RunCodegen --------------------------------------------------------------------------------
 
 
-def composite_leaves(callee: ir.Operation) -> list[ir.Value]:
-    """The inputs of a composite function's kernel, in pattern order (depth first from the
-    result, operands left to right, repeats kept): parameters and bound constants."""
-    body = callee.regions[0].blocks[0]
-    ret = list(body.operations)[-1]
-    root = ret.operands[0].owner.operation
-    inside = [op.operation for op in body.operations if op.operation.name != rx.Constant.name][:-1]
-    return _leaves(root, inside, dedupe=False)
-
-
 def _kernel_args(call: ir.Operation, callee: ir.Operation) -> list[ir.Value]:
     """The composite's leaves as values of the caller (bound constants are cloned before the
     call)."""
@@ -345,8 +325,6 @@ def RunCodegen(target_options: dict | None = None, entry_functions: list | None 
     },
 )
 def relax_fuse_ops_by_pattern(**options: str):
-    from relaxmlir.relax.backend import get_patterns_with_prefix
-
     prefixes = [p for p in options.get("patterns", "").strip("\"'").split(",") if p]
     if not prefixes:
         raise PassError("relax-fuse-ops-by-pattern: give patterns=<prefix>[,<prefix>...]")
