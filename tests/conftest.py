@@ -12,10 +12,17 @@ from __future__ import annotations
 
 import os
 import sys
+import tempfile
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+
+# The compile cache stays off in the test session (results must not depend on, nor write into,
+# the user's cache; child processes inherit this); tests/python/test_cache.py turns it on with a
+# temporary folder.
+os.environ["RELAXMLIR_CACHE"] = "0"
+os.environ["RELAXMLIR_CACHE_DIR"] = os.path.join(tempfile.gettempdir(), f"relaxmlir-test-cache-{os.getpid()}")
 
 ROOT = Path(__file__).resolve().parents[1]
 LIT_DIR = ROOT / "tests" / "lit"

@@ -8,6 +8,7 @@ the JIT (`lowering/jit.py`). The `Executable` and the VM are the runtime's (`rel
 from __future__ import annotations
 
 import os
+import warnings
 from typing import Any, Union
 
 from mlir import ir
@@ -16,7 +17,9 @@ from mlir.dialects import func as func_d
 from dialects import relax as rx
 from dialects import shape as sh
 from lowering.graph_to_memref import EXTERNAL_LIBS_ATTR, PACKED_ARGS_ATTR, PACKED_ATTR
-from lowering.jit import JitCode, JitError
+from lowering import cache
+from lowering.export import ExportError
+from lowering.jit import JitCode, JitError, needed_libraries
 from lowering.pipelines import target_pipeline
 from lowering.registry import PassError, PipelineError, run_pipeline
 from relaxmlir.ir import IRModule, _format_diagnostics
@@ -158,6 +161,16 @@ def _as_module(mod: Any) -> IRModule:
     raise TypeError(f"build expects an IRModule or a PrimFunc, got {type(mod).__name__}")
 
 
+def _cache_key(mod: IRModule, tgt: Target):
+    """The compile-cache key of building `mod` for `tgt` (None: the cache is off)."""
+    packed = _packed_names(mod)
+    if tgt.kind != "llvm" or not cache.enabled():
+        return None
+    if any(get_global_func(n, allow_missing=True) is None for n in packed):
+        return None  # an unregistered packed function is reported by the build itself
+    return cache.build_key(mod.module, tgt, ",".join(target_pipeline(tgt)), packed)
+
+
 def build(
     mod: Union[IRModule, Any],
     target: Union[str, dict, Target, None] = None,
@@ -184,6 +197,12 @@ def build(
     tgt = as_target(target)
     mod = _as_module(mod)
     with scope(), tgt:
+        key = _cache_key(mod, tgt)
+        if key is not None:
+            hit = cache.load(key)
+            cache.stats["hits" if hit is not None else "misses"] += 1
+            if hit is not None:
+                return hit
         if _high_level_ops(mod):
             from relaxmlir.relax.pipeline import get_pipeline
 
@@ -213,6 +232,13 @@ def build(
         except PipelineError as exc:
             raise BuildError(str(exc)) from None
         external = _external_libraries(mod)
+        libs = needed_libraries(mod.module, external)
+        if key is not None and cache.cacheable(tgt, libs):
+            # The entry's library is this build's code too: no JIT compilation on top of it.
+            try:
+                return cache.store(key, mod.module, infos, _packed_specs(mod), tgt, libs)
+            except (OSError, ExportError) as exc:
+                warnings.warn(f"relaxmlir compile cache: not stored ({exc}); using the JIT")
         try:
             code = JitCode(mod.module, tgt, external)
         except ir.MLIRError as exc:

@@ -13,6 +13,8 @@ import ctypes
 import json
 import os
 import shutil
+import tempfile
+import weakref
 from typing import Any, Callable
 
 from relaxmlir.runtime import libraries
@@ -45,6 +47,42 @@ def read_metadata(path: str) -> dict:
             raise ValueError(f"{path}: corrupt relaxmlir metadata ({exc})") from None
 
 
+def write_metadata(path: str, meta: Any) -> int:
+    """Replace the metadata trailer of library `path` by `meta` (none: just drop it); returns
+    the size of the ELF image before the trailer."""
+    tail = len(METADATA_MAGIC) + 8
+    with open(path, "r+b") as f:
+        f.seek(0, os.SEEK_END)
+        size = f.tell()
+        if size >= tail:
+            f.seek(size - tail)
+            trailer = f.read(tail)
+            if trailer[8:] == METADATA_MAGIC:
+                size -= tail + int.from_bytes(trailer[:8], "little")
+        f.truncate(size)
+        if meta is not None:
+            payload = json.dumps(meta, sort_keys=True).encode()
+            f.seek(size)
+            f.write(payload + len(payload).to_bytes(8, "little") + METADATA_MAGIC)
+    return size
+
+
+# dlopen returns the library it already mapped under a path (ctypes never unloads one), even
+# after the file was replaced, and a library's packed-function pointers are global: a second
+# live Executable of the same file would rebind the first one's calls. So a path is mapped
+# again only while the file is the one mapped before and no live LibraryCode uses it; otherwise
+# a private copy is mapped.
+_MAPPED: dict[str, tuple[int, int]] = {}  # realpath -> (st_dev, st_ino) of the file mapped
+_LIVE: "weakref.WeakValueDictionary[str, LibraryCode]" = weakref.WeakValueDictionary()
+
+
+def _private_copy(path: str) -> str:
+    fd, copy = tempfile.mkstemp(prefix="relaxmlir-model-", suffix=".so")
+    os.close(fd)
+    shutil.copyfile(path, copy)
+    return copy
+
+
 class LibraryCode:
     """`NativeCode` of an Executable loaded from an exported library."""
 
@@ -53,10 +91,19 @@ class LibraryCode:
         for name in meta.get("libraries", []):
             if name != "relaxmlir":  # the workspace allocator is compiled into the library
                 libraries.load(name)  # before the library: it is DT_NEEDED by soname
+        key = os.path.realpath(path)
+        st = os.stat(path)
+        shared = _MAPPED.get(key, (st.st_dev, st.st_ino)) == (st.st_dev, st.st_ino) and key not in _LIVE
+        mapped = path if shared else _private_copy(path)
         try:
-            self.lib = ctypes.CDLL(path, mode=ctypes.RTLD_LOCAL)
+            self.lib = ctypes.CDLL(mapped, mode=ctypes.RTLD_LOCAL)
         except OSError as exc:
             raise OSError(f"cannot load model library {path}: {exc}") from None
+        finally:
+            if mapped != path:
+                os.unlink(mapped)  # the mapping stays valid
+        if shared:
+            _MAPPED[key], _LIVE[key] = (st.st_dev, st.st_ino), self
         self.entries = {name: i for i, name in enumerate(meta["entries"])}
         self.packed_index = {p["symbol"]: i for i, p in enumerate(meta.get("packed", []))}
         self._bound: list[Any] = []
@@ -83,9 +130,10 @@ class LibraryCode:
             shutil.copyfile(self.path, path)
 
 
-def load_module(path: str) -> Executable:
+def load_module(path: str, code_type: Callable[[str, dict], Any] = LibraryCode) -> Executable:
     """Load a library written by `Executable.export_library` (TVM's `tvm.runtime.load_module`);
-    run it with `relax.VirtualMachine(lib, rm.cpu())`."""
+    run it with `relax.VirtualMachine(lib, rm.cpu())`. `code_type(path, metadata)` makes the
+    Executable's code (the compile cache passes a LibraryCode that remembers its origin)."""
     path = os.fspath(path)
     if not os.path.exists(path):
         raise FileNotFoundError(f"load_module: no such file: {path}")
@@ -99,5 +147,5 @@ def load_module(path: str) -> Executable:
         )
     infos = {f["name"]: FunctionInfo.from_dict(f) for f in meta["functions"]}
     packed = [PackedSpec.from_dict(p) for p in meta.get("packed", [])]
-    code = LibraryCode(path, meta)  # Executable checks that its packed functions are registered
+    code = code_type(path, meta)  # Executable checks that its packed functions are registered
     return Executable(code, infos, packed, target, tuple(meta.get("libraries", [])))
