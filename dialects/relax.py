@@ -809,6 +809,17 @@ class Triu(_Unary):
 
 
 @RELAX.op
+class Pad(_Unary):
+    """`relax.nn.pad`: `pad_width` holds (before, after) per axis; `pad_mode` is "constant"
+    (`pad_value`), "reflect" (mirror without the edge) or "edge" (repeat the edge)."""
+
+    mnemonic = "nn_pad"
+    pad_width = Attr("int_array")
+    pad_mode = Attr("string")
+    pad_value = Attr("float")
+
+
+@RELAX.op
 class Conv2d(Op):
     """`relax.nn.conv2d`, NCHW data and OIHW weight; padding is (top, left, bottom, right)."""
 

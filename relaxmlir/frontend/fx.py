@@ -22,12 +22,16 @@ from relaxmlir.frontend.rules.nn import (
     attention_scores,
     avg_pool2d,
     batch_norm,
+    channel_affine,
     conv2d,
+    conv_transpose,
     layer_norm,
     max_pool2d,
+    normalize,
     softmax,
 )
 from relaxmlir.frontend.rules.reduction import reduce
+from relaxmlir.frontend.rules.resize import pad
 from relaxmlir.frontend.rules.shape import flatten, reshape, squeeze, transpose, unflatten
 from relaxmlir.frontend.rules.slicing import strided_slice
 from relaxmlir.ir import IRModule
@@ -65,14 +69,12 @@ def _linear(ctx, node, module: nn.Linear):
 
 
 def _conv(ctx, node, module: nn.Conv2d):
-    if module.padding_mode != "zeros":
-        raise NotImplementedError(
-            f"{type(module).__name__} padding_mode '{module.padding_mode}' at node '{node.name}'"
-        )
     w, b = _weight(ctx, node, "weight", module), _weight(ctx, node, "bias", module)
-    return conv2d(
-        ctx, first(ctx, node), w, b, module.stride, module.padding, module.dilation, module.groups
-    )
+    x, padding = first(ctx, node), module.padding
+    if module.padding_mode != "zeros":  # torch pads by the mode first, then convolves unpadded
+        x = pad(ctx, x, module._reversed_padding_repeated_twice, module.padding_mode)
+        padding = 0
+    return conv2d(ctx, x, w, b, module.stride, padding, module.dilation, module.groups)
 
 
 def _batch_norm(ctx, node, module: nn.BatchNorm2d):
@@ -133,6 +135,34 @@ def _avg_pool(ctx, node, module: nn.AvgPool2d):
 
 def _adaptive_avg_pool(ctx, node, module: nn.AdaptiveAvgPool2d):
     return adaptive_avg_pool2d(ctx, first(ctx, node), module.output_size)
+
+
+def _conv_transpose(ctx, node, module: nn.ConvTranspose2d):
+    """`nn.ConvTranspose{1,2}d` (their forward computes output_padding in python)."""
+    if ctx.arg(node, 1, "output_size") is not None:
+        raise NotImplementedError(f"{type(module).__name__}(output_size=...) at node '{node.name}'")
+    w, b = _weight(ctx, node, "weight", module), _weight(ctx, node, "bias", module)
+    return conv_transpose(
+        ctx, first(ctx, node), w, b, module.stride, module.padding, module.output_padding,
+        module.groups, module.dilation,
+    )  # fmt: skip
+
+
+def _instance_norm(ctx, node, module: nn.InstanceNorm2d):
+    """`nn.InstanceNorm{1,2,3}d` (their forward branches on the input's rank)."""
+    x = first(ctx, node)
+    w, b = _weight(ctx, node, "weight", module), _weight(ctx, node, "bias", module)
+    if module.training or not module.track_running_stats:
+        return channel_affine(ctx, normalize(ctx, x, list(range(2, ndim(x))), module.eps), w, b)
+    mean, var = (
+        _weight(ctx, node, "running_mean", module),
+        _weight(ctx, node, "running_var", module),
+    )
+    return batch_norm(ctx, x, w, b, mean, var, module.eps)
+
+
+def _circular_pad(ctx, node, module: nn.CircularPad2d):
+    return pad(ctx, first(ctx, node), module.padding, "circular")
 
 
 def _flatten(ctx, node, module: nn.Flatten):
@@ -244,6 +274,9 @@ register_module(_softmax("nn.log_softmax"), nn.LogSoftmax)
 register_module(_max_pool, nn.MaxPool2d)
 register_module(_avg_pool, nn.AvgPool2d)
 register_module(_adaptive_avg_pool, nn.AdaptiveAvgPool2d)
+register_module(_conv_transpose, nn.ConvTranspose1d, nn.ConvTranspose2d)
+register_module(_instance_norm, nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)
+register_module(_circular_pad, nn.CircularPad1d, nn.CircularPad2d, nn.CircularPad3d)
 register_module(_flatten, nn.Flatten)
 register_module(_unflatten, nn.Unflatten)
 register_module(_embedding, nn.Embedding)

@@ -23,7 +23,7 @@ from relaxmlir.frontend.rules.common import (
     shape_of,
 )
 from relaxmlir.frontend.rules.shape import reshape, squeeze, transpose
-from relaxmlir.relax.expr import const
+from relaxmlir.relax.expr import Constant, const
 
 
 # -- matrix products ------------------------------------------------------------------------
@@ -150,8 +150,14 @@ register(layer_norm_rule, F.layer_norm, aten.layer_norm)
 
 # -- convolution, pooling, embedding, attention ---------------------------------------------
 def conv2d(ctx: Importer, x, weight, bias, stride, padding, dilation, groups: int):
-    """NCHW / OIHW convolution; `padding` may be ints or "same"/"valid"; rank-3 input is conv1d."""
-    if ndim(x) == 3:  # conv1d as conv2d over a height of 1
+    """NCHW / OIHW convolution; `padding` may be ints or "same"/"valid"; a rank-3 weight is
+    conv1d; an input without the batch axis (rank of the weight minus one) is unbatched."""
+    if ndim(x) == ndim(weight) - 1:
+        out = conv2d(
+            ctx, call(ctx, "expand_dims", x, 0), weight, bias, stride, padding, dilation, groups
+        )
+        return squeeze(ctx, out, [0])
+    if ndim(weight) == 3:  # conv1d as conv2d over a height of 1
         x4 = call(ctx, "expand_dims", x, 2)
         w4 = call(ctx, "expand_dims", weight, 2)
         pad = padding if isinstance(padding, str) else [0] + make_pair(padding, 1)
@@ -188,6 +194,18 @@ def _pool_window(kernel, stride) -> tuple[list, list]:
     return kernel, make_pair(stride) if stride not in (None, [], ()) else kernel
 
 
+def unbatched(pool):
+    """A pooling helper that also takes an input without the batch axis (rank 3)."""
+
+    def wrapper(ctx: Importer, x, *args, **kwargs):
+        if ndim(x) != 3:
+            return pool(ctx, x, *args, **kwargs)
+        return squeeze(ctx, pool(ctx, call(ctx, "expand_dims", x, 0), *args, **kwargs), [0])
+
+    return wrapper
+
+
+@unbatched
 def max_pool2d(ctx: Importer, x, kernel, stride, padding, dilation, ceil_mode: bool):
     kernel, stride = _pool_window(kernel, stride)
     return call(
@@ -202,6 +220,7 @@ def max_pool2d(ctx: Importer, x, kernel, stride, padding, dilation, ceil_mode: b
     )
 
 
+@unbatched
 def avg_pool2d(
     ctx: Importer,
     x,
@@ -212,12 +231,12 @@ def avg_pool2d(
     count_include_pad: bool,
     divisor_override=None,
 ):
-    if divisor_override is not None:
-        raise NotImplementedError("avg_pool2d with divisor_override")
     kernel, stride = _pool_window(kernel, stride)
     padding = make_pair(padding)
     kwargs = {"count_include_pad": count_include_pad} if any(padding) else {}
-    return call(
+    if divisor_override:
+        kwargs = {"count_include_pad": True}
+    out = call(
         ctx,
         "nn.avg_pool2d",
         x,
@@ -227,9 +246,48 @@ def avg_pool2d(
         ceil_mode=ceil_mode,
         **kwargs,
     )
+    if not divisor_override:
+        return out
+    # sum / divisor_override: the average times its window size (torch's count_include_pad
+    # window, clipped to the padded input where ceil_mode runs past it) over the divisor
+    counts = [
+        _window_counts(size, k, st, p, out_size)
+        for size, k, st, p, out_size in zip(
+            shape_of(x)[2:], kernel, stride, padding, shape_of(out)[2:]
+        )
+    ]
+    factor = np.outer(counts[0], counts[1]) / float(divisor_override)
+    return emit_binary(ctx, "multiply", out, const(factor.astype(x.struct_info.dtype)))
+
+
+def _window_counts(size: int, k: int, stride: int, pad: int, out_size: int) -> np.ndarray:
+    start = np.arange(out_size) * stride - pad
+    return np.minimum(start + k, size + pad) - start
+
+
+def _lead(value, fill) -> list:
+    """A 1-D window parameter as the 2-D one over a height of 1: `3` -> `[fill, 3]`."""
+    return [fill] + make_pair(value, 1)
+
+
+def pool1d(pool):
+    """The 1-D form of a 2-D pooling helper: a height of 1, the window on the width."""
+
+    def wrapper(ctx: Importer, x, kernel, stride, padding, *args, **kwargs):
+        stride = None if stride in (None, [], ()) else _lead(stride, 1)
+        out = pool(
+            ctx, call(ctx, "expand_dims", x, ndim(x) - 1), _lead(kernel, 1), stride,
+            _lead(padding, 0), *args, **kwargs,
+        )  # fmt: skip
+        return squeeze(ctx, out, [ndim(out) - 2])
+
+    return wrapper
 
 
 def adaptive_avg_pool2d(ctx: Importer, x, output_size):
+    if ndim(x) == 3:
+        out = adaptive_avg_pool2d(ctx, call(ctx, "expand_dims", x, 0), output_size)
+        return squeeze(ctx, out, [0])
     size = make_pair(output_size)
     size = [shape_of(x)[2 + i] if s is None else s for i, s in enumerate(size)]
     return call(ctx, "nn.adaptive_avg_pool2d", x, size)
@@ -332,7 +390,172 @@ def _sdpa(ctx: Importer, node: fx.Node):
     )
 
 
+def _max_pool1d(ctx: Importer, node: fx.Node):
+    if ctx.arg(node, 6, "return_indices", False) or "with_indices" in str(node.target):
+        raise NotImplementedError(f"the indices of max_pool1d at node '{node.name}'")
+    return pool1d(max_pool2d)(
+        ctx,
+        first(ctx, node),
+        ctx.arg(node, 1, "kernel_size"),
+        ctx.arg(node, 2, "stride"),
+        ctx.arg(node, 3, "padding", 0),
+        [1] + make_pair(ctx.arg(node, 4, "dilation", 1), 1),
+        ctx.arg(node, 5, "ceil_mode", False),
+    )
+
+
+def _avg_pool1d(ctx: Importer, node: fx.Node):
+    return pool1d(avg_pool2d)(
+        ctx,
+        first(ctx, node),
+        ctx.arg(node, 1, "kernel_size"),
+        ctx.arg(node, 2, "stride"),
+        ctx.arg(node, 3, "padding", 0),
+        ctx.arg(node, 4, "ceil_mode", False),
+        ctx.arg(node, 5, "count_include_pad", True),
+    )
+
+
+def _adaptive_avg_pool1d(ctx: Importer, node: fx.Node):
+    x, size = first(ctx, node), make_pair(ctx.arg(node, 1, "output_size"), 1)
+    out = adaptive_avg_pool2d(ctx, call(ctx, "expand_dims", x, ndim(x) - 1), [1] + size)
+    return squeeze(ctx, out, [ndim(out) - 2])
+
+
+def conv_transpose(
+    ctx: Importer, x, weight, bias, stride, padding, output_padding, groups: int, dilation
+):
+    """Transposed convolution (1-D or 2-D, batched or not) as a convolution: the input with
+    `stride - 1` zeros between its elements, padded by `dilation * (k - 1) - padding` (plus
+    output_padding after), convolved with the kernel flipped and its channel axes swapped."""
+    spatial = ndim(weight) - 2
+    if ndim(x) == spatial + 1:
+        out = conv_transpose(
+            ctx, call(ctx, "expand_dims", x, 0), weight, bias, stride, padding,
+            output_padding, groups, dilation,
+        )  # fmt: skip
+        return squeeze(ctx, out, [0])
+    if spatial == 1:
+        x4, w4 = call(ctx, "expand_dims", x, 2), call(ctx, "expand_dims", weight, 2)
+        out = conv_transpose(
+            ctx, x4, w4, bias, _lead(stride, 1), _lead(padding, 0), _lead(output_padding, 0),
+            groups, _lead(dilation, 1),
+        )  # fmt: skip
+        return squeeze(ctx, out, [2])
+    from relaxmlir.frontend.rules.resize import pad
+
+    stride, padding = make_pair(stride), make_pair(padding)
+    output_padding, dilation = make_pair(output_padding), make_pair(dilation)
+    n, c, h, w = shape_of(x)
+    if stride != [1, 1]:  # zeros between the elements: (n, c, h, 1, w, 1) padded to (.., s, .., s)
+        x = reshape(ctx, x, [n, c, h, 1, w, 1])
+        x = call(ctx, "nn.pad", x, [0, 0] * 3 + [0, stride[0] - 1, 0, 0, 0, stride[1] - 1])
+        x = reshape(ctx, x, [n, c, h * stride[0], w * stride[1]])
+    kernel = shape_of(weight)[2:]
+    widths = []
+    for i in (1, 0):  # torch's pad order: the last axis first
+        before = dilation[i] * (kernel[i] - 1) - padding[i]
+        widths += [before, before + output_padding[i] - (stride[i] - 1)]
+    x = pad(ctx, x, widths)
+    cin, cout_g = shape_of(weight)[:2]
+    if isinstance(weight, Constant):
+        data = weight.data.reshape(groups, cin // groups, cout_g, *kernel)
+        data = data.transpose(0, 2, 1, 3, 4).reshape(groups * cout_g, cin // groups, *kernel)
+        weight = const(np.ascontiguousarray(data[:, :, ::-1, ::-1]))
+    else:
+        weight = reshape(ctx, weight, [groups, cin // groups, cout_g, *kernel])
+        weight = call(ctx, "permute_dims", weight, [0, 2, 1, 3, 4])
+        weight = reshape(ctx, weight, [groups * cout_g, cin // groups, *kernel])
+        for axis_, k in ((2, kernel[0]), (3, kernel[1])):
+            weight = call(ctx, "take", weight, const(np.arange(k - 1, -1, -1)), axis_)
+    return conv2d(ctx, x, weight, bias, 1, 0, dilation, groups)
+
+
+def _conv_transpose(ctx: Importer, node: fx.Node):
+    """`F.conv_transpose2d(input, weight, bias, stride, padding, output_padding, groups, dilation)`."""
+    return conv_transpose(
+        ctx,
+        first(ctx, node),
+        ctx.arg(node, 1, "weight"),
+        ctx.arg(node, 2, "bias"),
+        ctx.arg(node, 3, "stride", 1),
+        ctx.arg(node, 4, "padding", 0),
+        ctx.arg(node, 5, "output_padding", 0),
+        ctx.arg(node, 6, "groups", 1),
+        ctx.arg(node, 7, "dilation", 1),
+    )
+
+
+# -- normalisation by the input's own statistics --------------------------------------------
+def normalize(ctx: Importer, x, axes: list, eps: float):
+    """`(x - mean) / sqrt(var + eps)` over `axes` (biased variance): a layer_norm without affine."""
+    from relaxmlir.frontend.rules.create import full
+
+    shape, dtype = [shape_of(x)[a] for a in axes], x.struct_info.dtype
+    ones, zeros = full(ctx, shape, 1.0, dtype), full(ctx, shape, 0.0, dtype)
+    return call(ctx, "nn.layer_norm", x, ones, zeros, axes, eps, center=False, scale=False)
+
+
+def channel_affine(ctx: Importer, x, weight, bias):
+    """`x * weight + bias` with 1-D weight/bias along axis 1."""
+    shape = [shape_of(x)[1]] + [1] * (ndim(x) - 2)
+    if weight is not None:
+        x = emit_binary(ctx, "multiply", x, reshape(ctx, weight, shape))
+    if bias is not None:
+        x = emit_binary(ctx, "add", x, reshape(ctx, bias, shape))
+    return x
+
+
+def group_norm(ctx: Importer, x, groups: int, weight, bias, eps: float):
+    grouped = reshape(ctx, x, [shape_of(x)[0], groups, -1])
+    out = reshape(ctx, normalize(ctx, grouped, [2], eps), list(shape_of(x)))
+    return channel_affine(ctx, out, weight, bias)
+
+
+def batch_stats_norm(ctx: Importer, x, weight, bias, eps: float):
+    """Batch norm by the batch's own statistics (training mode; instance norm)."""
+    axes = [a for a in range(ndim(x)) if a != 1]
+    return channel_affine(ctx, normalize(ctx, x, axes, eps), weight, bias)
+
+
+def _group_norm(ctx: Importer, node: fx.Node):
+    """`F.group_norm(input, num_groups, weight, bias, eps)` (also `aten.group_norm`)."""
+    return group_norm(
+        ctx,
+        first(ctx, node),
+        ctx.arg(node, 1, "num_groups"),
+        ctx.arg(node, 2, "weight"),
+        ctx.arg(node, 3, "bias"),
+        ctx.arg(node, 4, "eps", 1e-5),
+    )
+
+
+def _instance_norm(ctx: Importer, node: fx.Node):
+    """`F.instance_norm(input, running_mean, running_var, weight, bias, use_input_stats, ...)`."""
+    x, weight, bias = first(ctx, node), ctx.arg(node, 3, "weight"), ctx.arg(node, 4, "bias")
+    eps = ctx.arg(node, 7, "eps", 1e-5)
+    if not ctx.arg(node, 5, "use_input_stats", True):
+        mean, var = ctx.arg(node, 1, "running_mean"), ctx.arg(node, 2, "running_var")
+        return batch_norm(ctx, x, weight, bias, mean, var, eps)
+    out = normalize(ctx, x, list(range(2, ndim(x))), eps)
+    return channel_affine(ctx, out, weight, bias)
+
+
 register(_conv, F.conv2d, F.conv1d, aten.conv2d, aten.conv1d)
+register(
+    _conv_transpose,
+    F.conv_transpose2d,
+    F.conv_transpose1d,
+    aten.conv_transpose2d,
+    aten.conv_transpose1d,
+)
+register(_max_pool1d, F.max_pool1d, torch.max_pool1d, aten.max_pool1d)
+register(_avg_pool1d, F.avg_pool1d, torch.avg_pool1d, aten.avg_pool1d)
+register(
+    _adaptive_avg_pool1d, F.adaptive_avg_pool1d, torch.adaptive_avg_pool1d, aten.adaptive_avg_pool1d
+)
+register(_group_norm, F.group_norm, torch.group_norm, aten.group_norm)
+register(_instance_norm, F.instance_norm, torch.instance_norm)
 register(
     _max_pool,
     F.max_pool2d,

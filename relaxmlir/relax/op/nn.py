@@ -67,6 +67,50 @@ def dropout(x: Expr, rate: float = 0.5) -> Call:
     return make_call("relax.nn.dropout", [x], {"rate": float(rate)}, sinfo)
 
 
+PAD_MODES = ("constant", "reflect", "edge")
+
+
+def pad(
+    data: Expr, pad_width: Sequence[int], pad_mode: str = "constant", pad_value: float = 0.0
+) -> Call:
+    """`relax.nn.pad`: `data` grown by `pad_width[2*i]` before and `pad_width[2*i+1]` after axis i.
+
+    Parameters
+    ----------
+    data : Expr
+    pad_width : list of int
+        Two non-negative values per axis of data.
+    pad_mode : str
+        "constant" fills `pad_value`; "reflect" mirrors without repeating the edge (each pad
+        smaller than its axis); "edge" repeats the edge element.
+    pad_value : float
+
+    Returns
+    -------
+    Call
+    """
+    op = "relax.nn.pad"
+    x = tensor_sinfo(data, op, "data")
+    width = [int(w) for w in pad_width]
+    if len(width) != 2 * x.ndim or any(w < 0 for w in width):
+        raise ValueError(
+            f"{op}: expected {2 * x.ndim} non-negative pad widths for rank ({x.ndim}), got ({width})"
+        )
+    if pad_mode not in PAD_MODES:
+        raise ValueError(f"{op}: unknown pad_mode '{pad_mode}'; modes: {', '.join(PAD_MODES)}")
+    shape = []
+    for i, d in enumerate(x.shape):
+        lo, hi = width[2 * i], width[2 * i + 1]
+        mirrored = isinstance(d, int) and pad_mode != "constant" and (lo or hi)
+        if mirrored and (d == 0 or (pad_mode == "reflect" and max(lo, hi) >= d)):
+            raise ValueError(
+                f"{op}: {pad_mode} padding ({lo}, {hi}) of an axis of size ({d}) is too large"
+            )
+        shape.append(add(d, lo + hi))
+    attrs = {"pad_width": width, "pad_mode": pad_mode, "pad_value": float(pad_value)}
+    return make_call(op, [data], attrs, TensorStructInfo(shape, x.dtype))
+
+
 def _padding(padding: IntOrPair, op: str) -> list[int]:
     """TVM's padding forms -> (top, left, bottom, right)."""
     pad = [int(padding)] * 2 if isinstance(padding, int) else [int(p) for p in padding]

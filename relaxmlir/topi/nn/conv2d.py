@@ -36,6 +36,29 @@ def pad(
     return te.compute(shape, body, name=name)
 
 
+def mirror_pad(
+    data: te.Tensor, pad_before: Sequence[int], pad_after: Sequence[int], mode: str = "REFLECT"
+) -> te.Tensor:
+    """`data` padded by reading mirrored ("REFLECT": the edge not repeated) or clamped ("EDGE")
+    indices; every read is in bounds."""
+    shape = [d + lo + hi for d, lo, hi in zip(data.shape, pad_before, pad_after)]
+
+    def source(v, d, lo, hi):
+        if not lo and not hi:
+            return v
+        idx = v - lo if lo else v
+        zero, last = te.const(0, idx.dtype), te.cast(d, idx.dtype) - 1
+        if mode == "EDGE":
+            return te.min(te.max(idx, zero), last)
+        idx = te.if_then_else(idx < zero, zero - idx, idx)
+        return te.if_then_else(idx > last, last + last - idx, idx)
+
+    def body(*i):
+        return data[tuple(source(*a) for a in zip(i, data.shape, pad_before, pad_after))]
+
+    return te.compute(shape, body, name=f"T_{mode.lower()}_pad")
+
+
 def conv2d(
     data: te.Tensor,
     kernel: te.Tensor,

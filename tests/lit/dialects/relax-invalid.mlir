@@ -797,3 +797,19 @@ func.func @empty_concat() -> tensor<0xf32> {
   %0 = "relax.concat"() {axis = 0 : i64} : () -> tensor<0xf32>
   return %0 : tensor<0xf32>
 }
+
+// -----
+
+func.func @pad_reflect_wider_than_the_axis(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.nn_pad' op is invalid: relax.nn.pad: reflect padding (2, 0) of an axis of size (2) is too large}}
+  %0 = "relax.nn_pad"(%x) {pad_mode = "reflect", pad_value = 0.000000e+00 : f64, pad_width = [2, 0, 0, 0]} : (tensor<2x3xf32>) -> tensor<4x3xf32>
+  return
+}
+
+// -----
+
+func.func @pad_missing_mode(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.nn_pad' op attribute "pad_mode" is expected but not provided}}
+  %0 = "relax.nn_pad"(%x) {pad_value = 0.000000e+00 : f64, pad_width = [0, 0, 0, 0]} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}

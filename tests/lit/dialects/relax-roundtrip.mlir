@@ -383,3 +383,18 @@ func.func @norms(%x: tensor<2x3xf32>, %g: tensor<3xf32>, %img: tensor<1x2x4x4xf3
   %1 = "relax.nn_batch_norm"(%img, %c, %c, %c, %c) {axis = 1 : i64, center = true, epsilon = 1.000000e-05 : f64, scale = true} : (tensor<1x2x4x4xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>, tensor<2xf32>) -> tensor<1x2x4x4xf32>
   return %0 : tensor<2x3xf32>
 }
+
+// -----
+
+// Padding: (before, after) per axis; reflect/edge read mirrored or clamped indices.
+// CHECK-LABEL: func.func @pad
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>)
+// CHECK: "relax.nn_pad"(%[[X]]) {pad_mode = "constant", pad_value = 5.000000e-01 : f64, pad_width = [0, 1, 2, 0]} : (tensor<2x3xf32>) -> tensor<3x5xf32>
+// CHECK: "relax.nn_pad"(%[[X]]) {pad_mode = "reflect", pad_value = 0.000000e+00 : f64, pad_width = [1, 1, 2, 2]} : (tensor<2x3xf32>) -> tensor<4x7xf32>
+// CHECK: "relax.nn_pad"(%[[X]]) {pad_mode = "edge", pad_value = 0.000000e+00 : f64, pad_width = [3, 0, 0, 4]} : (tensor<2x3xf32>) -> tensor<5x7xf32>
+func.func @pad(%x: tensor<2x3xf32>) -> tensor<3x5xf32> attributes {relax.function} {
+  %0 = "relax.nn_pad"(%x) {pad_mode = "constant", pad_value = 5.000000e-01 : f64, pad_width = [0, 1, 2, 0]} : (tensor<2x3xf32>) -> tensor<3x5xf32>
+  %1 = "relax.nn_pad"(%x) {pad_mode = "reflect", pad_value = 0.000000e+00 : f64, pad_width = [1, 1, 2, 2]} : (tensor<2x3xf32>) -> tensor<4x7xf32>
+  %2 = "relax.nn_pad"(%x) {pad_mode = "edge", pad_value = 0.000000e+00 : f64, pad_width = [3, 0, 0, 4]} : (tensor<2x3xf32>) -> tensor<5x7xf32>
+  return %0 : tensor<3x5xf32>
+}

@@ -48,3 +48,25 @@ func.func @dropout(%x: tensor<4xf32>) -> tensor<4xf32> attributes {relax.functio
   %0 = "relax.nn_dropout"(%x) {rate = 5.000000e-01 : f64} : (tensor<4xf32>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// constant padding guards its reads (scf.if); reflect and edge padding read in-bounds indices
+// computed from the output index (reflect: select on the index, edge: clamped to the axis).
+// CHECK-LABEL: func.func @pad_modes
+// CHECK: func.func private @[[CONST:[a-z_0-9]+]](
+// CHECK: scf.if
+// CHECK: func.func private @[[REFLECT:[a-z_0-9]+]](
+// CHECK-NOT: scf.if
+// CHECK: arith.select
+// CHECK: tensor.extract
+// CHECK: func.func private @[[EDGE:[a-z_0-9]+]](
+// CHECK: arith.maxsi
+// CHECK: arith.minsi
+// CHECK: tensor.extract
+func.func @pad_modes(%x: tensor<2x3xf32>) -> tensor<3x5xf32> attributes {relax.function} {
+  %0 = "relax.nn_pad"(%x) {pad_mode = "constant", pad_value = 5.000000e-01 : f64, pad_width = [0, 1, 2, 0]} : (tensor<2x3xf32>) -> tensor<3x5xf32>
+  %1 = "relax.nn_pad"(%x) {pad_mode = "reflect", pad_value = 0.000000e+00 : f64, pad_width = [1, 1, 2, 2]} : (tensor<2x3xf32>) -> tensor<4x7xf32>
+  %2 = "relax.nn_pad"(%x) {pad_mode = "edge", pad_value = 0.000000e+00 : f64, pad_width = [3, 0, 0, 4]} : (tensor<2x3xf32>) -> tensor<5x7xf32>
+  return %0 : tensor<3x5xf32>
+}

@@ -72,3 +72,14 @@ register_legalize("relax.nn.avg_pool2d", _pool2d("avg"))
 def _adaptive_avg_pool2d(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
     return bb.call_te(topi.nn.adaptive_pool, call.args[0], a["output_size"], "avg", a["layout"])
+
+
+@register_legalize("relax.nn.pad")
+def _pad(bb: BlockBuilder, call: Call) -> Expr:
+    a = call.attrs
+    width = a["pad_width"]
+    before, after = width[0::2], width[1::2]
+    if a["pad_mode"] == "constant":
+        return bb.call_te(topi.nn.pad, call.args[0], before, after, a["pad_value"])
+    mode = "REFLECT" if a["pad_mode"] == "reflect" else "EDGE"
+    return bb.call_te(topi.nn.mirror_pad, call.args[0], before, after, mode)
