@@ -22,10 +22,12 @@ from lowering.verify import check_op
 from relaxmlir.relax.analysis import as_call
 from relaxmlir.relax.block_builder import BlockBuilder, to_attribute
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple
+from relaxmlir.relax.op import strategy
 from relaxmlir.relax.struct_info import (
     flatten,
 )
 from relaxmlir.relax.transform.legalize_ops import LEGALIZE_RULES, LegalizeRule
+from relaxmlir.target import Target
 from relaxmlir.transform import Pass
 
 
@@ -91,8 +93,17 @@ class ModuleBuilder(BlockBuilder):
 class Legalizer:
     """Applies the rules to every high-level op of a module's graph functions."""
 
-    def __init__(self, module_op: ir.Operation, rules: dict[str, LegalizeRule], target: str):
+    def __init__(
+        self,
+        module_op: ir.Operation,
+        rules: dict[str, LegalizeRule],
+        target: str,
+        custom: dict[str, LegalizeRule] | None = None,
+    ):
         self.rules, self.target = rules, target
+        self.custom = custom or {}  # the user's rules: above strategies
+        self.target_obj = Target.current() or Target(target or "llvm")
+        self.target_kind = self.target_obj.kind
         self.bb = ModuleBuilder(module_op)
         self.module_op = module_op
 
@@ -112,17 +123,23 @@ class Legalizer:
 
     def legalize(self, op: ir.Operation) -> list[ir.Value]:
         """Replace `op` by what its rule builds; returns the replacement values."""
-        rule = self.rules.get(op.name)
+        problem = check_op(op)  # a rule trusts the declared types: a wrong one would reach run time
+        if problem:
+            raise PassError(problem, op)
+        call = as_call(op)
+        rule, hook = self.rules.get(op.name), None
+        if op.name in self.custom:
+            rule = self.custom[op.name]
+        elif strategy.has_strategy(op.name, self.target_kind):
+            impl = strategy.select_implementation(op.name, call, self.target_obj, str(op.location))
+            rule = strategy.implementation_rule(impl, strategy.COMPUTE_ATTRS.get(op.name))
+            hook = impl.schedule
         if rule is None:
             raise MissingRuleError(
                 f"no legalization rule for '{tvm_name(op.name)}' ('{op.name}') at {op.location} "
                 f"for target '{self.target}'; register one with register_legalize",
                 op,
             )
-        problem = check_op(op)  # a rule trusts the declared types: a wrong one would reach run time
-        if problem:
-            raise PassError(problem, op)
-        call = as_call(op)
         self.bb.op_hint = op.name.partition(".")[2].removeprefix("nn_")
         with ir.InsertionPoint(op), op.location:
             new = rule(self.bb, call)
@@ -133,6 +150,8 @@ class Legalizer:
                 f"expected ({len(op.results)})",
                 op,
             )
+        if hook is not None and isinstance(new, Call) and isinstance(new.attrs.get("callee"), GlobalVar):
+            hook(rx.lookup_symbol(self.module_op, new.attrs["callee"].name_hint))
         for old, value in zip(op.results, values):
             old.replace_all_uses_with(value)
         op.erase()
@@ -176,8 +195,10 @@ class Legalizer:
 def legalize_module(
     module_op: ir.Operation, rules: dict | None = None, target: str = "llvm"
 ) -> None:
-    """Legalize every high-level op of `module_op` in place (raises MissingRuleError)."""
-    Legalizer(module_op, {**LEGALIZE_RULES, **(rules or {})}, target).run()
+    """Legalize every high-level op of `module_op` in place (raises MissingRuleError).
+    An op with an operator strategy for the target (`relax.op.strategy`) gets the chosen
+    implementation, unless `rules` (the user's) name it."""
+    Legalizer(module_op, {**LEGALIZE_RULES, **(rules or {})}, target, rules).run()
 
 
 @register_pass(

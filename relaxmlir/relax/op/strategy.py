@@ -1,0 +1,266 @@
+"""Operator strategies (TVM's `relay/op/strategy`): per (op, target) implementations by priority.
+
+`register_strategy("relax.nn.conv2d", "llvm", fstrategy, level)` adds a strategy function
+`fstrategy(call, target) -> OpStrategy` to the table; the one registered at the highest level
+for the op and the target's kind is used. An `OpStrategy` lists implementations, each a TOPI-style
+compute (`compute(*tensors, **attrs) -> te.Tensor`, or `emit(bb, call) -> Expr` for anything
+else, such as a library call), an optional schedule hook, a name, a priority level `plevel` and
+an optional specialization `condition(call) -> bool` on shapes and attributes. `LegalizeOps`
+picks the valid implementation with the highest plevel (the first registered among equals).
+`RELAXMLIR_PRINT_STRATEGY=1` prints each choice and why to stderr.
+
+Schedules: `schedule=None` leaves the kernel to the target's default rules (picked from its
+pattern, `lowering/schedule`); a callable gets the new PrimFunc (`func.func`) to annotate or
+rewrite before those rules run.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from dialects.relax import mlir_op_name
+from relaxmlir.relax.expr import Call
+
+PRINT_STRATEGY_ENV = "RELAXMLIR_PRINT_STRATEGY"
+
+# The attrs each op passes to a TOPI-style compute, by keyword (in the op's attribute names).
+Condition = Callable[[Call], bool]
+
+
+@dataclass
+class OpImplementation:
+    name: str
+    plevel: int
+    compute: Callable | None = None  # compute(*tensors, **attrs) -> te.Tensor
+    emit: Callable | None = None  # emit(bb, call) -> Expr (library calls, compositions)
+    schedule: Callable | None = None  # schedule(prim_func_op) before the default rules
+    condition: Condition | None = None
+    condition_text: str = ""
+
+    def applies(self, call: Call) -> bool:
+        return self.condition is None or bool(self.condition(call))
+
+
+@dataclass
+class OpStrategy:
+    """The implementations a strategy function offers for one call."""
+
+    implementations: list[OpImplementation] = field(default_factory=list)
+
+    def add_implementation(
+        self,
+        compute: Callable | None = None,
+        schedule: Callable | None = None,
+        name: str = "",
+        plevel: int = 10,
+        condition: Condition | None = None,
+        emit: Callable | None = None,
+    ) -> OpImplementation:
+        """Add an implementation; exactly one of `compute` (TE) or `emit` (builder) is given.
+        `condition(call)` restricts it to the calls it is specialized for."""
+        if (compute is None) == (emit is None):
+            raise ValueError(f"add_implementation '{name}': give exactly one of compute= or emit=")
+        if not isinstance(plevel, int):
+            raise TypeError(f"add_implementation '{name}': plevel must be an int, got {plevel!r}")
+        for what, fn in (
+            ("compute", compute),
+            ("emit", emit),
+            ("schedule", schedule),
+            ("condition", condition),
+        ):
+            if fn is not None and not callable(fn):
+                raise TypeError(f"add_implementation '{name}': {what} must be callable, got {fn!r}")
+        impl = OpImplementation(
+            name or getattr(compute or emit, "__name__", "implementation"),
+            plevel,
+            compute,
+            emit,
+            schedule,
+            condition,
+            getattr(condition, "__doc__", None) or getattr(condition, "__name__", "")
+            if condition
+            else "",
+        )
+        self.implementations.append(impl)
+        return impl
+
+
+FStrategy = Callable[[Call, Any], OpStrategy]
+
+# (MLIR op name, target kind) -> [(level, fstrategy)], highest level used.
+STRATEGIES: dict[tuple[str, str], list[tuple[int, FStrategy]]] = {}
+
+
+def register_strategy(
+    op_name: str, target: str, fstrategy: FStrategy | None = None, level: int = 10
+):
+    """Register `fstrategy(call, target) -> OpStrategy` for `op_name` on target kind `target`
+    (`"llvm"`, `"cuda"`); usable as a decorator. A higher `level` overrides lower ones."""
+
+    def register(fn: FStrategy) -> FStrategy:
+        if not callable(fn):
+            raise TypeError(f"register_strategy('{op_name}'): {fn!r} is not callable")
+        entries = STRATEGIES.setdefault((mlir_op_name(op_name), target), [])
+        entries.append((level, fn))
+        entries.sort(key=lambda e: -e[0])  # stable: among equal levels the first registered wins
+        return fn
+
+    return register(fstrategy) if fstrategy is not None else register
+
+
+def has_strategy(mlir_name: str, target_kind: str) -> bool:
+    return bool(STRATEGIES.get((mlir_name, target_kind)))
+
+
+def select_implementation(
+    mlir_name: str, call: Call, target: Any, where: str = ""
+) -> OpImplementation:
+    """The valid implementation with the highest plevel (tuned choices will override this)."""
+    kind = getattr(target, "kind", str(target))
+    _, fstrategy = STRATEGIES[(mlir_name, kind)][0]
+    strategy = fstrategy(call, target)
+    if not isinstance(strategy, OpStrategy) or not strategy.implementations:
+        raise ValueError(f"strategy for '{mlir_name}' on {kind} returned no implementation")
+    valid = [i for i in strategy.implementations if i.applies(call)]
+    if not valid:
+        names = ", ".join(i.name for i in strategy.implementations)
+        raise ValueError(
+            f"no implementation of '{mlir_name}' on {kind} applies to this call ({names})"
+        )
+    best = max(valid, key=lambda i: i.plevel)  # max keeps the first among equals
+    if os.environ.get(PRINT_STRATEGY_ENV, "") not in ("", "0"):
+        others = ", ".join(
+            f"{i.name} (plevel {i.plevel}{'' if i in valid else ', condition false'})"
+            for i in strategy.implementations
+            if i is not best
+        )
+        why = f"condition {best.condition_text}; " if best.condition is not None else ""
+        print(
+            f"strategy: {mlir_name}{' at ' + where if where else ''} on {kind}: {best.name} "
+            f"(plevel {best.plevel}; {why}others: {others or 'none'})",
+            file=sys.stderr,
+        )
+    return best
+
+
+# -- built-in strategies ----------------------------------------------------------------------
+
+
+def _conv_attrs(call: Call) -> dict:
+    a = call.attrs
+    return {
+        "strides": a["strides"],
+        "padding": a["padding"],
+        "dilation": a["dilation"],
+        "groups": a["groups"],
+        "out_dtype": a["out_dtype"],
+    }
+
+
+def is_pointwise_conv(call: Call) -> bool:
+    """1x1 kernel, stride 1, no padding, no dilation, one group"""
+    weight = call.args[1].struct_info.shape
+    a = call.attrs
+    return (
+        tuple(weight[2:]) == (1, 1)
+        and list(a["strides"]) == [1, 1]
+        and list(a["padding"]) == [0, 0, 0, 0]
+        and list(a["dilation"]) == [1, 1]
+        and a["groups"] == 1
+        and a.get("data_layout", "NCHW") == "NCHW"
+    )
+
+
+def conv2d_1x1(data, kernel, out_dtype=None):
+    """A pointwise NCHW convolution as the contraction over channels it is (no padding, no
+    window): `out[n, o, y, x] = sum_c data[n, c, y, x] * kernel[o, c, 0, 0]`."""
+    from relaxmlir import te
+
+    out_dtype = out_dtype or data.dtype
+    n, c, h, w = data.shape
+    o = kernel.shape[0]
+    rc = te.reduce_axis((0, c), name="rc")
+    return te.compute(
+        (n, o, h, w),
+        lambda b, f, y, x: te.sum(
+            te.cast(data[b, rc, y, x], out_dtype) * te.cast(kernel[f, rc, 0, 0], out_dtype), axis=rc
+        ),
+        name="T_conv2d_1x1",
+    )
+
+
+def _conv2d_llvm(call: Call, target: Any) -> OpStrategy:
+    from relaxmlir import topi
+
+    s = OpStrategy()
+    s.add_implementation(
+        lambda data, kernel, **attrs: topi.nn.conv2d(data, kernel, **attrs),
+        name="conv2d_nchw.direct",
+        plevel=10,
+    )
+    s.add_implementation(
+        lambda data, kernel, out_dtype=None, **_: conv2d_1x1(data, kernel, out_dtype),
+        name="conv2d_nchw_1x1.contraction",
+        plevel=15,
+        condition=is_pointwise_conv,
+    )
+    return s
+
+
+register_strategy("relax.nn.conv2d", "llvm", _conv2d_llvm)
+
+
+def implementation_rule(impl: OpImplementation, attrs_of: Callable[[Call], dict] | None = None):
+    """A legalization rule that builds `impl` for a call (what LegalizeOps runs)."""
+
+    def rule(bb, call: Call):
+        if impl.emit is not None:
+            return impl.emit(bb, call)
+        attrs = attrs_of(call) if attrs_of is not None else dict(call.attrs)
+        return bb.call_te(lambda *tensors: impl.compute(*tensors, **attrs), *call.args)
+
+    return rule
+
+
+# Which attributes an op's TE computes take (by keyword); ops not listed pass all their attrs.
+COMPUTE_ATTRS: dict[str, Callable[[Call], dict]] = {mlir_op_name("relax.nn.conv2d"): _conv_attrs}
+
+
+def _float32_matmul(call: Call) -> bool:
+    """float32 operands of rank >= 2 (what cblas_sgemm takes)"""
+    a, b = (arg.struct_info for arg in call.args)
+    return a.dtype == b.dtype == "float32" and a.ndim >= 2 and b.ndim >= 2
+
+
+def emit_blas_matmul(bb, call: Call):
+    """`relax.matmul` as a call of the blas codegen's kernel (compiled code calls it directly)."""
+    from relaxmlir.relax.backend import blas
+    from relaxmlir.relax.expr import call_dps_packed
+    from relaxmlir.runtime.registry import register_func
+
+    register_func("relaxmlir.blas.matmul", blas.kernel_for("blas.matmul"), override=True)
+    return call_dps_packed("relaxmlir.blas.matmul", call.args, call.struct_info)
+
+
+def _matmul_llvm(call: Call, target: Any) -> OpStrategy:
+    from relaxmlir import topi
+    from relaxmlir.relax.backend import blas
+
+    s = OpStrategy()
+    s.add_implementation(
+        lambda a, b, out_dtype=None: topi.matmul(a, b, out_dtype=out_dtype),
+        name="matmul.packed",
+        plevel=10,
+    )
+    if blas.is_available():
+        s.add_implementation(
+            emit=emit_blas_matmul, name="matmul.blas", plevel=5, condition=_float32_matmul
+        )
+    return s
+
+
+register_strategy("relax.matmul", "llvm", _matmul_llvm)

@@ -1,0 +1,147 @@
+"""Operator strategies (`relax.op.strategy`): implementations by priority and condition.
+
+Numerics against numpy / torch in float32 (fixed seeds), rtol=1e-4, atol=1e-4.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import relaxmlir as rm
+from relaxmlir import relax
+from relaxmlir.frontend import from_fx
+from relaxmlir.relax.backend import blas
+from relaxmlir.relax.op import strategy
+
+RTOL = ATOL = 1e-4
+R = relax.op
+
+
+@pytest.fixture
+def restore_strategies():
+    saved = {k: list(v) for k, v in strategy.STRATEGIES.items()}
+    yield
+    strategy.STRATEGIES.clear()
+    strategy.STRATEGIES.update(saved)
+
+
+def _matmul_module():
+    x = relax.Var("x", relax.TensorStructInfo(("n", 16), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((16, 8), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit(R.matmul(x, w)))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def _run(mod, *args):
+    ex = relax.build(mod, "llvm")
+    return ex, relax.VirtualMachine(ex, rm.cpu())["main"](*args).numpy()
+
+
+def test_conv_routes_by_condition_and_matches_torch(capfd, monkeypatch):
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(8, 16, 1), torch.nn.ReLU(), torch.nn.Conv2d(16, 4, 3, padding=1)
+    ).eval()
+    x = torch.randn(2, 8, 9, 9)
+    _, got = _run(from_fx(torch.fx.symbolic_trace(model), [(2, 8, 9, 9)]), x.numpy())
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=RTOL, atol=ATOL)
+    err = capfd.readouterr().err
+    assert "conv2d_nchw_1x1.contraction (plevel 15; condition 1x1 kernel" in err
+    assert (
+        "conv2d_nchw.direct (plevel 10; others: conv2d_nchw_1x1.contraction (plevel 15, condition false))"
+        in err
+    )
+
+
+def test_user_strategy_at_a_higher_level_wins(restore_strategies, capfd, monkeypatch):
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((5, 16), dtype=np.float32)
+    b = rng.standard_normal((16, 8), dtype=np.float32)
+    ex, got = _run(_matmul_module(), a, b)
+    assert "matmul.packed (plevel 10" in capfd.readouterr().err and not ex.native_bindings
+
+    calls = []
+
+    @strategy.register_strategy("relax.matmul", "llvm", level=20)
+    def scaled(call, target):
+        s = strategy.OpStrategy()
+        calls.append(target.kind)
+        s.add_implementation(
+            lambda x, w, out_dtype=None: R_twice(x, w), name="user.twice", plevel=1
+        )
+        return s
+
+    def R_twice(x, w):
+        from relaxmlir import te
+
+        k = te.reduce_axis((0, x.shape[1]), name="k")
+        return te.compute(
+            (x.shape[0], w.shape[1]), lambda i, j: te.sum(2 * x[i, k] * w[k, j], axis=k)
+        )
+
+    _, got = _run(_matmul_module(), a, b)
+    np.testing.assert_allclose(got, 2 * (a @ b), rtol=RTOL, atol=ATOL)
+    assert calls == ["llvm"] and "user.twice (plevel 1; others: none)" in capfd.readouterr().err
+
+
+@pytest.mark.skipif(not blas.is_available(), reason="no BLAS (pip install scipy-openblas32)")
+def test_library_implementation_chosen_by_priority(restore_strategies):
+    @strategy.register_strategy("relax.matmul", "llvm", level=20)
+    def prefer_blas(call, target):
+        s = strategy._matmul_llvm(call, target)
+        for impl in s.implementations:
+            if impl.name == "matmul.blas":
+                impl.plevel = 30
+        return s
+
+    rng = np.random.default_rng(2)
+    for n in (1, 7, 300):
+        a = rng.standard_normal((n, 16), dtype=np.float32)
+        b = rng.standard_normal((16, 8), dtype=np.float32)
+        ex, got = _run(_matmul_module(), a, b)
+        np.testing.assert_allclose(got, a @ b, rtol=RTOL, atol=ATOL)
+        assert [f.symbol for f in ex.native_bindings.values()] == ["relaxmlir_blas_matmul"]
+
+
+def test_custom_legalize_rule_beats_the_strategy():
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((3, 16), dtype=np.float32)
+    b = rng.standard_normal((16, 8), dtype=np.float32)
+
+    def rule(bb, call):
+        from relaxmlir import topi
+
+        return bb.call_te(lambda x, w: topi.multiply(topi.matmul(x, w), 3.0), *call.args)
+
+    mod = relax.transform.LegalizeOps({"relax.matmul": rule})(_matmul_module())
+    _, got = _run(mod, a, b)
+    np.testing.assert_allclose(got, 3 * (a @ b), rtol=RTOL, atol=ATOL)
+
+
+def test_bad_strategies_are_clear_errors(restore_strategies):
+    s = strategy.OpStrategy()
+    with pytest.raises(ValueError, match="exactly one of compute= or emit="):
+        s.add_implementation(name="nothing")
+    with pytest.raises(TypeError, match="plevel must be an int"):
+        s.add_implementation(lambda x: x, plevel="high")
+    with pytest.raises(TypeError, match="is not callable"):
+        strategy.register_strategy("relax.matmul", "llvm", 42)
+
+    @strategy.register_strategy("relax.matmul", "llvm", level=50)
+    def never(call, target):
+        s = strategy.OpStrategy()
+        s.add_implementation(
+            lambda x, w, out_dtype=None: x, name="never", condition=lambda call: False
+        )
+        return s
+
+    with pytest.raises(ValueError, match="no implementation of 'relax.matmul' on llvm applies"):
+        relax.transform.LegalizeOps()(_matmul_module())
