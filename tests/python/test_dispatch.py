@@ -7,6 +7,7 @@ accumulated sums near 1; BLAS and numpy sum in different orders).
 
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -433,7 +434,7 @@ except ValueError as exc:
     assert "no codegen 'blas' is registered (relax.ext.blas)" in str(exc), exc
 print("ok")
 """,
-        env={**__import__("os").environ, "RELAXMLIR_BLAS_LIB": "/nonexistent/libopenblas.so"},
+        env={**os.environ, "RELAXMLIR_BLAS_LIB": "/nonexistent/libopenblas.so"},
     )
     assert out.strip() == "ok"
 
@@ -451,3 +452,33 @@ def test_native_func_callable_from_python():
     with pytest.raises(ValueError, match="C-contiguous"):
         kernel(a, b, bias, np.empty((4, 5), np.float32).T)
     assert libraries.is_loaded("blas")
+
+
+@needs_blas
+def test_customize_opt_example_runs(tmp_path):
+    """examples/customize_opt.py end to end (its own numpy comparison is printed)."""
+    import subprocess
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    lib = tmp_path / "model.so"
+    proc = subprocess.run(
+        [sys.executable, str(root / "examples" / "customize_opt.py"), "--export", str(lib)],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=root,
+        env={
+            **os.environ,
+            "PYTHONPATH": os.pathsep.join(filter(None, [str(root), os.environ.get("PYTHONPATH")])),
+        },
+    )
+    assert proc.returncode == 0, proc.stderr
+    diffs = [
+        float(line.rsplit(":", 1)[1])
+        for line in proc.stdout.splitlines()
+        if "max abs difference" in line
+    ]
+    assert len(diffs) == 2 and max(diffs) < 1e-4, proc.stdout
+    assert "relaxmlir_blas_matmul_transposed_bias_relu" in proc.stdout and lib.exists()
