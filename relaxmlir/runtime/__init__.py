@@ -18,6 +18,7 @@ from relaxmlir.runtime.libraries import (  # noqa: F401
 )
 from relaxmlir.runtime.ndarray import NDArray, array, empty, from_dlpack  # noqa: F401
 from relaxmlir.runtime.registry import (  # noqa: F401
+    NativeFunc,
     get_global_func,
     list_global_func_names,
     register_func,
