@@ -35,6 +35,8 @@ from relaxmlir.runtime import libraries
 from relaxmlir.runtime.library import METADATA_MAGIC
 
 RUNTIME_C = os.path.join(os.path.dirname(libraries.__file__), "native", "runtime.c")
+# The mgpu* entry points of CUDA host code, over libcuda.so.1 opened lazily (cuda target only).
+CUDA_RUNTIME_C = os.path.join(os.path.dirname(libraries.__file__), "native", "cuda_runtime.c")
 
 
 class ExportError(RuntimeError):
@@ -130,6 +132,8 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
     """Write `module` (lowered to the LLVM dialect, target-stamped) and `executable`'s metadata
     to the shared library `path`."""
     target = executable.target
+    cuda = target.kind == "cuda"
+    host = target.host if cuda else target  # host code of a CUDA model runs on its host CPU
     opt, llc, cc = llvm_tool("opt"), llvm_tool("llc"), c_compiler()
     unknown = [n for n in executable.libraries if n not in ("relaxmlir", "openmp")]
     if unknown:
@@ -152,16 +156,17 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
         # the IR optimizations the JIT runs at opt level 3, then code generation
         # opt needs the target too: without it the IR carries no triple and the cost models of
         # the vectorizer and unroller are the generic ones (ResNet-18 ran 15-20% slower than JIT)
-        _run([opt, "-O3", f"-mtriple={target.triple}", f"-mcpu={target.mcpu}", ll, "-S", "-o", opt_ll], "opt")
+        _run([opt, "-O3", f"-mtriple={host.triple}", f"-mcpu={host.mcpu}", ll, "-S", "-o", opt_ll], "opt")
         _run(
-            [llc, "-O3", "-relocation-model=pic", "-filetype=obj", f"-mtriple={target.triple}",
-             f"-mcpu={target.mcpu}", opt_ll, "-o", obj],
+            [llc, "-O3", "-relocation-model=pic", "-filetype=obj", f"-mtriple={host.triple}",
+             f"-mcpu={host.mcpu}", opt_ll, "-o", obj],
             "llc",
         )  # fmt: skip
         with open(glue, "w", encoding="utf-8") as f:
             f.write(glue_source(executable))
         out = os.path.join(tmp, "model.so")
         cmd = [cc, "-shared", "-fPIC", "-O2", "-o", out, obj, glue, consts, RUNTIME_C]
+        cmd += [CUDA_RUNTIME_C, "-ldl"] if cuda else []
         cmd += ["-Wl,-Bsymbolic", "-Wl,-z,noexecstack"]
         if "openmp" in executable.libraries:
             omp = libraries.find("openmp")

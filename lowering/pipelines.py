@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Callable, Optional
 
+import lowering.gpu  # noqa: F401  (registers the passes of the "cuda" row)
 from lowering.registry import PASSES, PipelineError, split_top_level
 from relaxmlir.runtime import libraries
 from relaxmlir.target import Target
@@ -111,6 +112,62 @@ def cpu_codegen(target: Target, runtime: Optional[str] = None) -> list[str]:
     ]
 
 
+# -- CUDA code generation -----------------------------------------------------------------------
+
+
+def cuda_stages(target: Target) -> "Stages":
+    """Kernels mapped to blocks and threads, outlined into gpu.modules, NVVM, PTX; host code
+    calling the mgpu* runtime (MLIR_NOTES, GPU section). The arch and its PTX version come from
+    the Target, validated before any pass runs (LLVM aborts on an unsupported PTX version)."""
+    arch, ptx = target.arch, target.ptx_version
+    quoted = _quoted(target)
+    bufferize = [p for p in BUFFERIZE if p != "buffer-deallocation-pipeline"]
+    return [
+        ("graph", GRAPH_LOWERING),
+        ("schedule", [f"relax-schedule-gpu{{{quoted}}}"]),  # scf.forall over blocks, then threads
+        ("bufferize", [
+            *bufferize,
+            "relax-gpu-private-buffers",  # fused temporaries: per-thread allocas, never freed
+            "buffer-deallocation-pipeline",
+        ]),  # fmt: skip
+        ("map", [
+            "relax-gpu-map",  # each mapped forall -> gpu.launch with the rule's block size
+            "func.func(convert-linalg-to-loops)",  # NVVM lowering wants loops, not linalg
+            "canonicalize",
+            "cse",
+            "gpu-launch-sink-index-computations",  # else loop bounds become kernel parameters
+        ]),  # fmt: skip
+        ("outline", [
+            "gpu-kernel-outlining",  # gpu.launch -> gpu.module + gpu.launch_func
+            "relax-gpu-host-memory",  # host buffers live on the device (gpu.alloc, gpu.memcpy)
+            "relax-gpu-record-constants",  # constant sizes, for the device copies after LLVM
+        ]),  # fmt: skip
+        ("nvvm", [
+            "convert-vector-to-scf",
+            "convert-scf-to-cf",  # before convert-gpu-to-nvvm inside the gpu module (MLIR_NOTES)
+            "convert-nvvm-to-llvm",
+            "convert-func-to-llvm",
+            "expand-strided-metadata",
+            f"nvvm-attach-target{{chip={arch} features=+ptx{ptx} O=3}}",  # PTX version: always set
+            "lower-affine",
+            "convert-arith-to-llvm",
+            "convert-index-to-llvm",
+            "canonicalize",
+            "cse",
+            # math.exp/tanh/erf -> libdevice (__nv_expf...), linked in by gpu-module-to-binary
+            "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts)",
+        ]),  # fmt: skip
+        ("host", [
+            "gpu-to-llvm",  # launches stay gpu.launch_func until translation (mgpu* calls)
+            "finalize-memref-to-llvm",
+            "convert-to-llvm",
+            "reconcile-unrealized-casts",
+            "relax-gpu-device-constants",  # constants read through their device copies
+        ]),  # fmt: skip
+        ("ptx", ["gpu-module-to-binary{format=isa}"]),  # PTX text, JIT-compiled by the driver
+    ]
+
+
 # -- The target table ---------------------------------------------------------------------------
 
 Stages = list[tuple[str, list[str]]]
@@ -132,6 +189,7 @@ def llvm_stages(target: Target) -> Stages:
 # Target kind -> its stages. A new target is one row (the CUDA target adds "cuda").
 TARGETS: dict[str, Callable[[Target], Stages]] = {
     "llvm": llvm_stages,
+    "cuda": cuda_stages,
 }
 
 # Named target-independent pipelines (the driver's --pipeline=NAME; "llvm" is the host's row).

@@ -153,6 +153,39 @@ def _external_libraries(mod: IRModule) -> list[str]:
     return [ir.StringAttr(a).value for a in ir.ArrayAttr(attrs[EXTERNAL_LIBS_ATTR])]
 
 
+def _build_cuda(mod: IRModule, tgt: Target, infos: dict[str, FunctionInfo]) -> Executable:
+    """The cuda row: lower, then link host code + PTX + the CUDA runtime into a library (no JIT:
+    the library is what runs, here and on machines without MLIR)."""
+    from lowering.export import ExportError
+    from lowering.gpu.codegen import link_library
+    from relaxmlir.runtime.library import load_module
+
+    packed = sorted(_packed_names(mod))
+    if packed:
+        raise ValueError(f"target cuda: packed functions {packed} cannot be called from GPU code")
+    try:
+        run_pipeline(
+            mod.module,
+            "builtin.module(" + ",".join(target_pipeline(tgt)) + ")",
+            print_ir_after_all=os.environ.get("RELAXMLIR_PRINT_IR_AFTER_ALL", "") not in ("", "0"),
+        )
+        path = link_library(mod.module, Executable(_NoCode(), infos, [], tgt, ()))
+    except PassError as exc:
+        raise BuildError(f"{exc.location}: error: {exc}") from None
+    except (PipelineError, ExportError) as exc:
+        raise BuildError(str(exc)) from None
+    ex = load_module(path)
+    ex.lowered = mod.module  # `as_text()` of the library is its metadata; this is the IR
+    return ex
+
+
+class _NoCode:
+    """Code of the Executable that only describes a library being written."""
+
+    def bind_packed(self, symbol: str, cfunc: Any) -> None:
+        pass
+
+
 def _as_module(mod: Any) -> IRModule:
     if isinstance(mod, IRModule):
         return mod
@@ -168,7 +201,10 @@ def _cache_key(mod: IRModule, tgt: Target):
         return None
     if any(get_global_func(n, allow_missing=True) is None for n in packed):
         return None  # an unregistered packed function is reported by the build itself
-    return cache.build_key(mod.module, tgt, ",".join(target_pipeline(tgt)), packed)
+    # The strategy table decides how high-level ops are legalized inside the build: a user's
+    # strategy changes the code without changing the input module.
+    pipeline = ",".join(target_pipeline(tgt)) + ";strategies=" + strategy.fingerprint()
+    return cache.build_key(mod.module, tgt, pipeline, packed)
 
 
 def build(
@@ -220,6 +256,8 @@ def build(
         infos = _function_infos(mod)
         if not infos:
             raise ValueError("module has no entry point: no relax function and no public primitive function")
+        if tgt.kind == "cuda":
+            return _build_cuda(mod, tgt, infos)
         try:
             run_pipeline(
                 mod.module,

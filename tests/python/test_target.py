@@ -100,8 +100,9 @@ def test_pipeline_rows_follow_the_target():
     assert "convert-vector-to-llvm" in arm and "convert-vector-to-llvm{enable-x86vector}" not in arm
     with pytest.raises(ValueError, match="unknown stage"):
         target_pipeline(Target("llvm"), ["graph", "vectorize"])
-    with pytest.raises(ValueError, match="no pipeline for target kind 'cuda'"):
-        target_pipeline(Target("cuda"))
+    cuda = target_pipeline(Target("cuda -arch=sm_80"))
+    assert "nvvm-attach-target{chip=sm_80 features=+ptx70 O=3}" in cuda
+    assert not any(p.startswith("relax-schedule-cpu") for p in cuda)
 
 
 def test_unknown_pass_in_a_pipeline_is_an_error():

@@ -1,0 +1,273 @@
+"""GPU passes on buffers: thread-private temporaries, forall -> gpu.launch, device memory on the host
+side, device copies of constants. In pipeline order (`lowering/pipelines.py`, row "cuda").
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, gpu, linalg, llvm, memref
+
+from lowering.gpu.schedule import BLOCK_DIMS_ATTR, prim_funcs
+from lowering.registry import PassError, register_pass
+from lowering.schedule.common import SCRIPT_ERRORS, Script, apply_script
+
+CONSTANT_FN = "relaxmlir_cuda_constant"  # cuda_runtime.c: host pointer -> device copy (cached)
+CONSTANTS_ATTR = "relax.gpu_constants"  # on the module: constant global -> bytes
+
+
+def _walk(root: ir.Operation, names: tuple[str, ...]) -> list[ir.Operation]:
+    found = []
+
+    def visit(op):
+        if op.operation.name in names:
+            found.append(op.operation)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return found
+
+
+def _inside(op: ir.Operation, names: tuple[str, ...]) -> bool:
+    parent = op.parent
+    while parent is not None and parent.name not in ("func.func", "builtin.module"):
+        if parent.name in names:
+            return True
+        parent = parent.parent
+    return False
+
+
+@register_pass(
+    "relax-gpu-private-buffers",
+    "temporaries allocated inside a mapped scf.forall -> thread-private memref.alloca",
+)
+def private_buffers():
+    """Fusion leaves each thread a small temporary (a matmul tile feeding its epilogue); on the
+    GPU it lives in registers/local memory, not in a device allocation. Runs before the
+    deallocation pipeline so that no dealloc is ever made for it."""
+
+    def run(module_op: ir.Operation) -> None:
+        for alloc in _walk(module_op, ("memref.alloc",)):
+            if not _inside(alloc, ("scf.forall",)):
+                continue
+            mtype = ir.MemRefType(alloc.results[0].type)
+            # A partial tile's temporary has a dynamic size, bounded by the thread tile: a
+            # dynamic alloca (PTX alloca) holds it.
+            with alloc.location:
+                new = memref.AllocaOp(mtype, list(alloc.operands), [], ip=ir.InsertionPoint(alloc))
+            alloc.results[0].replace_all_uses_with(new.result)
+            alloc.erase()
+
+    return run
+
+
+def _threads_script(dims: list[int]) -> Script:
+    s = Script()
+    launch = s.fresh("launch")
+    s.emit(f'{launch} = transform.structured.match ops{{["gpu.launch"]}} in {s.func} : ({s.ANY}) -> {s.ANY}')
+    s.emit(f"transform.gpu.map_nested_forall_to_threads {launch} block_dims = {list(dims)} : ({s.ANY}) -> {s.ANY}")
+    return s
+
+
+_BLOCK_AXIS = {"#gpu.block<x>": 0, "#gpu.block<y>": 1, "#gpu.block<z>": 2}
+
+
+def launch_for_blocks(forall: ir.Operation, dims: list[int]) -> None:
+    """A top-level scf.forall mapped to blocks -> gpu.launch whose grid is its trip counts (dynamic
+    ones included: upstream's map_forall_to_blocks wants static sizes) and whose block ids replace
+    its induction variables."""
+    op = forall.opview if hasattr(forall, "opview") else forall
+    mapping = [str(a) for a in ir.ArrayAttr(forall.attributes["mapping"])]
+    axes = [_BLOCK_AXIS.get(m) for m in mapping]
+    if None in axes or len(set(axes)) != len(axes):
+        raise PassError(f"relax-gpu-map: expected a forall mapped to distinct block axes, got {mapping}", forall)
+    if len(op.results):
+        raise PassError("relax-gpu-map: a block forall still returns tensors (not bufferized)", forall)
+    static_lb, static_ub = list(op.staticLowerBound), list(op.staticUpperBound)
+    static_step = list(op.staticStep)
+    if any(v != 0 for v in static_lb) or any(v != 1 for v in static_step):
+        raise PassError("relax-gpu-map: expected a normalized forall (from 0, step 1)", forall)
+    dynamic_ub = list(op.dynamicUpperBound)
+    with forall.location, ir.InsertionPoint(forall):
+        index = ir.IndexType.get()
+        one = arith.ConstantOp(index, 1).result
+        uppers, k = [], 0
+        for v in static_ub:
+            if v == ir.ShapedType.get_dynamic_size():
+                uppers.append(dynamic_ub[k])
+                k += 1
+            else:
+                uppers.append(arith.ConstantOp(index, v).result)
+        grid = [one, one, one]
+        for axis, upper in zip(axes, uppers):
+            grid[axis] = upper
+        block = [arith.ConstantOp(index, d).result for d in dims]
+        launch = gpu.LaunchOp(tuple(grid), tuple(block))
+        body = launch.regions[0].blocks[0]
+        with ir.InsertionPoint(body):
+            gpu.TerminatorOp()
+    src = forall.regions[0].blocks[0]
+    for iv, axis in zip(list(src.arguments), axes):
+        iv.replace_all_uses_with(body.arguments[axis])  # block ids: args 0..2
+    terminator = body.operations[len(body.operations) - 1]
+    for inner in list(src.operations):
+        if inner.operation.name == "scf.forall.in_parallel":
+            continue
+        inner.operation.move_before(terminator)
+    forall.erase()
+
+
+def _top_level_foralls(func_op: ir.Operation) -> list[ir.Operation]:
+    return [op.operation for op in func_op.regions[0].blocks[0].operations if op.operation.name == "scf.forall"]
+
+
+@register_pass(
+    "relax-gpu-map",
+    "scf.forall mapped to blocks/threads -> gpu.launch (one per forall), with the block size "
+    "that relax-schedule-gpu recorded",
+)
+def map_to_gpu():
+    def run(module_op: ir.Operation) -> None:
+        for func_op in prim_funcs(module_op):
+            if BLOCK_DIMS_ATTR not in func_op.attributes:
+                if _walk(func_op, ("linalg.generic", "linalg.fill", "linalg.copy", "scf.for")):
+                    raise PassError(
+                        "relax-gpu-map: kernel was not scheduled for the GPU (run relax-schedule-gpu)",
+                        func_op,
+                    )
+                continue
+            dims = list(ir.DenseI64ArrayAttr(func_op.attributes[BLOCK_DIMS_ATTR]))
+            # Each top-level forall becomes its own launch (unfused kernels: one per op).
+            for forall in _top_level_foralls(func_op):
+                launch_for_blocks(forall, dims)
+            try:
+                apply_script(func_op, _threads_script(dims))
+            except SCRIPT_ERRORS as exc:
+                raise PassError(f"relax-gpu-map: {exc}", func_op) from exc
+            # Copies inside kernels (bufferized inserts, pads) become loops with the linalg ops.
+            for copy in _walk(func_op, ("memref.copy",)):
+                if _inside(copy, ("gpu.launch",)):
+                    with copy.location, ir.InsertionPoint(copy):
+                        linalg.copy(copy.operands[0], outs=[copy.operands[1]])
+                    copy.erase()
+            leftover = [
+                op.operation.name
+                for op in func_op.regions[0].blocks[0].operations
+                if op.operation.name.startswith(("linalg.", "scf.", "memref.load", "memref.store"))
+            ]
+            if leftover:
+                raise PassError(
+                    f"relax-gpu-map: ops outside any kernel would run on the host: {sorted(set(leftover))}",
+                    func_op,
+                )
+
+    return run
+
+
+def _host_ops(module_op: ir.Operation, names: tuple[str, ...]) -> list[ir.Operation]:
+    return [op for op in _walk(module_op, names) if not _inside(op, ("gpu.module", "gpu.launch", "gpu.func"))]
+
+
+def _contiguous(mtype: ir.MemRefType) -> bool:
+    layout = mtype.layout
+    if isinstance(layout, ir.AffineMapAttr):
+        return layout.value == ir.AffineMap.get_identity(mtype.rank)
+    strides, _ = mtype.get_strides_and_offset()
+    expected = 1
+    for size, stride in reversed(list(zip(mtype.shape, strides))):
+        if size != 1 and stride != expected:
+            return False
+        expected *= size
+    return True
+
+
+@register_pass(
+    "relax-gpu-host-memory",
+    "host-side buffers -> device memory: memref.alloc/dealloc/copy -> gpu.alloc/dealloc/memcpy",
+)
+def host_memory():
+    """Every buffer the host code handles lives on the device. Allocations are asynchronous
+    (stream-ordered on the caller's stream by the runtime, which makes the waits free)."""
+
+    def run(module_op: ir.Operation) -> None:
+        token = gpu.AsyncTokenType.get(module_op.context)
+        for op in _host_ops(module_op, ("memref.alloc", "memref.dealloc", "memref.copy")):
+            with op.location, ir.InsertionPoint(op):
+                start = gpu.WaitOp(token, []).results[0]
+                if op.name == "memref.alloc":
+                    new = gpu.AllocOp(op.results[0].type, token, [start], list(op.operands), [])
+                    op.results[0].replace_all_uses_with(new.results[0])
+                    done = new.results[1]
+                elif op.name == "memref.dealloc":
+                    done = gpu.DeallocOp(token, [start], op.operands[0]).result
+                else:
+                    src, dst = op.operands[0], op.operands[1]
+                    for v in (src, dst):
+                        if not _contiguous(ir.MemRefType(v.type)):
+                            raise PassError("relax-gpu-host-memory: a strided host copy has no device form", op)
+                    done = gpu.MemcpyOp(token, [start], dst, src).result
+                gpu.WaitOp(None, [done])
+            op.erase()
+
+    return run
+
+
+@register_pass(
+    "relax-gpu-record-constants",
+    "note the size of each constant global the host code uses (for relax-gpu-device-constants)",
+)
+def record_constants():
+    def run(module_op: ir.Operation) -> None:
+        sizes = {}
+        for op in _walk(module_op, ("memref.global",)):
+            mtype = ir.MemRefType(ir.TypeAttr(op.attributes["type"]).value)
+            elem = mtype.element_type
+            if isinstance(elem, ir.IntegerType):
+                bits = elem.width
+            elif isinstance(elem, ir.FloatType):
+                bits = elem.width
+            else:
+                raise PassError(f"relax-gpu-record-constants: unsupported element type {elem}", op)
+            count = 1
+            for s in mtype.shape:
+                count *= s
+            name = ir.StringAttr(op.attributes["sym_name"]).value
+            sizes[name] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), (count * bits + 7) // 8)
+        if sizes:
+            module_op.attributes[CONSTANTS_ATTR] = ir.DictAttr.get(sizes)
+
+    return run
+
+
+@register_pass(
+    "relax-gpu-device-constants",
+    "on the LLVM dialect: host code reads constants through their device copies "
+    "(relaxmlir_cuda_constant, uploaded once per context)",
+)
+def device_constants():
+    def run(module_op: ir.Operation) -> None:
+        if CONSTANTS_ATTR not in module_op.attributes:
+            return
+        sizes = {a.name: ir.IntegerAttr(a.attr).value for a in ir.DictAttr(module_op.attributes[CONSTANTS_ATTR])}
+        del module_op.attributes[CONSTANTS_ATTR]
+        uses = [
+            op
+            for op in _host_ops(module_op, ("llvm.mlir.addressof",))
+            if ir.FlatSymbolRefAttr(op.attributes["global_name"]).value in sizes
+        ]
+        if not uses:
+            return
+        ptr = llvm.PointerType.get()
+        i64 = ir.IntegerType.get_signless(64)
+        body = module_op.regions[0].blocks[0]
+        decl = ir.Operation.parse(f"llvm.func @{CONSTANT_FN}(!llvm.ptr, i64) -> !llvm.ptr", context=module_op.context)
+        body.append(decl)
+        for op in uses:
+            name = ir.FlatSymbolRefAttr(op.attributes["global_name"]).value
+            with op.location, ir.InsertionPoint(op):
+                host = llvm.AddressOfOp(ptr, name).result
+                size = llvm.ConstantOp(i64, ir.IntegerAttr.get(i64, sizes[name])).result
+                dev = llvm.call(ptr, [host, size], [], [], callee=CONSTANT_FN)
+            op.results[0].replace_all_uses_with(dev)
+            op.erase()
+
+    return run

@@ -1,0 +1,287 @@
+"""`relax-schedule-gpu`: default GPU schedules for PrimFuncs (DLight's rule set), as transform scripts.
+
+    relaxmlir-opt kernels.mlir '--relax-schedule-gpu{target="cuda -arch=sm_90"}'
+
+Every rule has the same shape, so a rule is a row of parameters rather than a class: the root op
+of the PrimFunc (the last linalg op, which writes the result) is tiled into an `scf.forall`
+mapped to blocks, every producer is fused into it, the block's tile is tiled again into an
+`scf.forall` mapped to threads and the producers are fused once more. Each thread then computes
+its elements with the producers' loops inlined (a matmul's k loop, a reduction's row); temporaries
+become thread-private buffers (`relax-gpu-private-buffers`). The rule fixes the block tile and the
+threads per block; the block size is recorded on the function for `relax-gpu-map`.
+
+Which rule applies (`pick_rule`): any matmul among the ops -> Matmul (GEMV when the rows are few),
+a reduction root -> Reduction, an elementwise root fed by a reduction -> GeneralReduction
+(softmax, layer norm: one block per row), anything else -> Fallback (one thread per element,
+thread x along the contiguous axis). When fusion fails (ops that are not producers of the root),
+every op gets its own Fallback kernel (launched in order on one stream).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from lowering.registry import PassError, register_pass, target_option
+from lowering.schedule.common import (
+    PRIM_FUNC_ATTR,
+    SCHED_ID_ATTR,
+    SCHEDULE_ATTR,
+    SCRIPT_ERRORS,
+    OpInfo,
+    Script,
+    _untag,
+    apply_script,
+    classify,
+)
+from relaxmlir.target import Target
+
+BLOCK_DIMS_ATTR = "relax.gpu_block_dims"  # [x, y, z] threads per block, read by relax-gpu-map
+MAX_BLOCK_AXES = 3  # grids are 3-D: outer axes beyond these stay loops inside each thread
+
+
+@dataclass(frozen=True)
+class GpuRule:
+    """A default GPU schedule (the role of a `dl.gpu.*` rule): tile sizes for the root's last two
+    parallel axes, per block and per thread (`thread_tile`: elements each thread computes)."""
+
+    name: str
+    block_tile: tuple[int, int]  # (rows, columns) of the root's output per block
+    thread_tile: tuple[int, int]  # (rows, columns) per thread: a register tile
+    row_per_block: bool = False  # one block per row, threads across the row (reductions)
+
+
+# Rule name -> parameters. `dl.gpu.Matmul()` etc. select rows of this table.
+RULES: dict[str, GpuRule] = {
+    # 64x64 output tile per block, 4x4 register tile per thread: 256 threads.
+    "matmul": GpuRule("matmul", (64, 64), (4, 4)),
+    # few rows: one thread per output column, 128 columns per block.
+    "gemv": GpuRule("gemv", (1, 128), (1, 1)),
+    # one thread per output element, 256 outputs per block, each loops over the reduced axes.
+    "reduction": GpuRule("reduction", (1, 256), (1, 1)),
+    # one block per row, 256 threads across it.
+    "general_reduction": GpuRule("general_reduction", (1, 256), (1, 1), row_per_block=True),
+    # one thread per element, 256 per block, thread x along the contiguous axis (coalesced).
+    "fallback": GpuRule("fallback", (1, 256), (1, 1)),
+}
+DEFAULT_RULES = ("matmul", "gemv", "reduction", "general_reduction", "fallback")
+GEMV_MAX_ROWS = 4  # a matmul with at most this many rows is a GEMV
+
+
+def linalg_ops(func_op: ir.Operation) -> list[ir.Operation]:
+    """The top-level linalg ops of a PrimFunc, fills included (they fuse like any producer)."""
+    out = []
+    for block in func_op.regions[0].blocks:
+        for op in block.operations:
+            if op.operation.name.startswith("linalg."):
+                out.append(op.operation)
+    return out
+
+
+def pick_rule(infos: list[OpInfo], enabled: tuple[str, ...]) -> str:
+    """The table row for a PrimFunc whose classified ops are `infos` (the root last)."""
+    root = infos[-1]
+    matmuls = [i for i in infos if i.pattern == "matmul"]
+    if matmuls and len(root.operand_dims[-1] or []) >= 2:
+        rows = matmuls[-1].size(matmuls[-1].m) if matmuls[-1].m is not None else None
+        choice = "gemv" if rows is not None and rows <= GEMV_MAX_ROWS else "matmul"
+        if choice in enabled:
+            return choice
+    if root.pattern in ("reduction", "matmul") and "reduction" in enabled:
+        return "reduction"
+    if any(i.pattern == "reduction" for i in infos[:-1]) and "general_reduction" in enabled:
+        return "general_reduction"
+    return "fallback"
+
+
+def _parallel_axes(info: OpInfo) -> list[int]:
+    """Loop dims of the root's result axes, outermost first."""
+    return list(info.operand_dims[-1] or [])
+
+
+def _tiles(info: OpInfo, rule: GpuRule) -> tuple[list[int], list[int], list[str], list[str], list[int]]:
+    """Block tile sizes, thread counts (per loop of the root), their mappings and the block size."""
+    loops = len(info.iterators)
+    axes = _parallel_axes(info)
+    block = [0] * loops
+    threads = [0] * loops
+    inner = axes[-2:]  # the two axes a block tiles
+    outer = axes[: len(axes) - len(inner)][-(MAX_BLOCK_AXES - len(inner)):] if len(axes) > 2 else []
+    for d in outer:
+        block[d] = 1
+    rows, cols = rule.block_tile
+    trows, tcols = rule.thread_tile
+    sizes = [rows, cols][-len(inner):] if inner else []
+    per_thread = [trows, tcols][-len(inner):] if inner else []
+    for d, size, t in zip(inner, sizes, per_thread):
+        extent = info.ranges[d]
+        if rule.row_per_block and d == inner[-1]:
+            size = extent if extent is not None else cols  # the whole row in one block
+        elif extent is not None:
+            size = min(size, extent)
+        block[d] = size
+        threads[d] = max(1, -(-min(size, cols if rule.row_per_block else size) // t))
+    if rule.row_per_block and inner:
+        threads[inner[-1]] = min(threads[inner[-1]], rule.block_tile[1])
+        if len(inner) == 2:
+            block[inner[0]], threads[inner[0]] = 1, 0
+    names = "xyz"
+    tiled_block = [d for d in range(loops) if block[d]]
+    block_map = [f"#gpu.block<{names[len(tiled_block) - 1 - i]}>" for i in range(len(tiled_block))]
+    tiled_thr = [d for d in range(loops) if threads[d]]
+    thread_map = [f"#gpu.thread<{names[len(tiled_thr) - 1 - i]}>" for i in range(len(tiled_thr))]
+    dims = [threads[d] for d in reversed(tiled_thr)] + [1] * (3 - len(tiled_thr))
+    return block, threads, block_map, thread_map, dims
+
+
+def _tile_forall(s: Script, h: str, spec: str, mapping: list[str]) -> tuple[str, str]:
+    tiled, loop = s.fresh("t"), s.fresh("forall")
+    s.emit(
+        f"{tiled}, {loop} = transform.structured.tile_using_forall {h} {spec} "
+        f"(mapping = [{', '.join(mapping)}]) : ({s.ANY}) -> ({s.ANY}, {s.ANY})"
+    )
+    return tiled, loop
+
+
+def _fuse(s: Script, producers: list[str], loop: str) -> list[str]:
+    fused = []
+    for h in producers:
+        f, loop2 = s.fresh("fused"), s.fresh("forall")
+        s.emit(
+            f"{f}, {loop2} = transform.structured.fuse_into_containing_op {h} into {loop} "
+            f": ({s.ANY}, {s.ANY}) -> ({s.ANY}, {s.ANY})"
+        )
+        fused.append(f)
+        loop = loop2
+    return fused
+
+
+def emit_rule(s: Script, root: str, producers: list[str], info: OpInfo, rule: GpuRule) -> list[int]:
+    """Tile `root` to blocks then threads, fusing `producers` (reverse program order) each time;
+    returns the block size [x, y, z]."""
+    block, threads, block_map, thread_map, dims = _tiles(info, rule)
+    if not block_map or not thread_map:
+        raise ValueError(f"{rule.name}: the root has no parallel axis to map (a scalar result)")
+    tiled, loop = _tile_forall(s, root, f"tile_sizes {block}", block_map)
+    fused = _fuse(s, producers, loop)
+    _, tloop = _tile_forall(s, tiled, f"num_threads {threads}", thread_map)
+    if fused:
+        # One merged handle: the op fuses whichever producer it finds next, so the order does
+        # not have to be right when tiling moved ops (dynamic shapes).
+        merged = s.fresh("producers")
+        s.emit(f"{merged} = transform.merge_handles {', '.join(fused)} : {s.ANY}")
+        _fuse(s, [merged], tloop)
+    return dims
+
+
+def schedule_function(func_op: ir.Operation, target: Target, enabled: tuple[str, ...]) -> str:
+    """Schedule one PrimFunc in place (on a clone first); returns the rule's name."""
+    ops = linalg_ops(func_op)
+    if not ops:
+        return ""
+    scratch = ir.Module.create(loc=func_op.location)
+    trial = func_op.clone(ip=ir.InsertionPoint(scratch.body))
+    try:
+        name, dims = _apply(trial, target, enabled, fuse=True)
+    except SCRIPT_ERRORS:
+        trial.erase()
+        trial = func_op.clone(ip=ir.InsertionPoint(scratch.body))
+        name, dims = _apply(trial, target, enabled, fuse=False)  # one kernel per op
+    with trial.context:
+        trial.attributes[SCHEDULE_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(name)])
+        trial.attributes[BLOCK_DIMS_ATTR] = ir.DenseI64ArrayAttr.get(dims)
+    trial.detach_from_parent()
+    ir.InsertionPoint(func_op).insert(trial)
+    func_op.erase()
+    return name
+
+
+def _generalize(func_op: ir.Operation) -> None:
+    """Named ops (fill, matmul, transpose...) -> linalg.generic, so that `classify` reads every
+    op's loops and maps."""
+    s = Script()
+    ops = s.fresh("named")
+    s.emit(f"{ops} = transform.structured.match interface{{LinalgOp}} in {s.func} : ({s.ANY}) -> {s.ANY}")
+    s.emit(f"transform.structured.generalize {ops} : ({s.ANY}) -> {s.ANY}")
+    apply_script(func_op, s)
+
+
+def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[str, list[int]]:
+    _generalize(func_op)
+    ops = linalg_ops(func_op)
+    infos = [classify(op) for op in ops]
+    i64 = ir.IntegerType.get_signless(64, func_op.context)
+    for tag, op in enumerate(ops):
+        op.attributes[SCHED_ID_ATTR] = ir.IntegerAttr.get(i64, tag)
+    s = Script()
+    handles = [s.match_tagged(tag) for tag in range(len(ops))]
+    if fuse:
+        name = pick_rule(infos, enabled)
+        dims = emit_rule(s, handles[-1], list(reversed(handles[:-1])), infos[-1], RULES[name])
+    else:
+        # Unfused: every op that writes a non-scalar gets its own Fallback kernel; all kernels of
+        # a function share one block size, so each uses the Fallback's.
+        name, dims = "fallback-unfused", [1, 1, 1]
+        for h, info in zip(handles, infos):
+            op_dims = emit_rule(s, h, [], info, RULES["fallback"])
+            dims = [max(a, b) for a, b in zip(dims, op_dims)]  # smaller foralls are predicated
+    if max(dims[0] * dims[1] * dims[2], 1) > target.get("max-threads-per-block", 1024):
+        raise ValueError(f"{name}: block of {dims} threads exceeds the target's limit")
+    apply_script(func_op, s)
+    _cleanup(func_op)
+    _untag(func_op)
+    return name, dims
+
+
+def _cleanup(func_op: ir.Operation) -> None:
+    """Drop what tiling left behind (the untiled originals, now unused), with no handle alive:
+    on buffers they would run as host code."""
+    s = Script()
+    s.patterns("canonicalization")
+    s.emit(f"transform.apply_cse to {s.func} : {s.ANY}")
+    apply_script(func_op, s)
+
+
+def prim_funcs(module_op: ir.Operation) -> list[ir.Operation]:
+    return [
+        op.operation
+        for op in module_op.regions[0].blocks[0].operations
+        if op.operation.name == "func.func"
+        and PRIM_FUNC_ATTR in op.operation.attributes
+        and len(op.operation.regions[0].blocks)
+    ]
+
+
+def schedule_module(module_op: ir.Operation, target: Target, enabled=DEFAULT_RULES) -> None:
+    for func_op in prim_funcs(module_op):
+        if BLOCK_DIMS_ATTR in func_op.attributes:
+            continue  # already scheduled (a dlight pass ran before relax.build)
+        try:
+            schedule_function(func_op, target, tuple(enabled))
+        except SCRIPT_ERRORS as exc:
+            raise PassError(f"relax-schedule-gpu: {exc}", func_op) from exc
+
+
+@register_pass(
+    "relax-schedule-gpu",
+    "map PrimFuncs to GPU blocks and threads (scf.forall via the transform dialect)",
+    {
+        "target": "cuda target string (default: the target in scope, else cuda)",
+        "rules": "comma-separated rules to use (default: all of matmul, gemv, reduction, "
+        "general_reduction, fallback)",
+    },
+)
+def schedule_gpu(target: str = "", rules: str = ""):
+    tgt = target_option(target, "relax-schedule-gpu") if target else (Target.current() or Target("cuda"))
+    if tgt.kind != "cuda":
+        raise PassError(f"relax-schedule-gpu: expected a cuda target, got ({tgt})")
+    enabled = tuple(r.strip() for r in rules.split(",") if r.strip()) or DEFAULT_RULES
+    unknown = [r for r in enabled if r not in RULES]
+    if unknown:
+        raise PassError(f"relax-schedule-gpu: unknown rule(s) {unknown}; rules: {', '.join(RULES)}")
+
+    def run(module_op: ir.Operation) -> None:
+        schedule_module(module_op, tgt, enabled)
+
+    return run

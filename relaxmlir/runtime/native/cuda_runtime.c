@@ -1,0 +1,301 @@
+/* The CUDA runtime of exported relaxmlir models: the mgpu* entry points that MLIR's gpu-to-llvm
+ * host code calls, over the CUDA driver API opened lazily with dlopen("libcuda.so.1").
+ *
+ * Why not MLIR's libmlir_cuda_runtime.so: it links libLLVM (~136 MB, absent where models run)
+ * and creates a stream per launch, unordered with the caller's (torch's) work. Here:
+ * - nothing touches the driver until the first launch or allocation, so a library loads on a
+ *   machine without a GPU; every failure is recorded (first one wins) and later work is skipped,
+ *   and the caller reads it with relaxmlir_cuda_take_error() after each call: never an abort;
+ * - the context is the thread's current one, else the primary context of the chosen device
+ *   (the one torch uses), so pointers are shared with torch;
+ * - every "stream" the host code creates is the caller's stream (relaxmlir_cuda_set_stream;
+ *   default: the legacy stream 0): work is ordered after the caller's, synchronizing it is
+ *   left to the caller (as in torch), allocations are stream-ordered (cuMemAllocAsync);
+ * - constants are copied to the device once per context (relaxmlir_cuda_constant).
+ */
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int CUresult;
+typedef int CUdevice;
+typedef void *CUcontext;
+typedef void *CUmodule;
+typedef void *CUfunction;
+typedef void *CUstream;
+typedef unsigned long long CUdeviceptr;
+
+static struct {
+  void *lib;
+  CUresult (*cuInit)(unsigned);
+  CUresult (*cuDeviceGet)(CUdevice *, int);
+  CUresult (*cuDevicePrimaryCtxRetain)(CUcontext *, CUdevice);
+  CUresult (*cuCtxGetCurrent)(CUcontext *);
+  CUresult (*cuCtxSetCurrent)(CUcontext);
+  CUresult (*cuModuleLoadData)(CUmodule *, const void *);
+  CUresult (*cuModuleUnload)(CUmodule);
+  CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
+  CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+                             unsigned, unsigned, CUstream, void **, void **);
+  CUresult (*cuStreamSynchronize)(CUstream);
+  CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
+  CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
+  CUresult (*cuMemAlloc)(CUdeviceptr *, size_t);
+  CUresult (*cuMemcpyAsync)(CUdeviceptr, CUdeviceptr, size_t, CUstream);
+  CUresult (*cuMemcpyHtoD)(CUdeviceptr, const void *, size_t);
+  CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
+  CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
+  CUresult (*cuGetErrorString)(CUresult, const char **);
+} cu;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int loaded = 0; /* 1: libcuda opened and initialized, -1: failed (error recorded) */
+static char error[1024];
+static CUstream caller_stream = 0;
+static int device_ordinal = 0;
+
+static void set_error(const char *fmt, const char *what, CUresult code) {
+  if (error[0]) return; /* the first error explains the rest */
+  const char *text = "unknown error";
+  if (code && cu.cuGetErrorString) cu.cuGetErrorString(code, &text);
+  if (code)
+    snprintf(error, sizeof error, "%s: %s (CUDA error %d: %s)", fmt, what, code, text);
+  else
+    snprintf(error, sizeof error, "%s: %s", fmt, what);
+}
+
+static int check(CUresult code, const char *call) {
+  if (code == 0) return 1;
+  set_error("CUDA driver call failed", call, code);
+  return 0;
+}
+
+#define SYM(name, symbol)                                          \
+  do {                                                             \
+    *(void **)&cu.name = dlsym(cu.lib, symbol);                    \
+    if (!cu.name) {                                                \
+      set_error("libcuda.so.1 lacks a symbol", symbol, 0);         \
+      return -1;                                                   \
+    }                                                              \
+  } while (0)
+
+static int open_driver(void) {
+  cu.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!cu.lib) {
+    set_error("cannot load the CUDA driver (libcuda.so.1); is an NVIDIA driver installed?",
+              dlerror(), 0);
+    return -1;
+  }
+  SYM(cuGetErrorString, "cuGetErrorString");
+  SYM(cuInit, "cuInit");
+  SYM(cuDeviceGet, "cuDeviceGet");
+  SYM(cuDevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain");
+  SYM(cuCtxGetCurrent, "cuCtxGetCurrent");
+  SYM(cuCtxSetCurrent, "cuCtxSetCurrent");
+  SYM(cuModuleLoadData, "cuModuleLoadData");
+  SYM(cuModuleUnload, "cuModuleUnload");
+  SYM(cuModuleGetFunction, "cuModuleGetFunction");
+  SYM(cuLaunchKernel, "cuLaunchKernel");
+  SYM(cuStreamSynchronize, "cuStreamSynchronize");
+  SYM(cuMemAllocAsync, "cuMemAllocAsync");
+  SYM(cuMemFreeAsync, "cuMemFreeAsync");
+  SYM(cuMemAlloc, "cuMemAlloc_v2");
+  SYM(cuMemcpyAsync, "cuMemcpyAsync");
+  SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
+  SYM(cuMemsetD32Async, "cuMemsetD32Async");
+  SYM(cuMemsetD16Async, "cuMemsetD16Async");
+  if (!check(cu.cuInit(0), "cuInit")) return -1;
+  return 1;
+}
+
+/* The driver opened and a context current on this thread; 0 (error recorded) otherwise. */
+static int ready(void) {
+  if (error[0]) return 0;
+  if (loaded == 0) {
+    pthread_mutex_lock(&lock);
+    if (loaded == 0) loaded = open_driver();
+    pthread_mutex_unlock(&lock);
+  }
+  if (loaded < 0) return 0;
+  CUcontext ctx = 0;
+  if (!check(cu.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent")) return 0;
+  if (ctx) return 1;
+  CUdevice dev;
+  if (!check(cu.cuDeviceGet(&dev, device_ordinal), "cuDeviceGet")) return 0;
+  if (!check(cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain")) return 0;
+  return check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+}
+
+static CUcontext current(void) {
+  CUcontext ctx = 0;
+  cu.cuCtxGetCurrent(&ctx);
+  return ctx;
+}
+
+/* -- the caller's side ---------------------------------------------------------------------- */
+
+/* Copies the first recorded error into buf (if any), clears it, returns its length (0: none). */
+int relaxmlir_cuda_take_error(char *buf, int size) {
+  int n = (int)strlen(error);
+  if (n && buf && size > 0) {
+    snprintf(buf, (size_t)size, "%s", error);
+  }
+  error[0] = 0;
+  if (loaded < 0) loaded = 0; /* a later call may find the driver (or report again) */
+  return n;
+}
+
+void relaxmlir_cuda_set_stream(void *stream) { caller_stream = (CUstream)stream; }
+
+void relaxmlir_cuda_set_device(int ordinal) { device_ordinal = ordinal; }
+
+/* -- modules: the PTX/cubin is loaded into the current context on first use ----------------- */
+
+typedef struct {
+  const void *image;
+  CUmodule module;
+  CUcontext context;
+} Module;
+
+static void *new_module(const void *image) {
+  Module *m = (Module *)calloc(1, sizeof(Module));
+  if (m) m->image = image;
+  return m;
+}
+
+void *mgpuModuleLoad(void *data, size_t size) {
+  (void)size;
+  return new_module(data);
+}
+
+void *mgpuModuleLoadJIT(void *data, int opt_level) {
+  (void)opt_level; /* the driver JIT-compiles PTX at its default level */
+  return new_module(data);
+}
+
+void mgpuModuleUnload(void *module) {
+  /* Runs from a destructor at dlclose/exit, when the context may be gone: the driver frees
+   * modules with their context, so only the handle is released here. */
+  free(module);
+}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  Module *m = (Module *)module;
+  if (!m || !ready()) return NULL;
+  CUcontext ctx = current();
+  if (!m->module || m->context != ctx) {
+    CUmodule loaded_module;
+    if (!check(cu.cuModuleLoadData(&loaded_module, m->image), "cuModuleLoadData")) return NULL;
+    m->module = loaded_module;
+    m->context = ctx;
+  }
+  CUfunction fn = NULL;
+  if (!check(cu.cuModuleGetFunction(&fn, m->module, name), name)) return NULL;
+  return fn;
+}
+
+void mgpuLaunchKernel(void *function, intptr_t gx, intptr_t gy, intptr_t gz, intptr_t bx,
+                      intptr_t by, intptr_t bz, int32_t smem, void *stream, void **params,
+                      void **extra, size_t nparams) {
+  (void)nparams;
+  if (!function || error[0]) return; /* an earlier failure is already recorded */
+  check(cu.cuLaunchKernel((CUfunction)function, (unsigned)gx, (unsigned)gy, (unsigned)gz,
+                          (unsigned)bx, (unsigned)by, (unsigned)bz, (unsigned)smem,
+                          (CUstream)stream, params, extra),
+        "cuLaunchKernel");
+}
+
+/* -- streams: always the caller's ------------------------------------------------------------ */
+
+void *mgpuStreamCreate(void) { return caller_stream; }
+
+void mgpuStreamDestroy(void *stream) { (void)stream; }
+
+void mgpuStreamSynchronize(void *stream) {
+  /* Host code never reads device memory, so work on the caller's stream needs no wait here;
+   * a foreign stream is waited for. */
+  if (stream != caller_stream && ready()) check(cu.cuStreamSynchronize(stream), "cuStreamSynchronize");
+}
+
+void mgpuStreamWaitEvent(void *stream, void *event) { (void)stream, (void)event; }
+void *mgpuEventCreate(void) { return NULL; }
+void mgpuEventDestroy(void *event) { (void)event; }
+void mgpuEventSynchronize(void *event) { (void)event; }
+void mgpuEventRecord(void *event, void *stream) { (void)event, (void)stream; }
+
+/* -- memory ---------------------------------------------------------------------------------- */
+
+void *mgpuMemAlloc(uint64_t bytes, void *stream, int8_t host_shared) {
+  (void)host_shared;
+  CUdeviceptr ptr = 0;
+  if (!ready()) return NULL;
+  if (bytes == 0) bytes = 1; /* a valid, distinct pointer for empty buffers */
+  check(cu.cuMemAllocAsync(&ptr, (size_t)bytes, (CUstream)stream), "cuMemAllocAsync");
+  return (void *)(uintptr_t)ptr;
+}
+
+void mgpuMemFree(void *ptr, void *stream) {
+  if (ptr && loaded > 0) check(cu.cuMemFreeAsync((CUdeviceptr)(uintptr_t)ptr, (CUstream)stream), "cuMemFreeAsync");
+}
+
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
+  if (!ready()) return;
+  check(cu.cuMemcpyAsync((CUdeviceptr)(uintptr_t)dst, (CUdeviceptr)(uintptr_t)src, bytes,
+                         (CUstream)stream),
+        "cuMemcpyAsync");
+}
+
+void mgpuMemset32(void *dst, unsigned int value, size_t count, void *stream) {
+  if (!ready()) return;
+  check(cu.cuMemsetD32Async((CUdeviceptr)(uintptr_t)dst, value, count, (CUstream)stream),
+        "cuMemsetD32Async");
+}
+
+void mgpuMemset16(void *dst, unsigned short value, size_t count, void *stream) {
+  if (!ready()) return;
+  check(cu.cuMemsetD16Async((CUdeviceptr)(uintptr_t)dst, value, count, (CUstream)stream),
+        "cuMemsetD16Async");
+}
+
+/* -- constants: uploaded once per context, kept for the life of the process ------------------ */
+
+typedef struct {
+  const void *host;
+  CUcontext context;
+  void *device;
+} Constant;
+
+static Constant *constants;
+static size_t n_constants, cap_constants;
+
+void *relaxmlir_cuda_constant(const void *host, int64_t bytes) {
+  if (!ready()) return NULL;
+  CUcontext ctx = current();
+  void *found = NULL;
+  pthread_mutex_lock(&lock);
+  for (size_t i = 0; i < n_constants; ++i)
+    if (constants[i].host == host && constants[i].context == ctx) found = constants[i].device;
+  if (!found) {
+    CUdeviceptr ptr = 0;
+    if (check(cu.cuMemAlloc(&ptr, bytes > 0 ? (size_t)bytes : 1), "cuMemAlloc") &&
+        check(cu.cuMemcpyHtoD(ptr, host, (size_t)bytes), "cuMemcpyHtoD")) {
+      if (n_constants == cap_constants) {
+        size_t cap = cap_constants ? 2 * cap_constants : 16;
+        Constant *grown = (Constant *)realloc(constants, cap * sizeof(Constant));
+        if (grown) constants = grown, cap_constants = cap;
+      }
+      if (n_constants < cap_constants) {
+        constants[n_constants].host = host;
+        constants[n_constants].context = ctx;
+        constants[n_constants].device = (void *)(uintptr_t)ptr;
+        ++n_constants;
+      }
+      found = (void *)(uintptr_t)ptr;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return found;
+}

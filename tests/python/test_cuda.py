@@ -1,0 +1,134 @@
+"""The CUDA target without a GPU: the pipeline row, PTX per kernel, ptxas on every kernel of the
+model tests, and the errors a user can cause (bad arch, packed functions)."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+import torch
+from test_frontend_fx import import_model
+from test_models import MODELS
+
+import relaxmlir as rm
+from lowering.gpu.codegen import assemble, find_ptxas, ptx_sources
+from lowering.pipelines import target_pipeline
+from relaxmlir import relax, te
+
+PTXAS = find_ptxas()
+needs_ptxas = pytest.mark.skipif(
+    PTXAS is None,
+    reason="ptxas not found (PATH, $CUDA_HOME, /usr/local/cuda or pip install relaxmlir[cuda])",
+)
+
+
+def mlp(batch: int = 4) -> rm.IRModule:
+    from mlp_models import mlp as make, params
+
+    return relax.transform.BindParams("main", params())(make("tir", batch))
+
+
+def elementwise(shape=(64, 1000)) -> rm.IRModule:
+    """exp(x) + tanh(x) + erf(x): libdevice math in one elementwise kernel."""
+    x = relax.Var("x", relax.TensorStructInfo(shape, "float32"))
+
+    def act(a):
+        return te.compute(a.shape, lambda *i: te.exp(a(*i)) + te.tanh(a(*i)) + te.erf(a(*i)), name="act")
+
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(bb.emit_te(act, x))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def schedules(ex) -> set[str]:
+    return set(re.findall(r'relax.schedule = \["([^"]*)"\]', str(ex.lowered)))
+
+
+def check_ptx(ex, arch: str = "sm_90", version: str = "8.0") -> dict[str, str]:
+    """Every gpu.module of `ex` has PTX for `arch` with one .entry, and ptxas accepts it."""
+    sources = ptx_sources(ex.lowered)
+    assert sources, "no gpu.binary in the lowered module"
+    for name, ptx in sources.items():
+        assert f".target {arch}" in ptx and f".version {version}" in ptx, name
+        assert len(re.findall(r"\.visible \.entry ", ptx)) == 1, name
+        if PTXAS is not None:
+            assemble(ptx, arch, PTXAS)
+    return sources
+
+
+@pytest.mark.parametrize(("arch", "ptx"), [("sm_80", 70), ("sm_89", 78), ("sm_90", 80)])
+def test_pipeline_always_sets_the_ptx_version(arch: str, ptx: int):
+    passes = target_pipeline(rm.target.Target({"kind": "cuda", "arch": arch}))
+    assert f"nvvm-attach-target{{chip={arch} features=+ptx{ptx} O=3}}" in passes
+    assert passes[-1] == "gpu-module-to-binary{format=isa}"
+
+
+@pytest.mark.parametrize("target", ["cuda -arch=sm_61", {"kind": "cuda", "arch": "sm_100x"}])
+def test_unknown_arch_is_a_value_error_before_llvm(target):
+    with pytest.raises(ValueError, match="unknown CUDA arch"):
+        relax.build(elementwise(), target=target)
+
+
+def test_mlp_kernels_are_ptx_for_sm90():
+    ex = relax.build(mlp(), target="cuda")
+    sources = check_ptx(ex)
+    assert len(sources) == 2  # fused linear+relu, linear
+    assert schedules(ex) == {"gemv"}
+    assert ex.target.kind == "cuda" and ex.function_names() == ["main"]
+
+
+def test_math_through_libdevice_for_sm80():
+    ex = relax.build(elementwise(), target={"kind": "cuda", "arch": "sm_80"})
+    (ptx,) = check_ptx(ex, "sm_80", "7.0").values()
+    assert "ex2.approx" in ptx  # __nv_expf, linked from libdevice
+    assert schedules(ex) == {"fallback"}
+
+
+def test_matmul_rule_picks_register_tiles():
+    a = relax.Var("a", relax.TensorStructInfo((256, 512), "float32"))
+    b = relax.Var("b", relax.TensorStructInfo((512, 384), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [a, b]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.matmul(a, b))
+        bb.emit_func_output(out)
+    ex = relax.build(bb.get(), target="cuda")
+    check_ptx(ex)
+    assert schedules(ex) == {"matmul"}
+    assert "relax.gpu_block_dims = array<i64: 16, 16, 1>" in str(ex.lowered)
+
+
+def test_packed_functions_are_refused():
+    from mlp_models import mlp as make
+
+    with pytest.raises(ValueError, match="cannot be called from GPU code"):
+        rm.register_func("env.linear", lambda *a: None, override=True)
+        rm.register_func("env.relu", lambda *a: None, override=True)
+        relax.build(make("packed"), target="cuda")
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_model_kernels_assemble(name: str):
+    """Every kernel of the model tests' networks lowers to PTX that ptxas accepts for sm_90."""
+    torch.manual_seed(0)
+    make, inputs = MODELS[name]
+    ex = relax.build(import_model(make().eval(), inputs(), "ep"), target="cuda")
+    check_ptx(ex)
+
+
+@needs_ptxas
+def test_ptxas_rejects_bad_ptx():
+    from lowering.gpu.codegen import PtxasError
+
+    with pytest.raises(PtxasError, match="ptxas -arch=sm_90 failed"):
+        assemble(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus; }\n", "sm_90")
+
+
+def test_constants_are_read_through_device_copies():
+    ex = relax.build(mlp(), target="cuda")
+    text = str(ex.lowered)
+    assert text.count("llvm.call @relaxmlir_cuda_constant") == 4  # w0, b0, w1, b1
+    assert "memref.global" not in text
