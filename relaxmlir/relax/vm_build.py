@@ -24,6 +24,7 @@ from lowering.pipelines import target_pipeline
 from lowering.registry import PassError, PipelineError, run_pipeline
 from relaxmlir.ir import IRModule, _format_diagnostics
 from relaxmlir.relax.analysis import value_shape
+from relaxmlir.relax.op import strategy
 from relaxmlir.relax.struct_info import dtype_of
 from relaxmlir.runtime.executable import Executable, FunctionInfo, PackedSpec, TensorSpec
 from relaxmlir.runtime.registry import get_global_func

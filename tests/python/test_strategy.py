@@ -145,3 +145,9 @@ def test_bad_strategies_are_clear_errors(restore_strategies):
 
     with pytest.raises(ValueError, match="no implementation of 'relax.matmul' on llvm applies"):
         relax.transform.LegalizeOps()(_matmul_module())
+
+
+def test_registering_a_strategy_changes_the_cache_key(restore_strategies):
+    before = strategy.fingerprint()
+    strategy.register_strategy("relax.matmul", "llvm", lambda call, target: strategy.OpStrategy(), level=99)
+    assert strategy.fingerprint() != before

@@ -264,3 +264,17 @@ def _matmul_llvm(call: Call, target: Any) -> OpStrategy:
 
 
 register_strategy("relax.matmul", "llvm", _matmul_llvm)
+
+
+def fingerprint() -> str:
+    """A digest of the strategy table (which functions, at which levels, with which code): part
+    of the compile-cache key, so registering a strategy never reuses a build made without it."""
+    import hashlib
+
+    h = hashlib.sha256()
+    for (op, kind), entries in sorted(STRATEGIES.items()):
+        for level, fn in entries:
+            code = getattr(fn, "__code__", None)
+            body = code.co_code + repr(code.co_consts).encode() if code is not None else repr(fn).encode()
+            h.update(f"{op}|{kind}|{level}|{getattr(fn, '__qualname__', '')}|".encode() + body)
+    return h.hexdigest()[:16]
