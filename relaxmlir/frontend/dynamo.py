@@ -1,0 +1,136 @@
+"""`torch.compile(model, backend="relaxmlir")`: a TorchDynamo backend.
+
+torch finds it through the `torch_dynamo_backends` entry point (pyproject.toml), so importing
+relaxmlir never imports torch. Dynamo hands the backend each captured graph with example inputs;
+the backend imports it with `from_fx`, builds it once, and returns a callable that runs the
+compiled code on torch tensors (zero-copy in and out through DLPack). Sizes dynamo marked
+dynamic arrive as `SymInt`s: those dims become symbolic dims of the relax function (one build
+for every size), and the SymInt inputs themselves are dropped from the call, since the shapes
+carry them. A graph the importer cannot take (an op without a rule) runs in torch eagerly, with
+a warning, as a graph break would.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Callable, Sequence
+from typing import Any
+
+STATS = {"builds": 0, "fallbacks": 0}  # what the tests and users can check
+
+
+def _is_symint(x: Any) -> bool:
+    import torch
+
+    return isinstance(x, torch.SymInt)
+
+
+def _dim(d: Any) -> int | str:
+    """An int, or a symbol name (`s0`) for a dynamic size."""
+    import torch
+
+    if isinstance(d, torch.SymInt):
+        expr = d.node.expr
+        if getattr(expr, "is_Symbol", False):
+            return str(expr)
+        if getattr(expr, "is_Integer", False):  # a dim dynamo specialized (guarded) to a value
+            return int(expr)
+        raise NotImplementedError(
+            f"torch.compile backend 'relaxmlir': a size given by an expression ({expr})"
+        )
+    return int(d)
+
+
+def _example(node: Any) -> Any:
+    return node.meta.get("example_value", node.meta.get("val"))
+
+
+def _tensor_inputs(gm: Any, example_inputs: Sequence[Any]) -> tuple[list, list]:
+    """Rewrite `gm` so that its only inputs are tensors: each SymInt input is replaced by a size
+    query of a tensor input that has that size. Returns (kept input positions, shapes)."""
+    import torch
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    keep, shapes, sizes = [], [], {}
+    for i, (node, value) in enumerate(zip(placeholders, example_inputs)):
+        fake = _example(node)
+        if isinstance(value, torch.Tensor):
+            source = fake if isinstance(fake, torch.Tensor) else value
+            dims = [_dim(d) for d in source.shape]
+            keep.append(i)
+            shapes.append(tuple(dims))
+            for axis, d in enumerate(dims):
+                if isinstance(d, str):
+                    sizes.setdefault(d, (node, axis))
+        elif not _is_symint(value) and not isinstance(value, int):
+            raise NotImplementedError(
+                f"torch.compile backend 'relaxmlir': input '{node.name}' is a {type(value).__name__}"
+            )
+    for i, (node, value) in enumerate(zip(placeholders, example_inputs)):
+        if i in keep:
+            continue
+        fake = _example(node)
+        name = str(fake.node.expr) if _is_symint(fake) else None
+        if name in sizes:
+            tensor_node, axis = sizes[name]
+            with gm.graph.inserting_after(tensor_node):
+                query = gm.graph.call_method("size", (tensor_node, axis))
+        elif isinstance(value, int) and not _is_symint(value):
+            query = int(value)
+        else:
+            raise NotImplementedError(
+                f"torch.compile backend 'relaxmlir': size input '{node.name}' ({name}) is no tensor's dim"
+            )
+        node.replace_all_uses_with(query)
+        gm.graph.erase_node(node)
+    gm.graph.lint()
+    gm.recompile()
+    return keep, shapes
+
+
+def _dtype_name(t: Any) -> str:
+    return str(t.dtype).removeprefix("torch.")
+
+
+def relaxmlir_backend(gm: Any, example_inputs: Sequence[Any], **options: Any) -> Callable:
+    """Compile one captured graph; `options` may hold `target` (default "llvm")."""
+    import torch
+
+    from relaxmlir import relax
+    from relaxmlir.frontend.fx import from_fx
+    from relaxmlir.runtime import cpu
+
+    target = options.get("target", "llvm")
+    eager = gm.forward
+    try:
+        keep, shapes = _tensor_inputs(gm, example_inputs)
+        dtypes = [_dtype_name(example_inputs[i]) for i in keep]
+        mod = from_fx(gm, shapes, input_dtypes=dtypes)
+        ex = relax.build(mod, target)
+    except NotImplementedError as exc:
+        STATS["fallbacks"] += 1
+        warnings.warn(
+            f"torch.compile backend 'relaxmlir': running this graph in torch: {exc}", stacklevel=2
+        )
+        return eager
+    STATS["builds"] += 1
+    main = relax.VirtualMachine(ex, cpu())["main"]
+
+    def to_torch(out: Any) -> Any:
+        if isinstance(out, (list, tuple)):
+            return [to_torch(o) for o in out]
+        return torch.from_dlpack(out)
+
+    def run(*args: Any) -> Any:
+        # Dynamo calls with the rewritten graph's inputs (tensors only); guard against a caller
+        # that still passes the dropped size inputs.
+        picked = args if len(args) == len(keep) else [args[i] for i in keep]
+        tensors = [t.detach() for t in picked]
+        if any(t.device.type != "cpu" for t in tensors):
+            raise ValueError(
+                "torch.compile backend 'relaxmlir': inputs must be CPU tensors (target llvm)"
+            )
+        result = to_torch(main(*[t if t.is_contiguous() else t.contiguous() for t in tensors]))
+        return result if isinstance(result, list) else [result]
+
+    return run
