@@ -6,8 +6,8 @@ the backend imports it with `from_fx`, builds it once, and returns a callable th
 compiled code on torch tensors (zero-copy in and out through DLPack). Sizes dynamo marked
 dynamic arrive as `SymInt`s: those dims become symbolic dims of the relax function (one build
 for every size), and the SymInt inputs themselves are dropped from the call, since the shapes
-carry them. A graph the importer cannot take (an op without a rule) runs in torch eagerly, with
-a warning, as a graph break would.
+carry them. A graph that cannot be compiled (an op without a rule, or any other failure, named
+in the warning) runs in torch eagerly, as a graph break would.
 """
 
 from __future__ import annotations
@@ -107,10 +107,12 @@ def relaxmlir_backend(gm: Any, example_inputs: Sequence[Any], **options: Any) ->
         dtypes = [_dtype_name(example_inputs[i]) for i in keep]
         mod = from_fx(gm, shapes, input_dtypes=dtypes)
         ex = relax.build(mod, target)
-    except NotImplementedError as exc:
+    except Exception as exc:  # noqa: BLE001  (any failure to compile: the graph still runs, in torch)
         STATS["fallbacks"] += 1
+        kind = "" if isinstance(exc, NotImplementedError) else f"{type(exc).__name__}: "
         warnings.warn(
-            f"torch.compile backend 'relaxmlir': running this graph in torch: {exc}", stacklevel=2
+            f"torch.compile backend 'relaxmlir': running this graph in torch: {kind}{exc}",
+            stacklevel=2,
         )
         return eager
     STATS["builds"] += 1

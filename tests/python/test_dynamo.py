@@ -84,3 +84,25 @@ def test_an_unsupported_graph_runs_in_torch():
         out = compiled(x)
     torch.testing.assert_close(out, f(x))
     assert dynamo.STATS["fallbacks"] == 1
+
+
+def test_bert_matches_eager_across_batch_sizes():
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(2)
+    config = transformers.BertConfig(
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        vocab_size=50,
+    )
+    m = transformers.BertModel(config).eval()
+    compiled = torch.compile(m, backend="relaxmlir")
+    with torch.no_grad():
+        for batch in (2, 3, 5):
+            ids = torch.randint(0, 50, (batch, 8))
+            got = compiled(input_ids=ids).last_hidden_state
+            torch.testing.assert_close(
+                got, m(input_ids=ids).last_hidden_state, rtol=RTOL, atol=1e-4
+            )
+    assert dynamo.STATS == {"builds": 2, "fallbacks": 0}
