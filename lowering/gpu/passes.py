@@ -221,9 +221,7 @@ def record_constants():
         for op in _walk(module_op, ("memref.global",)):
             mtype = ir.MemRefType(ir.TypeAttr(op.attributes["type"]).value)
             elem = mtype.element_type
-            if isinstance(elem, ir.IntegerType):
-                bits = elem.width
-            elif isinstance(elem, ir.FloatType):
+            if isinstance(elem, (ir.IntegerType, ir.FloatType)):
                 bits = elem.width
             else:
                 raise PassError(f"relax-gpu-record-constants: unsupported element type {elem}", op)

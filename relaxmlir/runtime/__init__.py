@@ -5,6 +5,7 @@ a shared library) and the virtual machine. Nothing here imports the MLIR binding
 imported only when the user hands in torch tensors.
 """
 
+from relaxmlir.runtime.cuda_driver import CudaError, use_stream  # noqa: F401
 from relaxmlir.runtime.device import Device, cpu, cuda, device  # noqa: F401
 from relaxmlir.runtime.executable import Executable, FunctionInfo, PackedSpec, TensorSpec  # noqa: F401
 from relaxmlir.runtime.library import load_module  # noqa: F401

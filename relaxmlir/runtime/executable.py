@@ -189,6 +189,10 @@ class Executable:
         if name not in self.infos:
             raise KeyError(f"no function '{name}' in the executable; functions: {', '.join(self.infos)}")
         device = Device(TARGET_DEVICE.get(self.target.kind, self.target.kind), 0)
+        if device.device_type == "cuda":
+            from relaxmlir.runtime.cuda_entry import CudaEntryPoint
+
+            return CudaEntryPoint(self, self.infos[name], device)
         return EntryPoint(self, self.infos[name], device)
 
     def metadata(self) -> dict:

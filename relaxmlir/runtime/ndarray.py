@@ -1,5 +1,6 @@
 """`rm.nd` / `rm.runtime.tensor`: arrays on a device. A CPU NDArray owns a host buffer and speaks
-DLPack, so torch and numpy view it without copying."""
+DLPack, so torch and numpy view it without copying; a CUDA NDArray holds device memory
+(`runtime/cuda_driver.py`), copied to the host by `.numpy()` and shared with torch through DLPack."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from relaxmlir.runtime.device import Device, cpu, cuda  # noqa: F401  (rm.nd.cpu, rm.nd.cuda)
+from relaxmlir.runtime.device import DLPACK_CODES, Device, cpu, cuda  # noqa: F401  (rm.nd.cpu, rm.nd.cuda)
 from relaxmlir.runtime.dtype import dtype_name, np_dtype
 
 
@@ -17,36 +18,60 @@ class NDArray:
     Supports `__dlpack__`, so `torch.from_dlpack(a)` and `np.from_dlpack(a)` share its memory.
     """
 
-    __slots__ = ("_array", "device")
+    __slots__ = ("_array", "_cuda", "device")
 
     def __init__(self, array: np.ndarray, device: Device | None = None):
         self._array = array
+        self._cuda = None  # device memory (runtime.cuda_driver.DeviceData) when on a CUDA device
         self.device = device or cpu()
+
+    @staticmethod
+    def on_device(data: Any, device: Device) -> NDArray:
+        """An NDArray over device memory (`runtime.cuda_driver.DeviceData`)."""
+        out = NDArray(None, device)
+        out._cuda = data
+        return out
 
     @property
     def shape(self) -> tuple:
-        return self._array.shape
+        return self._cuda.shape if self._cuda is not None else self._array.shape
 
     @property
     def dtype(self) -> str:
-        return dtype_name(self._array.dtype)
+        return dtype_name(self._cuda.dtype if self._cuda is not None else self._array.dtype)
 
     @property
     def ndim(self) -> int:
-        return self._array.ndim
+        return len(self.shape)
 
     def numpy(self) -> np.ndarray:
-        """A copy as a numpy array (as in TVM)."""
+        """A copy as a numpy array (as in TVM); from a device, after the work queued on it."""
+        if self._cuda is not None:
+            from relaxmlir.runtime import cuda_driver as cuda
+
+            return cuda.download(self._cuda, self.device)
         return self._array.copy()
 
     def asnumpy(self) -> np.ndarray:
         return self.numpy()
 
     def view_numpy(self) -> np.ndarray:
-        """A numpy view of the same memory (no copy)."""
+        """A numpy view of the same memory (no copy; host arrays only)."""
+        if self._cuda is not None:
+            raise TypeError(f"an array on {self.device} has no host view: use .numpy() to copy it")
         return self._array
 
     def copyfrom(self, source: Any) -> NDArray:
+        if self._cuda is not None:
+            from relaxmlir.runtime import cuda_driver as cuda
+
+            src = source._cuda if isinstance(source, NDArray) and source._cuda is not None else _host_array(source)
+            if tuple(src.shape) != self.shape:
+                raise ValueError(f"copyfrom: shape {tuple(src.shape)} does not match {self.shape}")
+            if np.dtype(src.dtype) != self._cuda.dtype:
+                raise TypeError(f"copyfrom: dtype {src.dtype} does not match {self._cuda.dtype}")
+            cuda.copy_into(self._cuda, src, self.device)
+            return self
         src = _host_array(source)
         if src.shape != self.shape:
             raise ValueError(f"copyfrom: shape {src.shape} does not match {self.shape}")
@@ -58,19 +83,35 @@ class NDArray:
     def copyto(self, target: Any) -> Any:
         if isinstance(target, NDArray):
             return target.copyfrom(self)
-        return array(self._array, device=target)
+        return array(self.numpy() if self._cuda is not None else self._array, device=target)
 
     def __dlpack__(self, *args, **kwargs):
+        if self._cuda is not None:
+            from relaxmlir.runtime import cuda_driver as cuda
+
+            stream = kwargs.get("stream")
+            if stream not in (None, -1) and stream != cuda.current_stream(self.device):
+                # the consumer reads on another stream: our queued work must be done first
+                cuda.driver().synchronize(cuda.current_stream(self.device))
+            return cuda.to_dlpack(self._cuda, self.device)
         return self._array.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):
         return (self.device.dlpack_code, self.device.device_id)
 
     def __array__(self, dtype=None, copy=None):
-        return self._array if dtype is None else self._array.astype(dtype)
+        host = self.numpy() if self._cuda is not None else self._array
+        return host if dtype is None else host.astype(dtype)
 
     def __repr__(self) -> str:
-        return f"<relaxmlir.nd.NDArray shape={self.shape}, {self.device}>\n{self._array!r}"
+        if self._cuda is not None:
+            try:
+                body = repr(self.numpy())
+            except RuntimeError as exc:  # no driver here: still printable
+                body = f"<device memory at {self._cuda.ptr:#x}, not readable: {exc}>"
+        else:
+            body = repr(self._array)
+        return f"<relaxmlir.nd.NDArray shape={self.shape}, {self.device}>\n{body}"
 
 
 def _host_array(data: Any) -> np.ndarray:
@@ -102,9 +143,18 @@ def array(data: Any, device: Device | None = None, dtype: str | None = None) -> 
     arrays raise TypeError.
     """
     device = device or cpu()
-    if device.device_type != "cpu":
-        raise ValueError(f"nd.array: device {device} is not available in this build (cpu only)")
-    src = _host_array(data)
+    if device.device_type == "cuda":
+        from relaxmlir.runtime import cuda_driver as cuda
+
+        if getattr(data, "is_cuda", False) and dtype is None:  # a torch CUDA tensor
+            data = from_dlpack(data.contiguous())
+        if isinstance(data, NDArray) and data._cuda is not None and dtype is None:
+            out = NDArray.on_device(cuda.empty(data.shape, data._cuda.dtype, device), device)
+            return out.copyfrom(data)
+        src = _host_array(data.numpy() if isinstance(data, NDArray) else data)
+        src = src.astype(np_dtype(dtype)) if dtype is not None else src
+        return NDArray.on_device(cuda.upload(src, device), device)
+    src = _host_array(data.numpy() if isinstance(data, NDArray) and data._cuda is not None else data)
     if dtype is not None:
         src = src.astype(np_dtype(dtype))
     return NDArray(np.array(src, order="C", copy=True), device)
@@ -112,13 +162,22 @@ def array(data: Any, device: Device | None = None, dtype: str | None = None) -> 
 
 def empty(shape, dtype: str = "float32", device: Device | None = None) -> NDArray:
     device = device or cpu()
-    if device.device_type != "cpu":
-        raise ValueError(f"nd.empty: device {device} is not available in this build (cpu only)")
+    if device.device_type == "cuda":
+        from relaxmlir.runtime import cuda_driver as cuda
+
+        return NDArray.on_device(cuda.empty(shape, np_dtype(dtype), device), device)
     return NDArray(np.empty(shape, dtype=np_dtype(dtype)), device)
 
 
 def from_dlpack(obj: Any) -> NDArray:
-    """View a DLPack-capable CPU tensor as an NDArray without copying."""
+    """View a DLPack-capable tensor (CPU, or CUDA such as a torch CUDA tensor) as an NDArray
+    without copying."""
+    if hasattr(obj, "__dlpack_device__") and obj.__dlpack_device__()[0] == DLPACK_CODES["cuda"]:
+        from relaxmlir.runtime import cuda_driver as cuda
+
+        device = Device("cuda", int(obj.__dlpack_device__()[1]))
+        data, device = cuda.from_dlpack_capsule(obj.__dlpack__(stream=cuda.current_stream(device)), obj)
+        return NDArray.on_device(data, device)
     out = np.from_dlpack(obj)
     dtype_name(out.dtype)
     return NDArray(out)

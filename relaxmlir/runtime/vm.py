@@ -6,6 +6,7 @@ outputs whose sizes the symbolic shapes give, patches cached descriptors and mak
 
 from __future__ import annotations
 
+from relaxmlir.runtime.cuda_entry import CudaEntryPoint
 from relaxmlir.runtime.device import TARGET_DEVICE, Device, cpu
 from relaxmlir.runtime.entry import EntryPoint
 from relaxmlir.runtime.executable import Executable, FunctionInfo
@@ -17,7 +18,8 @@ class VirtualMachine:
     """Run the functions of an Executable: `vm["main"](*args)`.
 
     Arguments may be `rm.nd.NDArray`, numpy arrays or torch CPU tensors (shared, not copied);
-    results are NDArrays (a tuple when the function returns several).
+    results are NDArrays (a tuple when the function returns several). A CUDA executable runs on
+    `rm.cuda(i)` and takes arrays already on that device (NDArrays or torch CUDA tensors).
     """
 
     def __init__(
@@ -52,7 +54,8 @@ class VirtualMachine:
                 raise KeyError(
                     f"no function '{name}' in the executable; functions: {', '.join(self.executable.infos)}"
                 )
-            self._entries[name] = EntryPoint(self.executable, self.executable.infos[name], self.device)
+            entry = CudaEntryPoint if self.device.device_type == "cuda" else EntryPoint
+            self._entries[name] = entry(self.executable, self.executable.infos[name], self.device)
         return self._entries[name]
 
     def signature(self, name: str = "main") -> FunctionInfo:

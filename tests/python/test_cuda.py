@@ -23,7 +23,8 @@ needs_ptxas = pytest.mark.skipif(
 
 
 def mlp(batch: int = 4) -> rm.IRModule:
-    from mlp_models import mlp as make, params
+    from mlp_models import mlp as make
+    from mlp_models import params
 
     return relax.transform.BindParams("main", params())(make("tir", batch))
 

@@ -1,0 +1,112 @@
+"""Calling a CUDA model library: device arguments in, device results out, one native call on the
+caller's stream, then the first failure its CUDA runtime recorded raised as CudaError."""
+
+from __future__ import annotations
+
+import ctypes
+from typing import Any
+
+import numpy as np
+
+from relaxmlir.runtime import memref_abi
+from relaxmlir.runtime import shape as sh
+from relaxmlir.runtime.cuda_driver import CudaError, DeviceData, current_stream, driver, empty
+from relaxmlir.runtime.device import Device
+from relaxmlir.runtime.dtype import np_dtype
+from relaxmlir.runtime.ndarray import NDArray
+
+
+def _device_data(value: Any, device: Device, what: str) -> DeviceData:
+    """The device memory of an argument, which must already live on `device`."""
+    if isinstance(value, NDArray):
+        if value.device != device:
+            raise TypeError(f"{what} is on {value.device}, the VM runs on {device}: copy it with rm.nd.array(x, {device!r})")
+        return value._cuda
+    if hasattr(value, "data_ptr") and hasattr(value, "is_cuda"):  # torch.Tensor, shared
+        if not value.is_cuda or value.device.index != device.device_id:
+            raise TypeError(f"{what} is a torch tensor on {value.device}, the VM runs on {device}: move it with .to('cuda:{device.device_id}')")
+        if not value.is_contiguous():
+            raise ValueError(f"{what} must be contiguous (call .contiguous())")
+        dtype = np_dtype(str(value.dtype).replace("torch.", ""))
+        return DeviceData(value.data_ptr(), tuple(value.shape), dtype, value)
+    kind = "a numpy array" if isinstance(value, np.ndarray) else type(value).__name__
+    raise TypeError(f"{what} is {kind} in host memory, the VM runs on {device}: copy it with rm.nd.array(x, {device!r})")
+
+
+class CudaEntryPoint:
+    """`vm["main"]` of a CUDA executable: device arguments, device results, one native call on the
+    caller's stream, then the runtime's first error (if any) raised as CudaError."""
+
+    def __init__(self, executable: Any, info: Any, device: Device):
+        self.executable, self.info, self.device = executable, info, device
+        self.native = executable.code.lookup(info.name)
+        lib = executable.code.lib
+        self._set_stream = lib.relaxmlir_cuda_set_stream
+        self._set_stream.argtypes = [ctypes.c_void_p]
+        self._set_device = lib.relaxmlir_cuda_set_device
+        self._set_device.argtypes = [ctypes.c_int]
+        self._take_error = lib.relaxmlir_cuda_take_error
+        self._take_error.argtypes, self._take_error.restype = [ctypes.c_char_p, ctypes.c_int], ctypes.c_int
+        self.slots = [memref_abi.ArgSlot(len(s.shape)) for s in info.params + info.results]
+        self.packed = memref_abi.packed_args(self.slots)
+        self.dtypes = [np_dtype(s.dtype) for s in info.params + info.results]
+
+    def _error(self, message: str) -> str:
+        return f"{message}; expected signature {self.info.signature}"
+
+    def __call__(self, *args):
+        info = self.info
+        dps = info.destination_passing
+        specs = info.params + (info.results if dps else [])
+        if len(args) != len(specs):
+            raise TypeError(self._error(f"{info.name}() takes {len(specs)} argument(s), got {len(args)}"))
+        env: dict[str, int] = {}
+        datas = []
+        for i, (arg, spec, dtype) in enumerate(zip(args, specs, self.dtypes)):
+            what = f"argument {i} ('{spec.name}')"
+            data = _device_data(arg, self.device, what)
+            if data.dtype != dtype:
+                raise TypeError(self._error(f"{what} has dtype {data.dtype}, expected {dtype}"))
+            problem = sh.bind(spec.shape, data.shape, env)
+            if problem:
+                raise ValueError(self._error(f"{what} has shape {data.shape}: {problem}"))
+            datas.append(data)
+        drv = driver()
+        drv.activate(self.device)
+        outs = []
+        if not dps:
+            for spec, dtype in zip(info.results, self.dtypes[len(info.params) :]):
+                shape = tuple(sh.evaluate(d, env) if not isinstance(d, int) else d for d in spec.shape)
+                data = empty(shape, dtype, self.device)
+                outs.append(NDArray.on_device(data, self.device))
+                datas.append(data)
+        for slot, data in zip(self.slots, datas):
+            _set_slot(slot, data)
+        self._set_device(self.device.device_id)
+        self._set_stream(current_stream(self.device))
+        self.native(self.packed)
+        raise_pending(self._take_error)
+        if dps:
+            return None
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+
+def raise_pending(take_error: Any) -> None:
+    """Raise the first failure that the library's CUDA runtime recorded (and clear it)."""
+    buf = ctypes.create_string_buffer(1024)
+    if take_error(buf, len(buf)):
+        raise CudaError(buf.value.decode(errors="replace"))
+
+
+def _set_slot(slot: memref_abi.ArgSlot, data: DeviceData) -> None:
+    d = slot.desc
+    d.allocated = data.ptr
+    d.aligned = data.ptr
+    if data.shape != slot.shape:
+        slot.shape = data.shape
+        d.offset = 0
+        stride = 1
+        for i in range(slot.rank - 1, -1, -1):
+            d.sizes[i] = data.shape[i]
+            d.strides[i] = stride
+            stride *= data.shape[i]
