@@ -739,6 +739,51 @@ class Argmin(_Reduce):
 
 
 @RELAX.op
+class Cumsum(_Unary):
+    """Running sum along `axis` in `dtype` (`exclusive`: the sum of the elements before)."""
+
+    mnemonic = "cumsum"
+    axis = Attr("integer")
+    dtype = Attr("string")
+    exclusive = Attr("bool")
+
+
+@RELAX.op
+class Argsort(_Unary):
+    """Stable sort order along `axis` as `dtype` indices; NaN sorts above every number."""
+
+    mnemonic = "argsort"
+    axis = Attr("integer")
+    descending = Attr("bool")
+    dtype = Attr("string")
+
+
+@RELAX.op
+class GatherElements(Op):
+    """`out[i] = data[i with i[axis] = indices[i]]`; out takes the shape of `indices`."""
+
+    mnemonic = "gather_elements"
+    data = Operand("tensor")
+    indices = Operand("tensor")
+    out = Result("tensor")
+    axis = Attr("integer")
+
+
+@RELAX.op
+class ScatterElements(Op):
+    """`data` with `updates[i]` written ("update") or added ("add") at `i with i[axis] =
+    indices[i]`; `indices` and `updates` share a shape no larger than data's."""
+
+    mnemonic = "scatter_elements"
+    data = Operand("tensor")
+    indices = Operand("tensor")
+    updates = Operand("tensor")
+    out = Result("tensor")
+    axis = Attr("integer")
+    reduction = Attr("string")
+
+
+@RELAX.op
 class Full(Op):
     """A tensor of `shape` and `dtype` filled with the 0-d `fill_value`."""
 

@@ -17,7 +17,7 @@ from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
 from relaxmlir.frontend.importer import CONVERTERS, Deferred, Importer, dtype_str, register
-from relaxmlir.frontend.rules.common import call, first
+from relaxmlir.frontend.rules.common import first
 from relaxmlir.frontend.rules.nn import (
     batch_norm,
     batch_stats_norm,
@@ -107,24 +107,12 @@ def _convolution(ctx: Importer, node: fx.Node):
     )
 
 
-def _index(ctx: Importer, node: fx.Node):
-    """`x[..., idx, ...]` with one index tensor (`aten.index.Tensor(x, [None, idx])`)."""
-    x, indices = first(ctx, node), ctx.arg(node, 1, "indices")
-    given = [(i, t) for i, t in enumerate(indices) if t is not None]
-    if len(given) != 1:
-        raise NotImplementedError(
-            f"aten.index with {len(given)} index tensors at node '{node.name}'"
-        )
-    return call(ctx, "take", x, given[0][1], given[0][0])
-
-
 register(_native_batch_norm, aten._native_batch_norm_legit_no_training)
 register(_aten_batch_norm, aten.batch_norm)
 register(_native_layer_norm, aten.native_layer_norm)
 register(_native_group_norm, aten.native_group_norm)
 register(_native_batch_norm_legit, aten._native_batch_norm_legit)
 register(_convolution, aten.convolution)
-register(_index, aten.index)
 register(
     lambda ctx, node: None,
     aten._assert_tensor_metadata,

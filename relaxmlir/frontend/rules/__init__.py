@@ -2,10 +2,12 @@
 
 from relaxmlir.frontend.rules import (  # noqa: F401  (each module registers its rules)
     create,
+    einsum,
     elementwise,
     nn,
     reduction,
     resize,
     shape,
     slicing,
+    sorting,
 )

@@ -22,7 +22,11 @@ def ndim(x) -> int:
 
 
 def axis(a: int, rank: int) -> int:
-    return a + rank if a < 0 else a
+    """`a` counted from the end when negative; a 0-d tensor takes dims -1 and 0, as in torch."""
+    bound = max(rank, 1)
+    if not isinstance(a, (int, np.integer)) or not -bound <= a < bound:
+        raise ValueError(f"dim {a} is out of range for a tensor of rank {rank}")
+    return int(a) % bound
 
 
 def as_tensor(value, like=None, dtype: str | None = None):

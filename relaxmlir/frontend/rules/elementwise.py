@@ -295,6 +295,7 @@ for _op_name, _targets in {
     "subtract": (torch.sub, torch.subtract, operator.sub, operator.isub, "sub", aten.sub),
     "multiply": (torch.mul, torch.multiply, operator.mul, operator.imul, "mul", "mul_", aten.mul),
     "floor_divide": (torch.floor_divide, operator.floordiv, "floor_divide", aten.floor_divide),
+    "floor_mod": (torch.remainder, operator.mod, "remainder", aten.remainder),
     "power": (torch.pow, operator.pow, "pow", aten.pow),
     "maximum": (torch.maximum, aten.maximum),
     "minimum": (torch.minimum, aten.minimum),

@@ -61,6 +61,8 @@ def reshape(ctx: Importer, x, shape):
 
 
 def permute(ctx: Importer, x, axes):
+    if ndim(x) == 0:
+        return x
     axes = [axis(a, ndim(x)) for a in axes]
     if axes == list(range(ndim(x))):
         return x
@@ -68,8 +70,10 @@ def permute(ctx: Importer, x, axes):
 
 
 def transpose(ctx: Importer, x, d0: int, d1: int):
-    axes = list(range(ndim(x)))
     d0, d1 = axis(d0, ndim(x)), axis(d1, ndim(x))
+    if ndim(x) == 0:
+        return x
+    axes = list(range(ndim(x)))
     axes[d0], axes[d1] = axes[d1], axes[d0]
     return permute(ctx, x, axes)
 
@@ -88,6 +92,8 @@ def squeeze(ctx: Importer, x, axes=None):
     if axes is None:
         axes = list(range(rank))
     axes = [axis(a, rank) for a in (axes if isinstance(axes, (list, tuple)) else [axes])]
+    if rank == 0:
+        return x
     axes = [a for a in axes if shape_of(x)[a] == 1]  # torch ignores axes of size != 1
     return call(ctx, "squeeze", x, axes) if axes else x
 

@@ -10,8 +10,19 @@ import torch
 from torch import fx
 
 from relaxmlir.frontend.importer import Importer, is_tensor, register
-from relaxmlir.frontend.rules.common import aten, axis, call, first, ndim, shape_of
+from relaxmlir.frontend.rules.common import (
+    astype,
+    aten,
+    axis,
+    call,
+    emit_binary,
+    first,
+    ndim,
+    shape_of,
+)
 from relaxmlir.frontend.rules.shape import squeeze
+from relaxmlir.relax.expr import Constant, const
+from relaxmlir.relax.op.common import broadcast_shapes
 
 
 def strided_slice(ctx: Importer, x, axes, begin, end, strides=None):
@@ -50,8 +61,53 @@ def select(ctx: Importer, x, dim: int, index: int):
     return squeeze(ctx, strided_slice(ctx, x, [dim], [index], [index + 1]), [dim])
 
 
+def _index_tensor(ctx: Importer, item, where: str):
+    """An index item as an int64 tensor: a tensor, a (nested) list of ints, or an int."""
+    if is_tensor(item):
+        dtype = item.struct_info.dtype
+        if dtype == "bool":
+            raise NotImplementedError(f"indexing with a boolean mask{where} (data-dependent shape)")
+        return astype(ctx, item, "int64")
+    value = np.asarray(item)
+    if value.dtype == np.bool_ or value.dtype.kind not in "iu":
+        raise NotImplementedError(f"unsupported index {item!r}{where}")
+    return const(value.astype(np.int64))
+
+
+def advanced_index(ctx: Importer, x, indices: list, where: str = ""):
+    """numpy/torch advanced indexing: `indices[a]` is an index tensor for axis a or None (the
+    whole axis). The index tensors broadcast together; when their axes are adjacent the result
+    has the broadcast shape in their place, otherwise in front (numpy's rule). Decomposed as a
+    `take` from x with the indexed axes merged into one, at the flattened index."""
+    indices = list(indices) + [None] * (ndim(x) - len(indices))
+    axes = [a for a, t in enumerate(indices) if t is not None]
+    if not axes:
+        return x
+    if axes != list(range(axes[0], axes[-1] + 1)):  # not adjacent: indexed axes to the front
+        rest = [a for a in range(ndim(x)) if a not in axes]
+        x = call(ctx, "permute_dims", x, axes + rest)
+        indices = [indices[a] for a in axes] + [None] * len(rest)
+        axes = list(range(len(axes)))
+    sizes = [shape_of(x)[a] for a in axes]
+    if not all(isinstance(d, int) for d in sizes):
+        raise NotImplementedError(f"several index tensors over symbolic dims{where}")
+    tensors = [indices[a] for a in axes]
+    shape = broadcast_shapes([shape_of(t) for t in tensors], "index")
+    flat = None
+    for t, size, stride in zip(tensors, sizes, np.cumprod(sizes[::-1])[::-1][1:].tolist() + [1]):
+        t = call(ctx, "where", emit_binary(ctx, "less", t, 0), emit_binary(ctx, "add", t, size), t)
+        t = emit_binary(ctx, "multiply", t, int(stride)) if stride != 1 else t
+        flat = t if flat is None else emit_binary(ctx, "add", flat, t)
+    if tuple(shape_of(flat)) != tuple(shape):
+        flat = call(ctx, "broadcast_to", flat, list(shape))
+    lead, tail = list(shape_of(x)[: axes[0]]), list(shape_of(x)[axes[-1] + 1 :])
+    merged = call(ctx, "reshape", x, lead + [int(np.prod(sizes))] + tail)
+    return call(ctx, "take", merged, flat, axes[0])
+
+
 def getitem(ctx: Importer, node: fx.Node):
-    """`x[idx]`: tuple items, sizes, or tensor indexing with ints, slices, None, ... and one tensor."""
+    """`x[idx]`: tuple items, sizes, or tensor indexing with ints, slices, None, ... and index
+    tensors or lists (advanced indexing)."""
     obj, idx = ctx.arg(node, 0), ctx.arg(node, 1)
     if not is_tensor(obj):
         return obj[idx]
@@ -62,6 +118,10 @@ def getitem(ctx: Importer, node: fx.Node):
         at = items.index(Ellipsis)
         items[at : at + 1] = [slice(None)] * (rank - used)
     items += [slice(None)] * (rank - sum(1 for it in items if it is not None))
+    advanced = [it for it in items if is_tensor(it) or isinstance(it, list)]
+    ints = any(isinstance(it, int) and not isinstance(it, bool) for it in items)
+    if len(advanced) > 1 or any(isinstance(it, list) for it in items) or (advanced and ints):
+        return _advanced_getitem(ctx, obj, items, f" at node '{node.name}'")
     axes, begin, end, strides, drop, new_axes, take = [], [], [], [], [], [], None
     in_axis = out_axis = 0
     for it in items:
@@ -79,7 +139,7 @@ def getitem(ctx: Importer, node: fx.Node):
             axes.append(in_axis), begin.append(b), end.append(e), strides.append(s)
             out_axis += 1
         elif is_tensor(it) and take is None:
-            take = (in_axis, it)
+            take = (in_axis, _index_tensor(ctx, it, f" at node '{node.name}'"))
             out_axis += ndim(it)
         else:
             raise NotImplementedError(f"unsupported index {it!r} at node '{node.name}'")
@@ -93,6 +153,70 @@ def getitem(ctx: Importer, node: fx.Node):
         out = call(ctx, "take", out, take[1], take[0])
     out = squeeze(ctx, out, drop) if drop else out
     return call(ctx, "expand_dims", out, new_axes) if new_axes else out
+
+
+def _advanced_getitem(ctx: Importer, x, items: list, where: str):
+    """Slices first (keeping every axis), then the ints, lists and tensors as index tensors."""
+    if any(it is None for it in items):
+        raise NotImplementedError(f"None (new axis) mixed with index tensors{where}")
+    axes, begin, end, strides, indices = [], [], [], [], []
+    for a, it in enumerate(items):
+        if isinstance(it, slice):
+            b, e, st = _slice_bounds(it)
+            axes.append(a), begin.append(b), end.append(e), strides.append(st)
+            indices.append(None)
+        else:
+            indices.append(_index_tensor(ctx, it, where))
+    x = strided_slice(ctx, x, axes, begin, end, strides)
+    return advanced_index(ctx, x, indices, where)
+
+
+def _aten_index(ctx: Importer, node: fx.Node):
+    """`aten.index.Tensor(x, [None, idx, ...])`: index tensors per leading axis (None = all)."""
+    x, indices = first(ctx, node), ctx.arg(node, 1, "indices")
+    where = f" at node '{node.name}'"
+    tensors = [None if t is None else _index_tensor(ctx, t, where) for t in indices]
+    return advanced_index(ctx, x, tensors, where)
+
+
+def flip(ctx: Importer, x, dims):
+    """Reversed along `dims`: a `take` at constant descending indices per axis."""
+    for d in dims if isinstance(dims, (list, tuple)) else [dims]:
+        d = axis(d, ndim(x))
+        size = shape_of(x)[d]
+        if not isinstance(size, int):
+            raise NotImplementedError(f"flip over a symbolic dim ({size})")
+        if size > 1:
+            x = call(ctx, "take", x, const(np.arange(size - 1, -1, -1, dtype=np.int64)), d)
+    return x
+
+
+def roll(ctx: Importer, x, shifts, dims):
+    """torch.roll: the last `shift` elements first, per axis (the flattened tensor when no dims)."""
+    shifts = list(shifts) if isinstance(shifts, (list, tuple)) else [shifts]
+    if dims is None or dims == [] or dims == ():
+        flat = call(ctx, "reshape", x, [-1]) if ndim(x) != 1 else x
+        out = roll(ctx, flat, shifts[:1], [0])
+        return call(ctx, "reshape", out, list(shape_of(x))) if ndim(x) != 1 else out
+    dims = list(dims) if isinstance(dims, (list, tuple)) else [dims]
+    for shift, d in zip(shifts, dims):
+        d = axis(d, ndim(x))
+        size = shape_of(x)[d]
+        if not isinstance(size, int):
+            raise NotImplementedError(f"roll over a symbolic dim ({size})")
+        k = shift % size if size else 0
+        if k:
+            tail = strided_slice(ctx, x, [d], [size - k], [size])
+            x = call(ctx, "concat", [tail, strided_slice(ctx, x, [d], [0], [size - k])], d)
+    return x
+
+
+def _repeat(ctx: Importer, node: fx.Node):
+    """`x.repeat(*sizes)` / `torch.tile(x, dims)`: numpy tile."""
+    x, reps = first(ctx, node), ctx.rest(node, 1, ("repeats", "sizes", "dims"))
+    if all(r == 1 for r in reps) and len(reps) <= ndim(x):
+        return x
+    return call(ctx, "tile", x, [int(r) for r in reps])
 
 
 def _cat(ctx: Importer, node: fx.Node):
@@ -154,10 +278,26 @@ def _slice(ctx: Importer, node: fx.Node):
 
 
 def _narrow(ctx: Importer, node: fx.Node):
+    """`x.narrow(dim, start, length)`; `start` may be a 0-d tensor (a graph value: then the
+    elements are taken at `start + arange(length)`)."""
     x, dim, start = first(ctx, node), ctx.arg(node, 1, "dim"), ctx.arg(node, 2, "start")
-    return strided_slice(
-        ctx, x, [axis(dim, ndim(x))], [start], [start + ctx.arg(node, 3, "length")]
-    )
+    dim, length = axis(dim, ndim(x)), ctx.arg(node, 3, "length")
+    if isinstance(start, Constant):
+        start = int(start.data.item())
+    if is_tensor(start):
+        size = shape_of(x)[dim]
+        start = astype(ctx, start, "int64")
+        start = call(
+            ctx,
+            "where",
+            emit_binary(ctx, "less", start, 0),
+            emit_binary(ctx, "add", start, size),
+            start,
+        )
+        index = emit_binary(ctx, "add", const(np.arange(length, dtype=np.int64)), start)
+        return call(ctx, "take", x, index, dim)
+    start = start + shape_of(x)[dim] if start < 0 else start
+    return strided_slice(ctx, x, [dim], [start], [start + length])
 
 
 register(getitem, operator.getitem)
@@ -169,3 +309,21 @@ register(_unbind, torch.unbind, "unbind", aten.unbind)
 register(_select, torch.select, "select", aten.select)
 register(_slice, aten.slice)
 register(_narrow, torch.narrow, "narrow", aten.narrow)
+register(_aten_index, aten.index)
+register(
+    lambda ctx, node: flip(ctx, first(ctx, node), ctx.rest(node, 1, "dims")),
+    torch.flip,
+    "flip",
+    aten.flip,
+)
+register(lambda ctx, node: flip(ctx, first(ctx, node), [-1]), torch.fliplr, "fliplr")
+register(lambda ctx, node: flip(ctx, first(ctx, node), [0]), torch.flipud, "flipud")
+register(
+    lambda ctx, node: roll(
+        ctx, first(ctx, node), ctx.arg(node, 1, "shifts"), ctx.arg(node, 2, "dims")
+    ),
+    torch.roll,
+    "roll",
+    aten.roll,
+)
+register(_repeat, "repeat", torch.tile, "tile", aten.repeat, aten.tile)

@@ -31,7 +31,12 @@ from relaxmlir.relax.op.create import (  # noqa: F401
     zeros,
     zeros_like,
 )
-from relaxmlir.relax.op.index import strided_slice, take  # noqa: F401
+from relaxmlir.relax.op.index import (  # noqa: F401
+    gather_elements,
+    scatter_elements,
+    strided_slice,
+    take,
+)
 from relaxmlir.relax.op.linear_algebra import linear, matmul  # noqa: F401
 from relaxmlir.relax.op.manipulate import (  # noqa: F401
     broadcast_to,
@@ -44,7 +49,7 @@ from relaxmlir.relax.op.manipulate import (  # noqa: F401
     squeeze,
     tile,
 )
-from relaxmlir.relax.op.search import argmax, argmin, where  # noqa: F401
+from relaxmlir.relax.op.search import argmax, argmin, argsort, cumsum, where  # noqa: F401
 from relaxmlir.relax.op.statistical import max, mean, min, prod, std, sum, variance  # noqa: F401
 from relaxmlir.relax.op.unary import (  # noqa: F401
     abs,

@@ -1,4 +1,4 @@
-"""Indexing: `relax.op.take` (gather along an axis) and `relax.op.strided_slice`."""
+"""Indexing: `take`, `strided_slice`, `gather_elements` and `scatter_elements`."""
 
 from __future__ import annotations
 
@@ -121,3 +121,76 @@ def strided_slice(
         "strides": [int(s) for s in strides],
     }
     return make_call(op, [x], attrs, TensorStructInfo(shape, sinfo.dtype))
+
+
+def _check_elementwise_indices(op: str, data, indices, axis: int) -> tuple:
+    """data/indices struct info and the normalized axis; indices are integers of data's rank."""
+    sinfo = tensor_sinfo(data, op, "data")
+    idx = tensor_sinfo(indices, op, "indices")
+    if not idx.dtype.startswith(("int", "uint")):
+        raise TypeError(f"{op}: expected integer indices, got ({idx.dtype})")
+    if idx.ndim != sinfo.ndim:
+        raise ValueError(f"{op}: indices have rank ({idx.ndim}), data has rank ({sinfo.ndim})")
+    return sinfo, idx, normalize_axis(axis, sinfo.ndim, op)
+
+
+def gather_elements(data: Expr, indices: Expr, axis: int = 0) -> Call:
+    """`relax.gather_elements` (torch.gather): `out[i] = data[i with i[axis] = indices[i]]`.
+
+    Negative indices count from the end. The result has the shape of `indices`.
+
+    Parameters
+    ----------
+    data : Expr
+    indices : Expr
+        Integers, of data's rank.
+    axis : int
+
+    Returns
+    -------
+    Call
+    """
+    op = "relax.gather_elements"
+    sinfo, idx, ax = _check_elementwise_indices(op, data, indices, axis)
+    return make_call(op, [data, indices], {"axis": ax}, TensorStructInfo(idx.shape, sinfo.dtype))
+
+
+SCATTER_REDUCTIONS = ("update", "add")
+
+
+def scatter_elements(
+    data: Expr, indices: Expr, updates: Expr, axis: int = 0, reduction: str = "update"
+) -> Call:
+    """`relax.scatter_elements` (torch.scatter): a copy of `data` where, for each i of
+    `indices`, `updates[i]` replaces ("update") or is added to ("add") the element at
+    `i with i[axis] = indices[i]`. With repeated indices "update" keeps the last one.
+
+    Parameters
+    ----------
+    data : Expr
+    indices : Expr
+        Integers, of data's rank; the shape of `updates`.
+    updates : Expr
+        Of data's dtype.
+    axis : int
+    reduction : str, "update" or "add"
+
+    Returns
+    -------
+    Call
+    """
+    op = "relax.scatter_elements"
+    sinfo, idx, ax = _check_elementwise_indices(op, data, indices, axis)
+    upd = tensor_sinfo(updates, op, "updates")
+    if upd.dtype != sinfo.dtype:
+        raise TypeError(f"{op}: updates are ({upd.dtype}), data is ({sinfo.dtype})")
+    if tuple(upd.shape) != tuple(idx.shape):
+        raise ValueError(f"{op}: updates have shape {upd.shape}, indices have {idx.shape}")
+    if reduction not in SCATTER_REDUCTIONS:
+        raise ValueError(
+            f"{op}: unknown reduction '{reduction}'; reductions: {', '.join(SCATTER_REDUCTIONS)}"
+        )
+    attrs = {"axis": ax, "reduction": reduction}
+    return make_call(
+        op, [data, indices, updates], attrs, TensorStructInfo(sinfo.shape, sinfo.dtype)
+    )

@@ -1,9 +1,10 @@
-"""Selection and search operators: `relax.op.where`, `relax.op.argmax`, `relax.op.argmin`."""
+"""Selection, search and scan operators: `where`, `argmax`/`argmin`, `argsort`, `cumsum`."""
 
 from __future__ import annotations
 
 from relaxmlir.relax.expr import Call, Expr
 from relaxmlir.relax.op.common import (
+    INT_DTYPES,
     as_tensor,
     broadcast_shapes,
     make_call,
@@ -67,3 +68,64 @@ def argmin(x: Expr, axis: int | None = None, keepdims: bool = False) -> Call:
     """`relax.argmin`: int64 index of the first minimum along `axis` (of flattened x if None)."""
     attrs, sinfo = infer_arg_reduce(x, axis, keepdims, "relax.argmin")
     return make_call("relax.argmin", [x], attrs, sinfo)
+
+
+def argsort(x: Expr, axis: int = -1, descending: bool = False, dtype: str = "int64") -> Call:
+    """`relax.argsort`: the indices that sort `x` along `axis` (stable: ties keep their order).
+
+    NaN sorts above every number (last ascending, first descending), as in torch and numpy.
+
+    Parameters
+    ----------
+    x : Expr
+    axis : int, default -1
+    descending : bool
+    dtype : str, default "int64"
+
+    Returns
+    -------
+    Call
+    """
+    op = "relax.argsort"
+    sinfo = tensor_sinfo(x, op)
+    if dtype not in INT_DTYPES:
+        raise TypeError(f"{op}: expected an integer index dtype, got ({dtype})")
+    attrs = {
+        "axis": normalize_axis(axis, sinfo.ndim, op),
+        "descending": bool(descending),
+        "dtype": dtype,
+    }
+    return make_call(op, [x], attrs, TensorStructInfo(sinfo.shape, dtype))
+
+
+def cumsum(
+    x: Expr, axis: int | None = None, dtype: str | None = None, exclusive: bool = False
+) -> Call:
+    """`relax.cumsum`: running sums along `axis` (of the flattened x when None).
+
+    Parameters
+    ----------
+    x : Expr
+    axis : int, optional
+    dtype : str, optional
+        Accumulation and result dtype; x's own by default.
+    exclusive : bool
+        Each element is the sum of the elements before it (0 first).
+
+    Returns
+    -------
+    Call
+    """
+    op = "relax.cumsum"
+    if axis is None:
+        from relaxmlir.relax.op.manipulate import flatten
+
+        return cumsum(flatten(x), 0, dtype, exclusive)
+    sinfo = tensor_sinfo(x, op)
+    dtype = str(dtype or sinfo.dtype)
+    attrs = {
+        "axis": normalize_axis(axis, sinfo.ndim, op),
+        "dtype": dtype,
+        "exclusive": bool(exclusive),
+    }
+    return make_call(op, [x], attrs, TensorStructInfo(sinfo.shape, dtype))

@@ -16,7 +16,9 @@ def _shifted_sum(x: te.Tensor, axis: int):
 
 
 def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
-    """`exp(x - max) / sum(exp(x - max))` along `axis`."""
+    """`exp(x - max) / sum(exp(x - max))` along `axis` (a 0-d x is its own axis: 1, or NaN)."""
+    if x.ndim == 0:
+        return te.compute((), lambda: te.exp(x() - x()) / te.exp(x() - x()), name="T_softmax")
     axis %= x.ndim
     _, e, total = _shifted_sum(x, axis)
     return te.compute(
@@ -25,7 +27,9 @@ def softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
 
 
 def log_softmax(x: te.Tensor, axis: int = -1) -> te.Tensor:
-    """`x - max - log(sum(exp(x - max)))` along `axis`."""
+    """`x - max - log(sum(exp(x - max)))` along `axis` (a 0-d x: `x - x`)."""
+    if x.ndim == 0:
+        return te.compute((), lambda: x() - x(), name="T_log_softmax")
     axis %= x.ndim
     mx, _, total = _shifted_sum(x, axis)
 

@@ -813,3 +813,35 @@ func.func @pad_missing_mode(%x: tensor<2x3xf32>) {
   %0 = "relax.nn_pad"(%x) {pad_value = 0.000000e+00 : f64, pad_width = [0, 0, 0, 0]} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return
 }
+
+// -----
+
+func.func @cumsum_missing_dtype(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.cumsum' op attribute "dtype" is expected but not provided}}
+  %0 = "relax.cumsum"(%x) {axis = 1 : i64, exclusive = false} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @argsort_float_indices(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.argsort' op is invalid: relax.argsort: expected an integer index dtype, got (float32)}}
+  %0 = "relax.argsort"(%x) {axis = 0 : i64, descending = false, dtype = "float32"} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @gather_elements_rank_mismatch(%x: tensor<2x3xf32>, %i: tensor<2xi64>) {
+  // expected-error @+1 {{'relax.gather_elements' op is invalid: relax.gather_elements: indices have rank (1), data has rank (2)}}
+  %0 = "relax.gather_elements"(%x, %i) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2xi64>) -> tensor<2xf32>
+  return
+}
+
+// -----
+
+func.func @scatter_elements_unknown_reduction(%x: tensor<2x3xf32>, %i: tensor<2x2xi64>, %u: tensor<2x2xf32>) {
+  // expected-error @+1 {{'relax.scatter_elements' op is invalid: relax.scatter_elements: unknown reduction 'mul'; reductions: update, add}}
+  %0 = "relax.scatter_elements"(%x, %i, %u) {axis = 1 : i64, reduction = "mul"} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
+  return
+}

@@ -398,3 +398,20 @@ func.func @pad(%x: tensor<2x3xf32>) -> tensor<3x5xf32> attributes {relax.functio
   %2 = "relax.nn_pad"(%x) {pad_mode = "edge", pad_value = 0.000000e+00 : f64, pad_width = [3, 0, 0, 4]} : (tensor<2x3xf32>) -> tensor<5x7xf32>
   return %0 : tensor<3x5xf32>
 }
+
+// -----
+
+// Scans, sort order and element-wise gather/scatter.
+// CHECK-LABEL: func.func @scan_sort_gather_scatter
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>, %[[I:.+]]: tensor<2x2xi64>, %[[U:.+]]: tensor<2x2xf32>)
+// CHECK: "relax.cumsum"(%[[X]]) {axis = 1 : i64, dtype = "float32", exclusive = false} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.argsort"(%[[X]]) {axis = 0 : i64, descending = true, dtype = "int64"} : (tensor<2x3xf32>) -> tensor<2x3xi64>
+// CHECK: "relax.gather_elements"(%[[X]], %[[I]]) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x2xi64>) -> tensor<2x2xf32>
+// CHECK: "relax.scatter_elements"(%[[X]], %[[I]], %[[U]]) {axis = 1 : i64, reduction = "add"} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
+func.func @scan_sort_gather_scatter(%x: tensor<2x3xf32>, %i: tensor<2x2xi64>, %u: tensor<2x2xf32>) -> tensor<2x3xf32> attributes {relax.function} {
+  %0 = "relax.cumsum"(%x) {axis = 1 : i64, dtype = "float32", exclusive = false} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %1 = "relax.argsort"(%x) {axis = 0 : i64, descending = true, dtype = "int64"} : (tensor<2x3xf32>) -> tensor<2x3xi64>
+  %2 = "relax.gather_elements"(%x, %i) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x2xi64>) -> tensor<2x2xf32>
+  %3 = "relax.scatter_elements"(%x, %i, %u) {axis = 1 : i64, reduction = "add"} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
+  return %3 : tensor<2x3xf32>
+}

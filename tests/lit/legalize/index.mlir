@@ -23,3 +23,22 @@ func.func @strided_slice(%x: tensor<7x4xf32>) -> tensor<3x4xf32> attributes {rel
   %0 = "relax.strided_slice"(%x) {axes = [0], begin = [1], end = [7], strides = [2]} : (tensor<7x4xf32>) -> tensor<3x4xf32>
   return %0 : tensor<3x4xf32>
 }
+
+// -----
+
+// gather_elements reads data at an index loaded from `indices` (negative ones wrapped);
+// scatter_elements finds the last update aimed at each element with a max-reduction over the
+// index axis, then selects it or keeps the data.
+// CHECK-LABEL: func.func @gather_scatter
+// CHECK: func.func private @[[GATHER:[a-z_0-9]+]](
+// CHECK: arith.index_cast
+// CHECK: tensor.extract
+// CHECK: func.func private @[[SCATTER:[a-z_0-9]+]](
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.maxsi
+// CHECK: iterator_types = ["parallel", "parallel"]
+func.func @gather_scatter(%x: tensor<2x3xf32>, %i: tensor<2x2xi64>, %u: tensor<2x2xf32>) -> tensor<2x3xf32> attributes {relax.function} {
+  %0 = "relax.gather_elements"(%x, %i) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x2xi64>) -> tensor<2x2xf32>
+  %1 = "relax.scatter_elements"(%x, %i, %u) {axis = 1 : i64, reduction = "update"} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
+  return %1 : tensor<2x3xf32>
+}

@@ -38,3 +38,23 @@ func.func @argmax(%x: tensor<3x5xf32>) -> tensor<3xi64> attributes {relax.functi
   %0 = "relax.argmax"(%x) {axis = [1], keepdims = false} : (tensor<3x5xf32>) -> tensor<3xi64>
   return %0 : tensor<3xi64>
 }
+
+// -----
+
+// cumsum and argsort are quadratic along their axis: a reduction over the whole axis per
+// output element, masked by position (cumsum) or by rank (argsort's second stage).
+// CHECK-LABEL: func.func @cumsum_argsort
+// CHECK: func.func private @[[CUMSUM:[a-z_0-9]+]](
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.select
+// CHECK: arith.addf
+// CHECK: func.func private @[[ARGSORT:[a-z_0-9]+]](
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.cmpf
+// CHECK: iterator_types = ["parallel", "parallel", "reduction"]
+// CHECK: arith.addi
+func.func @cumsum_argsort(%x: tensor<2x3xf32>) -> tensor<2x3xi64> attributes {relax.function} {
+  %0 = "relax.cumsum"(%x) {axis = 1 : i64, dtype = "float32", exclusive = false} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %1 = "relax.argsort"(%0) {axis = 1 : i64, descending = false, dtype = "int64"} : (tensor<2x3xf32>) -> tensor<2x3xi64>
+  return %1 : tensor<2x3xi64>
+}

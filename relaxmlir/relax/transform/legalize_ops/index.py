@@ -1,4 +1,4 @@
-"""Legalization of `take` and `strided_slice`."""
+"""Legalization of `take`, `strided_slice`, `gather_elements` and `scatter_elements`."""
 
 from __future__ import annotations
 
@@ -8,6 +8,8 @@ from relaxmlir.relax.expr import Call, Expr
 from relaxmlir.relax.transform.legalize_ops.common import call_topi, register_legalize
 
 register_legalize("relax.take", call_topi(topi.take, "axis", "mode"))
+register_legalize("relax.gather_elements", call_topi(topi.gather_elements, "axis"))
+register_legalize("relax.scatter_elements", call_topi(topi.scatter_elements, "axis", "reduction"))
 
 
 @register_legalize("relax.strided_slice")

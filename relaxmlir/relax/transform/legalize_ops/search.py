@@ -1,11 +1,17 @@
-"""Legalization of `argmax` and `argmin` (`where` is a broadcasting op, in binary.py)."""
+"""Legalization of `argmax`, `argmin`, `argsort` and `cumsum` (`where` is a broadcasting op, in
+binary.py)."""
 
 from __future__ import annotations
 
 from relaxmlir import topi
 from relaxmlir.relax.block_builder import BlockBuilder
 from relaxmlir.relax.expr import Call, Expr
-from relaxmlir.relax.transform.legalize_ops.common import LegalizeRule, TEFunc, register_legalize
+from relaxmlir.relax.transform.legalize_ops.common import (
+    LegalizeRule,
+    TEFunc,
+    call_topi,
+    register_legalize,
+)
 
 
 def _arg_reduce(te_func: TEFunc) -> LegalizeRule:
@@ -18,3 +24,5 @@ def _arg_reduce(te_func: TEFunc) -> LegalizeRule:
 
 register_legalize("relax.argmax", _arg_reduce(topi.argmax))
 register_legalize("relax.argmin", _arg_reduce(topi.argmin))
+register_legalize("relax.argsort", call_topi(topi.argsort, "axis", "descending", "dtype"))
+register_legalize("relax.cumsum", call_topi(topi.cumsum, "axis", "dtype", "exclusive"))

@@ -1,0 +1,178 @@
+"""Sorting, scan and element-wise indexing rules: sort/argsort/topk, cumsum, gather/scatter,
+index_select and take_along_dim.
+
+sort and topk are `argsort` followed by `gather_elements` (values and indices agree by
+construction); topk keeps the first k of the order.
+"""
+
+from __future__ import annotations
+
+import collections
+
+import torch
+from torch import fx
+
+from relaxmlir.frontend.importer import Importer, dtype_str, is_tensor, register
+from relaxmlir.frontend.rules.common import (
+    as_tensor,
+    astype,
+    aten,
+    axis,
+    call,
+    first,
+    ndim,
+    shape_of,
+)
+from relaxmlir.frontend.rules.shape import broadcast_to
+from relaxmlir.frontend.rules.slicing import strided_slice
+
+Sorted = collections.namedtuple("Sorted", ["values", "indices"])
+
+
+def sort(ctx: Importer, x, dim: int, descending: bool):
+    if ndim(x) == 0:
+        return Sorted(x, as_tensor(0, dtype="int64"))
+    dim = axis(dim, ndim(x))
+    order = call(ctx, "argsort", x, dim, bool(descending))
+    return Sorted(call(ctx, "gather_elements", x, order, dim), order)
+
+
+def _sort(ctx: Importer, node: fx.Node):
+    """`torch.sort(x, dim=-1, descending=False, stable=False)`; `aten.sort.stable` has
+    keyword-only `stable`, `dim`, `descending`. The sort is always stable."""
+    x = first(ctx, node)
+    if getattr(node.target, "_overloadname", "") == "stable":
+        dim, descending = ctx.arg(node, None, "dim", -1), ctx.arg(node, None, "descending", False)
+    else:
+        dim, descending = ctx.arg(node, 1, "dim", -1), ctx.arg(node, 2, "descending", False)
+    return sort(ctx, x, dim, descending)
+
+
+def _argsort(ctx: Importer, node: fx.Node):
+    x = first(ctx, node)
+    stable_first = isinstance(ctx.arg(node, 1), bool)  # aten.argsort.stable(x, stable, dim, desc)
+    dim = ctx.arg(node, 2 if stable_first else 1, "dim", -1)
+    descending = ctx.arg(node, 3 if stable_first else 2, "descending", False)
+    return sort(ctx, x, dim, descending).indices
+
+
+def _topk(ctx: Importer, node: fx.Node):
+    """`torch.topk(x, k, dim=-1, largest=True, sorted=True)`; results are always sorted."""
+    x, k = first(ctx, node), ctx.arg(node, 1, "k")
+    dim, largest = ctx.arg(node, 2, "dim", -1), ctx.arg(node, 3, "largest", True)
+    values, order = sort(ctx, x, dim, largest)
+    if ndim(x) == 0:
+        return Sorted(values, order)
+    dim = axis(dim, ndim(x))
+    if not isinstance(k, int) or not 0 <= k <= shape_of(x)[dim]:
+        raise ValueError(
+            f"topk: k ({k}) out of range for dim of size {shape_of(x)[dim]} at node '{node.name}'"
+        )
+    return Sorted(
+        strided_slice(ctx, values, [dim], [0], [k]), strided_slice(ctx, order, [dim], [0], [k])
+    )
+
+
+def _cumsum(ctx: Importer, node: fx.Node):
+    """`torch.cumsum(x, dim, dtype=None)`: integer and bool inputs sum in int64, as in torch."""
+    x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
+    dtype = ctx.arg(node, 2, "dtype")
+    if dtype is not None:
+        x = astype(ctx, x, dtype_str(dtype))
+    elif not x.struct_info.dtype.startswith(("float", "bfloat")):
+        x = astype(ctx, x, "int64")
+    if ndim(x) == 0:
+        return x
+    return call(ctx, "cumsum", x, axis(dim, ndim(x)))
+
+
+def _gather(ctx: Importer, node: fx.Node):
+    """`torch.gather(x, dim, index)`."""
+    x, dim, index = first(ctx, node), ctx.arg(node, 1, "dim"), ctx.arg(node, 2, "index")
+    if ndim(x) == 0:
+        return x if ndim(index) == 0 else broadcast_to(ctx, x, shape_of(index))
+    if ndim(index) == 0:
+        index = call(ctx, "reshape", index, [1] * ndim(x))
+        return call(ctx, "reshape", call(ctx, "gather_elements", x, index, axis(dim, ndim(x))), [])
+    return call(ctx, "gather_elements", x, index, axis(dim, ndim(x)))
+
+
+def _take_along_dim(ctx: Importer, node: fx.Node):
+    x, index, dim = first(ctx, node), ctx.arg(node, 1, "indices"), ctx.arg(node, 2, "dim")
+    if dim is None:
+        return call(
+            ctx, "take", x, call(ctx, "reshape", index, [-1]) if ndim(index) != 1 else index
+        )
+    dim = axis(dim, ndim(x))
+    shape = [max(a, b) if a == 1 or b == 1 else a for a, b in zip(shape_of(x), shape_of(index))]
+    x = broadcast_to(ctx, x, [shape_of(x)[dim] if i == dim else d for i, d in enumerate(shape)])
+    index = broadcast_to(
+        ctx, index, [shape_of(index)[dim] if i == dim else d for i, d in enumerate(shape)]
+    )
+    return call(ctx, "gather_elements", x, index, dim)
+
+
+def _scatter(reduction: str | None):
+    """`torch.scatter(x, dim, index, src|value, reduce=None)` and `scatter_add`."""
+
+    def rule(ctx: Importer, node: fx.Node):
+        x, dim, index = first(ctx, node), ctx.arg(node, 1, "dim"), ctx.arg(node, 2, "index")
+        src = ctx.arg(node, 3, ("src", "value"))
+        mode = reduction or ctx.arg(node, 4, "reduce")
+        mode = {None: "update", "add": "add", "sum": "add"}.get(mode)
+        if mode is None:
+            raise NotImplementedError(
+                f"scatter with reduce='{ctx.arg(node, 4, 'reduce')}' at node '{node.name}'"
+            )
+        if ndim(x) == 0:
+            raise NotImplementedError(f"scatter into a 0-d tensor at node '{node.name}'")
+        if not is_tensor(src):
+            src = broadcast_to(ctx, as_tensor(src, x), shape_of(index))
+        elif shape_of(src) != shape_of(index):  # torch reads only the index's extent of src
+            src = strided_slice(
+                ctx, src, list(range(ndim(src))), [0] * ndim(src), list(shape_of(index))
+            )
+        src = astype(ctx, src, x.struct_info.dtype)
+        return call(ctx, "scatter_elements", x, index, src, axis(dim, ndim(x)), mode)
+
+    return rule
+
+
+def _scatter_(reduction: str | None):
+    """In place: later uses of the tensor see the scattered one."""
+    functional = _scatter(reduction)
+
+    def rule(ctx: Importer, node: fx.Node):
+        out = functional(ctx, node)
+        ctx.env[node.args[0]] = out
+        return out
+
+    return rule
+
+
+def _index_select(ctx: Importer, node: fx.Node):
+    x, dim, index = first(ctx, node), ctx.arg(node, 1, "dim"), ctx.arg(node, 2, "index")
+    if ndim(x) == 0:
+        return x if ndim(index) == 0 else call(ctx, "reshape", x, [1])
+    if ndim(index) == 0:
+        index = call(ctx, "reshape", index, [1])
+    return call(ctx, "take", x, index, axis(dim, ndim(x)))
+
+
+def _flat_take(ctx: Importer, node: fx.Node):
+    """`torch.take(x, index)`: x flattened; the result has the index's shape."""
+    return call(ctx, "take", first(ctx, node), ctx.arg(node, 1, "index"))
+
+
+register(_sort, torch.sort, "sort", aten.sort)
+register(_argsort, torch.argsort, "argsort", aten.argsort)
+register(_topk, torch.topk, "topk", aten.topk)
+register(_cumsum, torch.cumsum, "cumsum", aten.cumsum)
+register(_gather, torch.gather, "gather", aten.gather)
+register(_take_along_dim, torch.take_along_dim, "take_along_dim")
+register(_scatter(None), torch.scatter, "scatter", aten.scatter)
+register(_scatter("add"), torch.scatter_add, "scatter_add", aten.scatter_add)
+register(_scatter_(None), "scatter_")
+register(_scatter_("add"), "scatter_add_")
+register(_index_select, torch.index_select, "index_select", aten.index_select)
+register(_flat_take, torch.take, "take", aten.take)
