@@ -127,7 +127,9 @@ def _host_array(data: Any) -> np.ndarray:
             import torch
 
             return data.view(torch.int16).numpy().view(np_dtype("bfloat16"))
-        return data.numpy()
+        data = data.resolve_conj().numpy() if data.is_complex() else data.numpy()
+        dtype_name(data.dtype)  # raises TypeError for complex tensors
+        return data
     try:
         out = np.asarray(data)
     except ValueError as exc:  # ragged nested sequences
