@@ -31,6 +31,8 @@ _LAZY = {
     "tir": ("relaxmlir.te", None),
     "transform": ("relaxmlir.transform", None),
     "frontend": ("relaxmlir.frontend", None),
+    "dlight": ("relaxmlir.dlight", None),
+    "meta_schedule": ("relaxmlir.meta_schedule", None),
     "ir": ("relaxmlir.ir", None),
     "build": ("relaxmlir.relax.vm_build", "build"),
     "compile": ("relaxmlir.relax.vm_build", "build"),

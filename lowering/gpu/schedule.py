@@ -79,20 +79,28 @@ def linalg_ops(func_op: ir.Operation) -> list[ir.Operation]:
     return out
 
 
-def pick_rule(infos: list[OpInfo], enabled: tuple[str, ...]) -> str:
-    """The table row for a PrimFunc whose classified ops are `infos` (the root last)."""
-    root = infos[-1]
+def _matmul_rows(infos: list[OpInfo]) -> int | None:
+    """Rows of the last matmul among `infos` (None: no matmul, or a dynamic row count)."""
     matmuls = [i for i in infos if i.pattern == "matmul"]
-    if matmuls and len(root.operand_dims[-1] or []) >= 2:
-        rows = matmuls[-1].size(matmuls[-1].m) if matmuls[-1].m is not None else None
-        choice = "gemv" if rows is not None and rows <= GEMV_MAX_ROWS else "matmul"
-        if choice in enabled:
-            return choice
-    if root.pattern in ("reduction", "matmul") and "reduction" in enabled:
-        return "reduction"
-    if any(i.pattern == "reduction" for i in infos[:-1]) and "general_reduction" in enabled:
-        return "general_reduction"
-    return "fallback"
+    if not matmuls or len(infos[-1].operand_dims[-1] or []) < 2:
+        return None
+    last = matmuls[-1]
+    return last.size(last.m) if last.m is not None and last.ranges[last.m] is not None else -1
+
+
+# Rule name -> does it apply to a PrimFunc whose classified ops are `infos` (the root last)?
+APPLIES = {
+    "matmul": lambda infos: (_matmul_rows(infos) or 0) > GEMV_MAX_ROWS or _matmul_rows(infos) == -1,
+    "gemv": lambda infos: 0 < (_matmul_rows(infos) or 0) <= GEMV_MAX_ROWS,
+    "reduction": lambda infos: infos[-1].pattern in ("reduction", "matmul"),
+    "general_reduction": lambda infos: any(i.pattern == "reduction" for i in infos[:-1]),
+    "fallback": lambda infos: True,
+}
+
+
+def pick_rule(infos: list[OpInfo], enabled: tuple[str, ...]) -> str | None:
+    """The first rule of `enabled` (in its order, as DLight tries its rules) that applies."""
+    return next((name for name in enabled if APPLIES[name](infos)), None)
 
 
 def _parallel_axes(info: OpInfo) -> list[int]:
@@ -188,6 +196,8 @@ def schedule_function(func_op: ir.Operation, target: Target, enabled: tuple[str,
         trial.erase()
         trial = func_op.clone(ip=ir.InsertionPoint(scratch.body))
         name, dims = _apply(trial, target, enabled, fuse=False)  # one kernel per op
+    if not name:  # no enabled rule applies: left for a later schedule (or relax-gpu-map's error)
+        return ""
     with trial.context:
         trial.attributes[SCHEDULE_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(name)])
         trial.attributes[BLOCK_DIMS_ATTR] = ir.DenseI64ArrayAttr.get(dims)
@@ -208,6 +218,8 @@ def _generalize(func_op: ir.Operation) -> None:
 
 
 def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[str, list[int]]:
+    """Tag, pick, script, apply: ("", []) when no enabled rule applies (func_op untouched but
+    generalized)."""
     _generalize(func_op)
     ops = linalg_ops(func_op)
     infos = [classify(op) for op in ops]
@@ -218,7 +230,11 @@ def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[
     handles = [s.match_tagged(tag) for tag in range(len(ops))]
     if fuse:
         name = pick_rule(infos, enabled)
+        if name is None:
+            return "", []
         dims = emit_rule(s, handles[-1], list(reversed(handles[:-1])), infos[-1], RULES[name])
+    elif "fallback" not in enabled:
+        return "", []
     else:
         # Unfused: every op that writes a non-scalar gets its own Fallback kernel; all kernels of
         # a function share one block size, so each uses the Fallback's.
