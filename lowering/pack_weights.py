@@ -34,7 +34,8 @@ def _packable_weight(callee: ir.Operation) -> tuple[int, bool] | None:
         return None
     info = matmuls[0]
     b = info.op.operands[1]
-    if not isinstance(b.owner, ir.Block) or not info.static:
+    # Symbolic rows are fine (the matmul schedule's `rows` route reads the panels); N, K not.
+    if not isinstance(b.owner, ir.Block) or None in (info.ranges[info.n], info.ranges[info.k]):
         return None
     if len(list(b.uses)) != 1 or ir.RankedTensorType(b.type).rank != 2:
         return None

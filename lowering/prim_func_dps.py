@@ -45,6 +45,45 @@ def chain_root(value: ir.Value) -> ir.Value:
             return value
 
 
+def _branch_results(value: ir.Value) -> list[ir.Value] | None:
+    """The values an `scf.if` result takes in each branch (the schedule's run-time dispatch
+    copies of a body, lowering/schedule/driver.py), else None."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "scf.if":
+        return None
+    op = owner.operation
+    yields = [list(r.blocks[0].operations)[-1] for r in op.regions if len(r.blocks)]
+    return [y.operands[value.result_number] for y in yields]
+
+
+def _update_in_place(value: ir.Value, out: ir.Value) -> bool:
+    """Make `value` a chain of in-place updates of `out` when it is one already or grows from a
+    fresh `tensor.empty` (then computed straight into `out`); through both branches of an
+    `scf.if`. False: the caller copies `value` into `out`."""
+    branches = _branch_results(value)
+    if branches is not None:
+        roots = [chain_root(v) for v in branches]
+        if all(r == out for r in roots):
+            return True
+        if all(_fresh(r, out) for r in roots):
+            for r in roots:
+                r.replace_all_uses_with(out)
+            return True
+        return False
+    root = chain_root(value)
+    if root == out:
+        return True  # already a chain of in-place updates of the out-argument
+    if _fresh(root, out):
+        root.replace_all_uses_with(out)  # compute straight into the out-argument
+        return True
+    return False
+
+
+def _fresh(root: ir.Value, out: ir.Value) -> bool:
+    fresh = not isinstance(root.owner, ir.Block) and root.owner.operation.name == "tensor.empty"
+    return fresh and root.type == out.type and len(list(root.uses)) == 1
+
+
 def unshare_empty_tensors(func_op: ir.Operation) -> None:
     """Give each user of a `tensor.empty` its own: CSE merges equal empties, and two chains
     growing from one empty (a matmul and the loop that writes its epilogue) would have to share
@@ -72,12 +111,7 @@ def materialize_results(module_op: ir.Operation) -> None:
         for i, (value, out) in enumerate(zip(results, outs)):
             if value == out or value.type != out.type:
                 continue
-            root = chain_root(value)
-            if root == out:
-                continue  # already a chain of in-place updates of the out-argument
-            fresh = not isinstance(root.owner, ir.Block) and root.owner.operation.name == "tensor.empty"
-            if fresh and root.type == out.type and len(list(root.uses)) == 1:
-                root.replace_all_uses_with(out)  # compute straight into the out-argument
+            if _update_in_place(value, out):
                 continue
             with ir.InsertionPoint(terminator), terminator.location:
                 mat = bufferization.MaterializeInDestinationOp(value.type, value, out)

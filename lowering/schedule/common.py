@@ -27,6 +27,7 @@ SCRIPT_ERRORS = (ValueError, ir.MLIRError)
 PREPACKED_ATTR = "relax.prepacked"  # on a linalg.unpack of an argument packed ahead of time
 PATTERNS = ("matmul", "conv", "reduction", "elementwise", "fallback")
 PRINT_SCRIPT_ENV = "RELAXMLIR_PRINT_SCHEDULE"  # set to 1: print every generated script to stderr
+ROWS_VERSION_ATTR = "relax_rows_version"  # temporary: which copy of a row dispatch an op is in
 
 
 @dataclass
@@ -41,12 +42,17 @@ class ScheduleOptions:
     threads: int = 0  # 0: the target's cores
     strict: bool = False  # raise instead of leaving a function unscheduled when its script fails
     runtime: str = field(default_factory=libraries.parallel_runtime)  # "openmp" | "async"
+    knobs: dict = field(default_factory=dict)  # tuned knob values of this kernel (space.py)
 
     def __post_init__(self):
         if self.target.kind != "llvm":
             raise ValueError(f"CPU schedules need an llvm target, got ({self.target})")
         if not self.threads:
             self.threads = self.target.num_cores
+
+    def knob(self, name: str, default):
+        """The value of a tunable knob (`space.py` declares them): the tuned one, else `default`."""
+        return self.knobs.get(name, default)
 
     @property
     def lanes(self) -> int:
@@ -96,6 +102,7 @@ class OpInfo:
     n: int | None = None
     k: int | None = None
     b_prepacked: bool = False  # B is a linalg.unpack marked PREPACKED_ATTR (weights packed ahead)
+    rows_version: str = ""  # "few" / "many": the copy of a run-time row dispatch (driver.py)
 
     @property
     def static(self) -> bool:
@@ -233,6 +240,8 @@ def classify(op: ir.Operation) -> OpInfo:
     results = op.results
     elem = str(ir.RankedTensorType(results[0].type).element_type) if len(results) else ""
     info = OpInfo(op, "fallback", ranges, iterators, operand_dims, elem, num_results=len(results))
+    if ROWS_VERSION_ATTR in op.attributes:
+        info.rows_version = ir.StringAttr(op.attributes[ROWS_VERSION_ATTR]).value
     if op.name == "linalg.copy":
         info.pattern = "elementwise" if rank else "fallback"
         return info
@@ -312,15 +321,22 @@ def linalg_ops(func_op: ir.Operation) -> list[ir.Operation]:
     """The linalg ops of a PrimFunc body, in order. Fills fold into the schedules of their users;
     a prepacked weight's unpack folds into its matmul (or is decomposed by `finalize`)."""
     out = []
-    for block in func_op.regions[0].blocks:
-        for op in block.operations:
-            op = op.operation
-            if (
-                op.name.startswith("linalg.")
-                and op.name != "linalg.fill"
-                and PREPACKED_ATTR not in op.attributes
-            ):
-                out.append(op)
+
+    def scan(region) -> None:
+        for block in region.blocks:
+            for op in block.operations:
+                op = op.operation
+                if op.name == "scf.if":  # the copies of a run-time dispatch (driver.py)
+                    for inner in op.regions:
+                        scan(inner)
+                elif (
+                    op.name.startswith("linalg.")
+                    and op.name != "linalg.fill"
+                    and PREPACKED_ATTR not in op.attributes
+                ):
+                    out.append(op)
+
+    scan(func_op.regions[0])
     return out
 
 
@@ -581,8 +597,9 @@ def fold_prepacked(func_op: ir.Operation) -> None:
 def _untag(root: ir.Operation) -> None:
     def visit(op):
         op = op.operation
-        if SCHED_ID_ATTR in op.attributes:
-            del op.attributes[SCHED_ID_ATTR]
+        for name in (SCHED_ID_ATTR, ROWS_VERSION_ATTR):
+            if name in op.attributes:
+                del op.attributes[name]
         return ir.WalkResult.ADVANCE
 
     root.walk(visit)

@@ -10,9 +10,11 @@ import os
 import warnings
 
 from mlir import ir
+from mlir.dialects import arith, scf, tensor
 
 from lowering.schedule.common import (
     PRINT_SCRIPT_ENV,
+    ROWS_VERSION_ATTR,
     SCHEDULE_ATTR,
     SCRIPT_ERRORS,
     ScheduleOptions,
@@ -20,6 +22,7 @@ from lowering.schedule.common import (
     classify,
     linalg_ops,
 )
+from lowering.schedule.matmul import parallel_rows
 from lowering.schedule.normalize import normalize_function
 
 
@@ -39,6 +42,7 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     scratch = ir.Module.create(loc=func_op.location)
     base = func_op.clone(ip=ir.InsertionPoint(scratch.body))
     normalize_function(base)
+    version_rows(base, opts)
     count = len(linalg_ops(base))
 
     def copy() -> ir.Operation:
@@ -92,6 +96,74 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
         return []
     _replace(func_op, trial, used)
     return used
+
+
+def version_rows(func_op: ir.Operation, opts: ScheduleOptions) -> None:
+    """Dispatch on the row count at run time: a matmul with symbolic rows splits them across
+    threads only when they are many (`matmul.parallel_rows`); with few (a batch of 1) a
+    parallel region costs more than the whole product. The body becomes
+    `scf.if rows >= threshold { parallel copy } else { serial copy }`, the two copies marked
+    for the rules (ROWS_VERSION_ATTR). Only when the rows are those of a function argument."""
+    for op in linalg_ops(func_op):
+        info = classify(op)
+        found = parallel_rows(info, opts)
+        a = op.operands[0] if len(op.operands) else None
+        if found is None or a is None or not isinstance(a.owner, ir.Block):
+            continue
+        dim, threshold = found
+        if a.owner.owner != func_op or dim not in (info.operand_dims[0] or []):
+            continue
+        _version_body(func_op, op, a, info.operand_dims[0].index(dim), threshold)
+        return
+
+
+def _version_body(func_op, matmul, rows_of, axis: int, threshold: int) -> None:
+    block = func_op.regions[0].blocks[0]
+    ops = [o.operation for o in block.operations]
+    ret, body = ops[-1], ops[:-1]
+    with func_op.context, func_op.location:
+        index = ir.IndexType.get()
+        ip = ir.InsertionPoint(body[0] if body else ret)
+        c_axis = arith.ConstantOp(index, axis, ip=ip)
+        rows = tensor.DimOp(rows_of, c_axis.result, ip=ip)
+        c_min = arith.ConstantOp(index, threshold, ip=ip)
+        many = arith.CmpIOp(arith.CmpIPredicate.sge, rows.result, c_min.result, ip=ip)
+        if_op = scf.IfOp(many.result, [v.type for v in ret.operands], has_else=True, ip=ip)
+        for version, branch in (("many", if_op.then_block), ("few", if_op.else_block)):
+            matmul.attributes[ROWS_VERSION_ATTR] = ir.StringAttr.get(version)
+            mapping: dict = {}
+            branch_ip = ir.InsertionPoint(branch)
+            for op in body:
+                new = op.clone(ip=branch_ip)
+                _remap(new, mapping)
+                mapping.update(zip(op.results, new.results))
+            scf.YieldOp([mapping.get(v, v) for v in ret.operands], ip=branch_ip)
+            _unshare_empties(branch)
+        for i in range(len(ret.operands)):
+            ret.operands[i] = if_op.results[i]
+        for op in reversed(body):
+            op.erase()
+
+
+def _unshare_empties(block) -> None:
+    """One `tensor.empty` per user inside a branch (relax-prim-func-dps does this for the
+    function's top level only): two in-place chains cannot share a buffer."""
+    for op in [o.operation for o in block.operations]:
+        if op.name != "tensor.empty":
+            continue
+        for use in [(u.owner, u.operand_number) for u in op.results[0].uses][1:]:
+            use[0].operands[use[1]] = op.clone(ir.InsertionPoint.after(op)).results[0]
+
+
+def _remap(op: ir.Operation, mapping: dict) -> None:
+    def visit(inner):
+        inner = inner.operation
+        for i, value in enumerate(inner.operands):
+            if value in mapping:
+                inner.operands[i] = mapping[value]
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
 
 
 def _has_empty_operand(func_op: ir.Operation) -> bool:

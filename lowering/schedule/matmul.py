@@ -81,8 +81,15 @@ def micro_tile(target: Target) -> MicroTile:
 @register_schedule("matmul")
 class MatmulSchedule(ScheduleRule):
     def route(self, info: OpInfo, t: MicroTile) -> str:
-        if not info.static or info.element_type != "f32":
+        if info.element_type != "f32":
             return "fallback"
+        if not info.static:
+            # Symbolic rows (a batch or sequence `n`): N and K must be static (weights are).
+            if info.ranges[info.n] is None or info.ranges[info.k] is None:
+                return "fallback"
+            if info.b_prepacked or info.size(info.n) >= t.nr:
+                return "rows"
+            return "small" if _b_k_major(info) else "dot"
         if info.b_prepacked:
             return "packed"
         m, n = info.size(info.m), info.size(info.n)
@@ -94,9 +101,11 @@ class MatmulSchedule(ScheduleRule):
 
     def prepare(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> None:
         t = micro_tile(opts.target)
-        if self.route(info, t) != "packed":
+        route = self.route(info, t)
+        if route not in ("packed", "rows"):
             return
-        mr = t.mr if info.size(info.m) >= t.mr else 0
+        # Symbolic rows keep A unpacked: its row tiles are read in place (see `_schedule_rows`).
+        mr = t.mr if route == "packed" and info.size(info.m) >= t.mr else 0
         packed = s.fresh("packed")
         s.emit(
             f"{packed} = transform.structured.pack_greedily {h} matmul_packed_sizes = [{mr}, {t.nr}, 0] "
@@ -130,6 +139,8 @@ class MatmulSchedule(ScheduleRule):
         if route == "dot":
             rows, lanes = inner_reduction(s, h, info, info.k, t.lanes, block_dim=info.n)
             return f"matmul-dot-{rows}x{lanes}"
+        if route == "rows":
+            return _schedule_rows(s, h, info, opts, t)
         return _schedule_packed(s, h, info, opts, t)
 
 
@@ -221,6 +232,96 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
         )
     _schedule_unpack(s, unpack, info, t, m_packed, copy_threads(batch_size * m_blocks * n_blocks * t.nr))
     return f"matmul-packed-{t.mr if m_packed else 1}x{t.nr * nb}"
+
+
+def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: MicroTile) -> str:
+    """Symbolic rows M (static N, K; B in [N/NR, K, NR] panels, packed ahead or here): the rows
+    split across threads, then MR-row tiles with a static size and a dynamic trip count, peeled:
+    the full tiles run the MR x NR register tile straight on A's rows (no A packing, which would
+    need a dynamic-size buffer), and the remainder (< MR rows) runs row by row with a 1 x NB*NR
+    tile (the GEMV path, which is all a batch of 1 runs).
+
+    `h` is the contraction packed along N only: loops = the original ones (N counting panels),
+    then the panel's columns."""
+    nloops = len(info.ranges)
+    b_pack = None if info.b_prepacked else s.producer(h, 1)
+    unpack = s.consumer(h, 0)
+    n_blocks = _ceil(info.size(info.n), t.nr)
+    nb = next(b for b in (GEMV_NB, 2, 1) if n_blocks % b == 0)
+    split_dim = _row_split(info, opts.threads)
+    if split_dim is not None and info.rows_version != "few":
+        # Each thread a contiguous block of rows (or of the batch). The driver runs this copy
+        # only when the rows are many enough (`parallel_rows`); the copy for few rows is serial.
+        split = [0] * (nloops + 1)
+        split[split_dim] = opts.threads
+        h, _ = s.tile_forall(h, num_threads=split)
+    # Batch dims one at a time, rows by MR (static tile, dynamic count), peeled.
+    sizes = [1 if d in info.batch else 0 for d in range(nloops)] + [0]
+    sizes[info.m] = t.mr
+    h, loops = s.tile_for(h, sizes)
+    m_loop = loops[sum(1 for d in range(info.m) if sizes[d])]
+    typed = _cast(s, m_loop, "scf.for")
+    main, rest = s.fresh("main"), s.fresh("rest")
+    s.emit(
+        f'{main}, {rest} = transform.loop.peel {typed} : (!transform.op<"scf.for">) -> '
+        f"({s.ANY}, {s.ANY})"
+    )
+    s.patterns("canonicalization", target=main)  # full tiles: MR becomes a static size
+    # Full tiles: MR x NR accumulators per step of K (N panels outermost, K innermost).
+    full = _match_generic(s, main)
+    reg = [0] * nloops + [0]
+    reg[info.n], reg[info.k] = 1, 1
+    full, _ = s.tile_for(full, reg)  # loop order n, k: K innermost
+    s.vectorize(full)
+    # Remainder rows: 1 x NB*NR.
+    tail = _match_generic(s, rest)
+    reg = [0] * nloops + [0]
+    reg[info.m], reg[info.n], reg[info.k] = 1, nb, 1
+    tail, _ = s.tile_for(tail, reg)
+    s.vectorize(tail)
+    if b_pack:
+        b_outer = list(info.operand_dims[1])
+        if _b_k_major(info):
+            i, j = b_outer.index(info.k), b_outer.index(info.n)
+            b_outer[i], b_outer[j] = b_outer[j], b_outer[i]
+        _schedule_pack(s, b_pack, b_outer, info.k, info.n, [t.nr], 1, t.pack_k)
+    _schedule_unpack(s, unpack, info, t, False, 1)
+    return f"matmul-rows-{t.mr}x{t.nr}+1x{t.nr * nb}"
+
+
+def _row_split(info: OpInfo, threads: int) -> int | None:
+    """The loop a `rows` matmul splits across threads: a static batch loop with a block per
+    thread, else the first symbolic one of the batch loops and the rows, else static rows."""
+    if threads <= 1:
+        return None
+    for d in info.batch:
+        if info.ranges[d] is not None and info.ranges[d] >= threads:
+            return d
+    rows = list(info.batch) + [info.m]
+    dynamic = next((d for d in rows if info.ranges[d] is None), None)
+    if dynamic is not None:
+        return dynamic
+    return info.m if info.size(info.m) >= threads else None
+
+
+def parallel_rows(info: OpInfo, opts: ScheduleOptions) -> tuple[int, int] | None:
+    """For a `rows` matmul on several threads whose split loop is symbolic: (that loop, the size
+    from which its parallel copy runs: its iterations x the static rest reach
+    `min_parallel_work`); None when no run-time dispatch is needed."""
+    t = micro_tile(opts.target)
+    if info.pattern != "matmul" or MatmulSchedule().route(info, t) != "rows":
+        return None
+    dim = _row_split(info, opts.threads)
+    if dim is None or info.ranges[dim] is not None:
+        return None
+    per_step = info.work // max(1, info.size(dim) if info.ranges[dim] else 1)  # static loops only
+    return dim, max(2, _ceil(opts.min_parallel_work, per_step))
+
+
+def _match_generic(s: Script, loop: str) -> str:
+    h = s.fresh("in")
+    s.emit(f'{h} = transform.structured.match ops{{["linalg.generic"]}} in {loop} : ({s.ANY}) -> {s.ANY}')
+    return h
 
 
 def _schedule_pack(
@@ -330,9 +431,13 @@ class ConvSchedule(ScheduleRule):
     across threads."""
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
-        if not info.static or info.element_type != "f32":
+        if info.element_type != "f32":
             return "conv-fallback"
         out, w_dims = info.operand_dims[2], next(d for d in info.operand_dims[:2] if d is not None)
+        # A symbolic batch is fine: it is tiled by 1 (and split across threads by filters or
+        # rows, never by the batch); any other symbolic size falls back.
+        if any(r is None for d, r in enumerate(info.ranges) if d != out[0]):
+            return "conv-fallback"
         nloops = len(info.ranges)
         vec = out[-1]
         lanes = opts.lanes
@@ -391,12 +496,13 @@ def _conv_parallel_split(info, opts, batch_dim, tile_dims, blocks) -> tuple[int,
     if opts.threads <= 1 or info.work < opts.min_parallel_work:
         return None
     t = opts.threads
-    if batch_dim not in tile_dims and info.ranges[batch_dim] % t == 0:
+    dynamic_batch = info.ranges[batch_dim] is None
+    if not dynamic_batch and batch_dim not in tile_dims and info.ranges[batch_dim] % t == 0:
         return batch_dim, info.ranges[batch_dim] // t
     for dim, block in blocks:
         if dim is not None and info.ranges[dim] % (t * block) == 0:
             return dim, info.ranges[dim] // t
-    if batch_dim not in tile_dims and info.ranges[batch_dim] >= t:
+    if not dynamic_batch and batch_dim not in tile_dims and info.ranges[batch_dim] >= t:
         return batch_dim, _ceil(info.ranges[batch_dim], t)
     return None
 

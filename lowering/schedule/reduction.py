@@ -23,9 +23,15 @@ class ReductionSchedule(ScheduleRule):
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
         reductions = [d for d, t in enumerate(info.iterators) if t == "reduction"]
-        if not info.static or info.num_results != 1 or info.traps or not reductions:
+        if info.num_results != 1 or info.traps or not reductions:
+            return "fallback"
+        # Symbolic sizes only on parallel loops (softmax rows of a batch `n`): tiled by 1, the
+        # vectors stay static; a symbolic reduction loop or vector axis falls back.
+        if any(info.ranges[d] is None for d in reductions):
             return "fallback"
         inner = _contiguous_loop(info)
+        if info.ranges[inner] is None:
+            return "fallback"
         # Several reduction loops, the contiguous one short: a pooling window.
         window = len(reductions) > 1 and inner in reductions and info.ranges[inner] <= WINDOW
         if len(reductions) != 1 and not window:
@@ -71,7 +77,9 @@ def inner_reduction(
     if block_dim is None:
         out_dims = info.operand_dims[-1]
         block_dim = out_dims[-1] if out_dims else None
-    rows = _divisor(info.ranges[block_dim], ROWS) if block_dim is not None else 1
+    rows = 1
+    if block_dim is not None and info.ranges[block_dim] is not None:
+        rows = _divisor(info.ranges[block_dim], ROWS)
     tiles = [1 if info.iterators[d] == "parallel" else 0 for d in range(nloops)]
     if block_dim is not None:
         tiles[block_dim] = rows
@@ -126,7 +134,7 @@ def _window_reduction(s: Script, h: str, info: OpInfo, inner: int, lanes: int) -
     sizes = [1] * len(info.ranges)
     sizes[inner] = info.ranges[inner]
     width = 1
-    if vec is not None:
+    if vec is not None and info.ranges[vec] is not None:
         width = _divisor(info.ranges[vec], lanes)
         sizes[vec] = width
     h, loops = s.tile_for(h, sizes)

@@ -1,0 +1,44 @@
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=1 strict=true}' | FileCheck %s
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=2 strict=true}' | FileCheck %s --check-prefix=THREADS
+
+// A dense layer with symbolic rows (`?`, a batch `n`): the rows are tiled by 8 with a static
+// tile and a dynamic trip count, and the loop is peeled. Full tiles run the 8x32 register tile
+// (8 accumulator rows of one 32-wide B panel per k) straight on A's rows; the remainder
+// (fewer than 8 rows, all that a batch of 1 runs) goes row by row with a 1x128 tile.
+// CHECK-LABEL: func.func private @dense_rows
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
+// CHECK-NOT: linalg.generic
+// CHECK: %[[ROWS:.+]] = tensor.dim %arg0, %c0 : tensor<?x256xf32>
+// CHECK: %[[SPLIT:.+]] = affine.apply #{{.+}}()[%[[ROWS]]]
+// CHECK: %[[FULL:.+]] = scf.for %{{.+}} = %c0 to %[[SPLIT]] step %c8 iter_args(%{{.+}} = %{{.+}}) -> (tensor<?x4x32xf32>)
+// CHECK: scf.for {{.*}} -> (vector<8x1x32xf32>)
+// CHECK: vector.outerproduct {{.*}} : vector<32xf32>, f32
+// CHECK: scf.for %{{.+}} = %[[SPLIT]] to %[[ROWS]] step %c8 iter_args(%{{.+}} = %[[FULL]]) -> (tensor<?x4x32xf32>)
+// CHECK: scf.for %{{.+}} = %c0 to %{{.+}} step %c1
+// CHECK: scf.for {{.*}} -> (vector<1x4x32xf32>)
+
+// With 2 threads the row count is tested at run time: from 16 rows (16 x 128 x 256 MACs, the
+// parallel threshold) the rows are split across threads, below that the serial copy runs.
+// THREADS-LABEL: func.func private @dense_rows
+// THREADS-SAME: relax.schedule = ["matmul-rows-8x32+1x128", "matmul-rows-8x32+1x128"]
+// THREADS: %[[MANY:.+]] = arith.cmpi sge, %{{.+}}, %c16 : index
+// THREADS: scf.if %[[MANY]] -> (tensor<?x128xf32>)
+// THREADS: scf.forall (%{{.+}}) in (2)
+// THREADS: } else {
+// THREADS-NOT: scf.forall
+// THREADS: scf.for {{.*}} -> (vector<8x1x32xf32>)
+// THREADS: return
+#a = affine_map<(m, n, k) -> (m, k)>
+#b = affine_map<(m, n, k) -> (n, k)>
+#c = affine_map<(m, n, k) -> (m, n)>
+func.func private @dense_rows(%x: tensor<?x256xf32>, %w: tensor<128x256xf32>, %out: tensor<?x128xf32>) -> tensor<?x128xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %init = linalg.fill ins(%zero : f32) outs(%out : tensor<?x128xf32>) -> tensor<?x128xf32>
+  %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<?x256xf32>, tensor<128x256xf32>) outs(%init : tensor<?x128xf32>) {
+  ^bb0(%in: f32, %in_w: f32, %acc: f32):
+    %p = arith.mulf %in, %in_w : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x128xf32>
+  return %r : tensor<?x128xf32>
+}
