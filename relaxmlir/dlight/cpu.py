@@ -24,10 +24,23 @@ def _rule(name: str, doc: str) -> type:
 
 
 Matmul = _rule("matmul", "Matmul: packed panels, register micro-tiles, cache tiles, threads")
+GEMV = _rule("gemv", "GEMV: the matmul rule, whose tiles follow the row count (1-row panels)")
 Conv = _rule("conv", "Conv: direct convolution, vectorized over output width and channels")
 Reduction = _rule("reduction", "Reduction: vectorized reductions along the innermost axis")
+GeneralReduction = _rule("general_reduction", "GeneralReduction: reductions and their elementwise users")
 Elementwise = _rule("elementwise", "Elementwise: vectorized, split across threads when large")
-Fallback = _rule("fallback", "Fallback: whatever the others do not cover (naive loops)")
+Fallback = _rule("fallback", "Fallback: elementwise, conv and irregular ops (naive loops for those)")
+
+# Rule -> the op patterns of the CPU table (lowering/schedule) it covers.
+PATTERNS = {
+    "matmul": {"matmul"},
+    "gemv": {"matmul"},
+    "conv": {"conv"},
+    "reduction": {"reduction"},
+    "general_reduction": {"reduction", "elementwise"},
+    "elementwise": {"elementwise"},
+    "fallback": {"fallback", "elementwise", "conv"},
+}
 
 
 def _patterns(func_op: ir.Operation) -> set[str]:
@@ -39,7 +52,8 @@ def _patterns(func_op: ir.Operation) -> set[str]:
 
 def apply(module_op: ir.Operation, target: Target, names: list[str]) -> None:
     opts = ScheduleOptions(target)
+    covered = set().union(*(PATTERNS[n] for n in names))
     for func_op in prim_funcs(module_op):
         patterns = _patterns(func_op)
-        if patterns and patterns <= set(names):
+        if patterns and patterns <= covered:
             schedule_function(func_op, opts)

@@ -133,3 +133,38 @@ def test_constants_are_read_through_device_copies():
     text = str(ex.lowered)
     assert text.count("llvm.call @relaxmlir_cuda_constant") == 4  # w0, b0, w1, b1
     assert "memref.global" not in text
+
+
+def test_find_ptxas_search_order(tmp_path, monkeypatch):
+    """$RELAXMLIR_PTXAS first; else PATH, $CUDA_HOME, /usr/local/cuda, then the nvidia-cuda-nvcc
+    wheel's nvidia/<cuXX>/bin/ptxas on sys.path; None when there is none."""
+    import os
+    import sys
+
+    from lowering.gpu import codegen
+
+    def fake(path):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text("#!/bin/sh\n")
+        path.chmod(0o755)
+        return str(path)
+
+    explicit = fake(tmp_path / "explicit" / "ptxas")
+    monkeypatch.setenv("RELAXMLIR_PTXAS", explicit)
+    assert codegen.find_ptxas() == explicit
+    monkeypatch.delenv("RELAXMLIR_PTXAS")
+    for var in ("CUDA_HOME", "CUDA_PATH", "CUDA_ROOT"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setenv("PATH", str(tmp_path / "empty"))
+    real_isfile = os.path.isfile
+    monkeypatch.setattr(os.path, "isfile", lambda p: not p.startswith("/usr/local/cuda") and real_isfile(p))
+    wheel = fake(tmp_path / "site" / "nvidia" / "cu13" / "bin" / "ptxas")
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "site"), *[p for p in sys.path if "nvidia" not in p]])
+    for name in [m for m in sys.modules if m == "nvidia" or m.startswith("nvidia.")]:
+        monkeypatch.delitem(sys.modules, name)
+    assert codegen.find_ptxas() == wheel
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p != str(tmp_path / "site")])
+    monkeypatch.delitem(sys.modules, "nvidia", raising=False)
+    home = fake(tmp_path / "cuda" / "bin" / "ptxas")
+    monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
+    assert codegen.find_ptxas() == home

@@ -1,0 +1,266 @@
+#!/usr/bin/env python
+"""Benchmark the CUDA target against torch CUDA eager, in two steps on two machines.
+
+    python scripts/bench_gpu.py export --out gpu_libs          # here: MLIR builds the libraries
+    python scripts/bench_gpu.py run --libs gpu_libs             # on the GPU machine (no MLIR)
+    python scripts/bench_gpu.py run --libs gpu_libs --only matmul_f16 --repeat 50
+
+`export` imports each workload's torch model (weights kept as inputs, so a library holds code and
+PTX only and BERT-base's 440 MB of weights need not travel), builds it for `cuda -arch=sm_90`
+and writes `<name>.so` plus `manifest.json` (parameter order). `run` needs only numpy, torch and
+relaxmlir's runtime: it rebuilds each torch model from the same seed, hands its weights to the
+library by DLPack (zero copy), checks the outputs against torch, then times both with CUDA events
+in the same process (medians) and writes benchmarks/RESULTS_GPU.md.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import statistics
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+
+# -- workloads: pure torch (the GPU machine has neither torchvision nor transformers) ------------
+
+
+def _matmul(n: int, dtype: str):
+    import torch
+
+    class MatMul(torch.nn.Module):
+        def forward(self, a, b):
+            return a @ b
+
+    dt = getattr(torch, dtype)
+    g = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(n, n, generator=g).to(dt), torch.randn(n, n, generator=g).to(dt)]
+    return MatMul().eval(), inputs, 2 * n**3
+
+
+def _mlp(batch: int):
+    import torch
+    from torch import nn
+
+    torch.manual_seed(0)
+    model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    x = torch.randn(batch, 784, generator=torch.Generator().manual_seed(0))
+    return model.eval(), [x], 2 * batch * (784 * 1024 + 1024 * 1024 + 1024 * 10)
+
+
+def _bert_base(seq: int = 128, batch: int = 1):
+    """BERT-base's encoder in plain torch: token + position + type embeddings, LayerNorm, 12 post-
+    norm layers (768 wide, 12 heads, GELU FFN 3072)."""
+    import torch
+    from torch import nn
+
+    class Bert(nn.Module):
+        def __init__(self, vocab=30522, d=768, heads=12, ffn=3072, layers=12, max_len=512):
+            super().__init__()
+            self.tok, self.pos, self.typ = nn.Embedding(vocab, d), nn.Embedding(max_len, d), nn.Embedding(2, d)
+            self.norm = nn.LayerNorm(d, eps=1e-12)
+            self.layers = nn.ModuleList(
+                nn.TransformerEncoderLayer(d, heads, ffn, dropout=0.0, activation="gelu", batch_first=True, layer_norm_eps=1e-12)
+                for _ in range(layers)
+            )
+
+        def forward(self, ids):
+            pos = torch.arange(ids.shape[1], device=ids.device)
+            x = self.norm(self.tok(ids) + self.pos(pos) + self.typ(torch.zeros_like(ids)))
+            for layer in self.layers:
+                x = layer(x)
+            return x
+
+    torch.manual_seed(0)
+    ids = torch.randint(1, 30522, (batch, seq), generator=torch.Generator().manual_seed(0))
+    d, ffn = 768, 3072
+    flops = 12 * batch * (2 * seq * (4 * d * d + 2 * d * ffn) + 4 * seq * seq * d)
+    return Bert().eval(), [ids], flops
+
+
+def _resnet18(batch: int):
+    import torch
+
+    sys.path.insert(0, str(ROOT / "scripts"))
+    from bench import _resnet18_module  # torchvision's layout, defined in torch only
+
+    torch.manual_seed(0)
+    x = torch.randn(batch, 3, 224, 224, generator=torch.Generator().manual_seed(0))
+    return _resnet18_module().eval(), [x], batch * 3_628_000_000  # 1.814 GMACs per image
+
+
+WORKLOADS = {
+    "matmul_f32": ("matmul 4096^3 f32 (no TF32)", lambda: _matmul(4096, "float32")),
+    "matmul_f16": ("matmul 4096^3 f16", lambda: _matmul(4096, "float16")),
+    "mlp": ("MLP 784-1024-1024-10, batch 256", lambda: _mlp(256)),
+    "bert_base": ("BERT-base encoder, seq 128, batch 1", lambda: _bert_base()),
+    "resnet18_b1": ("ResNet-18, batch 1, 3x224x224", lambda: _resnet18(1)),
+    "resnet18_b32": ("ResNet-18, batch 32, 3x224x224", lambda: _resnet18(32)),
+}
+
+
+def _select(only: str | None) -> list[str]:
+    names = list(WORKLOADS) if not only else [n.strip() for n in only.split(",")]
+    unknown = [n for n in names if n not in WORKLOADS]
+    if unknown:
+        raise SystemExit(f"unknown workload(s) {unknown}; known: {', '.join(WORKLOADS)}")
+    return names
+
+
+# -- export (needs MLIR) ---------------------------------------------------------------------------
+
+
+def export(out: Path, names: list[str], target: str) -> None:
+    import time
+
+    import torch
+
+    from lowering.gpu.codegen import assemble, find_ptxas, ptx_sources
+    from relaxmlir import relax
+    from relaxmlir.frontend import from_exported_program
+
+    ptxas = find_ptxas()
+
+    out.mkdir(parents=True, exist_ok=True)
+    manifest_path = out / "manifest.json"
+    manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
+    for name in names:
+        model, inputs, _ = WORKLOADS[name][1]()
+        start = time.perf_counter()
+        with torch.no_grad():
+            ep = torch.export.export(model, tuple(inputs))
+        mod, params = from_exported_program(ep, keep_params_as_input=True)
+        ex = relax.build(mod, target=target)
+        ex.export_library(str(out / f"{name}.so"))
+        kernels = ptx_sources(ex.lowered)
+        if ptxas is not None:  # every kernel must assemble for the target's arch
+            for ptx in kernels.values():
+                assemble(ptx, ex.target.arch, ptxas)
+        manifest[name] = {"params": list(params), "inputs": len(inputs), "target": str(ex.target)}
+        manifest_path.write_text(json.dumps(manifest, indent=1))
+        checked = f", ptxas -arch={ex.target.arch} accepts all" if ptxas else " (ptxas not found: unchecked)"
+        print(f"{name}: built for {target} in {time.perf_counter() - start:.1f} s, {len(kernels)} kernels{checked}", flush=True)
+
+
+# -- run (numpy, torch and relaxmlir.runtime only) ---------------------------------------------------
+
+
+def _time_ms(fn, repeat: int, warmup: int = 3) -> float:
+    import torch
+
+    for _ in range(warmup):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(repeat):
+        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        stop.record()
+        stop.synchronize()
+        times.append(start.elapsed_time(stop))
+    return statistics.median(times)
+
+
+def run(libs: Path, names: list[str], repeat: int) -> list[dict]:
+    import numpy as np
+    import torch
+
+    import relaxmlir as rm
+    from relaxmlir import runtime
+
+    if not torch.cuda.is_available():
+        raise SystemExit("bench_gpu run: torch sees no CUDA device")
+    torch.backends.cuda.matmul.allow_tf32 = False  # the f32 target is plain f32 (no TF32)
+    torch.backends.cudnn.allow_tf32 = False
+    manifest = json.loads((libs / "manifest.json").read_text())
+    dev = rm.cuda(0)
+    rows = []
+    for name in names:
+        if name not in manifest:
+            raise SystemExit(f"{name}: no library in {libs} (run `bench_gpu.py export` first)")
+        model, inputs, flops = WORKLOADS[name][1]()
+        model = model.cuda()
+        inputs = [x.cuda() for x in inputs]
+        state = dict(model.state_dict())
+        weights = [state[key].contiguous() for key in manifest[name]["params"]]
+        vm = runtime.VirtualMachine(runtime.load_module(str(libs / f"{name}.so")), dev)
+        args = [rm.nd.from_dlpack(t) for t in inputs + weights]  # zero copy
+
+        def ours(vm=vm, args=args):
+            return vm["main"](*args)
+
+        def theirs(model=model, inputs=inputs):
+            with torch.no_grad():
+                return model(*inputs)
+
+        got = ours()
+        got = got[0] if isinstance(got, tuple) else got
+        want = theirs()
+        want = want[0] if isinstance(want, tuple) else want
+        tol = 2e-2 if want.dtype == torch.float16 else 2e-3
+        err = float(np.max(np.abs(got.numpy().astype(np.float32) - want.float().cpu().numpy())))
+        scale = float(want.float().abs().max().cpu()) or 1.0
+        ok = err <= tol * max(scale, 1.0)
+        t_ours, t_torch = _time_ms(ours, repeat), _time_ms(theirs, repeat)
+        rows.append({
+            "name": name, "what": WORKLOADS[name][0], "ours_ms": t_ours, "torch_ms": t_torch,
+            "tflops": flops / t_ours / 1e9, "torch_tflops": flops / t_torch / 1e9,
+            "max_err": err, "ok": ok,
+        })  # fmt: skip
+        print(f"{name}: relaxmlir {t_ours:.3f} ms, torch {t_torch:.3f} ms, max |err| {err:.2e}"
+              f"{'' if ok else ' (MISMATCH)'}", flush=True)  # fmt: skip
+    return rows
+
+
+def write_results(rows: list[dict], path: Path) -> None:
+    import torch
+
+    lines = [
+        "# relaxmlir on CUDA vs torch CUDA eager",
+        "",
+        (
+            f"Run {datetime.datetime.now().isoformat(timespec='minutes')} on {torch.cuda.get_device_name(0)} "
+            f"(torch {torch.__version__}, CUDA {torch.version.cuda}); medians of CUDA-event timings, "
+            "same process, same inputs; TF32 off. Produced by `scripts/bench_gpu.py run`."
+        ),
+        "",
+        "| workload | relaxmlir ms | torch ms | relaxmlir / torch speed | relaxmlir TFLOP/s | torch TFLOP/s | max abs err |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['what']} | {r['ours_ms']:.3f} | {r['torch_ms']:.3f} | {r['torch_ms'] / r['ours_ms']:.2f}x | "
+            f"{r['tflops']:.2f} | {r['torch_tflops']:.2f} | {r['max_err']:.1e}{'' if r['ok'] else ' MISMATCH'} |"
+        )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text("\n".join(lines) + "\n")
+    print(f"wrote {path}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("export", help="build the libraries (needs MLIR)")
+    ex.add_argument("--out", type=Path, default=ROOT / "gpu_libs")
+    ex.add_argument("--only", help=f"comma-separated workloads ({', '.join(WORKLOADS)})")
+    ex.add_argument("--target", default="cuda -arch=sm_90")
+    rn = sub.add_parser("run", help="time the libraries beside torch (needs a GPU, not MLIR)")
+    rn.add_argument("--libs", type=Path, default=ROOT / "gpu_libs")
+    rn.add_argument("--only")
+    rn.add_argument("--repeat", type=int, default=20)
+    rn.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "RESULTS_GPU.md")
+    args = parser.parse_args(argv)
+    names = _select(args.only)
+    if args.command == "export":
+        export(args.out, names, args.target)
+    else:
+        write_results(run(args.libs, names, args.repeat), args.results)
+
+
+if __name__ == "__main__":
+    main()
