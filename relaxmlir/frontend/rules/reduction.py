@@ -19,17 +19,22 @@ from relaxmlir.frontend.rules.common import (
     ndim,
     shape_of,
 )
+from relaxmlir.relax.expr import const
 
 
 def _axes(x, dim) -> list | None:
     if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         return None
     dims = dim if isinstance(dim, (list, tuple)) else [dim]
-    return [axis(d, ndim(x)) for d in dims]
+    axes = [axis(d, ndim(x)) for d in dims]  # validates; a 0-d tensor takes dim 0 and -1
+    return axes if ndim(x) else None
 
 
 def reduce(ctx: Importer, op_name: str, x, dim=None, keepdim: bool = False):
-    return call(ctx, op_name, x, _axes(x, dim), keepdim)
+    axes = _axes(x, dim)
+    if ndim(x) == 0 and op_name in ("sum", "mean", "max", "min", "prod"):
+        return x  # a 0-d tensor is its own reduction over its one (implicit) dim
+    return call(ctx, op_name, x, axes, keepdim)
 
 
 def reduction(op_name: str) -> Rule:
@@ -70,6 +75,9 @@ def _arg_reduce(op_name: str) -> Rule:
     def rule(ctx: Importer, node: fx.Node):
         x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
         keepdim = ctx.arg(node, 2, "keepdim", False)
+        if ndim(x) == 0:
+            _axes(x, dim)  # validates dim
+            return const(np.array(0, dtype=np.int64))
         return call(ctx, op_name, x, None if dim is None else axis(dim, ndim(x)), keepdim)
 
     return rule

@@ -1,0 +1,268 @@
+"""PyTorch's own operator database (OpInfo) through both importers (issue 13, item 1).
+
+For each OpInfo whose torch op the importers map (its function, method name or ATen op is in
+`CONVERTERS`), its float32 sample inputs (0-d, size-0 dims, negative dims, broadcasting,
+keyword variants) are imported with `from_fx` and `from_exported_program`, built, run and
+compared with torch at OpInfo's float32 tolerances (`torch.testing.assert_close` defaults,
+widened by the OpInfo's own `toleranceOverride`s). A sample the project rejects must raise
+NotImplementedError or ValueError; any other exception, or a wrong answer, fails.
+
+Samples that torch itself cannot trace (fx) or export are not counted; neither are samples with
+non-tensor results or more than six tensor inputs. The default run sweeps `FAST_OPS` (a few
+samples each); `-m slow` sweeps every mapped OpInfo with all its samples. `python
+tests/python/test_opinfo.py` prints the coverage table that the README quotes.
+"""
+
+from __future__ import annotations
+
+import collections
+import sys
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+import pytest
+import torch
+
+opinfo = pytest.importorskip(
+    "torch.testing._internal.common_methods_invocations",
+    reason="OpInfo needs torch's test extras (pip install expecttest)",
+)
+
+from relaxmlir import cpu, relax
+from relaxmlir.frontend import from_exported_program, from_fx
+from relaxmlir.frontend.importer import CONVERTERS
+
+pytestmark = pytest.mark.filterwarnings("ignore")
+
+# torch.testing.assert_close's float32 defaults
+RTOL, ATOL = 1.3e-6, 1e-5
+MAX_INPUTS = 6
+REJECTED = (NotImplementedError, ValueError)
+
+# the default subset: one OpInfo per family, its first samples
+FAST_OPS = {
+    "floor": 3, "expm1": 3, "nn.functional.hardswish": 3, "nn.functional.elu": 2, "add": 3,
+    "where": 2, "sum": 4, "argmax": 3, "softmax": 3, "nn.functional.group_norm": 2,
+    "nn.functional.pad": 4, "nn.functional.conv2d": 3, "nn.functional.avg_pool2d": 3,
+    "transpose": 3, "squeeze": 4, "cumsum": 2, "sort": 2, "gather": 2, "roll": 3, "flip": 2,
+    "einsum": 3,
+}  # fmt: skip
+
+
+def _mapped(op) -> bool:
+    if op.op in CONVERTERS or op.name in CONVERTERS:
+        return True
+    packet = getattr(torch.ops.aten, op.aten_name or op.name.split(".")[-1], None)
+    return packet is not None and packet in CONVERTERS
+
+
+def mapped_ops() -> list:
+    import relaxmlir.frontend.exported_program
+    import relaxmlir.frontend.fx  # noqa: F401
+
+    return [
+        op for op in opinfo.op_db if torch.float32 in op.supported_dtypes("cpu") and _mapped(op)
+    ]
+
+
+def _op_id(op) -> str:
+    return op.name + (f".{op.variant_test_name}" if op.variant_test_name else "")
+
+
+def _tolerance(op) -> tuple[float, float]:
+    """OpInfo's float32 tolerance: the defaults, widened by any toleranceOverride it declares."""
+    rtol, atol = RTOL, ATOL
+    for deco in getattr(op, "decorators", ()) or ():
+        for d in getattr(deco, "decorators", ()) or ():
+            tol = getattr(d, "d", None)
+            if isinstance(tol, dict) and torch.float32 in tol:
+                rtol, atol = max(rtol, tol[torch.float32].rtol), max(atol, tol[torch.float32].atol)
+    return rtol, atol
+
+
+class _Sample(torch.nn.Module):
+    """Calls the OpInfo's op with the sample's tensors as inputs, the rest fixed."""
+
+    def __init__(self, op, structure, n: int):
+        super().__init__()
+        self.op, self.structure, self.n = op, structure, n
+
+    def forward(self, a, b=None, c=None, d=None, e=None, f=None):
+        tensors = (a, b, c, d, e, f)[: self.n]
+        inp, args, kwargs = _fill(self.structure, iter(tensors))
+        return self.op(inp, *args, **kwargs)
+
+
+_SLOT = object()
+
+
+def _split(value, tensors: list):
+    """`value` with each tensor replaced by a slot (the tensors are appended to `tensors`)."""
+    if isinstance(value, torch.Tensor):
+        tensors.append(value)
+        return _SLOT
+    if isinstance(value, (list, tuple)):
+        return type(value)(_split(v, tensors) for v in value)
+    if isinstance(value, dict):
+        return {k: _split(v, tensors) for k, v in value.items()}
+    return value
+
+
+def _fill(value, tensors):
+    if value is _SLOT:
+        return next(tensors)
+    if isinstance(value, (list, tuple)):
+        return type(value)(_fill(v, tensors) for v in value)
+    if isinstance(value, dict):
+        return {k: _fill(v, tensors) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class Outcome:
+    """One sample through one importer: "pass", "rejected" (a clear error), "fail" (a wrong
+    answer or another exception type) or "skip" (torch cannot trace/export it, or the sample
+    is out of scope)."""
+
+    kind: str
+    detail: str = ""
+
+
+def _results(value) -> list | None:
+    items = list(value) if isinstance(value, (list, tuple)) else [value]
+    return items if all(isinstance(v, torch.Tensor) for v in items) else None
+
+
+def run_sample(op, sample, frontend: str) -> Outcome:
+    tensors: list = []
+    structure = _split((sample.input, tuple(sample.args), dict(sample.kwargs)), tensors)
+    if not tensors or len(tensors) > MAX_INPUTS:
+        return Outcome("skip", f"{len(tensors)} tensor inputs")
+    model = _Sample(op.op, structure, len(tensors)).eval()
+    with torch.no_grad():
+        try:
+            want = _results(model(*tensors))
+        except Exception as exc:  # noqa: BLE001  (torch rejects its own sample: not counted)
+            return Outcome("skip", f"torch: {exc}")
+    if want is None:
+        return Outcome("skip", "non-tensor result")
+    try:
+        if frontend == "fx":
+            try:
+                gm = torch.fx.symbolic_trace(model, concrete_args=_unused(len(tensors)))
+            except Exception as exc:  # noqa: BLE001
+                return Outcome("skip", f"fx cannot trace: {exc}")
+            shapes = [tuple(t.shape) for t in tensors]
+            dtypes = [str(t.dtype).replace("torch.", "") for t in tensors]
+            mod = from_fx(gm, shapes, input_dtypes=dtypes)
+        else:
+            try:
+                ep = torch.export.export(model, tuple(tensors))
+            except Exception as exc:  # noqa: BLE001
+                return Outcome("skip", f"torch.export: {exc}")
+            mod = from_exported_program(ep)
+        vm = relax.VirtualMachine(relax.build(mod, "llvm"), cpu())
+        got = vm["main"](*tensors)
+    except REJECTED as exc:
+        return Outcome("rejected", f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
+    except Exception as exc:  # noqa: BLE001  (the sweep records it as a failure)
+        return Outcome(
+            "fail", f"{type(exc).__name__}: {str(exc).splitlines()[0][:200] if str(exc) else ''}"
+        )
+    got = list(got) if isinstance(got, (list, tuple)) else [got]
+    rtol, atol = _tolerance(op)
+    if len(got) != len(want):
+        return Outcome("fail", f"{len(got)} results, torch has {len(want)}")
+    for i, (g, w) in enumerate(zip(got, want)):
+        g, w = g.numpy(), w.detach().numpy()
+        if w.dtype == np.bool_:
+            g = g.astype(bool)
+        if g.shape != w.shape or g.dtype != w.dtype:
+            return Outcome("fail", f"result {i}: {g.dtype}{g.shape}, torch {w.dtype}{w.shape}")
+        try:
+            np.testing.assert_allclose(g, w, rtol=rtol, atol=atol, equal_nan=True)
+        except AssertionError as exc:
+            return Outcome("fail", f"result {i}: " + " ".join(str(exc).split())[:200])
+    return Outcome("pass")
+
+
+def _unused(n: int) -> dict:
+    return {name: None for name in "abcdef"[n:]}
+
+
+@dataclass
+class Report:
+    counts: dict = field(default_factory=lambda: collections.Counter())
+    ops: dict = field(default_factory=dict)  # op id -> Counter of outcome kinds
+    failures: list = field(default_factory=list)
+
+
+def sweep(ops, max_samples: int | None = None, frontends=("fx", "ep")) -> Report:
+    report = Report()
+    for op in ops:
+        per_op = collections.Counter()
+        for s, sample in enumerate(op.sample_inputs("cpu", torch.float32)):
+            if max_samples is not None and s >= max_samples:
+                break
+            for frontend in frontends:
+                with warnings.catch_warnings():
+                    warnings.simplefilter("ignore")
+                    outcome = run_sample(op, sample, frontend)
+                per_op[outcome.kind] += 1
+                report.counts[outcome.kind] += 1
+                if outcome.kind == "fail":
+                    report.failures.append(
+                        f"{_op_id(op)} sample {s} via {frontend}: {outcome.detail}"
+                    )
+        report.ops[_op_id(op)] = per_op
+    return report
+
+
+def _ops_by_name(names) -> list:
+    ops = {op.name: op for op in reversed(mapped_ops())}  # the first variant of each name
+    return [ops[n] for n in names]
+
+
+@pytest.mark.parametrize("name", list(FAST_OPS))
+def test_opinfo_fast(name):
+    """The default subset: every counted sample passes or is rejected clearly."""
+    (op,) = _ops_by_name([name])
+    report = sweep([op], FAST_OPS[name])
+    assert not report.failures, "\n".join(report.failures)
+    assert report.counts["pass"] > 0, f"{name}: no sample passed ({dict(report.counts)})"
+
+
+def test_fast_subset_ops_are_mapped():
+    names = {op.name for op in mapped_ops()}
+    assert set(FAST_OPS) <= names, set(FAST_OPS) - names
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op", mapped_ops(), ids=_op_id)
+def test_opinfo_full(op):
+    """Every mapped OpInfo with all its float32 samples."""
+    report = sweep([op])
+    assert not report.failures, "\n".join(report.failures)
+
+
+def main(argv: list[str]) -> None:
+    """Print the coverage table of the full sweep (or of the OpInfo names given)."""
+    ops = _ops_by_name(argv) if argv else mapped_ops()
+    report = sweep(ops)
+    counted = report.counts["pass"] + report.counts["rejected"] + report.counts["fail"]
+    clean = [o for o, c in report.ops.items() if c["pass"] and not c["fail"]]
+    print(f"OpInfos mapped: {len(ops)}; passing every counted sample: {len(clean)}")
+    print(
+        f"samples x importers counted: {counted}; pass {report.counts['pass']}, "
+        f"rejected {report.counts['rejected']}, fail {report.counts['fail']}, "
+        f"not counted {report.counts['skip']}"
+    )
+    if counted:
+        print(f"pass rate: {report.counts['pass'] / counted:.1%}")
+    for line in report.failures:
+        print("FAIL", line)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])
