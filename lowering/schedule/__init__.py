@@ -21,6 +21,8 @@ The parallel loops need the codegen of the target's pipeline row (`lowering/pipe
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from mlir import ir
 
 from lowering.registry import PassError, register_pass, target_option
@@ -34,6 +36,7 @@ from lowering.schedule.common import (
 )
 from lowering.schedule.driver import schedule_function
 from lowering.schedule.matmul import PackedLayout, pack_weight, use_prepacked_weight
+from lowering.schedule.space import knobs_of
 
 __all__ = [
     "SCHEDULES",
@@ -58,8 +61,13 @@ def prim_funcs(module_op: ir.Operation) -> list[ir.Operation]:
 def schedule_module(module_op: ir.Operation, opts: ScheduleOptions) -> None:
     """Schedule every PrimFunc of `module_op` in place; records the chosen rules on each one."""
     for func_op in prim_funcs(module_op):
+        knobs = knobs_of(func_op, module_op, opts.target)
+        func_opts = opts
+        if knobs:
+            threads = int(knobs.get("threads", 0))
+            func_opts = replace(opts, knobs=knobs, threads=threads or opts.threads)
         try:
-            schedule_function(func_op, opts)
+            schedule_function(func_op, func_opts)
         except Exception as exc:
             raise PassError(f"relax-schedule-cpu: {exc}", func_op) from exc
 

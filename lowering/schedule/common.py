@@ -65,12 +65,22 @@ class ScheduleOptions:
 
     # Below this much work (MACs / elements) a parallel region costs more than it saves: an
     # OpenMP region costs a few microseconds, an async-runtime one ~55 us (workers are woken).
+    # The "threads" knob (space.py) overrides: 1 keeps the kernel on one thread (the pass sets
+    # `threads`), more makes every loop that can split do so, whatever its size.
+    @property
+    def force_parallel(self) -> bool:
+        return self.knobs.get("threads", 0) > 1
+
     @property
     def min_parallel_work(self) -> int:
+        if self.force_parallel:
+            return 0
         return 1 << 19 if self.runtime == "openmp" else 1 << 25
 
     @property
     def min_parallel_elements(self) -> int:
+        if self.force_parallel:
+            return 0
         return 1 << 17 if self.runtime == "openmp" else 1 << 21
 
     @property

@@ -50,14 +50,16 @@ class MicroTile:
     mr: int  # rows of the register tile (A panel height)
     nr: int  # columns of the register tile (B panel width) = 2 vector registers
     lanes: int
+    cache_rows: int = CACHE_ROWS
+    cache_cols: int = CACHE_COLS
 
     @property
     def mc(self) -> int:  # row panels per cache block
-        return max(1, CACHE_ROWS // self.mr)
+        return max(1, self.cache_rows // self.mr)
 
     @property
     def nc(self) -> int:  # column panels per cache block
-        return max(1, CACHE_COLS // self.nr)
+        return max(1, self.cache_cols // self.nr)
 
     @property
     def pack_k(self) -> int:  # k elements per vectorized pack step
@@ -76,6 +78,22 @@ def micro_tile(target: Target) -> MicroTile:
     regs = target.vector_registers
     mr = min(8, (regs - 3) // 2)
     return MicroTile(mr, 2 * lanes, lanes)
+
+
+def tile_for(opts: ScheduleOptions) -> MicroTile:
+    """The target's micro tile with the kernel's tuned knobs (space.py) applied; NR stays the
+    target's, since weights are packed in NR panels before scheduling."""
+    t = micro_tile(opts.target)
+    mr = int(opts.knob("matmul.mr", t.mr))
+    if not 1 <= mr <= t.mr:
+        raise ValueError(f"matmul.mr={mr}: the register tile holds 1..{t.mr} rows on {opts.target}")
+    return MicroTile(
+        mr,
+        t.nr,
+        t.lanes,
+        int(opts.knob("matmul.cache_rows", CACHE_ROWS)),
+        int(opts.knob("matmul.cache_cols", CACHE_COLS)),
+    )
 
 
 @register_schedule("matmul")
@@ -100,7 +118,7 @@ class MatmulSchedule(ScheduleRule):
         return "small" if _b_k_major(info) else "dot"
 
     def prepare(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> None:
-        t = micro_tile(opts.target)
+        t = tile_for(opts)
         route = self.route(info, t)
         if route not in ("packed", "rows"):
             return
@@ -128,7 +146,7 @@ class MatmulSchedule(ScheduleRule):
         s.tag(packed, info.tag)
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
-        t = micro_tile(opts.target)
+        t = tile_for(opts)
         route = self.route(info, t)
         if route == "fallback":
             return "matmul-fallback"
@@ -308,7 +326,7 @@ def parallel_rows(info: OpInfo, opts: ScheduleOptions) -> tuple[int, int] | None
     """For a `rows` matmul on several threads whose split loop is symbolic: (that loop, the size
     from which its parallel copy runs: its iterations x the static rest reach
     `min_parallel_work`); None when no run-time dispatch is needed."""
-    t = micro_tile(opts.target)
+    t = tile_for(opts)
     if info.pattern != "matmul" or MatmulSchedule().route(info, t) != "rows":
         return None
     dim = _row_split(info, opts.threads)

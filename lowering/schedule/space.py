@@ -1,0 +1,102 @@
+"""The tunable knobs of the CPU schedule rules: their legal values, and how a kernel gets them.
+
+Each rule declares its knobs here (one table keyed by the rule's pattern); the default schedule
+is the point of the space where every knob has its default, so tuning can only add options.
+A kernel carries chosen knobs as a function attribute (`relax.schedule_knobs`, a dictionary), or
+the module carries a table from kernel key to knobs (`relax.tuned_knobs`, written by
+`MetaScheduleApplyDatabase`); `relax-schedule-cpu` hands them to the rules through
+`ScheduleOptions.knobs`. A kernel key (`kernel_key`) is the structural hash of the function as
+the schedule pass sees it, plus the target string: records from another target never match.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from mlir import ir
+
+from lowering.dedupe import body_key
+from lowering.schedule.common import OpInfo, ScheduleOptions, classify, linalg_ops
+from lowering.schedule.normalize import normalize_function
+
+KNOBS_ATTR = "relax.schedule_knobs"  # on a PrimFunc: {knob name: value}
+TUNED_ATTR = "relax.tuned_knobs"  # on the module: {kernel key: {knob name: value}}
+
+
+@dataclass(frozen=True)
+class Knob:
+    name: str  # "<pattern>.<knob>", e.g. "matmul.mr"
+    values: tuple
+    default: object
+
+    def to_dict(self) -> dict:
+        return {"values": list(self.values), "default": self.default}
+
+
+def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
+    from lowering.schedule.matmul import CACHE_COLS, CACHE_ROWS, micro_tile
+
+    mr = micro_tile(opts.target).mr
+    rows = tuple(sorted({v for v in (4, 6, mr) if v <= mr}))
+    return [
+        Knob("matmul.mr", rows, mr),
+        Knob("matmul.cache_rows", (64, CACHE_ROWS, 2 * CACHE_ROWS), CACHE_ROWS),
+        Knob("matmul.cache_cols", (CACHE_COLS // 2, CACHE_COLS, 2 * CACHE_COLS), CACHE_COLS),
+    ]
+
+
+def _threads(opts: ScheduleOptions) -> list[Knob]:
+    """Every kernel: 0 = the rules' choice by work size, 1 = one thread, N = split whatever
+    the size (`ScheduleOptions.force_parallel`)."""
+    cores = opts.threads
+    return [Knob("threads", (0, 1, cores), 0)] if cores > 1 else []
+
+
+# pattern -> the knobs its rule reads (besides the kernel-wide "threads").
+KNOB_TABLE: dict[str, Callable[[OpInfo, ScheduleOptions], list[Knob]]] = {
+    "matmul": _matmul,
+}
+
+
+def space_for(func_op: ir.Operation, opts: ScheduleOptions) -> dict[str, Knob]:
+    """The knobs of every rule that schedules an op of `func_op` (empty: nothing to tune)."""
+    scratch = ir.Module.create(loc=func_op.location)
+    copy = func_op.clone(ip=ir.InsertionPoint(scratch.body))
+    normalize_function(copy)
+    ops = linalg_ops(copy)
+    out: dict[str, Knob] = {k.name: k for k in _threads(opts)} if ops else {}
+    for op in ops:
+        info = classify(op)
+        for knob in KNOB_TABLE.get(info.pattern, lambda i, o: [])(info, opts):
+            out.setdefault(knob.name, knob)
+    return out
+
+
+def kernel_key(func_op: ir.Operation, target: object) -> str:
+    """Structural hash of a kernel (name left out) and the target it is scheduled for."""
+    h = hashlib.sha256(body_key(func_op).encode())
+    h.update(b"\0" + str(target).encode())
+    return h.hexdigest()[:24]
+
+
+def knobs_of(func_op: ir.Operation, module_op: ir.Operation | None, target: object) -> dict:
+    """The knobs chosen for `func_op`: its own attribute, else the module's tuned table."""
+    if KNOBS_ATTR in func_op.attributes:
+        return json.loads(ir.StringAttr(func_op.attributes[KNOBS_ATTR]).value)
+    if module_op is not None and TUNED_ATTR in module_op.attributes:
+        table = json.loads(ir.StringAttr(module_op.attributes[TUNED_ATTR]).value)
+        return dict(table.get(kernel_key(func_op, target), {}))
+    return {}
+
+
+def set_knobs(func_op: ir.Operation, knobs: dict) -> None:
+    text = json.dumps(knobs, sort_keys=True)
+    func_op.attributes[KNOBS_ATTR] = ir.StringAttr.get(text, func_op.context)
+
+
+def set_tuned_table(module_op: ir.Operation, table: dict) -> None:
+    text = json.dumps(table, sort_keys=True)
+    module_op.attributes[TUNED_ATTR] = ir.StringAttr.get(text, module_op.context)

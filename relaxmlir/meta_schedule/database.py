@@ -1,0 +1,125 @@
+"""The tuning database: what was measured, kept in `work_dir`, append-only.
+
+Two JSON-lines files (one JSON object per line, appended as results arrive, so an interrupted
+run loses at most its last line, which is skipped when read back):
+
+- `database_workload.json`: one line per kernel: `{"key", "target", "name", "flops", "knobs"}`;
+  `key` is the structural hash of the kernel as the schedule pass sees it plus the target
+  string (`task.task_key`), `knobs` its search space (knob name -> legal values).
+- `database_tuning_record.json`: one line per measured candidate: `{"key", "target", "knobs",
+  "median_us", "times_us", "error"}`; `error` is null, or why the candidate failed (build error,
+  crash, timeout, wrong result).
+
+Records are only ever looked up with the target they were measured on: a record from another
+CPU (or other features) is never applied.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from typing import Any
+
+WORKLOADS = "database_workload.json"
+RECORDS = "database_tuning_record.json"
+
+
+def _read_lines(path: str) -> list[dict]:
+    out = []
+    if not os.path.exists(path):
+        return out
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError:
+                continue  # a line cut short by an interrupted run
+            if isinstance(item, dict):
+                out.append(item)
+    return out
+
+
+def knobs_id(knobs: dict) -> str:
+    """A canonical text of a knob assignment (what "no duplicate candidates" compares)."""
+    return json.dumps(knobs, sort_keys=True)
+
+
+class JSONDatabase:
+    """The database of one work directory (TVM's `JSONDatabase`)."""
+
+    def __init__(self, work_dir: str):
+        if not isinstance(work_dir, (str, os.PathLike)) or not str(work_dir):
+            raise ValueError(f"tuning database: work_dir must be a folder path, got {work_dir!r}")
+        self.work_dir = str(work_dir)
+        os.makedirs(self.work_dir, exist_ok=True)
+        self._lock = threading.Lock()
+        self.workloads: dict[tuple[str, str], dict] = {}
+        for w in _read_lines(os.path.join(self.work_dir, WORKLOADS)):
+            if "key" in w and "target" in w:
+                self.workloads[(w["key"], w["target"])] = w
+        self.records: dict[tuple[str, str], list[dict]] = {}
+        for r in _read_lines(os.path.join(self.work_dir, RECORDS)):
+            if "key" in r and "target" in r and isinstance(r.get("knobs"), dict):
+                self.records.setdefault((r["key"], r["target"]), []).append(r)
+
+    def _append(self, filename: str, item: dict) -> None:
+        line = json.dumps(item, sort_keys=True) + "\n"
+        with self._lock, open(os.path.join(self.work_dir, filename), "a", encoding="utf-8") as f:
+            f.write(line)
+            f.flush()
+            os.fsync(f.fileno())
+
+    def commit_workload(self, key: str, target: str, **info: Any) -> dict:
+        if (key, target) not in self.workloads:
+            item = {"key": key, "target": target, **info}
+            self._append(WORKLOADS, item)
+            self.workloads[(key, target)] = item
+        return self.workloads[(key, target)]
+
+    def commit_record(
+        self, key: str, target: str, knobs: dict, times_us: list, error: str | None
+    ) -> dict:
+        times = sorted(float(t) for t in times_us)
+        item = {
+            "key": key,
+            "target": target,
+            "knobs": dict(knobs),
+            "times_us": times,
+            "median_us": times[len(times) // 2] if times and error is None else None,
+            "error": error,
+        }
+        self._append(RECORDS, item)
+        self.records.setdefault((key, target), []).append(item)
+        return item
+
+    def records_of(self, key: str, target: str) -> list[dict]:
+        return list(self.records.get((key, target), []))
+
+    def measured(self, key: str, target: str) -> set[str]:
+        return {knobs_id(r["knobs"]) for r in self.records.get((key, target), [])}
+
+    def best(self, key: str, target: str) -> dict | None:
+        """The fastest valid record of a kernel on exactly this target (None: no record)."""
+        valid = [
+            r
+            for r in self.records.get((key, target), [])
+            if r.get("error") is None and r.get("median_us")
+        ]
+        return min(valid, key=lambda r: r["median_us"]) if valid else None
+
+    def best_knobs(self, target: str) -> dict[str, dict]:
+        """key -> knobs of the best record, for every kernel tuned on `target`."""
+        out = {}
+        for key, t in self.records:
+            if t == target:
+                rec = self.best(key, t)
+                if rec is not None:
+                    out[key] = rec["knobs"]
+        return out
+
+    def __len__(self) -> int:
+        return sum(len(v) for v in self.records.values())

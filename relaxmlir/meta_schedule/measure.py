@@ -1,0 +1,206 @@
+"""Builder and runner: candidates compiled in worker processes, measured in isolated ones.
+
+A candidate is a task's kernel with knob values. The builder (a pool of spawned processes)
+compiles it with those knobs and exports a shared library; the runner loads the library in a
+fresh process that imports no compiler (the MLIR-free runtime), checks its result against the
+default schedule's, and times it. A build error, a crash, a hang past the timeout or a wrong
+result becomes a failed record; it never stops the tuner. Measurements run one at a time, so
+candidates do not compete for the cores.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+RUNNER = r"""
+import json, sys, time
+import numpy as np
+from relaxmlir import runtime
+spec = json.loads(sys.argv[1])
+ex = runtime.load_module(spec["lib"])
+f = ex["kernel"]
+rng = np.random.default_rng(0)
+args = []
+for shape, dtype in spec["args"]:
+    if dtype.startswith("float"):
+        args.append(rng.standard_normal(shape).astype(dtype))
+    elif dtype == "bool":
+        args.append(rng.integers(0, 2, shape).astype(bool))
+    else:
+        args.append(rng.integers(0, 4, shape).astype(dtype))
+outs = [np.zeros(shape, dtype) for shape, dtype in spec["outs"]]
+f(*args, *outs)
+if spec["ref"]:
+    try:
+        ref = np.load(spec["ref"])
+    except FileNotFoundError:
+        np.savez(spec["ref"], *outs)
+    else:
+        for i, o in enumerate(outs):
+            want = ref[f"arr_{i}"]
+            scale = float(np.abs(want).max()) if want.size else 0.0
+            if not np.allclose(o, want, rtol=1e-3, atol=1e-4 * max(scale, 1.0), equal_nan=True):
+                print(json.dumps({"error": f"wrong result (output {i}, max abs diff "
+                                  f"{float(np.abs(o - want).max()):.3g})"}))
+                sys.exit(0)
+times = []
+start = time.perf_counter()
+while len(times) < spec["repeats"] or (time.perf_counter() - start < spec["min_s"] and len(times) < 1000):
+    t = time.perf_counter()
+    f(*args, *outs)
+    times.append((time.perf_counter() - t) * 1e6)
+print(json.dumps({"times_us": times}))
+"""
+
+
+def _quiet_env() -> dict:
+    env = dict(os.environ)
+    env["RELAXMLIR_CACHE"] = "0"  # candidates must not fill the user's compile cache
+    env.pop("OPENBLAS_CORETYPE", None)
+    env.pop("OPENBLAS_L2_SIZE", None)
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+    return env
+
+
+def run_candidate(
+    lib: str,
+    signature: dict,
+    ref: str | None,
+    timeout_s: float,
+    repeats: int = 10,
+    min_s: float = 0.05,
+) -> dict:
+    """Time the exported kernel in a fresh process: {"times_us": [...]} or {"error": ...}."""
+    spec = {"lib": lib, "ref": ref, "repeats": repeats, "min_s": min_s, **signature}
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", RUNNER, json.dumps(spec)],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=_quiet_env(),
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"timeout after {timeout_s:g} s"}
+    if proc.returncode != 0:
+        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        return {"error": f"run: crashed ({proc.returncode}): {tail[0][:300]}"}
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        return {"error": f"run: no result ({proc.stdout[-200:]!r})"}
+
+
+# The builder program (a separate process, so a compiler crash or hang is only a record):
+# compile the kernel with its knobs, export it, print its signature or the error.
+BUILDER = r"""
+import json, sys
+spec = json.loads(sys.stdin.read())
+try:
+    from lowering.schedule.space import set_knobs
+    from relaxmlir import relax
+    from relaxmlir.ir import parse
+    from relaxmlir.target import Target
+
+    mod = parse(spec["func"])
+    set_knobs(mod["kernel"].op, spec["knobs"])
+    ex = relax.build(mod, Target(spec["target"]))
+    info = ex.infos["kernel"]
+    if not info.destination_passing:
+        raise ValueError("the kernel is not destination-passing")
+    ex.export_library(spec["out"])
+    result = {
+        "args": [[list(s.shape), s.dtype] for s in info.params],
+        "outs": [[list(s.shape), s.dtype] for s in info.results],
+    }
+except Exception as exc:
+    result = {"error": f"build: {type(exc).__name__}: {str(exc)[:500]}"}
+print(json.dumps(result))
+"""
+
+
+def build_in_process(
+    func_text: str, knobs: dict, target: str, out_path: str, timeout_s: float
+) -> dict:
+    """`build_candidate` in a fresh process (a crash or hang of the compiler is a record)."""
+    spec = json.dumps({"func": func_text, "knobs": knobs, "target": target, "out": out_path})
+    try:
+        proc = subprocess.run(
+            [sys.executable, "-c", BUILDER],
+            input=spec,
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            env=_quiet_env(),
+            check=False,
+        )
+    except subprocess.TimeoutExpired:
+        return {"error": f"build: timeout after {timeout_s:g} s"}
+    try:
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+    except (json.JSONDecodeError, IndexError):
+        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        return {"error": f"build: crashed ({proc.returncode}): {tail[0][:300]}"}
+
+
+@dataclass
+class Measurer:
+    """Parallel builders (one process per candidate, `num_workers` at a time) and the serial
+    runner, for one tuning run."""
+
+    work_dir: str
+    num_workers: int = 2
+    timeout_s: float = 60.0
+
+    def __post_init__(self):
+        self.scratch = tempfile.mkdtemp(prefix="candidates-", dir=self.work_dir)
+        self.pool = ThreadPoolExecutor(max(1, self.num_workers))
+        self.count = 0
+
+    def measure(self, task, candidates: list[dict], target: str) -> list[dict]:
+        """[{"knobs", "times_us" | "error"}] for each candidate of `task`, in order."""
+        ref = os.path.join(self.work_dir, f"reference-{task.key}.npz")
+        jobs = []
+        for knobs in candidates:
+            self.count += 1
+            lib = os.path.join(self.scratch, f"c{self.count}.so")
+            job = self.pool.submit(
+                build_in_process, task.func_text, knobs, target, lib, self.timeout_s * 4
+            )
+            jobs.append((knobs, lib, job))
+        # All builds finish before the first measurement: a build running beside a measurement
+        # would take the cores it is timed on.
+        built_all = [job.result() for _, _, job in jobs]
+        results = []
+        for (knobs, lib, _), built in zip(jobs, built_all):
+            if "error" in built:
+                results.append({"knobs": knobs, "error": built["error"]})
+                continue
+            # The default schedule writes the reference the others are checked against.
+            is_default = knobs == task.default_knobs()
+            if not is_default and not os.path.exists(ref):
+                results.append(
+                    {"knobs": knobs, "error": "no reference result (the default schedule failed)"}
+                )
+                continue
+            out = run_candidate(lib, built, ref, self.timeout_s)
+            results.append({"knobs": knobs, **out})
+            try:
+                os.remove(lib)
+            except OSError:
+                pass
+        return results
+
+    def close(self) -> None:
+        self.pool.shutdown(wait=True, cancel_futures=True)
+        for name in os.listdir(self.scratch):
+            os.remove(os.path.join(self.scratch, name))
+        os.rmdir(self.scratch)

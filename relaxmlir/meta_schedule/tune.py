@@ -1,0 +1,187 @@
+"""The tuning loop (TVM MetaSchedule's `tune_tir` / `tune_relax`) and its task scheduler.
+
+Every task first gets its default schedule measured (the reference for correctness and the
+baseline). Then, round after round, the scheduler picks the task with the most to gain, its
+weight being its best time times its call count (the share of the model's run time it holds),
+discounted by the trials it already had, and measures a batch of proposals for it. Budgets:
+`max_trials_global` in all, `max_trials_per_task` each (default: the global budget spread over
+the tasks, at least 8). Records already in the database count: a rerun resumes.
+"""
+
+from __future__ import annotations
+
+import random
+import sys
+import time
+
+from relaxmlir.meta_schedule.database import JSONDatabase, knobs_id
+from relaxmlir.meta_schedule.measure import Measurer
+from relaxmlir.meta_schedule.search import CostModel, propose, space_size
+from relaxmlir.meta_schedule.task import Task, extract_tasks
+from relaxmlir.target import Target
+
+
+class Progress:
+    """One status line per run on a terminal (trials, best time and GFLOP/s per task, ETA);
+    silent when stderr is not a terminal."""
+
+    def __init__(self, total: int, enabled: bool | None = None):
+        self.total, self.done, self.start = total, 0, time.monotonic()
+        self.enabled = sys.stderr.isatty() if enabled is None else enabled
+
+    def update(self, task: Task, best_us: float | None, n: int) -> None:
+        self.done += n
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.start
+        eta = elapsed / max(self.done, 1) * max(self.total - self.done, 0)
+        best = f"{best_us:.1f} us, {task.flops / best_us / 1e3:.1f} GFLOP/s" if best_us else "-"
+        sys.stderr.write(
+            f"\rtuning {self.done}/{self.total} trials | {task.name}: best {best} | ETA {eta:.0f} s   "
+        )
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        if self.enabled:
+            sys.stderr.write("\n")
+
+
+def _as_target(target) -> Target:
+    if target is None:
+        return Target.current() or Target("llvm")
+    return target if isinstance(target, Target) else Target(target)
+
+
+def tune_tasks(
+    tasks: list[Task],
+    target: Target,
+    work_dir: str,
+    max_trials_global: int,
+    max_trials_per_task: int | None = None,
+    num_workers: int = 2,
+    timeout_s: float = 60.0,
+    seed: int = 0,
+    progress: bool | None = None,
+) -> JSONDatabase:
+    if not isinstance(max_trials_global, int) or max_trials_global < 1:
+        raise ValueError(
+            f"tuning: max_trials_global must be a positive int, got {max_trials_global!r}"
+        )
+    db = JSONDatabase(work_dir)
+    tstr = str(target)
+    if not tasks:
+        return db
+    per_task = max_trials_per_task or max(8, max_trials_global // len(tasks))
+    for t in tasks:
+        db.commit_workload(
+            t.key,
+            tstr,
+            name=t.name,
+            flops=t.flops,
+            knobs={k: v.to_dict() for k, v in t.space.items()},
+        )
+    budget = {t.key: min(per_task, space_size(t)) for t in tasks}
+    used = {t.key: len(db.records_of(t.key, tstr)) for t in tasks}
+    remaining_global = max_trials_global - sum(min(used[k], budget[k]) for k in used)
+    model = CostModel()
+    for t in tasks:
+        for r in db.records_of(t.key, tstr):
+            model.update(t, r["knobs"], r.get("median_us"))
+    rng = random.Random(seed)
+    measurer = Measurer(work_dir, num_workers, timeout_s)
+    bar = Progress(
+        max(0, min(remaining_global, sum(max(0, budget[k] - used[k]) for k in used))), progress
+    )
+    try:
+        # Round 0: the default schedules (reference and baseline).
+        for t in tasks:
+            if remaining_global <= 0:
+                break
+            if knobs_id(t.default_knobs()) in db.measured(t.key, tstr):
+                continue
+            _commit(db, model, t, tstr, measurer.measure(t, [t.default_knobs()], tstr))
+            used[t.key] += 1
+            remaining_global -= 1
+            best = db.best(t.key, tstr)
+            bar.update(t, best and best["median_us"], 1)
+        model.fit()
+        while remaining_global > 0:
+            open_tasks = [t for t in tasks if used[t.key] < budget[t.key] and db.best(t.key, tstr)]
+            if not open_tasks:
+                break
+            t = max(
+                open_tasks,
+                key=lambda t: db.best(t.key, tstr)["median_us"] * t.calls / (1 + used[t.key]),
+            )
+            n = min(max(2, num_workers * 2), budget[t.key] - used[t.key], remaining_global)
+            best_records = sorted(
+                (r for r in db.records_of(t.key, tstr) if r.get("median_us")),
+                key=lambda r: r["median_us"],
+            )
+            candidates = propose(
+                t, db.measured(t.key, tstr), [r["knobs"] for r in best_records], model, n, rng
+            )
+            if not candidates:
+                budget[t.key] = used[t.key]  # the space is exhausted
+                continue
+            _commit(db, model, t, tstr, measurer.measure(t, candidates, tstr))
+            used[t.key] += len(candidates)
+            remaining_global -= len(candidates)
+            model.fit()
+            best = db.best(t.key, tstr)
+            bar.update(t, best and best["median_us"], len(candidates))
+    finally:
+        bar.close()
+        measurer.close()
+    return db
+
+
+def _commit(
+    db: JSONDatabase, model: CostModel, task: Task, target: str, results: list[dict]
+) -> None:
+    for r in results:
+        rec = db.commit_record(task.key, target, r["knobs"], r.get("times_us", []), r.get("error"))
+        model.update(task, r["knobs"], rec["median_us"])
+
+
+def tune_tir(
+    mod,
+    target=None,
+    work_dir: str = "",
+    max_trials_global: int = 64,
+    max_trials_per_task: int | None = None,
+    num_workers: int = 2,
+    timeout_s: float = 60.0,
+    progress: bool | None = None,
+) -> JSONDatabase:
+    """Tune the kernels of `mod` (relax or already legalized) for `target` (default: the target
+    in scope, else the host) and record the measurements in `work_dir`."""
+    if not work_dir:
+        raise ValueError("tune_tir: give a work_dir for the tuning database")
+    tgt = _as_target(target)
+    tasks = extract_tasks(mod, tgt)
+    return tune_tasks(
+        tasks,
+        tgt,
+        work_dir,
+        max_trials_global,
+        max_trials_per_task,
+        num_workers,
+        timeout_s,
+        progress=progress,
+    )
+
+
+tune_relax = tune_tir  # a relax module is legalized first, as tune_tir does
+
+
+def apply_database(mod, work_dir: str, target=None):
+    """A copy of `mod` carrying the best knobs of `work_dir` for `target` (module attribute read
+    by the schedule pass); kernels without records keep their default schedule."""
+    from lowering.schedule.space import set_tuned_table
+
+    tgt = _as_target(target)
+    table = JSONDatabase(work_dir).best_knobs(str(tgt))
+    out = mod.clone()
+    set_tuned_table(out.module.operation, table)
+    return out
