@@ -440,6 +440,28 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
 CONV_ACCUMULATOR_SHARE = 0.75
 
 
+def conv_register_budget(info: OpInfo, opts: ScheduleOptions):
+    """(vector dim, row width, masked row, registers per row, filter dim, image-row dim,
+    accumulator registers) of a convolution's register tile: what the rule and its tuning space
+    share."""
+    out, w_dims = info.operand_dims[2], next(d for d in info.operand_dims[:2] if d is not None)
+    vec = out[-1]
+    lanes = opts.lanes
+    # One register per row: the widest exact divisor of the row up to one register (28 -> 14
+    # on AVX-512; no masks: a masked partial tile has dynamic sizes and its sums are not
+    # hoisted).
+    width = _divisor_tile(info.ranges[vec], lanes, 1)
+    masked = width < lanes // 2 and info.ranges[vec] > lanes  # e.g. 17: 16 + a masked 1
+    if masked:
+        width = lanes
+    image = [d for d in out[1:-1] if d not in w_dims]
+    filters = [d for d in out[:-1] if d in w_dims]
+    f_dim = max(filters, key=lambda d: info.ranges[d]) if filters else None
+    y_dim = max(image, key=lambda d: info.ranges[d]) if image else None
+    accumulators = int(opts.registers * CONV_ACCUMULATOR_SHARE)
+    return vec, width, masked, _ceil(width, lanes), f_dim, y_dim, accumulators
+
+
 @register_schedule("conv")
 class ConvSchedule(ScheduleRule):
     """Register tile = a block of filters x a block of image rows x the output's contiguous axis
@@ -451,31 +473,17 @@ class ConvSchedule(ScheduleRule):
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
         if info.element_type != "f32":
             return "conv-fallback"
-        out, w_dims = info.operand_dims[2], next(d for d in info.operand_dims[:2] if d is not None)
+        out = info.operand_dims[2]
         # A symbolic batch is fine: it is tiled by 1 (and split across threads by filters or
         # rows, never by the batch); any other symbolic size falls back.
         if any(r is None for d, r in enumerate(info.ranges) if d != out[0]):
             return "conv-fallback"
         nloops = len(info.ranges)
-        vec = out[-1]
-        lanes = opts.lanes
-        accumulators = int(opts.registers * CONV_ACCUMULATOR_SHARE)
-        # One register per row: the widest exact divisor of the row up to one register (28 -> 14
-        # on AVX-512; no masks: a masked partial tile has dynamic sizes and its sums are not
-        # hoisted).
-        width = _divisor_tile(info.ranges[vec], lanes, 1)
-        masked = width < lanes // 2 and info.ranges[vec] > lanes  # e.g. 17: 16 + a masked 1
-        if masked:
-            width = lanes
-        regs = _ceil(width, lanes)
+        vec, width, masked, regs, f_dim, y_dim, accumulators = conv_register_budget(info, opts)
         # Register tile: F filters x R image rows x the vector. Each step loads R * regs input
         # vectors and broadcasts F weights for F * R * regs FMAs: pick the block with the most
         # FMAs per load within the accumulator budget. LeNet at 1 thread: 28x28 layer 6 x 4 x 14 lanes
         # 160 -> 56 us (was 7 rows x 16 masked lanes); 10x10 layer 4 x 5 x 10: 147 -> 110 us.
-        image = [d for d in out[1:-1] if d not in w_dims]
-        filters = [d for d in out[:-1] if d in w_dims]
-        f_dim = max(filters, key=lambda d: info.ranges[d]) if filters else None
-        y_dim = max(image, key=lambda d: info.ranges[d]) if image else None
         best = (0.0, 1, 1)
         for f in _divisors(info.ranges[f_dim]) if f_dim is not None else [1]:
             for r in _divisors(info.ranges[y_dim]) if y_dim is not None else [1]:
@@ -484,6 +492,17 @@ class ConvSchedule(ScheduleRule):
                 score = f * r * regs / (r * regs + f)
                 best = max(best, (score, f, r))
         _, n_filters, rows = best
+        # Tuned register tile (space.py): 0 keeps the choice above.
+        tuned_f, tuned_r = int(opts.knob("conv.filters", 0)), int(opts.knob("conv.rows", 0))
+        if tuned_f or tuned_r:
+            n_filters, rows = tuned_f or n_filters, tuned_r or rows
+            f_size = info.ranges[f_dim] if f_dim is not None else 1
+            y_size = info.ranges[y_dim] if y_dim is not None else 1
+            if f_size % n_filters or y_size % rows or n_filters * rows * regs > accumulators:
+                raise ValueError(
+                    f"conv register tile {n_filters} filters x {rows} rows x {regs} registers does not "
+                    f"divide {f_size} x {y_size} or exceeds {accumulators} accumulators"
+                )
         blocks = ((f_dim, n_filters), (y_dim, rows))
         parallel = _conv_parallel_split(info, opts, out[0], (vec, f_dim, y_dim), blocks)
         if parallel is not None:

@@ -55,9 +55,26 @@ def _threads(opts: ScheduleOptions) -> list[Knob]:
     return [Knob("threads", (0, 1, cores), 0)] if cores > 1 else []
 
 
+def _conv(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
+    """The register tile (filters x image rows); 0 is the rule's own choice. Pairs that do not
+    fit the accumulators fail to build (recorded, not applied)."""
+    from lowering.schedule.matmul import _divisors, conv_register_budget
+
+    if info.element_type != "f32" or not info.static:
+        return []
+    _, _, _, regs, f_dim, y_dim, accumulators = conv_register_budget(info, opts)
+    out = []
+    for name, dim in (("conv.filters", f_dim), ("conv.rows", y_dim)):
+        if dim is not None:
+            fits = [d for d in _divisors(info.ranges[dim]) if d * regs <= accumulators]
+            out.append(Knob(name, (0, *fits[-6:]), 0))
+    return out
+
+
 # pattern -> the knobs its rule reads (besides the kernel-wide "threads").
 KNOB_TABLE: dict[str, Callable[[OpInfo, ScheduleOptions], list[Knob]]] = {
     "matmul": _matmul,
+    "conv": _conv,
 }
 
 
