@@ -157,6 +157,10 @@ def _external_libraries(mod: IRModule) -> list[str]:
 def _build_cuda(mod: IRModule, tgt: Target, infos: dict[str, FunctionInfo]) -> Executable:
     """The cuda row: lower, then link host code + PTX + the CUDA runtime into a library (no JIT:
     the library is what runs, here and on machines without MLIR)."""
+    import shutil
+    import tempfile
+    import weakref
+
     from lowering.export import ExportError
     from lowering.gpu.codegen import link_library
     from relaxmlir.runtime.library import load_module
@@ -170,13 +174,15 @@ def _build_cuda(mod: IRModule, tgt: Target, infos: dict[str, FunctionInfo]) -> E
             "builtin.module(" + ",".join(target_pipeline(tgt)) + ")",
             print_ir_after_all=os.environ.get("RELAXMLIR_PRINT_IR_AFTER_ALL", "") not in ("", "0"),
         )
-        path = link_library(mod.module, Executable(_NoCode(), infos, [], tgt, ()))
+        folder = tempfile.mkdtemp(prefix="relaxmlir-cuda-")
+        path = link_library(mod.module, Executable(_NoCode(), infos, [], tgt, ()), folder)
     except PassError as exc:
         raise BuildError(f"{exc.location}: error: {exc}") from None
     except (PipelineError, ExportError) as exc:
         raise BuildError(str(exc)) from None
     ex = load_module(path)
     ex.lowered = mod.module  # `as_text()` of the library is its metadata; this is the IR
+    weakref.finalize(ex, shutil.rmtree, folder, True)  # the mapped library outlives its file
     return ex
 
 
