@@ -270,11 +270,17 @@ def fingerprint() -> str:
     """A digest of the strategy table (which functions, at which levels, with which code): part
     of the compile-cache key, so registering a strategy never reuses a build made without it."""
     import hashlib
+    import re
+
+    def stable(text: str) -> bytes:
+        # reprs of nested code objects and plain objects carry memory addresses: a key with
+        # them differs in every process and the persistent cache never hits
+        return re.sub(r" at 0x[0-9a-fA-F]+", "", text).encode()
 
     h = hashlib.sha256()
     for (op, kind), entries in sorted(STRATEGIES.items()):
         for level, fn in entries:
             code = getattr(fn, "__code__", None)
-            body = code.co_code + repr(code.co_consts).encode() if code is not None else repr(fn).encode()
+            body = code.co_code + stable(repr(code.co_consts)) if code is not None else stable(repr(fn))
             h.update(f"{op}|{kind}|{level}|{getattr(fn, '__qualname__', '')}|".encode() + body)
     return h.hexdigest()[:16]
