@@ -47,7 +47,9 @@ def _mlp(batch: int):
     from torch import nn
 
     torch.manual_seed(0)
-    model = nn.Sequential(nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10))
+    model = nn.Sequential(
+        nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10)
+    )
     x = torch.randn(batch, 784, generator=torch.Generator().manual_seed(0))
     return model.eval(), [x], 2 * batch * (784 * 1024 + 1024 * 1024 + 1024 * 10)
 
@@ -61,10 +63,22 @@ def _bert_base(seq: int = 128, batch: int = 1):
     class Bert(nn.Module):
         def __init__(self, vocab=30522, d=768, heads=12, ffn=3072, layers=12, max_len=512):
             super().__init__()
-            self.tok, self.pos, self.typ = nn.Embedding(vocab, d), nn.Embedding(max_len, d), nn.Embedding(2, d)
+            self.tok, self.pos, self.typ = (
+                nn.Embedding(vocab, d),
+                nn.Embedding(max_len, d),
+                nn.Embedding(2, d),
+            )
             self.norm = nn.LayerNorm(d, eps=1e-12)
             self.layers = nn.ModuleList(
-                nn.TransformerEncoderLayer(d, heads, ffn, dropout=0.0, activation="gelu", batch_first=True, layer_norm_eps=1e-12)
+                nn.TransformerEncoderLayer(
+                    d,
+                    heads,
+                    ffn,
+                    dropout=0.0,
+                    activation="gelu",
+                    batch_first=True,
+                    layer_norm_eps=1e-12,
+                )
                 for _ in range(layers)
             )
 
@@ -142,8 +156,15 @@ def export(out: Path, names: list[str], target: str) -> None:
                 assemble(ptx, ex.target.arch, ptxas)
         manifest[name] = {"params": list(params), "inputs": len(inputs), "target": str(ex.target)}
         manifest_path.write_text(json.dumps(manifest, indent=1))
-        checked = f", ptxas -arch={ex.target.arch} accepts all" if ptxas else " (ptxas not found: unchecked)"
-        print(f"{name}: built for {target} in {time.perf_counter() - start:.1f} s, {len(kernels)} kernels{checked}", flush=True)
+        checked = (
+            f", ptxas -arch={ex.target.arch} accepts all"
+            if ptxas
+            else " (ptxas not found: unchecked)"
+        )
+        print(
+            f"{name}: built for {target} in {time.perf_counter() - start:.1f} s, {len(kernels)} kernels{checked}",
+            flush=True,
+        )
 
 
 # -- run (numpy, torch and relaxmlir.runtime only) ---------------------------------------------------
@@ -243,7 +264,9 @@ def write_results(rows: list[dict], path: Path) -> None:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     sub = parser.add_subparsers(dest="command", required=True)
     ex = sub.add_parser("export", help="build the libraries (needs MLIR)")
     ex.add_argument("--out", type=Path, default=ROOT / "gpu_libs")

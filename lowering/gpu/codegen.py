@@ -66,7 +66,9 @@ def assemble(ptx: str, arch: str, ptxas: str | None = None) -> None:
     """Assemble `ptx` for `arch` with ptxas (output discarded); PtxasError if it fails."""
     ptxas = ptxas or find_ptxas()
     if ptxas is None:
-        raise FileNotFoundError("ptxas not found (PATH, $CUDA_HOME, /usr/local/cuda, pip install relaxmlir[cuda])")
+        raise FileNotFoundError(
+            "ptxas not found (PATH, $CUDA_HOME, /usr/local/cuda, pip install relaxmlir[cuda])"
+        )
     with tempfile.TemporaryDirectory(prefix="relaxmlir-ptxas-") as tmp:
         src = os.path.join(tmp, "kernel.ptx")
         with open(src, "w", encoding="utf-8") as f:

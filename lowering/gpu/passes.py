@@ -9,7 +9,7 @@ from mlir.dialects import arith, gpu, linalg, llvm, memref
 
 from lowering.gpu.schedule import BLOCK_DIMS_ATTR, prim_funcs
 from lowering.registry import PassError, register_pass
-from lowering.schedule.common import SCRIPT_ERRORS, Script, apply_script
+from lowering.schedule.common import SCHEDULE_ATTR, SCRIPT_ERRORS, Script, apply_script
 
 CONSTANT_FN = "relaxmlir_cuda_constant"  # cuda_runtime.c: host pointer -> device copy (cached)
 CONSTANTS_ATTR = "relax.gpu_constants"  # on the module: constant global -> bytes
@@ -63,8 +63,12 @@ def private_buffers():
 def _threads_script(dims: list[int]) -> Script:
     s = Script()
     launch = s.fresh("launch")
-    s.emit(f'{launch} = transform.structured.match ops{{["gpu.launch"]}} in {s.func} : ({s.ANY}) -> {s.ANY}')
-    s.emit(f"transform.gpu.map_nested_forall_to_threads {launch} block_dims = {list(dims)} : ({s.ANY}) -> {s.ANY}")
+    s.emit(
+        f'{launch} = transform.structured.match ops{{["gpu.launch"]}} in {s.func} : ({s.ANY}) -> {s.ANY}'
+    )
+    s.emit(
+        f"transform.gpu.map_nested_forall_to_threads {launch} block_dims = {list(dims)} : ({s.ANY}) -> {s.ANY}"
+    )
     return s
 
 
@@ -79,9 +83,13 @@ def launch_for_blocks(forall: ir.Operation, dims: list[int]) -> None:
     mapping = [str(a) for a in ir.ArrayAttr(forall.attributes["mapping"])]
     axes = [_BLOCK_AXIS.get(m) for m in mapping]
     if None in axes or len(set(axes)) != len(axes):
-        raise PassError(f"relax-gpu-map: expected a forall mapped to distinct block axes, got {mapping}", forall)
+        raise PassError(
+            f"relax-gpu-map: expected a forall mapped to distinct block axes, got {mapping}", forall
+        )
     if len(op.results):
-        raise PassError("relax-gpu-map: a block forall still returns tensors (not bufferized)", forall)
+        raise PassError(
+            "relax-gpu-map: a block forall still returns tensors (not bufferized)", forall
+        )
     static_lb, static_ub = list(op.staticLowerBound), list(op.staticUpperBound)
     static_step = list(op.staticStep)
     if any(v != 0 for v in static_lb) or any(v != 1 for v in static_step):
@@ -116,8 +124,59 @@ def launch_for_blocks(forall: ir.Operation, dims: list[int]) -> None:
     forall.erase()
 
 
+def _copies_to_linalg(func_op: ir.Operation) -> None:
+    """Copies inside kernels (bufferized inserts, pads) become loops with the linalg ops (a
+    memref.copy would call the host's memrefCopy)."""
+    for copy in _walk(func_op, ("memref.copy",)):
+        if _inside(copy, ("gpu.launch",)):
+            with copy.location, ir.InsertionPoint(copy):
+                linalg.copy(copy.operands[0], outs=[copy.operands[1]])
+            copy.erase()
+
+
+def _is_serial(func_op: ir.Operation) -> bool:
+    if SCHEDULE_ATTR not in func_op.attributes:
+        return False
+    names = [ir.StringAttr(a).value for a in ir.ArrayAttr(func_op.attributes[SCHEDULE_ATTR])]
+    return names == ["serial"]
+
+
+def _launch_serial(func_op: ir.Operation) -> None:
+    """The whole body of a "serial" kernel in one 1x1x1 gpu.launch; its buffers become the
+    thread's own (allocas: one thread uses them)."""
+    block = func_op.regions[0].blocks[0]
+    ops = [op.operation for op in block.operations]
+    terminator = ops[-1]
+    if len(terminator.operands):
+        raise PassError("relax-gpu-map: a serial kernel still returns values", func_op)
+    with func_op.location, ir.InsertionPoint(terminator):
+        index = ir.IndexType.get()
+        one = arith.ConstantOp(index, 1).result
+        launch = gpu.LaunchOp((one, one, one), (one, one, one))
+        with ir.InsertionPoint(launch.regions[0].blocks[0]):
+            end = gpu.TerminatorOp()
+    for op in ops[:-1]:
+        op.move_before(end)
+    for alloc in _walk(launch, ("memref.alloc",)):
+        with alloc.location:
+            new = memref.AllocaOp(
+                ir.MemRefType(alloc.results[0].type),
+                list(alloc.operands),
+                [],
+                ip=ir.InsertionPoint(alloc),
+            )
+        alloc.results[0].replace_all_uses_with(new.result)
+        alloc.erase()
+    for dealloc in _walk(launch, ("memref.dealloc",)):
+        dealloc.erase()
+
+
 def _top_level_foralls(func_op: ir.Operation) -> list[ir.Operation]:
-    return [op.operation for op in func_op.regions[0].blocks[0].operations if op.operation.name == "scf.forall"]
+    return [
+        op.operation
+        for op in func_op.regions[0].blocks[0].operations
+        if op.operation.name == "scf.forall"
+    ]
 
 
 @register_pass(
@@ -136,6 +195,10 @@ def map_to_gpu():
                     )
                 continue
             dims = list(ir.DenseI64ArrayAttr(func_op.attributes[BLOCK_DIMS_ATTR]))
+            if _is_serial(func_op):
+                _launch_serial(func_op)
+                _copies_to_linalg(func_op)
+                continue
             # Each top-level forall becomes its own launch (unfused kernels: one per op).
             for forall in _top_level_foralls(func_op):
                 launch_for_blocks(forall, dims)
@@ -143,12 +206,7 @@ def map_to_gpu():
                 apply_script(func_op, _threads_script(dims))
             except SCRIPT_ERRORS as exc:
                 raise PassError(f"relax-gpu-map: {exc}", func_op) from exc
-            # Copies inside kernels (bufferized inserts, pads) become loops with the linalg ops.
-            for copy in _walk(func_op, ("memref.copy",)):
-                if _inside(copy, ("gpu.launch",)):
-                    with copy.location, ir.InsertionPoint(copy):
-                        linalg.copy(copy.operands[0], outs=[copy.operands[1]])
-                    copy.erase()
+            _copies_to_linalg(func_op)
             leftover = [
                 op.operation.name
                 for op in func_op.regions[0].blocks[0].operations
@@ -164,7 +222,11 @@ def map_to_gpu():
 
 
 def _host_ops(module_op: ir.Operation, names: tuple[str, ...]) -> list[ir.Operation]:
-    return [op for op in _walk(module_op, names) if not _inside(op, ("gpu.module", "gpu.launch", "gpu.func"))]
+    return [
+        op
+        for op in _walk(module_op, names)
+        if not _inside(op, ("gpu.module", "gpu.launch", "gpu.func"))
+    ]
 
 
 def _contiguous(mtype: ir.MemRefType) -> bool:
@@ -203,7 +265,9 @@ def host_memory():
                     src, dst = op.operands[0], op.operands[1]
                     for v in (src, dst):
                         if not _contiguous(ir.MemRefType(v.type)):
-                            raise PassError("relax-gpu-host-memory: a strided host copy has no device form", op)
+                            raise PassError(
+                                "relax-gpu-host-memory: a strided host copy has no device form", op
+                            )
                     done = gpu.MemcpyOp(token, [start], dst, src).result
                 gpu.WaitOp(None, [done])
             op.erase()
@@ -229,7 +293,9 @@ def record_constants():
             for s in mtype.shape:
                 count *= s
             name = ir.StringAttr(op.attributes["sym_name"]).value
-            sizes[name] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), (count * bits + 7) // 8)
+            sizes[name] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), (count * bits + 7) // 8
+            )
         if sizes:
             module_op.attributes[CONSTANTS_ATTR] = ir.DictAttr.get(sizes)
 
@@ -245,7 +311,10 @@ def device_constants():
     def run(module_op: ir.Operation) -> None:
         if CONSTANTS_ATTR not in module_op.attributes:
             return
-        sizes = {a.name: ir.IntegerAttr(a.attr).value for a in ir.DictAttr(module_op.attributes[CONSTANTS_ATTR])}
+        sizes = {
+            a.name: ir.IntegerAttr(a.attr).value
+            for a in ir.DictAttr(module_op.attributes[CONSTANTS_ATTR])
+        }
         del module_op.attributes[CONSTANTS_ATTR]
         uses = [
             op
@@ -257,7 +326,9 @@ def device_constants():
         ptr = llvm.PointerType.get()
         i64 = ir.IntegerType.get_signless(64)
         body = module_op.regions[0].blocks[0]
-        decl = ir.Operation.parse(f"llvm.func @{CONSTANT_FN}(!llvm.ptr, i64) -> !llvm.ptr", context=module_op.context)
+        decl = ir.Operation.parse(
+            f"llvm.func @{CONSTANT_FN}(!llvm.ptr, i64) -> !llvm.ptr", context=module_op.context
+        )
         body.append(decl)
         for op in uses:
             name = ir.FlatSymbolRefAttr(op.attributes["global_name"]).value

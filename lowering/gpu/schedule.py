@@ -14,7 +14,8 @@ Which rule applies (`pick_rule`): any matmul among the ops -> Matmul (GEMV when 
 a reduction root -> Reduction, an elementwise root fed by a reduction -> GeneralReduction
 (softmax, layer norm: one block per row), anything else -> Fallback (one thread per element,
 thread x along the contiguous axis). When fusion fails (ops that are not producers of the root),
-every op gets its own Fallback kernel (launched in order on one stream).
+every op gets its own Fallback kernel (launched in order on one stream). A function with a scalar
+result (a full reduction) runs on a single thread ("serial").
 """
 
 from __future__ import annotations
@@ -108,20 +109,24 @@ def _parallel_axes(info: OpInfo) -> list[int]:
     return list(info.operand_dims[-1] or [])
 
 
-def _tiles(info: OpInfo, rule: GpuRule) -> tuple[list[int], list[int], list[str], list[str], list[int]]:
+def _tiles(
+    info: OpInfo, rule: GpuRule
+) -> tuple[list[int], list[int], list[str], list[str], list[int]]:
     """Block tile sizes, thread counts (per loop of the root), their mappings and the block size."""
     loops = len(info.iterators)
     axes = _parallel_axes(info)
     block = [0] * loops
     threads = [0] * loops
     inner = axes[-2:]  # the two axes a block tiles
-    outer = axes[: len(axes) - len(inner)][-(MAX_BLOCK_AXES - len(inner)):] if len(axes) > 2 else []
+    outer = (
+        axes[: len(axes) - len(inner)][-(MAX_BLOCK_AXES - len(inner)) :] if len(axes) > 2 else []
+    )
     for d in outer:
         block[d] = 1
     rows, cols = rule.block_tile
     trows, tcols = rule.thread_tile
-    sizes = [rows, cols][-len(inner):] if inner else []
-    per_thread = [trows, tcols][-len(inner):] if inner else []
+    sizes = [rows, cols][-len(inner) :] if inner else []
+    per_thread = [trows, tcols][-len(inner) :] if inner else []
     for d, size, t in zip(inner, sizes, per_thread):
         extent = info.ranges[d]
         if rule.row_per_block and d == inner[-1]:
@@ -212,7 +217,9 @@ def _generalize(func_op: ir.Operation) -> None:
     op's loops and maps."""
     s = Script()
     ops = s.fresh("named")
-    s.emit(f"{ops} = transform.structured.match interface{{LinalgOp}} in {s.func} : ({s.ANY}) -> {s.ANY}")
+    s.emit(
+        f"{ops} = transform.structured.match interface{{LinalgOp}} in {s.func} : ({s.ANY}) -> {s.ANY}"
+    )
     s.emit(f"transform.structured.generalize {ops} : ({s.ANY}) -> {s.ANY}")
     apply_script(func_op, s)
 
@@ -226,6 +233,11 @@ def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[
     i64 = ir.IntegerType.get_signless(64, func_op.context)
     for tag, op in enumerate(ops):
         op.attributes[SCHED_ID_ATTR] = ir.IntegerAttr.get(i64, tag)
+    if any(not (i.operand_dims[-1] if i.operand_dims else []) for i in infos):
+        # A scalar result (a full reduction) has no parallel axis to spread: the whole function
+        # runs as one thread (relax-gpu-map wraps it in a 1x1x1 launch). Correct, not fast.
+        _untag(func_op)
+        return ("serial", [1, 1, 1]) if "fallback" in enabled else ("", [])
     s = Script()
     handles = [s.match_tagged(tag) for tag in range(len(ops))]
     if fuse:
@@ -289,7 +301,11 @@ def schedule_module(module_op: ir.Operation, target: Target, enabled=DEFAULT_RUL
     },
 )
 def schedule_gpu(target: str = "", rules: str = ""):
-    tgt = target_option(target, "relax-schedule-gpu") if target else (Target.current() or Target("cuda"))
+    tgt = (
+        target_option(target, "relax-schedule-gpu")
+        if target
+        else (Target.current() or Target("cuda"))
+    )
     if tgt.kind != "cuda":
         raise PassError(f"relax-schedule-gpu: expected a cuda target, got ({tgt})")
     enabled = tuple(r.strip() for r in rules.split(",") if r.strip()) or DEFAULT_RULES

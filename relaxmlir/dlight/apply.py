@@ -26,7 +26,9 @@ def ApplyDefaultSchedule(*rules: ScheduleRule) -> Pass:
     def run(mod) -> None:
         target = Target.current()
         if target is None:
-            raise ValueError("ApplyDefaultSchedule: no target in scope: use `with rm.target.Target(...):`")
+            raise ValueError(
+                "ApplyDefaultSchedule: no target in scope: use `with rm.target.Target(...):`"
+            )
         wrong = [r for r in rules if r.kind != target.kind]
         if wrong:
             raise ValueError(

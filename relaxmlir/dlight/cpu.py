@@ -27,9 +27,13 @@ Matmul = _rule("matmul", "Matmul: packed panels, register micro-tiles, cache til
 GEMV = _rule("gemv", "GEMV: the matmul rule, whose tiles follow the row count (1-row panels)")
 Conv = _rule("conv", "Conv: direct convolution, vectorized over output width and channels")
 Reduction = _rule("reduction", "Reduction: vectorized reductions along the innermost axis")
-GeneralReduction = _rule("general_reduction", "GeneralReduction: reductions and their elementwise users")
+GeneralReduction = _rule(
+    "general_reduction", "GeneralReduction: reductions and their elementwise users"
+)
 Elementwise = _rule("elementwise", "Elementwise: vectorized, split across threads when large")
-Fallback = _rule("fallback", "Fallback: elementwise, conv and irregular ops (naive loops for those)")
+Fallback = _rule(
+    "fallback", "Fallback: elementwise, conv and irregular ops (naive loops for those)"
+)
 
 # Rule -> the op patterns of the CPU table (lowering/schedule) it covers.
 PATTERNS = {

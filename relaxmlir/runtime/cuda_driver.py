@@ -75,12 +75,17 @@ class Driver:
                 raise CudaError(f"no CUDA device {device.device_id}: this machine has {count}")
             ordinal, ctx = ctypes.c_int(), ctypes.c_void_p()
             self.check(self.lib.cuDeviceGet(ctypes.byref(ordinal), device.device_id), "cuDeviceGet")
-            self.check(self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), ordinal), "cuDevicePrimaryCtxRetain")
+            self.check(
+                self.lib.cuDevicePrimaryCtxRetain(ctypes.byref(ctx), ordinal),
+                "cuDevicePrimaryCtxRetain",
+            )
             self._contexts[device.device_id] = ctx.value
         current = ctypes.c_void_p()
         self.check(self.lib.cuCtxGetCurrent(ctypes.byref(current)), "cuCtxGetCurrent")
         if current.value != self._contexts[device.device_id]:
-            self.check(self.lib.cuCtxSetCurrent(self._contexts[device.device_id]), "cuCtxSetCurrent")
+            self.check(
+                self.lib.cuCtxSetCurrent(self._contexts[device.device_id]), "cuCtxSetCurrent"
+            )
 
     def alloc(self, nbytes: int) -> int:
         ptr = ctypes.c_uint64()
@@ -248,15 +253,25 @@ class DLManagedTensor(ctypes.Structure):
 
 
 _DELETER = ctypes.CFUNCTYPE(None, ctypes.POINTER(DLManagedTensor))
-DLManagedTensor._fields_ = [("dl_tensor", DLTensor), ("manager_ctx", ctypes.c_void_p), ("deleter", _DELETER)]
+DLManagedTensor._fields_ = [
+    ("dl_tensor", DLTensor),
+    ("manager_ctx", ctypes.c_void_p),
+    ("deleter", _DELETER),
+]
 
 _DL_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLBool
 _CAPSULE_NEW = ctypes.pythonapi.PyCapsule_New
-_CAPSULE_NEW.restype, _CAPSULE_NEW.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p]
+_CAPSULE_NEW.restype, _CAPSULE_NEW.argtypes = (
+    ctypes.py_object,
+    [ctypes.c_void_p, ctypes.c_char_p, ctypes.c_void_p],
+)
 _CAPSULE_PTR = ctypes.pythonapi.PyCapsule_GetPointer
 _CAPSULE_PTR.restype, _CAPSULE_PTR.argtypes = ctypes.c_void_p, [ctypes.py_object, ctypes.c_char_p]
 _CAPSULE_RENAME = ctypes.pythonapi.PyCapsule_SetName
-_CAPSULE_RENAME.restype, _CAPSULE_RENAME.argtypes = ctypes.c_int, [ctypes.py_object, ctypes.c_char_p]
+_CAPSULE_RENAME.restype, _CAPSULE_RENAME.argtypes = (
+    ctypes.c_int,
+    [ctypes.py_object, ctypes.c_char_p],
+)
 _EXPORTED: dict[int, tuple] = {}  # manager_ctx id -> what the consumer's tensor keeps alive
 
 
@@ -290,12 +305,16 @@ def from_dlpack_capsule(capsule: Any, producer: Any) -> tuple[DeviceData, Device
     shape = tuple(t.shape[i] for i in range(t.ndim))
     codes = {v: k for k, v in _DL_CODES.items()}
     if t.dtype.lanes != 1 or t.dtype.code not in codes:
-        raise TypeError(f"from_dlpack: unsupported DLPack dtype (code {t.dtype.code}, {t.dtype.bits} bits)")
+        raise TypeError(
+            f"from_dlpack: unsupported DLPack dtype (code {t.dtype.code}, {t.dtype.bits} bits)"
+        )
     dtype = np.dtype("bool" if t.dtype.code == 6 else f"{codes[t.dtype.code]}{t.dtype.bits // 8}")
     if t.strides:
         strides = tuple(t.strides[i] for i in range(t.ndim))
         if strides != sh_contiguous(shape):
-            raise ValueError(f"from_dlpack: a strided CUDA tensor (strides {strides}) must be made contiguous first")
+            raise ValueError(
+                f"from_dlpack: a strided CUDA tensor (strides {strides}) must be made contiguous first"
+            )
     _CAPSULE_RENAME(capsule, b"used_dltensor")
     keep = _ConsumedCapsule(address, producer)
     data = DeviceData(t.data + t.byte_offset, shape, dtype, keep)

@@ -20,17 +20,23 @@ def _device_data(value: Any, device: Device, what: str) -> DeviceData:
     """The device memory of an argument, which must already live on `device`."""
     if isinstance(value, NDArray):
         if value.device != device:
-            raise TypeError(f"{what} is on {value.device}, the VM runs on {device}: copy it with rm.nd.array(x, {device!r})")
+            raise TypeError(
+                f"{what} is on {value.device}, the VM runs on {device}: copy it with rm.nd.array(x, {device!r})"
+            )
         return value._cuda
     if hasattr(value, "data_ptr") and hasattr(value, "is_cuda"):  # torch.Tensor, shared
         if not value.is_cuda or value.device.index != device.device_id:
-            raise TypeError(f"{what} is a torch tensor on {value.device}, the VM runs on {device}: move it with .to('cuda:{device.device_id}')")
+            raise TypeError(
+                f"{what} is a torch tensor on {value.device}, the VM runs on {device}: move it with .to('cuda:{device.device_id}')"
+            )
         if not value.is_contiguous():
             raise ValueError(f"{what} must be contiguous (call .contiguous())")
         dtype = np_dtype(str(value.dtype).replace("torch.", ""))
         return DeviceData(value.data_ptr(), tuple(value.shape), dtype, value)
     kind = "a numpy array" if isinstance(value, np.ndarray) else type(value).__name__
-    raise TypeError(f"{what} is {kind} in host memory, the VM runs on {device}: copy it with rm.nd.array(x, {device!r})")
+    raise TypeError(
+        f"{what} is {kind} in host memory, the VM runs on {device}: copy it with rm.nd.array(x, {device!r})"
+    )
 
 
 class CudaEntryPoint:
@@ -46,7 +52,10 @@ class CudaEntryPoint:
         self._set_device = lib.relaxmlir_cuda_set_device
         self._set_device.argtypes = [ctypes.c_int]
         self._take_error = lib.relaxmlir_cuda_take_error
-        self._take_error.argtypes, self._take_error.restype = [ctypes.c_char_p, ctypes.c_int], ctypes.c_int
+        self._take_error.argtypes, self._take_error.restype = (
+            [ctypes.c_char_p, ctypes.c_int],
+            ctypes.c_int,
+        )
         self.slots = [memref_abi.ArgSlot(len(s.shape)) for s in info.params + info.results]
         self.packed = memref_abi.packed_args(self.slots)
         self.dtypes = [np_dtype(s.dtype) for s in info.params + info.results]
@@ -59,7 +68,9 @@ class CudaEntryPoint:
         dps = info.destination_passing
         specs = info.params + (info.results if dps else [])
         if len(args) != len(specs):
-            raise TypeError(self._error(f"{info.name}() takes {len(specs)} argument(s), got {len(args)}"))
+            raise TypeError(
+                self._error(f"{info.name}() takes {len(specs)} argument(s), got {len(args)}")
+            )
         env: dict[str, int] = {}
         datas = []
         for i, (arg, spec, dtype) in enumerate(zip(args, specs, self.dtypes)):
@@ -76,7 +87,9 @@ class CudaEntryPoint:
         outs = []
         if not dps:
             for spec, dtype in zip(info.results, self.dtypes[len(info.params) :]):
-                shape = tuple(sh.evaluate(d, env) if not isinstance(d, int) else d for d in spec.shape)
+                shape = tuple(
+                    sh.evaluate(d, env) if not isinstance(d, int) else d for d in spec.shape
+                )
                 data = empty(shape, dtype, self.device)
                 outs.append(NDArray.on_device(data, self.device))
                 datas.append(data)

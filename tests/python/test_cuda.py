@@ -34,7 +34,9 @@ def elementwise(shape=(64, 1000)) -> rm.IRModule:
     x = relax.Var("x", relax.TensorStructInfo(shape, "float32"))
 
     def act(a):
-        return te.compute(a.shape, lambda *i: te.exp(a(*i)) + te.tanh(a(*i)) + te.erf(a(*i)), name="act")
+        return te.compute(
+            a.shape, lambda *i: te.exp(a(*i)) + te.tanh(a(*i)) + te.erf(a(*i)), name="act"
+        )
 
     bb = relax.BlockBuilder()
     with bb.function("main", [x]):
@@ -102,6 +104,18 @@ def test_matmul_rule_picks_register_tiles():
     assert "relax.gpu_block_dims = array<i64: 16, 16, 1>" in str(ex.lowered)
 
 
+def test_scalar_result_is_one_thread_kernel():
+    x = relax.Var("x", relax.TensorStructInfo((30, 40), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.sum(x))
+        bb.emit_func_output(out)
+    ex = relax.build(bb.get(), target="cuda")
+    assert schedules(ex) == {"serial"}
+    check_ptx(ex)
+
+
 def test_packed_functions_are_refused():
     from mlp_models import mlp as make
 
@@ -125,7 +139,10 @@ def test_ptxas_rejects_bad_ptx():
     from lowering.gpu.codegen import PtxasError
 
     with pytest.raises(PtxasError, match="ptxas -arch=sm_90 failed"):
-        assemble(".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus; }\n", "sm_90")
+        assemble(
+            ".version 8.0\n.target sm_90\n.address_size 64\n.visible .entry k() { bogus; }\n",
+            "sm_90",
+        )
 
 
 def test_constants_are_read_through_device_copies():
@@ -157,9 +174,13 @@ def test_find_ptxas_search_order(tmp_path, monkeypatch):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("PATH", str(tmp_path / "empty"))
     real_isfile = os.path.isfile
-    monkeypatch.setattr(os.path, "isfile", lambda p: not p.startswith("/usr/local/cuda") and real_isfile(p))
+    monkeypatch.setattr(
+        os.path, "isfile", lambda p: not p.startswith("/usr/local/cuda") and real_isfile(p)
+    )
     wheel = fake(tmp_path / "site" / "nvidia" / "cu13" / "bin" / "ptxas")
-    monkeypatch.setattr(sys, "path", [str(tmp_path / "site"), *[p for p in sys.path if "nvidia" not in p]])
+    monkeypatch.setattr(
+        sys, "path", [str(tmp_path / "site"), *[p for p in sys.path if "nvidia" not in p]]
+    )
     for name in [m for m in sys.modules if m == "nvidia" or m.startswith("nvidia.")]:
         monkeypatch.delitem(sys.modules, name)
     assert codegen.find_ptxas() == wheel

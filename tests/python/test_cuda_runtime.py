@@ -25,7 +25,9 @@ no_gpu_only = pytest.mark.skipif(HAS_GPU, reason="checks the behaviour without a
 
 def fake_device_array(ptr: int, shape: tuple, dtype, device) -> rm.nd.NDArray:
     """An NDArray over a made-up device pointer: never dereferenced by these tests."""
-    return rm.nd.NDArray.on_device(cuda_driver.DeviceData(ptr, shape, np.dtype(dtype), None), device)
+    return rm.nd.NDArray.on_device(
+        cuda_driver.DeviceData(ptr, shape, np.dtype(dtype), None), device
+    )
 
 
 @pytest.fixture(scope="module")
@@ -41,7 +43,9 @@ def test_cuda_device():
 
 @no_gpu_only
 def test_device_arrays_need_the_driver():
-    with pytest.raises(cuda_driver.CudaError, match=r"cannot load the CUDA driver \(libcuda.so.1\)"):
+    with pytest.raises(
+        cuda_driver.CudaError, match=r"cannot load the CUDA driver \(libcuda.so.1\)"
+    ):
         rm.nd.array(np.ones(3, "float32"), rm.cuda(0))
     with pytest.raises(cuda_driver.CudaError, match="CUDA is not available"):
         rm.nd.empty((2, 2), "float32", rm.cuda(0))
@@ -52,9 +56,14 @@ def test_vm_checks_the_device(mlp_cuda):
         relax.VirtualMachine(mlp_cuda, rm.cpu())
     vm = relax.VirtualMachine(mlp_cuda, rm.cuda(0))
     x = np.ones((4, 784), "float32")
-    with pytest.raises(TypeError, match=r"argument 0 \('x'\) is a numpy array in host memory, the VM runs on cuda\(0\)"):
+    with pytest.raises(
+        TypeError,
+        match=r"argument 0 \('x'\) is a numpy array in host memory, the VM runs on cuda\(0\)",
+    ):
         vm["main"](x)
-    with pytest.raises(TypeError, match=r"argument 0 \('x'\) is on cpu\(0\), the VM runs on cuda\(0\)"):
+    with pytest.raises(
+        TypeError, match=r"argument 0 \('x'\) is on cpu\(0\), the VM runs on cuda\(0\)"
+    ):
         vm["main"](rm.nd.array(x))
     with pytest.raises(TypeError, match=r"main\(\) takes 1 argument"):
         vm["main"]()
@@ -62,7 +71,9 @@ def test_vm_checks_the_device(mlp_cuda):
 
 def test_cpu_vm_refuses_device_arrays():
     ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="llvm")
-    symbolic = relax.build(relax.transform.BindParams("main", params())(mlp("tir", "n")), target="llvm")
+    symbolic = relax.build(
+        relax.transform.BindParams("main", params())(mlp("tir", "n")), target="llvm"
+    )
     fake = fake_device_array(0x1000, (4, 784), np.float32, rm.cuda(0))
     with pytest.raises(TypeError, match=r"an array on cuda\(0\) has no host view"):
         relax.VirtualMachine(ex, rm.cpu())["main"](fake)
@@ -81,7 +92,12 @@ def test_dlpack_capsule_round_trip():
     before = len(cuda_driver._EXPORTED)
     data, device = cuda_driver.from_dlpack_capsule(capsule, None)
     view = rm.nd.NDArray.on_device(data, device)
-    assert (view._cuda.ptr, view.shape, view.dtype, view.device) == (0xABC000, (3, 5), "float16", rm.cuda(1))
+    assert (view._cuda.ptr, view.shape, view.dtype, view.device) == (
+        0xABC000,
+        (3, 5),
+        "float16",
+        rm.cuda(1),
+    )
     del data
     del view
     assert len(cuda_driver._EXPORTED) == before - 1
@@ -93,7 +109,9 @@ def _undefined_symbols(path: str) -> set[str]:
     nm = shutil.which("nm")
     if nm is None:
         pytest.skip("nm not found")
-    out = subprocess.run([nm, "-D", "--undefined-only", path], capture_output=True, text=True, check=True)
+    out = subprocess.run(
+        [nm, "-D", "--undefined-only", path], capture_output=True, text=True, check=True
+    )
     return {line.split()[-1].split("@")[0] for line in out.stdout.splitlines() if line.strip()}
 
 
@@ -177,7 +195,9 @@ def test_torch_cuda_tensors_zero_copy(mlp_cuda):
     out = vm["main"](x)  # a torch CUDA tensor in, on torch's current stream
     back = torch.from_dlpack(out)  # zero copy out
     assert back.is_cuda and back.data_ptr() == out._cuda.ptr
-    np.testing.assert_allclose(back.cpu().numpy(), reference(x.cpu().numpy(), p), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        back.cpu().numpy(), reference(x.cpu().numpy(), p), rtol=1e-4, atol=1e-4
+    )
     view = rm.nd.from_dlpack(x)
     assert view._cuda.ptr == x.data_ptr()
     np.testing.assert_array_equal(view.numpy(), x.cpu().numpy())
@@ -200,14 +220,18 @@ def test_models_on_gpu_match_torch():
         want = model(*args)
         want = want if isinstance(want, tuple) else (want,)
         for g, w in zip(got, want):
-            np.testing.assert_allclose(g.numpy(), w.detach().numpy(), rtol=1e-3, atol=1e-3, err_msg=name)
+            np.testing.assert_allclose(
+                g.numpy(), w.detach().numpy(), rtol=1e-3, atol=1e-3, err_msg=name
+            )
 
 
 def test_recorded_runtime_errors_are_raised():
     from relaxmlir.runtime.cuda_entry import raise_pending
 
     def take_error(buf, size):
-        buf.value = b"CUDA driver call failed: cuLaunchKernel (CUDA error 700: an illegal memory access)"
+        buf.value = (
+            b"CUDA driver call failed: cuLaunchKernel (CUDA error 700: an illegal memory access)"
+        )
         return len(buf.value)
 
     with pytest.raises(cuda_driver.CudaError, match="cuLaunchKernel .*error 700"):

@@ -35,7 +35,12 @@ def build_gpu_schedule_on_cpu(mod: rm.IRModule, arch: str = "sm_90") -> tuple[Ex
             mod = get_pipeline("zero")(mod)
         mod = mod.clone()
         infos = _function_infos(mod)
-        run_pipeline(mod.module, "builtin.module(" + ",".join([*GRAPH_LOWERING, *stages["schedule"], *stages["bufferize"]]) + ")")
+        run_pipeline(
+            mod.module,
+            "builtin.module("
+            + ",".join([*GRAPH_LOWERING, *stages["schedule"], *stages["bufferize"]])
+            + ")",
+        )
         scheduled = str(mod.module)
         with host:
             run_pipeline(mod.module, "builtin.module(" + ",".join(cpu_codegen(host)) + ")")
@@ -71,9 +76,15 @@ def test_mlp_gemv_and_fused_epilogue():
 @pytest.mark.parametrize(("m", "n", "k"), [(256, 384, 512), (100, 70, 50), (65, 129, 33)])
 def test_matmul_register_tiles_including_partial_blocks(m, n, k):
     rng = np.random.default_rng(0)
-    a, b = rng.standard_normal((m, k), dtype=np.float32), rng.standard_normal((k, n), dtype=np.float32)
+    a, b = (
+        rng.standard_normal((m, k), dtype=np.float32),
+        rng.standard_normal((k, n), dtype=np.float32),
+    )
     bias = rng.standard_normal((n,), dtype=np.float32)
-    mod = _one_op([(m, k), (k, n), (n,)], lambda bb, x, y, z: relax.op.nn.relu(relax.op.add(relax.op.matmul(x, y), z)))
+    mod = _one_op(
+        [(m, k), (k, n), (n,)],
+        lambda bb, x, y, z: relax.op.nn.relu(relax.op.add(relax.op.matmul(x, y), z)),
+    )
     (out,), scheduled = _run(mod, a, b, bias)
     assert '["matmul"]' in scheduled
     np.testing.assert_allclose(out.numpy(), np.maximum(a @ b + bias, 0), rtol=1e-4, atol=1e-4)
@@ -93,9 +104,13 @@ def test_layer_norm_and_row_sum():
     rng = np.random.default_rng(0)
     x = rng.standard_normal((20, 300), dtype=np.float32)
     g, b = rng.standard_normal(300, dtype=np.float32), rng.standard_normal(300, dtype=np.float32)
-    mod = _one_op([(20, 300), (300,), (300,)], lambda bb, v, w, c: relax.op.nn.layer_norm(v, w, c, axes=[-1]))
+    mod = _one_op(
+        [(20, 300), (300,), (300,)], lambda bb, v, w, c: relax.op.nn.layer_norm(v, w, c, axes=[-1])
+    )
     (out,), _ = _run(mod, x, g, b)
-    want = torch.nn.functional.layer_norm(torch.from_numpy(x), (300,), torch.from_numpy(g), torch.from_numpy(b)).numpy()
+    want = torch.nn.functional.layer_norm(
+        torch.from_numpy(x), (300,), torch.from_numpy(g), torch.from_numpy(b)
+    ).numpy()
     np.testing.assert_allclose(out.numpy(), want, rtol=1e-4, atol=1e-4)
     (total,), scheduled = _run(_one_op([(20, 300)], lambda bb, v: relax.op.sum(v, axis=[1])), x)
     assert '["reduction"]' in scheduled
@@ -106,12 +121,23 @@ def test_math_and_odd_shapes_fallback():
     x = np.random.default_rng(0).standard_normal((3, 5, 77), dtype=np.float32)
 
     def act(a):
-        return te.compute(a.shape, lambda *i: te.exp(a(*i)) * te.tanh(a(*i)) + te.erf(a(*i)), name="act")
+        return te.compute(
+            a.shape, lambda *i: te.exp(a(*i)) * te.tanh(a(*i)) + te.erf(a(*i)), name="act"
+        )
 
     (out,), scheduled = _run(_one_op([(3, 5, 77)], lambda bb, v: bb.emit_te(act, v)), x)
     assert '["fallback"]' in scheduled
     t = torch.from_numpy(x)
-    np.testing.assert_allclose(out.numpy(), (t.exp() * t.tanh() + torch.erf(t)).numpy(), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        out.numpy(), (t.exp() * t.tanh() + torch.erf(t)).numpy(), rtol=1e-5, atol=1e-5
+    )
+
+
+def test_full_reduction_runs_on_one_thread():
+    x = np.random.default_rng(0).standard_normal((30, 40), dtype=np.float32)
+    (out,), scheduled = _run(_one_op([(30, 40)], lambda bb, v: relax.op.mean(v)), x)
+    assert '["serial"]' in scheduled
+    np.testing.assert_allclose(out.numpy(), x.mean(), rtol=1e-5)
 
 
 def test_symbolic_batch_runs_unfused_kernels():

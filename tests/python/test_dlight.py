@@ -14,7 +14,13 @@ from relaxmlir import dlight as dl
 from relaxmlir import relax
 from relaxmlir.relax.pipeline import get_pipeline
 
-ALL_GPU = (dl.gpu.Matmul(), dl.gpu.GEMV(), dl.gpu.Reduction(), dl.gpu.GeneralReduction(), dl.gpu.Fallback())
+ALL_GPU = (
+    dl.gpu.Matmul(),
+    dl.gpu.GEMV(),
+    dl.gpu.Reduction(),
+    dl.gpu.GeneralReduction(),
+    dl.gpu.Fallback(),
+)
 
 
 def _schedules(module_text: str) -> list[str]:
@@ -55,7 +61,9 @@ def test_functions_no_rule_covers_are_left_to_build(fused_mlp):
 
 def test_cpu_rules_run_and_match_numpy(fused_mlp):
     with rm.target.Target("llvm"):
-        scheduled = dl.ApplyDefaultSchedule(dl.cpu.Matmul(), dl.cpu.Elementwise(), dl.cpu.Fallback())(fused_mlp)
+        scheduled = dl.ApplyDefaultSchedule(
+            dl.cpu.Matmul(), dl.cpu.Elementwise(), dl.cpu.Fallback()
+        )(fused_mlp)
     assert all(s.startswith("matmul") for s in _schedules(str(scheduled.module)))
     vm = relax.VirtualMachine(relax.build(scheduled, "llvm"), rm.cpu())
     x = np.random.default_rng(0).standard_normal((4, 784), dtype=np.float32)
@@ -72,7 +80,10 @@ def test_composes_with_sequential(fused_mlp):
 def test_errors(fused_mlp):
     with pytest.raises(ValueError, match="no target in scope"):
         dl.ApplyDefaultSchedule(dl.gpu.Fallback())(fused_mlp)
-    with rm.target.Target("cuda"), pytest.raises(ValueError, match=r"dl.cpu.Matmul\(\)\] do not schedule for target 'cuda'"):
+    with (
+        rm.target.Target("cuda"),
+        pytest.raises(ValueError, match=r"dl.cpu.Matmul\(\)\] do not schedule for target 'cuda'"),
+    ):
         dl.ApplyDefaultSchedule(dl.cpu.Matmul())(fused_mlp)
     with pytest.raises(TypeError, match="expected dl.gpu/dl.cpu rules"):
         dl.ApplyDefaultSchedule("matmul")

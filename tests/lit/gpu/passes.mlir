@@ -55,6 +55,32 @@ func.func private @kernel(%x: memref<?x256xf32>, %y: memref<?x256xf32>) attribut
 
 // -----
 
+// A "serial" kernel (a scalar result) is one 1x1x1 launch; its temporaries are the thread's own.
+// MAP-LABEL: func.func private @total
+// MAP: gpu.launch blocks(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %[[ONE:.+]], %{{.+}} = %[[ONE]], %{{.+}} = %[[ONE]]) threads(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %[[ONE]], %{{.+}} = %[[ONE]], %{{.+}} = %[[ONE]])
+// MAP: memref.alloca() : memref<f32>
+// MAP: linalg.generic
+// MAP-NOT: memref.dealloc
+// MAP: linalg.copy
+// MAP: gpu.terminator
+// MAP-NEXT: }
+// MAP-NEXT: return
+func.func private @total(%x: memref<8x8xf32>, %out: memref<f32>) attributes {relax.prim_func, relax.gpu_block_dims = array<i64: 1, 1, 1>, relax.schedule = ["serial"]} {
+  %zero = arith.constant 0.0 : f32
+  %acc = memref.alloc() : memref<f32>
+  linalg.fill ins(%zero : f32) outs(%acc : memref<f32>)
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> ()>], iterator_types = ["reduction", "reduction"]} ins(%x : memref<8x8xf32>) outs(%acc : memref<f32>) {
+  ^bb0(%v: f32, %a: f32):
+    %s = arith.addf %a, %v : f32
+    linalg.yield %s : f32
+  }
+  memref.copy %acc, %out : memref<f32> to memref<f32>
+  memref.dealloc %acc : memref<f32>
+  return
+}
+
+// -----
+
 // Host code handles device buffers: allocations, frees and copies are stream-ordered gpu ops.
 // HOST-LABEL: func.func @main
 // HOST: %[[T0:.+]] = gpu.wait async
