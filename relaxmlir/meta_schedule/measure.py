@@ -22,7 +22,7 @@ RUNNER = r"""
 import json, sys, time
 import numpy as np
 from relaxmlir import runtime
-spec = json.loads(sys.argv[1])
+spec = json.loads(sys.stdin.read())
 ex = runtime.load_module(spec["lib"])
 f = ex["kernel"]
 rng = np.random.default_rng(0)
@@ -85,9 +85,16 @@ def run_candidate(
 ) -> dict:
     """Time the exported kernel in a fresh process: {"times_us": [...]} or {"error": ...}."""
     spec = {"lib": lib, "ref": ref, "repeats": repeats, "min_s": min_s, "warmup": 5, **signature}
+    return _child(RUNNER, json.dumps(spec), timeout_s, "run")
+
+
+def _child(program: str, spec: str, timeout_s: float, step: str) -> dict:
+    """Run `program` (its spec on stdin) in a fresh process; its last stdout line is a JSON
+    result. A timeout, a crash or no result is an {"error": ...} naming `step`."""
     try:
         proc = subprocess.run(
-            [sys.executable, "-c", RUNNER, json.dumps(spec)],
+            [sys.executable, "-c", program],
+            input=spec,
             capture_output=True,
             text=True,
             timeout=timeout_s,
@@ -95,14 +102,12 @@ def run_candidate(
             check=False,
         )
     except subprocess.TimeoutExpired:
-        return {"error": f"timeout after {timeout_s:g} s"}
-    if proc.returncode != 0:
-        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-        return {"error": f"run: crashed ({proc.returncode}): {tail[0][:300]}"}
+        return {"error": f"{step}: timeout after {timeout_s:g} s"}
     try:
         return json.loads(proc.stdout.strip().splitlines()[-1])
     except (json.JSONDecodeError, IndexError):
-        return {"error": f"run: no result ({proc.stdout[-200:]!r})"}
+        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
+        return {"error": f"{step}: crashed ({proc.returncode}): {tail[0][:300]}"}
 
 
 # The builder program (a separate process, so a compiler crash or hang is only a record):
@@ -136,25 +141,9 @@ print(json.dumps(result))
 def build_in_process(
     func_text: str, knobs: dict, target: str, out_path: str, timeout_s: float
 ) -> dict:
-    """`build_candidate` in a fresh process (a crash or hang of the compiler is a record)."""
+    """Build a candidate in a fresh process (a crash or hang of the compiler is a record)."""
     spec = json.dumps({"func": func_text, "knobs": knobs, "target": target, "out": out_path})
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", BUILDER],
-            input=spec,
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=_quiet_env(),
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"build: timeout after {timeout_s:g} s"}
-    try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
-        tail = proc.stderr.strip().splitlines()[-1:] or [f"exit status {proc.returncode}"]
-        return {"error": f"build: crashed ({proc.returncode}): {tail[0][:300]}"}
+    return _child(BUILDER, spec, timeout_s, "build")
 
 
 @dataclass

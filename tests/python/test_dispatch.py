@@ -13,6 +13,7 @@ import sys
 import numpy as np
 import pytest
 from mlir import ir
+from test_nn_module import MLPModel
 from test_runtime import BLOCK_MLIR, run_python
 
 import relaxmlir as rm
@@ -348,17 +349,7 @@ def test_dispatched_call_does_not_enter_python():
 def test_tutorial_dispatch_pass_export_and_load(tmp_path):
     """The customize-optimization tutorial with blas in place of cublas, deployed."""
 
-    class MLP(nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.fc1 = nn.Linear(784, 128)
-            self.relu1 = nn.ReLU()
-            self.fc2 = nn.Linear(128, 10)
-
-        def forward(self, x):
-            return self.fc2(self.relu1(self.fc1(x)))
-
-    mod, param_spec = MLP().export_tvm({"forward": {"x": nn.spec.Tensor((1, 784), "float32")}})
+    mod, param_spec = MLPModel().export_tvm({"forward": {"x": nn.spec.Tensor((1, 784), "float32")}})
 
     @rm.transform.module_pass(opt_level=0, name="BlasDispatch")
     class BlasDispatch:
