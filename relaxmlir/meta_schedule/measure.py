@@ -146,6 +146,27 @@ def build_in_process(
     return _child(BUILDER, spec, timeout_s, "build")
 
 
+def build_and_run(
+    func_text: str, knobs: dict, target: str, ref_npz: bytes | None, timeout_s: float
+) -> dict:
+    """Build and time one candidate in a scratch folder of this machine (the unit of work sent
+    to a Dask worker). Without `ref_npz` the result carries the outputs as `reference` (npz
+    bytes), for the candidates that follow."""
+    with tempfile.TemporaryDirectory(prefix="relaxmlir-candidate-") as folder:
+        lib, ref = os.path.join(folder, "c.so"), os.path.join(folder, "ref.npz")
+        built = build_in_process(func_text, knobs, target, lib, timeout_s * 4)
+        if "error" in built:
+            return built
+        if ref_npz is not None:
+            with open(ref, "wb") as f:
+                f.write(ref_npz)
+        out = run_candidate(lib, built, ref, timeout_s)
+        if ref_npz is None and "times_us" in out:
+            with open(ref, "rb") as f:
+                out["reference"] = f.read()
+        return out
+
+
 @dataclass
 class Measurer:
     """Parallel builders (one process per candidate, `num_workers` at a time) and the serial
@@ -154,15 +175,25 @@ class Measurer:
     work_dir: str
     num_workers: int = 2
     timeout_s: float = 60.0
+    distributed: str = ""  # a Dask scheduler address: builds and runs go to its workers
 
     def __post_init__(self):
         self.scratch = tempfile.mkdtemp(prefix="candidates-", dir=self.work_dir)
         self.pool = ThreadPoolExecutor(max(1, self.num_workers))
         self.count = 0
+        self.client = None
+        if self.distributed:
+            try:
+                from distributed import Client
+            except ImportError as exc:
+                raise ImportError("--distributed needs Dask: pip install distributed") from exc
+            self.client = Client(self.distributed)
 
     def measure(self, task, candidates: list[dict], target: str) -> list[dict]:
         """[{"knobs", "times_us" | "error"}] for each candidate of `task`, in order."""
         ref = os.path.join(self.work_dir, f"reference-{task.key}.npz")
+        if self.client is not None:
+            return self._measure_distributed(task, candidates, target, ref)
         jobs = []
         for knobs in candidates:
             self.count += 1
@@ -194,7 +225,45 @@ class Measurer:
                 pass
         return results
 
+    def _measure_distributed(
+        self, task, candidates: list[dict], target: str, ref: str
+    ) -> list[dict]:
+        """Each candidate built and timed on a Dask worker (one measurement per worker thread:
+        start workers with one thread each for quiet timings). The default schedule's outputs
+        come back as the reference the other candidates are checked against."""
+        ref_npz = None
+        if os.path.exists(ref):
+            with open(ref, "rb") as f:
+                ref_npz = f.read()
+        default = task.default_knobs()
+        results = []
+        futures = []
+        for knobs in candidates:
+            if ref_npz is None and knobs != default:
+                results.append(
+                    (knobs, {"error": "no reference result (the default schedule failed)"})
+                )
+                continue
+            job = self.client.submit(
+                build_and_run, task.func_text, knobs, target, ref_npz, self.timeout_s, pure=False
+            )
+            futures.append((knobs, job))
+        for knobs, job in futures:
+            try:
+                out = job.result(timeout=self.timeout_s * 6)
+            except Exception as exc:  # noqa: BLE001  (a lost worker is a failed candidate)
+                out = {"error": f"distributed: {type(exc).__name__}: {exc}"}
+            reference = out.pop("reference", None)
+            if reference is not None and not os.path.exists(ref):
+                with open(ref, "wb") as f:
+                    f.write(reference)
+            results.append((knobs, out))
+        order = {id(k): i for i, k in enumerate(candidates)}
+        return [{"knobs": k, **o} for k, o in sorted(results, key=lambda p: order[id(p[0])])]
+
     def close(self) -> None:
+        if self.client is not None:
+            self.client.close()
         self.pool.shutdown(wait=True, cancel_futures=True)
         for name in os.listdir(self.scratch):
             os.remove(os.path.join(self.scratch, name))

@@ -62,6 +62,7 @@ def tune_tasks(
     timeout_s: float = 60.0,
     seed: int = 0,
     progress: bool | None = None,
+    distributed: str = "",
 ) -> JSONDatabase:
     if not isinstance(max_trials_global, int) or max_trials_global < 1:
         raise ValueError(
@@ -88,7 +89,7 @@ def tune_tasks(
         for r in db.records_of(t.key, tstr):
             model.update(t, r["knobs"], r.get("median_us"))
     rng = random.Random(seed)
-    measurer = Measurer(work_dir, num_workers, timeout_s)
+    measurer = Measurer(work_dir, num_workers, timeout_s, distributed)
     bar = Progress(
         max(0, min(remaining_global, sum(max(0, budget[k] - used[k]) for k in used))), progress
     )
@@ -153,9 +154,11 @@ def tune_tir(
     num_workers: int = 2,
     timeout_s: float = 60.0,
     progress: bool | None = None,
+    distributed: str = "",
 ) -> JSONDatabase:
     """Tune the kernels of `mod` (relax or already legalized) for `target` (default: the target
-    in scope, else the host) and record the measurements in `work_dir`."""
+    in scope, else the host) and record the measurements in `work_dir`. `distributed`: the
+    address of a Dask scheduler whose workers build and time the candidates."""
     if not work_dir:
         raise ValueError("tune_tir: give a work_dir for the tuning database")
     tgt = _as_target(target)
@@ -169,6 +172,7 @@ def tune_tir(
         num_workers,
         timeout_s,
         progress=progress,
+        distributed=distributed,
     )
 
 

@@ -29,6 +29,12 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("--target", default="llvm", help='target string (default: "llvm", the host)')
     p.add_argument("--workers", type=int, default=2, help="parallel builds (default 2)")
     p.add_argument("--timeout", type=float, default=60.0, help="seconds per build or run")
+    p.add_argument(
+        "--distributed",
+        default="",
+        metavar="ADDRESS",
+        help="a Dask scheduler: its workers build and time",
+    )
     return p
 
 
@@ -46,7 +52,14 @@ def main(argv: list[str] | None = None) -> int:
         tasks = extract_tasks(mod, target)
         print(f"{len(tasks)} kernel(s) to tune for {target}", file=sys.stderr)
         db = tune_tasks(
-            tasks, target, opts.work_dir, opts.trials, opts.per_task, opts.workers, opts.timeout
+            tasks,
+            target,
+            opts.work_dir,
+            opts.trials,
+            opts.per_task,
+            opts.workers,
+            opts.timeout,
+            distributed=opts.distributed,
         )
         for t in tasks:
             records = db.records_of(t.key, str(target))

@@ -152,3 +152,20 @@ def test_relaxmlir_tune_script(tmp_path):
         check=False,
     )
     assert bad.returncode == 1 and "positive counts" in bad.stderr
+
+
+def test_distributed_tuning_on_a_local_cluster(tmp_path):
+    distributed = pytest.importorskip("distributed")
+    with distributed.LocalCluster(
+        n_workers=1, threads_per_worker=1, processes=True, dashboard_address=None
+    ) as cluster:
+        db = ms.tune_tir(
+            _mlp(16),
+            Target("llvm"),
+            str(tmp_path),
+            max_trials_global=3,
+            distributed=cluster.scheduler_address,
+        )
+    records = [r for recs in db.records.values() for r in recs]
+    assert len(records) == 3 and all(r["error"] is None for r in records), records
+    assert list(tmp_path.glob("reference-*.npz"))  # the defaults' outputs came back as references
