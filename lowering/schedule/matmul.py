@@ -276,27 +276,38 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     # Batch dims one at a time, rows by MR (static tile, dynamic count), peeled.
     sizes = [1 if d in info.batch else 0 for d in range(nloops)] + [0]
     sizes[info.m] = t.mr
-    h, loops = s.tile_for(h, sizes)
-    m_loop = loops[sum(1 for d in range(info.m) if sizes[d])]
-    typed = _cast(s, m_loop, "scf.for")
-    main, rest = s.fresh("main"), s.fresh("rest")
-    s.emit(
-        f'{main}, {rest} = transform.loop.peel {typed} : (!transform.op<"scf.for">) -> '
-        f"({s.ANY}, {s.ANY})"
-    )
-    s.patterns("canonicalization", target=main)  # full tiles: MR becomes a static size
-    # Full tiles: MR x NR accumulators per step of K (N panels outermost, K innermost).
-    full = _match_generic(s, main)
-    reg = [0] * nloops + [0]
-    reg[info.n], reg[info.k] = 1, 1
-    full, _ = s.tile_for(full, reg)  # loop order n, k: K innermost
-    s.vectorize(full)
-    # Remainder rows: 1 x NB*NR.
-    tail = _match_generic(s, rest)
-    reg = [0] * nloops + [0]
-    reg[info.m], reg[info.n], reg[info.k] = 1, nb, 1
-    tail, _ = s.tile_for(tail, reg)
-    s.vectorize(tail)
+    # Rows each task sees, when static: no peeling then (MLIR refuses a loop without a partial
+    # last iteration, or without a full one).
+    rows = info.ranges[info.m]
+    if rows is not None and split_dim == info.m and info.rows_version != "few":
+        rows = rows // opts.threads if rows % opts.threads == 0 else None
+    full_reg = [0] * nloops + [0]
+    full_reg[info.n], full_reg[info.k] = 1, 1  # loop order n, k: K innermost
+    tail_reg = [0] * nloops + [0]
+    tail_reg[info.m], tail_reg[info.n], tail_reg[info.k] = 1, nb, 1
+    if rows is not None and rows < t.mr:  # remainder rows only
+        tail_reg = [1 if d in info.batch else x for d, x in enumerate(tail_reg)]
+        h, _ = s.tile_for(h, tail_reg)
+        s.vectorize(h)
+    else:
+        h, loops = s.tile_for(h, sizes)
+        if rows is not None and rows % t.mr == 0:  # full tiles only
+            h, _ = s.tile_for(h, full_reg)
+            s.vectorize(h)
+        else:
+            m_loop = loops[sum(1 for d in range(info.m) if sizes[d])]
+            typed = _cast(s, m_loop, "scf.for")
+            main, rest = s.fresh("main"), s.fresh("rest")
+            s.emit(
+                f'{main}, {rest} = transform.loop.peel {typed} : (!transform.op<"scf.for">) -> '
+                f"({s.ANY}, {s.ANY})"
+            )
+            s.patterns("canonicalization", target=main)  # full tiles: MR becomes a static size
+            # Full tiles: MR x NR accumulators per step of K; remainder rows: 1 x NB*NR.
+            full, _ = s.tile_for(_match_generic(s, main), full_reg)
+            s.vectorize(full)
+            tail, _ = s.tile_for(_match_generic(s, rest), tail_reg)
+            s.vectorize(tail)
     if b_pack:
         b_outer = list(info.operand_dims[1])
         if _b_k_major(info):

@@ -127,3 +127,20 @@ def test_softmax_symbolic_rows():
         lambda n: [np.random.default_rng(n).standard_normal((n, 100), dtype=np.float32) * 3],
         lambda xs: torch.softmax(torch.from_numpy(xs), dim=-1).numpy(),
     )
+
+
+@pytest.mark.parametrize("seq", [5, 8, 12])
+def test_symbolic_batch_static_rows(seq):
+    """[n, seq, K] @ W: the batch is symbolic and the rows static, fewer than a tile (5), whole
+    tiles (8) or tiles plus a remainder (12): each needs its own loop structure (peeling a loop
+    that has no partial or no full iteration fails in MLIR)."""
+    w = np.random.default_rng(seq).standard_normal((64, 96), dtype=np.float32)
+    x = relax.Var("x", relax.TensorStructInfo(("n", seq, 64), "float32"))
+    mod = _function([x], lambda x: relax.op.matmul(x, relax.const(w)))
+    used = _schedules(mod)
+    assert used and all(u.startswith("matmul-rows-") for u in used), used
+    _run_sizes(
+        mod,
+        lambda n: [np.random.default_rng(n).standard_normal((n, seq, 64), dtype=np.float32)],
+        lambda xs: xs @ w,
+    )
