@@ -20,8 +20,8 @@ from relaxmlir.target import Target
 
 # `relax.get_pipeline("zero")`: what relax.build needs at the least.
 ZERO = [
-    "relax-legalize-ops",  # high-level ops -> call_tir of TOPI PrimFuncs
     "relax-inline-composites",  # pattern matches that no codegen took: back to plain ops
+    "relax-legalize-ops",  # high-level ops -> call_tir of TOPI PrimFuncs
     "relax-fold-constant",  # call_tir of constants -> constants (weights computed once)
     "relax-dead-code-elimination",  # PrimFuncs and bindings folding left unused
 ]
