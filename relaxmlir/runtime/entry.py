@@ -67,7 +67,12 @@ class EntryPoint:
         if self.fast and len(args) == self.n_params:
             keep = []
             for slot, arg, shape, dtype in zip(self.param_slots, args, self.static_params, self.param_dtypes):
-                a = arg.view_numpy() if type(arg) is NDArray else arg
+                if type(arg) is NDArray:
+                    if arg.device != self.device:  # the checked path names both devices
+                        return self._checked_call(args)
+                    a = arg.view_numpy()
+                else:
+                    a = arg
                 if type(a) is not np.ndarray or a.shape != shape or a.dtype != dtype or not a.flags.c_contiguous:
                     return self._checked_call(args)
                 slot.set(a)
