@@ -274,6 +274,28 @@ def _compile_relaxmlir(model, inputs, threads: int):
     return vm["main"], times
 
 
+# Workloads whose matmuls also run through the blas codegen (a column beside our own kernels).
+BLAS_WORKLOADS = ("W2", "W3", "W4", "W6", "W8", "W9")
+
+
+def _compile_blas_dispatch(model, inputs, threads: int):
+    """The same model with every blas pattern offloaded (FuseOpsByPattern + RunCodegen)."""
+    import torch
+
+    import relaxmlir as rm
+    from relaxmlir import relax
+    from relaxmlir.frontend import from_exported_program
+
+    ep = torch.export.export(model, tuple(torch.from_numpy(x) for x in inputs))
+    mod = from_exported_program(ep)
+    patterns = relax.backend.get_patterns_with_prefix("blas")
+    mod = relax.transform.FuseOpsByPattern(patterns, annotate_codegen=True)(mod)
+    mod = relax.transform.RunCodegen()(mod)
+    target = rm.target.Target({"kind": "llvm", "num-cores": threads})
+    ex = relax.build(mod, target=target)
+    return relax.VirtualMachine(ex, rm.cpu())["main"], len(ex.native_bindings)
+
+
 # --------------------------------------------------------------------------------------------
 # Which BLAS kernels numpy and torch run in this process
 def _openblas_probe(path: str) -> dict | None:
@@ -433,6 +455,18 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
         except Exception as exc:  # noqa: BLE001  (reported in the table, not fatal)
             row["relaxmlir_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
         fn = None
+        if name in BLAS_WORKLOADS:
+            try:
+                from relaxmlir.relax.backend import blas as blas_backend
+
+                if not blas_backend.is_available():
+                    raise RuntimeError("no BLAS library (pip install scipy-openblas32)")
+                fn, row["blas_kernels"] = _compile_blas_dispatch(model, inputs, threads)
+                np.testing.assert_allclose(fn(*inputs).numpy(), reference, rtol=1e-3, atol=1e-3)
+                row["blas_ms"] = _median_ms(lambda f=fn, a=inputs: f(*a), repeat)
+            except Exception as exc:  # noqa: BLE001  (reported in the table, not fatal)
+                row["blas_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
+            fn = None
         # torch.compile last: its worker threads and caches must not disturb the other timings
         if torch_compile:
             try:
@@ -448,6 +482,12 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
         model = tin = inputs = reference = None  # the big models one at a time
         gc.collect()
     return {"rows": rows, "blas": blas}
+
+
+def _blas_text(r: dict) -> str:
+    if r.get("blas_ms"):
+        return f"{_fmt(r['blas_ms'])} ({r.get('blas_kernels', 0)} calls)"
+    return f"error: {r['blas_error']}" if r.get("blas_error") else ""
 
 
 def _fmt(v, digits=3):
@@ -498,8 +538,8 @@ def render(
         "",
         "Medians; outputs checked against numpy or torch eager (rtol 1e-3, atol 1e-3) before timing.",
         "",
-        "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | build s | cached build s | x numpy | x torch | GFLOP/s | % peak |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | relaxmlir + blas ms | build s | cached build s | x numpy | x torch | GFLOP/s | % peak |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         rm_ms = r.get("relaxmlir_ms")
@@ -514,7 +554,7 @@ def render(
         mark = "\\*" if r["id"] in MODELS else ""
         lines.append(
             f"| {r['id']} {r['title']}{mark} | {r['threads']} | {_fmt(r.get('numpy_ms'))} | {_fmt(r['torch_ms'])} | "
-            f"{tc_text} | {rm_text} | {_fmt(r.get('compile_s'), 2)} | {_fmt(r.get('cached_s'), 2)} | "
+            f"{tc_text} | {rm_text} | {_blas_text(r)} | {_fmt(r.get('compile_s'), 2)} | {_fmt(r.get('cached_s'), 2)} | "
             f"{_fmt(vs_np, 2)} | {_fmt(vs_t, 2)} | "
             f"{_fmt(gflops, 1)} | {'' if pct is None else f'{pct:.1f}'} |"
         )
@@ -527,7 +567,10 @@ def render(
             "an empty compile cache (it includes writing the cache entry, which is also the code: "
             "no compilation is left for the first call). `cached build s`: the same build again, "
             "served by the compile cache (RELAXMLIR_CACHE_DIR, a fresh folder per run). "
-            "`GFLOP/s`, `% peak`: relaxmlir's, against the measured peak at the row's thread count."
+            "`GFLOP/s`, `% peak`: relaxmlir's, against the measured peak at the row's thread count. "
+            "`relaxmlir + blas ms`: the same model with its matmuls (and their bias/activation "
+            "epilogues) offloaded to OpenBLAS by the blas codegen (FuseOpsByPattern + RunCodegen), "
+            "the number of library call sites in parentheses; no dnnl column yet (no oneDNN backend)."
         ),
         "",
         (
