@@ -249,6 +249,12 @@ class Importer:
         return [self.retrieve(a) for a in node.args[index:]] if value is not None else []
 
     def emit(self, expr: Expr) -> Var:
+        sinfo = getattr(expr, "struct_info", None)
+        if isinstance(sinfo, TensorStructInfo) and 0 in tuple(sinfo.shape):
+            # an empty result has no values to compute: no kernel reads the (empty) operands
+            from relaxmlir.relax import op
+
+            expr = op.zeros(tuple(sinfo.shape), sinfo.dtype)
         out = self.bb.emit(expr)
         if isinstance(out.struct_info, TupleStructInfo):
             return tuple(out[i] for i in range(len(out.struct_info.fields)))

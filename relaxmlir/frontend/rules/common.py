@@ -39,7 +39,7 @@ def as_tensor(value, like=None, dtype: str | None = None):
             dtype = "float32"
         if isinstance(value, bool) and like is None:
             dtype = "bool"
-    return const(np.array(value, dtype=dtype))
+    return const(np.array(value, dtype=dtype), dtype)
 
 
 def make_pair(v, n: int = 2) -> list:

@@ -21,7 +21,7 @@ def _triangle(op_name: str) -> Rule:
 def full(ctx: Importer, shape, value, dtype: str):
     """A filled tensor of a (possibly symbolic) shape: a scalar constant broadcast to it."""
     return call(
-        ctx, "broadcast_to", const(np.array(value, dtype=dtype)), [dim_value(d) for d in shape]
+        ctx, "broadcast_to", const(np.array(value, dtype=dtype), dtype), [dim_value(d) for d in shape]
     )
 
 

@@ -63,7 +63,6 @@ for _op_name, _targets in {
     "sin": (torch.sin, "sin", aten.sin),
     "cos": (torch.cos, "cos", aten.cos),
     "erf": (torch.erf, torch.special.erf, "erf", aten.erf),
-    "logical_not": (torch.logical_not, "logical_not", aten.logical_not),
     "floor": (torch.floor, "floor", aten.floor),
     "ceil": (torch.ceil, "ceil", aten.ceil),
     "trunc": (torch.trunc, torch.fix, "trunc", "fix", aten.trunc, aten.fix),
@@ -244,7 +243,7 @@ def bitwise(op_name: str) -> Rule:
             raise NotImplementedError(
                 f"unsupported torch op '{target_name(node.target)}' on {dtype} at node '{node.name}'"
             )
-        return emit_binary(ctx, op_name, *args) if len(args) == 2 else call(ctx, op_name, args[0])
+        return logical(op_name)(ctx, node)
 
     return rule
 
@@ -258,6 +257,30 @@ register(
 )
 register(bitwise("logical_and"), operator.and_, torch.bitwise_and, "bitwise_and", aten.bitwise_and)
 register(bitwise("logical_or"), operator.or_, torch.bitwise_or, "bitwise_or", aten.bitwise_or)
+
+
+def truth(ctx: Importer, x):
+    """`x != 0` as a bool tensor (torch's logical ops take any dtype)."""
+    if not is_tensor(x):
+        return as_tensor(bool(x), dtype="bool")
+    return x if x.struct_info.dtype == "bool" else emit_binary(ctx, "not_equal", x, 0)
+
+
+def logical(op_name: str) -> Rule:
+    """`logical_and/or/not` of the operands' truth values."""
+
+    def rule(ctx: Importer, node: fx.Node):
+        x = truth(ctx, first(ctx, node))
+        if op_name == "logical_not":
+            return call(ctx, op_name, x)
+        return call(ctx, op_name, *binary_operands(ctx, x, truth(ctx, ctx.arg(node, 1, "other"))))
+
+    return rule
+
+
+register(logical("logical_not"), torch.logical_not, "logical_not", aten.logical_not)
+register(logical("logical_and"), torch.logical_and, "logical_and", aten.logical_and)
+register(logical("logical_or"), torch.logical_or, "logical_or", aten.logical_or)
 
 
 # -- binary arithmetic and comparisons -----------------------------------------------------
@@ -305,8 +328,6 @@ for _op_name, _targets in {
     "less_equal": (torch.le, operator.le, "le", aten.le),
     "greater": (torch.gt, operator.gt, "gt", aten.gt),
     "greater_equal": (torch.ge, operator.ge, "ge", aten.ge),
-    "logical_and": (torch.logical_and, "logical_and", aten.logical_and),
-    "logical_or": (torch.logical_or, "logical_or", aten.logical_or),
 }.items():
     register(binary(_op_name), *_targets)
 register(binary("subtract", swap=True), aten.rsub)

@@ -84,11 +84,12 @@ def _arg_reduce(op_name: str) -> Rule:
 
 
 def _any_all(op_name: str) -> Rule:
-    """`any`/`all` over `dim` as the max/min of the mask as numbers (decomposed)."""
+    """`any`/`all` over `dim` as the max/min of `x != 0` as numbers (decomposed)."""
 
     def rule(ctx: Importer, node: fx.Node):
         x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
-        numbers = astype(ctx, x, "float32")
+        mask = x if x.struct_info.dtype == "bool" else emit_binary(ctx, "not_equal", x, 0)
+        numbers = astype(ctx, mask, "float32")
         out = reduce(ctx, op_name, numbers, dim, ctx.arg(node, 2, "keepdim", False))
         return emit_binary(ctx, "greater", out, 0.0)
 

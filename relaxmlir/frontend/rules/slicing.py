@@ -316,7 +316,7 @@ register(
     "flip",
     aten.flip,
 )
-register(lambda ctx, node: flip(ctx, first(ctx, node), [-1]), torch.fliplr, "fliplr")
+register(lambda ctx, node: flip(ctx, first(ctx, node), [1]), torch.fliplr, "fliplr")
 register(lambda ctx, node: flip(ctx, first(ctx, node), [0]), torch.flipud, "flipud")
 register(
     lambda ctx, node: roll(

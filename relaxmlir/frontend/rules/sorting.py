@@ -152,8 +152,9 @@ def _scatter_(reduction: str | None):
 
 def _index_select(ctx: Importer, node: fx.Node):
     x, dim, index = first(ctx, node), ctx.arg(node, 1, "dim"), ctx.arg(node, 2, "index")
+    axis(dim, ndim(x))  # validates dim
     if ndim(x) == 0:
-        return x if ndim(index) == 0 else call(ctx, "reshape", x, [1])
+        return x
     if ndim(index) == 0:
         index = call(ctx, "reshape", index, [1])
     return call(ctx, "take", x, index, axis(dim, ndim(x)))
