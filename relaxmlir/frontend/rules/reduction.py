@@ -66,6 +66,8 @@ def _max_min(op_name: str, arg_op: str, pairwise: str) -> Rule:
             return reduce(ctx, op_name, x)
         keepdim = ctx.arg(node, 2, "keepdim", False)
         values = reduce(ctx, op_name, x, dim, keepdim)
+        if ndim(x) == 0:  # its own max/min, at index 0
+            return MinMax(values, const(np.array(0, dtype=np.int64)))
         return MinMax(values, Deferred(lambda: call(ctx, arg_op, x, axis(dim, ndim(x)), keepdim)))
 
     return rule
