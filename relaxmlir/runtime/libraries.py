@@ -306,7 +306,7 @@ SYMBOL_LIBRARIES: list[tuple[str, str]] = [
     ("__kmpc_", "openmp"),
     ("omp_", "openmp"),
     ("mlirAsyncRuntime", "mlir_async"),
-    ("memrefCopy", "mlir_c_runner_utils"),
+    ("memrefCopy", "relaxmlir"),  # runtime.c (strided copies between layouts)
     ("_mlir_ciface_print", "mlir_c_runner_utils"),
 ]
 

@@ -268,3 +268,42 @@ def test_thread_count_at_run_time():
     env.pop("OMP_NUM_THREADS", None)
     out = run_python(code, env=env)
     assert out.split() == ["1", "1", "2"], out
+
+
+def test_memref_copy_of_the_native_runtime():
+    """`memrefCopy` (strided copies between layouts) comes from our runtime, not MLIR's wheel."""
+    import ctypes
+
+    import numpy as np
+
+    from relaxmlir.runtime import libraries, memref_abi
+
+    assert libraries.libraries_for(["memrefCopy"]) == ["relaxmlir"]
+    copy = libraries.load("relaxmlir").memrefCopy
+    rng = np.random.default_rng(0)
+    for shape, src_view, dst_view in [
+        ((), lambda a: a, lambda a: a),
+        ((4, 6), lambda a: a[:, ::2], lambda a: a[:, :3]),
+        ((3, 5, 7), lambda a: a.transpose(2, 0, 1), lambda a: a.transpose(2, 0, 1)),
+        ((2, 3, 4, 5), lambda a: a[:, 1:, ::2], lambda a: a[:, :2, :2]),
+        ((3, 0, 2), lambda a: a, lambda a: a),
+    ]:
+        src_base = rng.standard_normal(shape).astype(np.float32)
+        dst_base = np.zeros(shape, np.float32)
+        src, dst = src_view(src_base), dst_view(dst_base)
+        dst_before = dst_base.copy()
+        descs = []
+        for a in (src, dst):
+            d = memref_abi.descriptor_class(a.ndim)()
+            base = a.__array_interface__["data"][0]
+            d.allocated = d.aligned = base
+            d.offset = 0
+            for i in range(a.ndim):
+                d.sizes[i] = a.shape[i]
+                d.strides[i] = a.strides[i] // 4
+            descs.append((d, memref_abi.UnrankedDescriptor(a.ndim, ctypes.addressof(d))))
+        copy(ctypes.c_int64(4), ctypes.byref(descs[0][1]), ctypes.byref(descs[1][1]))
+        np.testing.assert_array_equal(dst, src)
+        untouched = np.ones(shape, bool)
+        dst_view(untouched)[...] = False
+        np.testing.assert_array_equal(dst_base[untouched], dst_before[untouched])

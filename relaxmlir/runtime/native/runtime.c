@@ -162,3 +162,59 @@ RMLIR_EXPORT void relaxmlir_workspace_release(void) {
   cache.bytes = 0;
   pthread_mutex_unlock(&lock);
 }
+
+/* memref.copy between non-identity layouts lowers to a call of `memrefCopy` (MLIR's C runner
+ * utils define it, but they live in the MLIR wheel, which a deployed model must not need).
+ * Arguments: the element size in bytes and two unranked memrefs {rank, descriptor}, where a
+ * descriptor is {allocated, aligned, offset, sizes[rank], strides[rank]} (strides in elements). */
+typedef struct {
+  int64_t rank;
+  void *descriptor;
+} unranked_memref;
+
+RMLIR_EXPORT void memrefCopy(int64_t elem_size, unranked_memref *src, unranked_memref *dst) {
+  int64_t rank = src->rank;
+  char *sd = (char *)src->descriptor, *dd = (char *)dst->descriptor;
+  const int64_t *s_rest = (const int64_t *)(sd + 2 * sizeof(void *));
+  const int64_t *d_rest = (const int64_t *)(dd + 2 * sizeof(void *));
+  char *s_ptr = *(char **)(sd + sizeof(void *)) + s_rest[0] * elem_size;
+  char *d_ptr = *(char **)(dd + sizeof(void *)) + d_rest[0] * elem_size;
+  const int64_t *sizes = s_rest + 1, *s_strides = s_rest + 1 + rank, *d_strides = d_rest + 1 + rank;
+  if (rank == 0) {
+    memcpy(d_ptr, s_ptr, (size_t)elem_size);
+    return;
+  }
+  for (int64_t i = 0; i < rank; i++)
+    if (sizes[i] == 0) return;
+  /* the innermost run is contiguous on both sides: copy it in one memcpy */
+  int64_t inner = 1;
+  int64_t dims = rank;
+  while (dims > 0 && s_strides[dims - 1] == inner && d_strides[dims - 1] == inner) {
+    inner *= sizes[dims - 1];
+    dims--;
+  }
+  size_t run = (size_t)(inner * elem_size);
+  if (dims == 0) {
+    memcpy(d_ptr, s_ptr, run);
+    return;
+  }
+  int64_t small[16] = {0};
+  int64_t *index = dims <= 16 ? small : (int64_t *)calloc((size_t)dims, sizeof(int64_t));
+  if (!index) abort(); /* out of memory for a rank-17+ copy: nothing sensible to return */
+  int64_t s_off = 0, d_off = 0;
+  for (;;) {
+    memcpy(d_ptr + d_off * elem_size, s_ptr + s_off * elem_size, run);
+    int64_t axis = dims - 1;
+    for (; axis >= 0; axis--) {
+      index[axis]++;
+      s_off += s_strides[axis];
+      d_off += d_strides[axis];
+      if (index[axis] < sizes[axis]) break;
+      s_off -= sizes[axis] * s_strides[axis];
+      d_off -= sizes[axis] * d_strides[axis];
+      index[axis] = 0;
+    }
+    if (axis < 0) break;
+  }
+  if (index != small) free(index);
+}
