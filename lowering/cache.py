@@ -13,7 +13,9 @@ about what the JIT's lazy compilation costs on the first call, so nothing is com
 Entries are written to a temporary file and renamed into place, so readers never see half a file
 and two processes building the same model both succeed (the last rename wins; both files are
 equivalent). An entry that does not load (truncated, overwritten, built by another compiler
-version under a colliding name) is ignored and rebuilt.
+version under a colliding name) is ignored and rebuilt. A loaded entry stays mapped: replace an
+entry by renaming a new file over it, never by rewriting it in place (a process that has it
+loaded would lose its code, SIGBUS).
 """
 
 from __future__ import annotations

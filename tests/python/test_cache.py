@@ -94,7 +94,13 @@ def test_corrupt_entry_is_rebuilt(cache_dir, compilations, damage):
         data[len(data) // 3] ^= 0xFF  # inside the code: only the checksum sees it
     else:
         data = bytearray(b"not a library")
-    path.write_bytes(bytes(data))
+    # A new file renamed over the entry, as damage that reaches the cache from outside would: the
+    # first build's library is still mapped from the old file, and rewriting a mapped file in
+    # place would pull its code from under this process (SIGBUS at exit, when its destructors
+    # run). The cache itself only ever renames finished files into place.
+    damaged = cache_dir / "damaged.tmp"
+    damaged.write_bytes(bytes(data))
+    os.replace(damaged, path)
     corrupt = cache.stats["corrupt"]
     ex = relax.build(_model(), "llvm")
     assert cache.stats["corrupt"] == corrupt + 1
