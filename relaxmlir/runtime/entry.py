@@ -34,6 +34,19 @@ def _as_array(value: Any, device: Device) -> np.ndarray:
     raise TypeError(f"expected an NDArray, numpy array or torch tensor, got {type(value).__name__}")
 
 
+def _plan(shape) -> tuple | None:
+    """A shape as ints and plain symbol names, or None when a dim is an expression."""
+    out = []
+    for d in shape:
+        if isinstance(d, int) and not isinstance(d, bool):
+            out.append(d)
+        elif isinstance(d, str) and d.isidentifier():
+            out.append(d)
+        else:
+            return None
+    return tuple(out)
+
+
 class EntryPoint:
     """A callable bound to one function: cached native pointer, descriptors and packed array."""
 
@@ -55,6 +68,18 @@ class EntryPoint:
             and all(sh.is_static(p.shape) for p in info.params)
             and all(s is not None for s in self.static_results)
         )
+        # Symbolic fast path: dims that are ints or plain symbols ("n"), every result symbol
+        # bound by a parameter; anything else (expressions, DPS) takes the checked call.
+        self.param_plans = [_plan(p.shape) for p in info.params]
+        result_plans = [_plan(r.shape) for r in info.results]
+        bound = {d for p in self.param_plans if p is not None for d in p if type(d) is str}
+        self.symbolic_fast = (
+            not self.fast
+            and not info.destination_passing
+            and all(p is not None for p in self.param_plans + result_plans)
+            and all(d in bound for r in result_plans for d in r if type(d) is str)
+        )
+        self.result_plans = list(zip(result_plans, self.result_dtypes))
         self.n_params = len(info.params)
         self.param_slots = self.slots[: self.n_params]
         self.result_slots = self.slots[self.n_params :]
@@ -85,7 +110,39 @@ class EntryPoint:
             if len(outs) == 1:
                 return NDArray(outs[0], device)
             return tuple(NDArray(o, device) for o in outs)
+        if self.symbolic_fast and len(args) == self.n_params:
+            return self._symbolic_call(args)
         return self._checked_call(args)
+
+    def _symbolic_call(self, args):
+        """Plain contiguous arrays of the right dtype and rank: bind the symbols directly (the
+        checked call, which explains any mismatch, takes everything else)."""
+        env: dict[str, int] = {}
+        keep = []
+        for slot, arg, plan, dtype in zip(self.param_slots, args, self.param_plans, self.param_dtypes):
+            if type(arg) is NDArray:
+                if arg.device != self.device:
+                    return self._checked_call(args)
+                arg = arg.view_numpy()
+            if type(arg) is not np.ndarray or arg.dtype != dtype or arg.ndim != len(plan) or not arg.flags.c_contiguous:
+                return self._checked_call(args)
+            for want, got in zip(plan, arg.shape):
+                if type(want) is int:
+                    if want != got:
+                        return self._checked_call(args)
+                elif env.setdefault(want, got) != got:
+                    return self._checked_call(args)
+            keep.append(arg)
+        for slot, a in zip(self.param_slots, keep):
+            slot.set(a)
+        outs = [np.empty(tuple(d if type(d) is int else env[d] for d in plan), dtype) for plan, dtype in self.result_plans]
+        for slot, o in zip(self.result_slots, outs):
+            slot.set(o)
+        self._call()
+        device = self.device
+        if len(outs) == 1:
+            return NDArray(outs[0], device)
+        return tuple(NDArray(o, device) for o in outs)
 
     def _checked_call(self, args):
         """Validate and convert every argument (with signature errors), then call."""
