@@ -36,15 +36,11 @@ def _as_array(value: Any, device: Device) -> np.ndarray:
 
 def _plan(shape) -> tuple | None:
     """A shape as ints and plain symbol names, or None when a dim is an expression."""
-    out = []
     for d in shape:
-        if isinstance(d, int) and not isinstance(d, bool):
-            out.append(d)
-        elif isinstance(d, str) and d.isidentifier():
-            out.append(d)
-        else:
+        plain = isinstance(d, int) and not isinstance(d, bool)
+        if not plain and not (isinstance(d, str) and d.isidentifier()):
             return None
-    return tuple(out)
+    return tuple(shape)
 
 
 class EntryPoint:
