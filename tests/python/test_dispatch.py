@@ -473,3 +473,21 @@ def test_customize_opt_example_runs(tmp_path):
     ]
     assert len(diffs) == 2 and max(diffs) < 1e-4, proc.stdout
     assert "relaxmlir_blas_matmul_transposed_bias_relu" in proc.stdout and lib.exists()
+
+
+def test_blas_loads_with_a_short_thread_timeout_and_leaves_the_environment():
+    out = run_python(
+        """
+import os
+from relaxmlir.runtime import libraries
+assert "OPENBLAS_THREAD_TIMEOUT" not in os.environ
+info = libraries.LIBRARIES["blas"]
+assert info.load_env == {"OPENBLAS_THREAD_TIMEOUT": "4"}
+if libraries.available("blas"):
+    libraries.load("blas")
+assert "OPENBLAS_THREAD_TIMEOUT" not in os.environ
+print("ok")
+""",
+        env={k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"},
+    )
+    assert out.strip() == "ok"
