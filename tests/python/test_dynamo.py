@@ -106,3 +106,20 @@ def test_bert_matches_eager_across_batch_sizes():
                 got, m(input_ids=ids).last_hidden_state, rtol=RTOL, atol=1e-4
             )
     assert dynamo.STATS == {"builds": 2, "fallbacks": 0}
+
+
+def test_unsupported_symbolic_slice_falls_back_with_its_reason():
+    """BERT with a dynamic sequence length slices its 512 position ids by a symbolic bound: not
+    supported yet, so the graph runs in torch and the warning says why."""
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(3)
+    config = transformers.BertConfig(
+        hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, vocab_size=50
+    )
+    m = transformers.BertModel(config).eval()
+    compiled = torch.compile(m, backend="relaxmlir", dynamic=True)
+    ids = torch.randint(0, 50, (2, 9))
+    with torch.no_grad(), pytest.warns(UserWarning, match="with a symbolic bound"):
+        got = compiled(input_ids=ids).last_hidden_state
+    torch.testing.assert_close(got, m(input_ids=ids).last_hidden_state)
+    assert dynamo.STATS["fallbacks"] == 1

@@ -32,6 +32,11 @@ def strided_slice(ctx: Importer, x, axes, begin, end, strides=None):
     for a, b, e, s in zip(axes, begin, end, strides):
         size = shape_of(x)[a]
         if isinstance(size, int):
+            if not (isinstance(b, int) and isinstance(e, int)):
+                raise NotImplementedError(
+                    f"slicing a dimension of static size {size} with a symbolic bound "
+                    f"([{b}:{e}]) is not supported"
+                )
             b = max(0, min(size, b + size if b < 0 else b))
             e = max(0, min(size, e + size if e < 0 else e))
             if (b, e, s) == (0, size, 1):
