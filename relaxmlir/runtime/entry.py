@@ -98,14 +98,7 @@ class EntryPoint:
                     return self._checked_call(args)
                 slot.set(a)
                 keep.append(a)
-            outs = [np.empty(shape, dtype) for shape, dtype in self.result_specs]
-            for slot, o in zip(self.result_slots, outs):
-                slot.set(o)
-            self._call()
-            device = self.device
-            if len(outs) == 1:
-                return NDArray(outs[0], device)
-            return tuple(NDArray(o, device) for o in outs)
+            return self._run_with_results([np.empty(shape, dtype) for shape, dtype in self.result_specs])
         if self.symbolic_fast and len(args) == self.n_params:
             return self._symbolic_call(args)
         return self._checked_call(args)
@@ -115,7 +108,7 @@ class EntryPoint:
         checked call, which explains any mismatch, takes everything else)."""
         env: dict[str, int] = {}
         keep = []
-        for slot, arg, plan, dtype in zip(self.param_slots, args, self.param_plans, self.param_dtypes):
+        for arg, plan, dtype in zip(args, self.param_plans, self.param_dtypes):
             if type(arg) is NDArray:
                 if arg.device != self.device:
                     return self._checked_call(args)
@@ -131,14 +124,19 @@ class EntryPoint:
             keep.append(arg)
         for slot, a in zip(self.param_slots, keep):
             slot.set(a)
-        outs = [np.empty(tuple(d if type(d) is int else env[d] for d in plan), dtype) for plan, dtype in self.result_plans]
+        outs = [
+            np.empty(tuple(d if type(d) is int else env[d] for d in plan), dtype)
+            for plan, dtype in self.result_plans
+        ]
+        return self._run_with_results(outs)
+
+    def _run_with_results(self, outs: list):
+        """Call with the parameters already set and `outs` as the results; NDArray(s) back."""
         for slot, o in zip(self.result_slots, outs):
             slot.set(o)
         self._call()
-        device = self.device
-        if len(outs) == 1:
-            return NDArray(outs[0], device)
-        return tuple(NDArray(o, device) for o in outs)
+        results = [NDArray(o, self.device) for o in outs]
+        return results[0] if len(results) == 1 else tuple(results)
 
     def _checked_call(self, args):
         """Validate and convert every argument (with signature errors), then call."""
@@ -174,12 +172,9 @@ class EntryPoint:
         for spec, dtype, static in zip(info.results, self.result_dtypes, self.static_results):
             shape = static if static is not None else tuple(sh.evaluate(d, env) for d in spec.shape)
             outs.append(np.empty(shape, dtype))
-        for slot, a in zip(self.slots, arrays + outs):
+        for slot, a in zip(self.param_slots, arrays):
             slot.set(a)
-        self._call()
-        results = [NDArray(o, self.device) for o in outs]
-        return results[0] if len(results) == 1 else tuple(results)
-
+        return self._run_with_results(outs)
 
     def _call(self) -> None:
         self.native(self.packed)
