@@ -173,6 +173,16 @@ OPENMP_BLOCKTIME_MS = 5
 NUM_THREADS_ENV = "RELAXMLIR_NUM_THREADS"
 
 
+def threads_from_env() -> int | None:
+    """`RELAXMLIR_NUM_THREADS` as a count (None when unset); anything else is a ValueError."""
+    threads = os.environ.get(NUM_THREADS_ENV, "")
+    if not threads:
+        return None
+    if not threads.isdigit() or int(threads) < 1:
+        raise ValueError(f"{NUM_THREADS_ENV}: expected a positive integer, got ({threads})")
+    return int(threads)
+
+
 def _openmp_defaults(lib: ctypes.CDLL) -> None:
     """Defaults of our private OpenMP copy, set before it initializes (the process's own
     OMP_*/KMP_* variables still win): 5 ms spin after a region, and `RELAXMLIR_NUM_THREADS`
@@ -182,11 +192,9 @@ def _openmp_defaults(lib: ctypes.CDLL) -> None:
         return
     setter.argtypes = [ctypes.c_char_p]
     setter(f"KMP_BLOCKTIME={OPENMP_BLOCKTIME_MS}".encode())
-    threads = os.environ.get(NUM_THREADS_ENV, "")
-    if threads:
-        if not threads.isdigit() or int(threads) < 1:
-            raise ValueError(f"{NUM_THREADS_ENV}: expected a positive integer, got ({threads})")
-        setter(f"OMP_NUM_THREADS={int(threads)}".encode())
+    threads = threads_from_env()
+    if threads is not None:
+        setter(f"OMP_NUM_THREADS={threads}".encode())
 
 
 register_library(
@@ -236,11 +244,9 @@ def _blas_threads(lib: ctypes.CDLL, n: int) -> None:
 
 
 def _blas_defaults(lib: ctypes.CDLL) -> None:
-    threads = os.environ.get(NUM_THREADS_ENV, "")
-    if threads:
-        if not threads.isdigit() or int(threads) < 1:
-            raise ValueError(f"{NUM_THREADS_ENV}: expected a positive integer, got ({threads})")
-        _blas_threads(lib, int(threads))
+    threads = threads_from_env()
+    if threads is not None:
+        _blas_threads(lib, threads)
 
 
 def _init_blas_kernels(kernels: ctypes.CDLL) -> None:
