@@ -27,12 +27,14 @@ def _format_diagnostics(exc: ir.MLIRError) -> str:
     return "\n".join(lines) or str(exc)
 
 
-def _python_value(attr: ir.Attribute):
+def attr_value(attr: ir.Attribute, opaque=lambda a: a):
+    """A Python value of an attribute (bool, int, float, str, lists of them); other kinds go
+    through `opaque` (kept as attributes by default)."""
     if isinstance(attr, (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr, ir.StringAttr)):
         return attr.value
     if isinstance(attr, ir.ArrayAttr):
-        return [_python_value(a) for a in attr]
-    return attr
+        return [attr_value(a, opaque) for a in attr]
+    return opaque(attr)
 
 
 class Function:
@@ -64,7 +66,7 @@ class Function:
         out = {}
         for key in self.op.attributes:  # iterating an op's attribute map yields the names
             if key.startswith("relax.") and key not in (rx.FUNCTION_ATTR, rx.PRIM_FUNC_ATTR):
-                out[key[len("relax."):]] = _python_value(self.op.attributes[key])
+                out[key[len("relax."):]] = attr_value(self.op.attributes[key])
         return out
 
     @property

@@ -17,6 +17,7 @@ from typing import Any
 from mlir import ir
 
 from dialects import relax as rx
+from relaxmlir.ir import Function, attr_value
 from relaxmlir.relax.struct_info import dtype_of
 
 __all__ = [
@@ -65,21 +66,10 @@ def arg_name(value: ir.Value) -> str | None:
         return None
     func = value.owner.owner
     func = func.operation if func is not None else None
-    if func is None or func.name != "func.func" or "arg_attrs" not in func.attributes:
+    if func is None or func.name != "func.func":
         return None
-    attrs = ir.DictAttr(
-        ir.ArrayAttr(func.attributes["arg_attrs"])[ir.BlockArgument(value).arg_number]
-    )
-    return ir.StringAttr(attrs["relax.name"]).value if "relax.name" in attrs else None
-
-
-def attr_value(attr: ir.Attribute) -> Any:
-    """A Python value of an attribute (bool, int, float, str, lists of them; text otherwise)."""
-    if isinstance(attr, (ir.BoolAttr, ir.IntegerAttr, ir.FloatAttr, ir.StringAttr)):
-        return attr.value
-    if isinstance(attr, ir.ArrayAttr):
-        return [attr_value(a) for a in attr]
-    return str(attr)
+    name = Function(func).arg_attr(ir.BlockArgument(value).arg_number, "relax.name")
+    return ir.StringAttr(name).value if name is not None else None
 
 
 def _same(actual: Any, expected: Any) -> bool:
@@ -301,7 +291,7 @@ class AttrPattern(DFPattern):
         if op is None:
             return None
         for key, expected in self.attrs.items():
-            if key not in op.attributes or not _same(attr_value(op.attributes[key]), expected):
+            if key not in op.attributes or not _same(attr_value(op.attributes[key], str), expected):
                 return None
         m = self.pattern._match(value, m)
         return self._bind(value, m) if m is not None else None

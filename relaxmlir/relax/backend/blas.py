@@ -13,9 +13,9 @@ from __future__ import annotations
 from mlir import ir
 
 from lowering.composite import composite_leaves
+from relaxmlir.ir import attr_value
 from relaxmlir.relax.backend.patterns import make_matmul_pattern
 from relaxmlir.relax.backend.registry import FusionPattern, PatternCheckContext, register_patterns
-from relaxmlir.relax.dpl import attr_value
 from relaxmlir.relax.struct_info import dtype_of
 from relaxmlir.runtime import libraries
 from relaxmlir.runtime.registry import NativeFunc, register_func
