@@ -953,3 +953,17 @@ class BatchNorm(Op):
 
 # Ops that lower directly (no legalization): the runtime-level core of the dialect.
 CORE_OPS = {CallTIR.name, CallDPSPacked.name, CallPacked.name, AllocTensor.name, Constant.name}
+
+
+def high_level_ops(root: ir.Operation) -> set[str]:
+    """Names of the relax ops under `root` that still need legalization."""
+    found: set[str] = set()
+
+    def visit(op):
+        name = op.operation.name
+        if name.startswith("relax.") and name not in CORE_OPS:
+            found.add(name)
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return found

@@ -57,26 +57,12 @@ def lower_for_tuning(mod: IRModule, target: Target) -> IRModule:
     """A copy of `mod` after the relax "zero" pipeline (when it still has high-level ops) and
     the target's graph and layout stages."""
     mod = mod.clone()
-    passes = (PIPELINES["zero"] if _has_high_level_ops(mod) else []) + target_pipeline(
-        target, ["graph", "layout"]
-    )
+    passes = (
+        PIPELINES["zero"] if rx.high_level_ops(mod.module.operation) else []
+    ) + target_pipeline(target, ["graph", "layout"])
     with scope(), target:
         run_pipeline(mod.module, "builtin.module(" + ",".join(passes) + ")")
     return mod
-
-
-def _has_high_level_ops(mod: IRModule) -> bool:
-    found = []
-
-    def visit(op):
-        op = op.operation
-        if op.name.startswith("relax.") and op.name not in rx.CORE_OPS:
-            found.append(op.name)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    mod.module.operation.walk(visit)
-    return bool(found)
 
 
 def extract_tasks(mod: IRModule, target: Target) -> list[Task]:

@@ -115,15 +115,6 @@ def _packed_names(mod: IRModule) -> set[str]:
     return _walk_names(mod, pick)
 
 
-def _high_level_ops(mod: IRModule) -> set[str]:
-    def pick(op):
-        if op.name.startswith("relax.") and op.name not in rx.CORE_OPS:
-            return op.name
-        return None
-
-    return _walk_names(mod, pick)
-
-
 def _packed_specs(mod: IRModule) -> list[PackedSpec]:
     """One spec per external declaration of a packed function in the lowered module."""
     specs = []
@@ -246,11 +237,11 @@ def build(
             cache.stats["hits" if hit is not None else "misses"] += 1
             if hit is not None:
                 return hit
-        if _high_level_ops(mod):
+        if rx.high_level_ops(mod.module.operation):
             from relaxmlir.relax.pipeline import get_pipeline
 
             mod = get_pipeline("zero")(mod)
-            remaining = _high_level_ops(mod)
+            remaining = rx.high_level_ops(mod.module.operation)
             if remaining:
                 raise NotImplementedError(
                     f"no legalization for relax op(s) {sorted(remaining)} (target {tgt.kind})"
