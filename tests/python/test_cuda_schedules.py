@@ -14,12 +14,13 @@ from test_frontend_fx import import_model
 from test_models import MODELS
 
 import relaxmlir as rm
+from dialects import relax as rx
 from lowering.jit import JitCode
 from lowering.pipelines import GRAPH_LOWERING, cpu_codegen, cuda_stages
 from lowering.registry import run_pipeline
 from relaxmlir import relax, te
 from relaxmlir.relax.pipeline import get_pipeline
-from relaxmlir.relax.vm_build import _function_infos, _high_level_ops
+from relaxmlir.relax.vm_build import _function_infos
 from relaxmlir.runtime.executable import Executable
 from relaxmlir.scope import scope
 from relaxmlir.target import Target
@@ -31,7 +32,7 @@ def build_gpu_schedule_on_cpu(mod: rm.IRModule, arch: str = "sm_90") -> tuple[Ex
     stages = dict(cuda_stages(cuda))
     host = cuda.host
     with scope(), cuda:
-        if _high_level_ops(mod):
+        if rx.high_level_ops(mod.module.operation):
             mod = get_pipeline("zero")(mod)
         mod = mod.clone()
         infos = _function_infos(mod)
