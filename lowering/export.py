@@ -31,6 +31,7 @@ from mlir import ir
 from mlir.dialects import llvm as llvm_d
 
 from dialects import clone_module
+from lowering import dense
 from relaxmlir.runtime import libraries
 from relaxmlir.runtime.library import METADATA_MAGIC
 
@@ -110,7 +111,7 @@ def externalize_constants(module: ir.Module, folder: str) -> str:
         attr = op.attributes["value"]
         if not isinstance(attr, ir.DenseElementsAttr) or attr.is_splat:
             continue
-        data = np.array(attr)
+        data = dense.to_numpy(attr)
         width = ir.ShapedType(attr.type).element_type
         bits = ir.IntegerType(width).width if isinstance(width, ir.IntegerType) else None
         if data.nbytes < EXTERNAL_CONSTANT_BYTES or (bits is not None and bits % 8):

@@ -16,7 +16,14 @@ from torch import fx
 from torch.export import ExportedProgram
 from torch.export.graph_signature import InputKind, OutputKind
 
-from relaxmlir.frontend.importer import CONVERTERS, Deferred, Importer, dtype_str, register
+from relaxmlir.frontend.importer import (
+    CONVERTERS,
+    Deferred,
+    Importer,
+    dtype_str,
+    register,
+    to_numpy,
+)
 from relaxmlir.frontend.rules.common import first
 from relaxmlir.frontend.rules.nn import (
     batch_norm,
@@ -205,7 +212,7 @@ def from_exported_program(
             return ctx.weight(spec.target, ep.constants[spec.target], as_param=False)
         if kind == InputKind.CONSTANT_TENSOR:
             value = ep.constants[spec.target]
-            return const(value.detach().numpy()) if isinstance(value, torch.Tensor) else value
+            return const(to_numpy(value)) if isinstance(value, torch.Tensor) else value
         raise NotImplementedError(f"exported program input '{node.name}' of kind {kind.name}")
 
     def body():

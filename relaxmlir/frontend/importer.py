@@ -21,6 +21,7 @@ from torch import fx
 from relaxmlir.relax.block_builder import BlockBuilder
 from relaxmlir.relax.expr import Constant, Expr, Var, const
 from relaxmlir.relax.struct_info import TensorStructInfo, TupleStructInfo
+from relaxmlir.runtime.dtype import np_dtype
 from relaxmlir.scope import scope
 
 Rule = Callable[["Importer", fx.Node], Any]
@@ -55,6 +56,22 @@ def dtype_str(dtype) -> str:
             raise NotImplementedError(f"unsupported torch dtype ({dtype})")
         return TORCH_DTYPES[dtype]
     return str(np.dtype(dtype))
+
+
+def to_numpy(tensor: torch.Tensor) -> np.ndarray:
+    """A contiguous host copy of a torch tensor; bfloat16 becomes ml_dtypes' bfloat16 (numpy
+    cannot convert it itself), the bits unchanged."""
+    tensor = tensor.detach().cpu().contiguous()
+    if tensor.dtype == torch.bfloat16:
+        return tensor.view(torch.int16).numpy().view(np_dtype("bfloat16"))
+    return tensor.numpy()
+
+
+def to_torch(array: np.ndarray) -> torch.Tensor:
+    """The inverse of `to_numpy` (a copy)."""
+    if array.dtype == np_dtype("bfloat16"):
+        return torch.from_numpy(array.view(np.int16).copy()).view(torch.bfloat16)
+    return torch.from_numpy(array.copy())
 
 
 def target_name(target) -> str:
@@ -188,7 +205,7 @@ class Importer:
     def weight(self, name: str, tensor: torch.Tensor, as_param: bool = True):
         """A model weight: a `relax.const`, or a function parameter with `keep_params_as_input`."""
         if name not in self.weights:
-            data = tensor.detach().cpu().contiguous().numpy()
+            data = to_numpy(tensor)
             if self.keep_params_as_input and as_param:
                 self.weights[name] = Var(name, TensorStructInfo(data.shape, str(data.dtype)))
                 self.params[name] = data
@@ -320,7 +337,7 @@ def _leaves(value) -> list:
 
 def _to_torch(value):
     if isinstance(value, Constant):
-        return torch.from_numpy(value.data.copy())
+        return to_torch(value.data)
     if isinstance(value, (list, tuple)):
         return type(value)(_to_torch(v) for v in value)
     if isinstance(value, dict):
@@ -330,7 +347,7 @@ def _to_torch(value):
 
 def _from_torch(value):
     if isinstance(value, torch.Tensor):
-        return const(value.detach().contiguous().numpy())
+        return const(to_numpy(value))
     if isinstance(value, torch.Size):
         return tuple(value)
     if isinstance(value, (list, tuple)) and not hasattr(value, "_fields"):

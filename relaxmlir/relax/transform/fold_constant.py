@@ -13,10 +13,12 @@ from mlir import ir
 from mlir.runtime.np_to_memref import get_ranked_memref_descriptor
 
 from dialects import relax as rx
+from lowering import dense
 from lowering.dataflow import graph_functions
 from lowering.jit import JitCode
 from lowering.pipelines import BUFFERIZE, cpu_codegen
 from lowering.registry import PassError, register_pass, run_pipeline
+from relaxmlir.runtime.dtype import np_dtype
 from relaxmlir.target import Target
 from relaxmlir.relax.struct_info import dtype_of
 from relaxmlir.transform import Pass
@@ -32,13 +34,12 @@ def dense_to_numpy(attr: ir.Attribute, tensor_type: ir.Type) -> np.ndarray | Non
         attr.maybe_downcast() if hasattr(attr, "maybe_downcast") else attr, ir.DenseElementsAttr
     ):
         return None  # e.g. dense_resource blobs
-    dense = ir.DenseElementsAttr(attr)
-    dtype = dtype_of(t.element_type)
-    if dense.is_splat:
-        value = dense.get_splat_value()
-        value = value.maybe_downcast() if hasattr(value, "maybe_downcast") else value
-        return np.full(t.shape, value.value, dtype=dtype)
-    return np.array(dense).astype(dtype, copy=False).reshape(t.shape)
+    dtype = np_dtype(dtype_of(t.element_type))
+    return dense.to_numpy(attr).astype(dtype, copy=False).reshape(t.shape)
+
+
+def _ctypes_view(array: np.ndarray) -> np.ndarray:
+    return array.view(np.uint16) if array.dtype.kind in "fV" and array.itemsize == 2 else array
 
 
 def _constant_operands(op: ir.Operation) -> list[np.ndarray] | None:
@@ -94,11 +95,16 @@ class _Evaluator:
         if key not in self.engines:
             self.engines[key] = self._compile(callee)
         outs = [
-            np.zeros(ir.RankedTensorType(t).shape, dtype_of(ir.RankedTensorType(t).element_type))
+            np.zeros(
+                ir.RankedTensorType(t).shape,
+                np_dtype(dtype_of(ir.RankedTensorType(t).element_type)),
+            )
             for t in result_types
         ]
         arrays = [np.ascontiguousarray(a) for a in inputs] + outs
-        descs = [get_ranked_memref_descriptor(a) for a in arrays]
+        # NOTE: the descriptor needs only the address and layout: 16-bit floats go as uint16
+        # (np_to_memref has no ctypes type for float16/bfloat16)
+        descs = [get_ranked_memref_descriptor(_ctypes_view(a)) for a in arrays]
         ptrs = [ctypes.pointer(ctypes.pointer(d)) for d in descs]
         packed = (ctypes.c_void_p * len(ptrs))(*[ctypes.cast(p, ctypes.c_void_p) for p in ptrs])
         self.engines[key].lookup("main")(packed)

@@ -19,16 +19,46 @@ from lowering.dataflow import graph_functions
 from lowering.dedupe import body_key
 from lowering.registry import PassError, register_pass
 from lowering.verify import check_op
-from relaxmlir.relax.analysis import as_call
+from relaxmlir.relax.analysis import as_call, value_shape
 from relaxmlir.relax.block_builder import BlockBuilder, to_attribute
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple
 from relaxmlir.relax.op import strategy
-from relaxmlir.relax.struct_info import (
-    flatten,
-)
+from relaxmlir.relax.struct_info import dtype_of, flatten
 from relaxmlir.relax.transform.legalize_ops import LEGALIZE_RULES, LegalizeRule
 from relaxmlir.target import Target
 from relaxmlir.transform import Pass
+
+
+# Ops that torch computes in float32 for float16/bfloat16 tensors (CPU accumulation type):
+# products and convolutions, reductions and normalizations, and activations built of several
+# roundings. With 16-bit float operands they are legalized as astype(float32) -> the op in
+# float32 (so the f32 schedules apply) -> astype back: one rounding per op, as in torch.
+# Ops not listed (data movement, add/multiply, max, relu, casts) are exact or correctly rounded
+# in 16 bits and keep their own dtype.
+COMPUTE_IN_F32 = {
+    rx.mlir_op_name(name)
+    for name in (
+        "relax.matmul", "relax.nn.conv1d", "relax.nn.conv2d", "relax.nn.conv2d_transpose",
+        "relax.nn.softmax", "relax.nn.log_softmax", "relax.nn.layer_norm", "relax.nn.rms_norm",
+        "relax.nn.group_norm", "relax.nn.instance_norm", "relax.nn.batch_norm",
+        "relax.nn.avg_pool1d", "relax.nn.avg_pool2d", "relax.nn.adaptive_avg_pool2d",
+        "relax.sum", "relax.mean", "relax.variance", "relax.std", "relax.prod", "relax.cumsum",
+        "relax.cumprod", "relax.nn.gelu", "relax.nn.gelu_tanh", "relax.nn.silu", "relax.nn.mish",
+        "relax.nn.softplus", "relax.nn.selu", "relax.nn.celu", "relax.nn.elu",
+        "relax.nn.log_sigmoid", "relax.sigmoid", "relax.tanh", "relax.erf", "relax.expm1",
+        "relax.log1p", "relax.power", "relax.nn.scaled_dot_product_attention",
+        "relax.nn.attention", "relax.einsum", "relax.nn.interpolate", "relax.image.resize2d",
+    )
+}  # fmt: skip
+_HALF = ("f16", "bf16")
+
+
+def _is_half(t: ir.Type) -> bool:
+    return isinstance(t, ir.RankedTensorType) and str(t.element_type) in _HALF
+
+
+def _with_element(t: ir.Type, element: ir.Type) -> ir.Type:
+    return ir.RankedTensorType.get(ir.RankedTensorType(t).shape, element)
 
 
 class MissingRuleError(PassError):
@@ -126,6 +156,12 @@ class Legalizer:
         problem = check_op(op)  # a rule trusts the declared types: a wrong one would reach run time
         if problem:
             raise PassError(problem, op)
+        if (
+            op.name in COMPUTE_IN_F32
+            and op.name not in self.custom
+            and any(_is_half(v.type) for v in list(op.operands) + list(op.results))
+        ):
+            return self._legalize_in_f32(op)
         call = as_call(op)
         rule, hook = self.rules.get(op.name), None
         if op.name in self.custom:
@@ -152,6 +188,35 @@ class Legalizer:
             )
         if hook is not None and isinstance(new, Call) and isinstance(new.attrs.get("callee"), GlobalVar):
             hook(rx.lookup_symbol(self.module_op, new.attrs["callee"].name_hint))
+        for old, value in zip(op.results, values):
+            old.replace_all_uses_with(value)
+        op.erase()
+        return values
+
+    def _astype(self, value: ir.Value, element: ir.Type) -> ir.Value:
+        """A legalized `relax.astype` of `value` to `element` at the insertion point."""
+        attrs = {"dtype": ir.StringAttr.get(dtype_of(element))}
+        shape = value_shape(value)
+        if not all(isinstance(d, int) for d in shape):
+            attrs[rx.SHAPE_ATTR] = ir.ArrayAttr.get([sh.to_attr(shape)])
+        cast = rx.create(rx.Astype.name, [value], [_with_element(value.type, element)], attrs)
+        return self.legalize(cast)[0]
+
+    def _legalize_in_f32(self, op: ir.Operation) -> list[ir.Value]:
+        """`op` on 16-bit floats as the same op in float32 between two casts (COMPUTE_IN_F32)."""
+        with ir.InsertionPoint(op), op.location:
+            f32 = ir.F32Type.get()
+            operands = [self._astype(v, f32) if _is_half(v.type) else v for v in op.operands]
+            types = [_with_element(r.type, f32) if _is_half(r.type) else r.type for r in op.results]
+            attrs = {name: op.attributes[name] for name in op.attributes}
+            for name in ("out_dtype", "dtype"):
+                if name in attrs and ir.StringAttr(attrs[name]).value in ("float16", "bfloat16"):
+                    attrs[name] = ir.StringAttr.get("float32")
+            inner = self.legalize(rx.create(op.name, operands, types, attrs))
+            values = [
+                self._astype(v, ir.RankedTensorType(r.type).element_type) if _is_half(r.type) else v
+                for v, r in zip(inner, op.results)
+            ]
         for old, value in zip(op.results, values):
             old.replace_all_uses_with(value)
         op.erase()
