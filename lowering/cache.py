@@ -31,6 +31,7 @@ from typing import Any, Iterable, Optional
 
 from mlir import ir
 
+from lowering import dense
 from relaxmlir.runtime.library import LibraryCode, load_module, read_metadata, write_metadata
 
 CACHE_ENV = "RELAXMLIR_CACHE"
@@ -115,7 +116,7 @@ def module_digest(module: ir.Module) -> str:
         try:
             h.update(memoryview(attr))  # no copy: hashlib reads the attribute's storage
         except (TypeError, ValueError, BufferError):
-            h.update(str(attr).encode())
+            h.update(dense.raw_bytes(attr))  # bf16 has no buffer protocol
     return h.hexdigest()
 
 

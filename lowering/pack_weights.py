@@ -13,6 +13,7 @@ import numpy as np
 from mlir import ir
 
 from dialects import relax as rx
+from lowering import dense
 from lowering.dataflow import graph_functions
 from lowering.registry import register_pass, target_option
 from lowering.schedule.common import classify, linalg_ops
@@ -51,7 +52,7 @@ def _constant_value(value: ir.Value) -> np.ndarray | None:
     owner = value.owner
     if isinstance(owner, ir.Block) or owner.operation.name != rx.Constant.name:
         return None
-    return np.array(ir.DenseElementsAttr(owner.operation.attributes["value"]))
+    return dense.to_numpy(owner.operation.attributes["value"])
 
 
 def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:

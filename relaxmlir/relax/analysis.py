@@ -10,8 +10,10 @@ from mlir import ir
 
 from dialects import relax as rx
 from dialects import shape as sh
+from lowering import dense
 from relaxmlir.relax.expr import Call, Constant, Expr, Var
 from relaxmlir.relax.struct_info import TensorStructInfo, TupleStructInfo, dtype_of
+from relaxmlir.runtime.dtype import np_dtype
 
 # Attributes that encode structure, not op semantics: never handed to rules as python values.
 _SKIPPED_ATTRS = {"operandSegmentSizes", "resultSegmentSizes", rx.SHAPE_ATTR}
@@ -74,11 +76,10 @@ def _scalar_constant(value: ir.Value) -> Constant | None:
     sinfo = value_sinfo(value)
     if not sinfo.is_static or int(np.prod(sinfo.shape)) != 1 or sinfo.dtype == "bool":
         return None
-    attr = ir.DenseElementsAttr(owner.attributes["value"])
-    item = attr.get_splat_value() if attr.is_splat else attr[0]
-    item = item.maybe_downcast() if hasattr(item, "maybe_downcast") else item
-    const = Constant(np.asarray(item.value, dtype=sinfo.dtype).reshape(sinfo.shape))
-    const.data = np.asarray(item.value, dtype=sinfo.dtype).reshape(sinfo.shape)
+    data = dense.to_numpy(owner.attributes["value"]).astype(np_dtype(sinfo.dtype))
+    data = data.reshape(sinfo.shape)
+    const = Constant(data)
+    const.data = data
     const.struct_info = sinfo
     return const
 
