@@ -1,8 +1,8 @@
 """Builds relaxmlir's native runtime (relaxmlir/runtime/native/*.c) at install time.
 
-They are plain C libraries that compiled code calls (workspace allocator, the blas codegen's
-kernels); Python loads them with ctypes, so they use no Python API. Everything else is in
-pyproject.toml.
+They are plain C libraries that compiled code calls (workspace allocator, the kernels of the blas
+and cublas codegens); Python loads them with ctypes, so they use no Python API. Everything else is
+in pyproject.toml.
 """
 
 from setuptools import Extension, setup
@@ -20,6 +20,20 @@ setup(
             ["relaxmlir/runtime/native/blas_kernels.c"],
             extra_compile_args=["-O3", "-fvisibility=hidden"],
             libraries=["m"],
+        ),
+        # The `cublas` codegen's kernels; they open libcublasLt and the CUDA driver at run time.
+        Extension(
+            "relaxmlir.runtime.native._cublas",
+            ["relaxmlir/runtime/native/cublas_kernels.c"],
+            extra_compile_args=["-O2", "-fvisibility=hidden"],
+            libraries=["dl", "pthread"],
+        ),
+        # The `dnnl` codegen's kernels; they dlopen oneDNN at run time (no link to it).
+        Extension(
+            "relaxmlir.runtime.native._dnnl",
+            ["relaxmlir/runtime/native/dnnl_kernels.c"],
+            extra_compile_args=["-O2", "-fvisibility=hidden"],
+            libraries=["dl", "pthread", "m"],
         ),
     ]
 )

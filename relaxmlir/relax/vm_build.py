@@ -26,8 +26,9 @@ from relaxmlir.ir import IRModule, _format_diagnostics
 from relaxmlir.relax.analysis import value_shape
 from relaxmlir.relax.op import strategy
 from relaxmlir.relax.struct_info import dtype_of
+from relaxmlir.runtime.device import TARGET_DEVICE
 from relaxmlir.runtime.executable import Executable, FunctionInfo, PackedSpec, TensorSpec
-from relaxmlir.runtime.registry import get_global_func
+from relaxmlir.runtime.registry import NativeFunc, get_global_func
 from relaxmlir.scope import scope
 from relaxmlir.target import Target, as_target
 
@@ -137,6 +138,24 @@ def _packed_specs(mod: IRModule) -> list[PackedSpec]:
     return specs
 
 
+def _check_packed_devices(mod: IRModule, tgt: Target) -> None:
+    """Host code hands packed functions its buffers as they are: host memory on llvm, device
+    memory on cuda. Each function must take that memory: on cuda only native kernels of a CUDA
+    library (library dispatch: cublas) do; Python functions and CPU kernels take host memory."""
+    want = TARGET_DEVICE.get(tgt.kind, "cpu")
+    for name in sorted(_packed_names(mod)):
+        fn = get_global_func(name)
+        native = isinstance(fn, NativeFunc)
+        device = fn.device if native else "cpu"
+        if device != want:
+            what = f"a {device} kernel ({fn.symbol})" if native else "a Python function"
+            raise ValueError(
+                f"target {tgt.kind}: packed function '{name}' is {what}, which cannot take the "
+                f"{want} memory that {tgt.kind} host code passes"
+                + (" (offload to cublas on cuda)" if want == "cuda" else "")
+            )
+
+
 def _external_libraries(mod: IRModule) -> list[str]:
     """Native libraries that backends (library dispatch) named on the module."""
     attrs = mod.module.operation.attributes
@@ -156,9 +175,6 @@ def _build_cuda(mod: IRModule, tgt: Target, infos: dict[str, FunctionInfo]) -> E
     from lowering.gpu.codegen import link_library
     from relaxmlir.runtime.library import load_module
 
-    packed = sorted(_packed_names(mod))
-    if packed:
-        raise ValueError(f"target cuda: packed functions {packed} cannot be called from GPU code")
     try:
         run_pipeline(
             mod.module,
@@ -166,7 +182,9 @@ def _build_cuda(mod: IRModule, tgt: Target, infos: dict[str, FunctionInfo]) -> E
             print_ir_after_all=os.environ.get("RELAXMLIR_PRINT_IR_AFTER_ALL", "") not in ("", "0"),
         )
         folder = tempfile.mkdtemp(prefix="relaxmlir-cuda-")
-        path = link_library(mod.module, Executable(_NoCode(), infos, [], tgt, ()), folder)
+        # packed calls (cublas kernels) are forwarded by the library's glue, bound at load time
+        describing = Executable(_NoCode(), infos, _packed_specs(mod), tgt, ())
+        path = link_library(mod.module, describing, folder)
     except PassError as exc:
         raise BuildError(f"{exc.location}: error: {exc}") from None
     except (PipelineError, ExportError) as exc:
@@ -251,6 +269,7 @@ def build(
         missing = sorted(n for n in _packed_names(mod) if get_global_func(n, allow_missing=True) is None)
         if missing:
             raise ValueError(f"packed function(s) {missing} are not registered (use relaxmlir.register_func)")
+        _check_packed_devices(mod, tgt)
         infos = _function_infos(mod)
         if not infos:
             raise ValueError("module has no entry point: no relax function and no public primitive function")

@@ -5,6 +5,8 @@ a shared library) and the virtual machine. Nothing here imports the MLIR binding
 imported only when the user hands in torch tensors.
 """
 
+from relaxmlir.runtime import cublas  # noqa: F401  (registers the cublas codegen's kernels)
+from relaxmlir.runtime import dnnl  # noqa: F401  (registers the dnnl codegen's kernels)
 from relaxmlir.runtime.cuda_driver import CudaError, use_stream  # noqa: F401
 from relaxmlir.runtime.device import Device, cpu, cuda, device  # noqa: F401
 from relaxmlir.runtime.executable import Executable, FunctionInfo, PackedSpec, TensorSpec  # noqa: F401

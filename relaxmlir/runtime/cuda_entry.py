@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from relaxmlir.runtime import memref_abi
+from relaxmlir.runtime import libraries, memref_abi
 from relaxmlir.runtime import shape as sh
 from relaxmlir.runtime.cuda_driver import CudaError, DeviceData, current_stream, driver, empty
 from relaxmlir.runtime.device import Device
@@ -56,6 +56,17 @@ class CudaEntryPoint:
             [ctypes.c_char_p, ctypes.c_int],
             ctypes.c_int,
         )
+        # Native kernels that do device work themselves (cublas) follow the model's stream and
+        # report their failures the same way: their libraries export the same two functions.
+        self._native_streams, self._native_errors = [], []
+        for name in sorted({f.library for f in executable.native_bindings.values()}):
+            native = libraries.load(name)
+            if libraries.address(native, "relaxmlir_cuda_take_error"):
+                native.relaxmlir_cuda_set_stream.argtypes = [ctypes.c_void_p]
+                native.relaxmlir_cuda_take_error.argtypes = [ctypes.c_char_p, ctypes.c_int]
+                native.relaxmlir_cuda_take_error.restype = ctypes.c_int
+                self._native_streams.append(native.relaxmlir_cuda_set_stream)
+                self._native_errors.append(native.relaxmlir_cuda_take_error)
         self.slots = [memref_abi.ArgSlot(len(s.shape)) for s in info.params + info.results]
         self.packed = memref_abi.packed_args(self.slots)
         self.dtypes = [np_dtype(s.dtype) for s in info.params + info.results]
@@ -96,9 +107,14 @@ class CudaEntryPoint:
         for slot, data in zip(self.slots, datas):
             _set_slot(slot, data)
         self._set_device(self.device.device_id)
-        self._set_stream(current_stream(self.device))
+        stream = current_stream(self.device)
+        self._set_stream(stream)
+        for set_stream in self._native_streams:
+            set_stream(stream)
         self.native(self.packed)
         raise_pending(self._take_error)
+        for take_error in self._native_errors:
+            raise_pending(take_error)
         if dps:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)

@@ -37,6 +37,9 @@ class LibraryInfo:
     # Environment the library reads while it initializes (set only during the load, and only
     # for variables the user has not set; the process's environment is left as it was).
     load_env: dict | None = None
+    # Where the memory its kernels take lives: "cpu", or "cuda" (device pointers, called only by
+    # host code of CUDA models).
+    device: str = "cpu"
 
 
 class LibraryNotFound(OSError):
@@ -54,9 +57,10 @@ def register_library(
     hint: str = "",
     on_load: Callable[[ctypes.CDLL], None] | None = None,
     load_env: dict | None = None,
+    device: str = "cpu",
 ) -> None:
     """Add (or replace) a library to the table: `find()` returns its path or None."""
-    LIBRARIES[name] = LibraryInfo(name, find, hint, on_load, load_env)
+    LIBRARIES[name] = LibraryInfo(name, find, hint, on_load, load_env, device)
 
 
 def find(name: str) -> str:

@@ -66,6 +66,14 @@ class NativeFunc:
             raise ValueError(f"native library '{self.library}' has no function '{self.symbol}'")
         return found
 
+    @property
+    def device(self) -> str:
+        """Where the memory it takes lives ("cpu", "cuda"): its library's device."""
+        from relaxmlir.runtime import libraries
+
+        info = libraries.LIBRARIES.get(self.library)
+        return info.device if info is not None else "cpu"
+
     def to_dict(self) -> dict:
         return asdict(self)
 
@@ -78,6 +86,11 @@ class NativeFunc:
 
         from relaxmlir.runtime import memref_abi
 
+        if self.device != "cpu":
+            raise TypeError(
+                f"{self.symbol} is a {self.device} kernel (it takes device memory): it runs from "
+                f"the host code of a model built for {self.device}, not from Python"
+            )
         keep, args = [], []
         for a in arrays:
             a = a.view_numpy() if hasattr(a, "view_numpy") else a
