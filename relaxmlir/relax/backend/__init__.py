@@ -10,7 +10,7 @@ The built-in backends register themselves when `relax.backend` is imported.
 """
 
 # The built-in backends (each registers its patterns and, when usable, its codegen).
-from relaxmlir.relax.backend import blas, cublas  # noqa: F401
+from relaxmlir.relax.backend import blas, cublas, dnnl  # noqa: F401
 from relaxmlir.relax.backend.registry import (  # noqa: F401
     FusionPattern,
     PatternCheckContext,

@@ -10,13 +10,9 @@ is registered when both the kernels and a BLAS are found.
 
 from __future__ import annotations
 
-from mlir import ir
-
 from lowering.composite import composite_leaves
-from relaxmlir.ir import attr_value
-from relaxmlir.relax.backend.patterns import make_matmul_pattern
-from relaxmlir.relax.backend.registry import FusionPattern, PatternCheckContext, register_patterns
-from relaxmlir.relax.struct_info import dtype_of
+from relaxmlir.relax.backend.patterns import check_matmul, make_matmul_pattern
+from relaxmlir.relax.backend.registry import FusionPattern, register_patterns
 from relaxmlir.runtime import libraries
 from relaxmlir.runtime.registry import NativeFunc, register_func
 
@@ -29,38 +25,6 @@ ACTIVATIONS = {
 }
 
 
-def _tensor(value: ir.Value) -> ir.RankedTensorType | None:
-    return ir.RankedTensorType(value.type) if isinstance(value.type, ir.RankedTensorType) else None
-
-
-def _check_matmul(ctx: PatternCheckContext) -> bool:
-    """float32 operands of rank >= 2, a transpose of the last two dims only, a bias that
-    broadcasts along the rows of the output."""
-    lhs, rhs = _tensor(ctx.annotated_expr["lhs"]), _tensor(ctx.annotated_expr["rhs"])
-    out = _tensor(ctx.annotated_expr["root"])
-    if lhs is None or rhs is None or out is None:
-        return False
-    if any(dtype_of(t.element_type) != "float32" for t in (lhs, rhs, out)):
-        return False
-    if lhs.rank < 2 or rhs.rank < 2:
-        return False
-    transpose = ctx.annotated_expr.get("transpose")
-    if transpose is not None:
-        axes = attr_value(transpose.owner.operation.attributes["axes"])
-        r = rhs.rank
-        if list(axes) != list(range(r - 2)) + [r - 1, r - 2]:
-            return False
-    bias = ctx.annotated_expr.get("bias")
-    if bias is not None:
-        b, result = _tensor(bias), _tensor(ctx.matched_expr)
-        if b is None or dtype_of(b.element_type) != "float32" or b.rank > result.rank:
-            return False
-        # the output of add must be the matmul's shape: the bias only broadcasts
-        if list(result.shape) != list(out.shape):
-            return False
-    return True
-
-
 def _patterns() -> list[FusionPattern]:
     """Lowest priority first (registration order): plain, then bias, then activations."""
     out = []
@@ -68,16 +32,16 @@ def _patterns() -> list[FusionPattern]:
         stem = "matmul_transposed" if transposed else "matmul"
         out.append(
             FusionPattern(
-                f"blas.{stem}", *make_matmul_pattern(transposed_rhs=transposed), _check_matmul
+                f"blas.{stem}", *make_matmul_pattern(transposed_rhs=transposed), check_matmul
             )
         )
         pat, ann = make_matmul_pattern(activation=ACTIVATIONS["relu"], transposed_rhs=transposed)
-        out.append(FusionPattern(f"blas.{stem}_relu", pat, ann, _check_matmul))
+        out.append(FusionPattern(f"blas.{stem}_relu", pat, ann, check_matmul))
         pat, ann = make_matmul_pattern(with_bias=True, transposed_rhs=transposed)
-        out.append(FusionPattern(f"blas.{stem}_bias", pat, ann, _check_matmul))
+        out.append(FusionPattern(f"blas.{stem}_bias", pat, ann, check_matmul))
         for act, op in ACTIVATIONS.items():
             pat, ann = make_matmul_pattern(with_bias=True, activation=op, transposed_rhs=transposed)
-            out.append(FusionPattern(f"blas.{stem}_bias_{act}", pat, ann, _check_matmul))
+            out.append(FusionPattern(f"blas.{stem}_bias_{act}", pat, ann, check_matmul))
     return out
 
 

@@ -1,8 +1,13 @@
-"""Pattern builders shared by the backends (TVM's `relax.backend.patterns`)."""
+"""Pattern builders and checks shared by the backends (TVM's `relax.backend.patterns`)."""
 
 from __future__ import annotations
 
+from mlir import ir
+
+from relaxmlir.ir import attr_value
+from relaxmlir.relax.backend.registry import PatternCheckContext
 from relaxmlir.relax.dpl import DFPattern, is_op, wildcard
+from relaxmlir.relax.struct_info import dtype_of
 
 
 def make_matmul_pattern(
@@ -27,3 +32,60 @@ def make_matmul_pattern(
     if activation:
         out = is_op(activation)(out)
     return out, annotations
+
+
+def make_conv2d_pattern(
+    with_bias: bool = False,
+    with_residual: bool = False,
+    activation: str | None = None,
+) -> tuple[DFPattern, dict[str, DFPattern]]:
+    """`activation(conv2d(data, weight) + bias + residual)`, and its named parts (`data`,
+    `weight`, `root` = the conv2d, `bias`, `residual`). The residual may be either operand of
+    its add (`x + conv(x)` as well as `conv(x) + x`); the bias is the right one, as frontends
+    write it."""
+    data, weight = wildcard(), wildcard()
+    out = is_op("relax.nn.conv2d")(data, weight)
+    annotations = {"data": data, "weight": weight, "root": out}
+    if with_bias:
+        bias = wildcard()
+        annotations["bias"] = bias
+        out = is_op("relax.add")(out, bias)
+    if with_residual:
+        residual = wildcard()
+        annotations["residual"] = residual
+        out = is_op("relax.add")(out, residual) | is_op("relax.add")(residual, out)
+    if activation:
+        out = is_op(activation)(out)
+    return out, annotations
+
+
+def tensor_type(value: ir.Value) -> ir.RankedTensorType | None:
+    return ir.RankedTensorType(value.type) if isinstance(value.type, ir.RankedTensorType) else None
+
+
+def check_matmul(ctx: PatternCheckContext) -> bool:
+    """float32 operands of rank >= 2, a transpose of the last two dims only, a bias that
+    broadcasts along the rows of the output."""
+    lhs, rhs = tensor_type(ctx.annotated_expr["lhs"]), tensor_type(ctx.annotated_expr["rhs"])
+    out = tensor_type(ctx.annotated_expr["root"])
+    if lhs is None or rhs is None or out is None:
+        return False
+    if any(dtype_of(t.element_type) != "float32" for t in (lhs, rhs, out)):
+        return False
+    if lhs.rank < 2 or rhs.rank < 2:
+        return False
+    transpose = ctx.annotated_expr.get("transpose")
+    if transpose is not None:
+        axes = attr_value(transpose.owner.operation.attributes["axes"])
+        r = rhs.rank
+        if list(axes) != list(range(r - 2)) + [r - 1, r - 2]:
+            return False
+    bias = ctx.annotated_expr.get("bias")
+    if bias is not None:
+        b, result = tensor_type(bias), tensor_type(ctx.matched_expr)
+        if b is None or dtype_of(b.element_type) != "float32" or b.rank > result.rank:
+            return False
+        # the output of add must be the matmul's shape: the bias only broadcasts
+        if list(result.shape) != list(out.shape):
+            return False
+    return True

@@ -12,13 +12,15 @@ function table), which returns a native kernel per function; each call becomes
 `relax.call_dps_packed("<function name>", args)` bound to that kernel, so compiled code calls
 the library without Python. The kernel's arguments are the composite's leaves in pattern order
 (depth first, operands left to right; constants bound into the function are passed too), then
-the output.
+the constant inputs the codegen adds (a kernel given as `(kernel, [arrays])`: attributes the
+kernel cannot see in its operands, such as a convolution's strides), then the output.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 from mlir import ir
 from mlir.dialects import func
 
@@ -260,6 +262,16 @@ def _kernel_args(call: ir.Operation, callee: ir.Operation) -> list[ir.Value]:
     return args
 
 
+def _constants(call: ir.Operation, arrays: list) -> list[ir.Value]:
+    """`relax.constant`s of `arrays` before `call` (a codegen's extra kernel inputs)."""
+    out = []
+    with ir.InsertionPoint(call), call.location:
+        for array in arrays:
+            attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array))
+            out.append(rx.Constant.create([], [attr.type], {"value": attr}).result)
+    return out
+
+
 def run_codegen(module_op: ir.Operation) -> None:
     composites = {
         name: op
@@ -288,11 +300,13 @@ def run_codegen(module_op: ir.Operation) -> None:
             if name not in out:
                 raise ValueError(f"RunCodegen: codegen '{codegen}' returned no kernel for '{name}'")
             kernels[name] = out[name]
+    extra: dict[str, list] = {}
     for name, kernel in kernels.items():
+        kernel, extra[name] = kernel if isinstance(kernel, tuple) else (kernel, [])
         register_func(name, kernel, override=True)
     for call in calls_of(module_op, set(composites)):
         name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
-        args = _kernel_args(call, composites[name])
+        args = _kernel_args(call, composites[name]) + _constants(call, extra[name])
         attrs = {"callee": ir.StringAttr.get(name)}
         if rx.SHAPE_ATTR in call.attributes:
             attrs[rx.SHAPE_ATTR] = call.attributes[rx.SHAPE_ATTR]

@@ -1,0 +1,261 @@
+"""The `dnnl` codegen (CPU): convolutions and matmuls through oneDNN, epilogues as post-ops.
+
+Patterns `dnnl.conv2d[_bias][_add][_relu]` match float32 NCHW/OIHW `relax.nn.conv2d` (any
+stride, padding, dilation and groups) followed by a per-channel bias (`(1, O, 1, 1)`), a
+residual add of the output's shape (either operand) and relu. Patterns
+`dnnl.matmul[_transposed][_bias][_<activation>]` match what the blas backend's do (a bias of
+shape `(N,)` or `(1, ..., N)` only), with relu / gelu / gelu_tanh / silu. Each offloaded
+composite becomes a call of one C kernel of `relaxmlir/runtime/native/dnnl_kernels.c`; the
+codegen adds one int64 input to the call, the parameters the kernel cannot see in its operands
+(the convolution's geometry, which add operand is the residual, a digest of a constant weight:
+see `conv2d_params`). `relax.ext.dnnl` is registered when the kernels and libdnnl are installed;
+libdnnl itself is opened when the codegen first runs.
+"""
+
+from __future__ import annotations
+
+import hashlib
+
+import numpy as np
+from mlir import ir
+
+from dialects import relax as rx
+from lowering import dense
+from lowering.composite import composite_leaves
+from relaxmlir.ir import attr_value
+from relaxmlir.relax.backend.patterns import (
+    check_matmul,
+    make_conv2d_pattern,
+    make_matmul_pattern,
+    tensor_type,
+)
+from relaxmlir.relax.backend.registry import FusionPattern, PatternCheckContext, register_patterns
+from relaxmlir.relax.struct_info import dtype_of
+from relaxmlir.runtime import libraries
+from relaxmlir.runtime.registry import NativeFunc, register_func
+
+CODEGEN = "dnnl"
+ACTIVATIONS = {
+    "relu": "relax.nn.relu",
+    "gelu": "relax.nn.gelu",
+    "gelu_tanh": "relax.nn.gelu_tanh",
+    "silu": "relax.nn.silu",
+}
+
+# The kernels' parameter tensor (P_* in dnnl_kernels.c): version, flags, weight digest, then
+# for conv2d strides (2), padding (top, left, bottom, right), dilation (2), groups.
+PARAMS_VERSION = 1
+FLAG_RESIDUAL_FIRST = 1
+
+
+def weight_digest(value: ir.Value | None) -> int:
+    """A nonzero 63-bit digest of a `relax.constant`'s contents, 0 for anything else.
+
+    The kernel keeps a constant weight reordered into its primitive's layout, keyed by the
+    weight's address and this digest: another executable's weight at the same address (after
+    this one was freed) has other contents, hence another digest, and never hits a stale entry.
+    A weight that is not a constant may change between calls: it is reordered at every call."""
+    if value is None or isinstance(value.owner, ir.Block):
+        return 0
+    op = value.owner.operation
+    if op.name != rx.Constant.name:
+        return 0
+    data = np.ascontiguousarray(dense.to_numpy(op.attributes["value"]))
+    h = hashlib.blake2b(digest_size=8)
+    h.update(f"{data.dtype}{data.shape}".encode())
+    h.update(data.tobytes())
+    return (int.from_bytes(h.digest(), "little") >> 1) | 1
+
+
+def conv2d_params(attrs: dict, digest: int = 0, residual_first: bool = False) -> np.ndarray:
+    """The int64 parameters of a conv2d kernel from the op's attributes."""
+    pad = list(attrs["padding"])
+    if len(pad) == 1:
+        pad *= 4
+    elif len(pad) == 2:
+        pad = pad * 2
+    flags = FLAG_RESIDUAL_FIRST if residual_first else 0
+    return np.array(
+        [PARAMS_VERSION, flags, digest, *attrs["strides"], *pad, *attrs["dilation"], attrs["groups"]],
+        dtype=np.int64,
+    )
+
+
+def matmul_params(digest: int = 0) -> np.ndarray:
+    return np.array([PARAMS_VERSION, 0, digest], dtype=np.int64)
+
+
+# -- checks ---------------------------------------------------------------------------------
+
+
+def _op_attrs(op: ir.Operation) -> dict:
+    return {name: attr_value(op.attributes[name]) for name in op.attributes}
+
+
+def conv2d_supported(data, weight, out, attrs: dict) -> bool:
+    """float32 NCHW data, OIHW weight (static shape), NCHW output, groups dividing channels."""
+    if data is None or weight is None or out is None:
+        return False
+    if any(dtype_of(t.element_type) != "float32" for t in (data, weight, out)):
+        return False
+    if data.rank != 4 or weight.rank != 4 or out.rank != 4 or not weight.has_static_shape:
+        return False
+    if attrs.get("data_layout", "NCHW") != "NCHW" or attrs.get("kernel_layout", "OIHW") != "OIHW":
+        return False
+    if attrs.get("out_layout") not in (None, "", "NCHW"):
+        return False
+    if attrs.get("out_dtype") not in (None, "", "float32"):
+        return False
+    groups = attrs.get("groups", 1)
+    c = data.shape[1]
+    return (
+        groups >= 1
+        and c != ir.ShapedType.get_dynamic_size()
+        and weight.shape[0] % groups == 0
+        and weight.shape[1] * groups == c
+    )
+
+
+def _check_conv2d(ctx: PatternCheckContext) -> bool:
+    conv = ctx.annotated_expr["root"]
+    data, weight = ctx.annotated_expr["data"], ctx.annotated_expr["weight"]
+    out = tensor_type(conv)
+    if not conv2d_supported(tensor_type(data), tensor_type(weight), out, _op_attrs(conv.owner.operation)):
+        return False
+    result = tensor_type(ctx.matched_expr)
+    if result is None or list(result.shape) != list(out.shape):  # the adds only broadcast
+        return False
+    bias = ctx.annotated_expr.get("bias")
+    if bias is not None:  # one value per output channel: (1, O, 1, 1) or (O, 1, 1)
+        b = tensor_type(bias)
+        o = out.shape[1]
+        if b is None or dtype_of(b.element_type) != "float32" or b.rank not in (3, 4):
+            return False
+        if list(b.shape) != [1] * (b.rank - 3) + [o, 1, 1]:
+            return False
+    residual = ctx.annotated_expr.get("residual")
+    if residual is not None:  # the output's shape exactly (the sum post-op adds it in place)
+        r = tensor_type(residual)
+        if r is None or dtype_of(r.element_type) != "float32" or not r.has_static_shape:
+            return False
+        if not out.has_static_shape or list(r.shape) != list(out.shape):
+            return False
+    return True
+
+
+def _check_matmul(ctx: PatternCheckContext) -> bool:
+    """check_matmul, and a bias of one value per output column (`(N,)`, `(1, ..., N)`)."""
+    if not check_matmul(ctx):
+        return False
+    bias = ctx.annotated_expr.get("bias")
+    if bias is not None:
+        b, out = tensor_type(bias), tensor_type(ctx.annotated_expr["root"])
+        n = out.shape[-1]
+        if n == ir.ShapedType.get_dynamic_size() or list(b.shape) != [1] * (b.rank - 1) + [n]:
+            return False
+    return True
+
+
+# -- patterns -------------------------------------------------------------------------------
+
+
+def _patterns() -> list[FusionPattern]:
+    """Lowest priority first (registration order): longer chains win where both match."""
+    out = []
+    for bias in (False, True):
+        for residual in (False, True):
+            stem = "conv2d" + ("_bias" if bias else "") + ("_add" if residual else "")
+            for act in (None, "relu"):
+                pat, ann = make_conv2d_pattern(bias, residual, ACTIVATIONS.get(act))
+                name = f"dnnl.{stem}" + (f"_{act}" if act else "")
+                out.append(FusionPattern(name, pat, ann, _check_conv2d))
+    for transposed in (False, True):
+        stem = "matmul_transposed" if transposed else "matmul"
+        pat, ann = make_matmul_pattern(transposed_rhs=transposed)
+        out.append(FusionPattern(f"dnnl.{stem}", pat, ann, _check_matmul))
+        pat, ann = make_matmul_pattern(activation=ACTIVATIONS["relu"], transposed_rhs=transposed)
+        out.append(FusionPattern(f"dnnl.{stem}_relu", pat, ann, _check_matmul))
+        pat, ann = make_matmul_pattern(with_bias=True, transposed_rhs=transposed)
+        out.append(FusionPattern(f"dnnl.{stem}_bias", pat, ann, _check_matmul))
+        for act, op in ACTIVATIONS.items():
+            pat, ann = make_matmul_pattern(with_bias=True, activation=op, transposed_rhs=transposed)
+            out.append(FusionPattern(f"dnnl.{stem}_bias_{act}", pat, ann, _check_matmul))
+    return out
+
+
+# -- the codegen ----------------------------------------------------------------------------
+
+
+def is_available() -> bool:
+    """The kernels are built and libdnnl is installed (it is opened on first use)."""
+    return libraries.available("dnnl_kernels") and libraries.available("dnnl")
+
+
+def kernel_for(composite: str) -> NativeFunc:
+    """The native kernel of a `dnnl.<kernel>` composite."""
+    prefix, _, kernel = composite.partition(".")
+    if prefix != CODEGEN or not kernel:
+        raise ValueError(f"dnnl codegen: '{composite}' is not a dnnl pattern")
+    native = NativeFunc("dnnl_kernels", f"relaxmlir_dnnl_{kernel}")
+    native.address()  # opens oneDNN now: a missing or unusable one is an error at build time
+    return native
+
+
+def _body_ops(func_op: ir.Operation) -> list[ir.Operation]:
+    ops = [op.operation for op in func_op.regions[0].blocks[0].operations]
+    return [op for op in ops[:-1] if op.name != rx.Constant.name]
+
+
+def _conv2d_call_params(composite: str, func_op: ir.Operation) -> np.ndarray:
+    ops = _body_ops(func_op)
+    conv = next(op for op in ops if op.name == rx.mlir_op_name("relax.nn.conv2d"))
+    attrs = _op_attrs(conv)
+    residual_first = False
+    if "_add" in composite:
+        # the chain conv -> (bias add) -> residual add: is the residual its first operand?
+        chain = conv.results[0]
+        adds = [op for op in ops if op.name == rx.mlir_op_name("relax.add")]
+        if "_bias" in composite:
+            chain = next(a for a in adds if a.operands[0] == chain).results[0]
+        res_add = next(a for a in adds if chain in (a.operands[0], a.operands[1]))
+        residual_first = res_add.operands[0] != chain
+    return conv2d_params(attrs, weight_digest(conv.operands[1]), residual_first)
+
+
+def _matmul_call_params(func_op: ir.Operation) -> np.ndarray:
+    matmul = next(op for op in _body_ops(func_op) if op.name == rx.mlir_op_name("relax.matmul"))
+    rhs = matmul.operands[1]
+    if not isinstance(rhs.owner, ir.Block) and rhs.owner.operation.name == rx.mlir_op_name(
+        "relax.permute_dims"
+    ):
+        rhs = rhs.owner.operation.operands[0]
+    return matmul_params(weight_digest(rhs))
+
+
+def _arity(composite: str) -> int:
+    kernel = composite.partition(".")[2]
+    if kernel.startswith("conv2d"):
+        return 2 + ("_bias" in kernel) + ("_add" in kernel)
+    return 2 + ("_bias" in kernel)
+
+
+def codegen(functions: list) -> dict:
+    """`relax.ext.dnnl`: (name, composite, function) -> (kernel, [parameters]) for each name."""
+    out = {}
+    for name, composite, func_op in functions:
+        want, got = _arity(composite), len(composite_leaves(func_op))
+        if got != want:  # a user pattern under the dnnl name that the kernel cannot take
+            raise ValueError(
+                f"dnnl codegen: '{name}' ({composite}) has {got} inputs, the kernel takes {want}"
+            )
+        if composite.startswith("dnnl.conv2d"):
+            params = _conv2d_call_params(composite, func_op)
+        else:
+            params = _matmul_call_params(func_op)
+        out[name] = (kernel_for(composite), [params])
+    return out
+
+
+register_patterns(_patterns())
+if is_available():
+    register_func(f"relax.ext.{CODEGEN}", codegen, override=True)
