@@ -83,7 +83,7 @@ class Function:
     @property
     def params(self) -> list:
         """[(name, TensorStructInfo)] of the parameters."""
-        from relaxmlir.relax.struct_info import TensorStructInfo, dtype_of
+        from relaxmlir.relax.struct_info import DTYPE_ATTR, TensorStructInfo, dtype_of
 
         out = []
         for i, t in enumerate(self.function_type.inputs):
@@ -91,7 +91,25 @@ class Function:
             name = self.arg_attr(i, "relax.name")
             shape_attr = self.arg_attr(i, rx.SHAPE_ATTR)
             shape = sh.from_attr(shape_attr) if shape_attr is not None else tuple(t.shape)
-            out.append((ir.StringAttr(name).value if name else f"arg{i}", TensorStructInfo(shape, dtype_of(t.element_type))))
+            marked = self.arg_attr(i, DTYPE_ATTR)
+            dtype = ir.StringAttr(marked).value if marked is not None else dtype_of(t.element_type)
+            out.append((ir.StringAttr(name).value if name else f"arg{i}", TensorStructInfo(shape, dtype)))
+        return out
+
+    @property
+    def result_dtypes(self) -> list[str]:
+        """The relax dtype of each result (bool ones are marked in `res_attrs`)."""
+        from relaxmlir.relax.struct_info import DTYPE_ATTR, dtype_of
+
+        types = list(self.function_type.results)
+        marks = list(ir.ArrayAttr(self.op.attributes["res_attrs"])) if "res_attrs" in self.op.attributes else []
+        out = []
+        for i, t in enumerate(types):
+            entry = ir.DictAttr(marks[i]) if i < len(marks) else None
+            if entry is not None and DTYPE_ATTR in entry:
+                out.append(ir.StringAttr(entry[DTYPE_ATTR]).value)
+            else:
+                out.append(dtype_of(ir.RankedTensorType(t).element_type))
         return out
 
     def show(self) -> None:

@@ -12,11 +12,11 @@ from dialects import relax as rx
 from dialects import shape as sh
 from lowering import dense
 from relaxmlir.relax.expr import Call, Constant, Expr, Var
-from relaxmlir.relax.struct_info import TensorStructInfo, TupleStructInfo, dtype_of
+from relaxmlir.relax.struct_info import DTYPE_ATTR, TensorStructInfo, TupleStructInfo, dtype_of
 from relaxmlir.runtime.dtype import np_dtype
 
 # Attributes that encode structure, not op semantics: never handed to rules as python values.
-_SKIPPED_ATTRS = {"operandSegmentSizes", "resultSegmentSizes", rx.SHAPE_ATTR}
+_SKIPPED_ATTRS = {"operandSegmentSizes", "resultSegmentSizes", rx.SHAPE_ATTR, DTYPE_ATTR}
 
 _ANON = itertools.count()
 
@@ -44,6 +44,29 @@ def value_shape(value: ir.Value) -> tuple:
     )
 
 
+def value_dtype(value: ir.Value) -> str:
+    """Relax dtype of a graph value: its element type's, "bool" where the producer or parameter
+    marks an i8 value as one (DTYPE_ATTR)."""
+    dtype = dtype_of(ir.RankedTensorType(value.type).element_type)
+    if dtype != "int8":
+        return dtype
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        func_op = owner.owner
+        if owner.region == func_op.regions[0] and "arg_attrs" in func_op.attributes:
+            attrs = ir.DictAttr(ir.ArrayAttr(func_op.attributes["arg_attrs"])[value.arg_number])
+            if DTYPE_ATTR in attrs:
+                return ir.StringAttr(attrs[DTYPE_ATTR]).value
+        return dtype
+    op = owner.operation if hasattr(owner, "operation") else owner
+    if rx.is_dataflow(op):
+        terminator = list(op.regions[0].blocks[0].operations)[-1]
+        return value_dtype(terminator.operands[value.result_number])
+    if DTYPE_ATTR in op.attributes:
+        return ir.StringAttr(ir.ArrayAttr(op.attributes[DTYPE_ATTR])[value.result_number]).value
+    return dtype
+
+
 def from_attribute(attr: ir.Attribute) -> Any:
     """MLIR attribute -> python value (the inverse of `block_builder.to_attribute`)."""
     attr = attr.maybe_downcast() if hasattr(attr, "maybe_downcast") else attr
@@ -63,9 +86,7 @@ def from_attribute(attr: ir.Attribute) -> Any:
 
 
 def value_sinfo(value: ir.Value) -> TensorStructInfo:
-    return TensorStructInfo(
-        value_shape(value), dtype_of(ir.RankedTensorType(value.type).element_type)
-    )
+    return TensorStructInfo(value_shape(value), value_dtype(value))
 
 
 def _scalar_constant(value: ir.Value) -> Constant | None:

@@ -23,7 +23,13 @@ from lowering.dedupe import body_key
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var, call_tir
 from relaxmlir.relax.op.infer import check_call  # (also registers the result-type checks)
-from relaxmlir.relax.struct_info import StructInfo, TensorStructInfo, TupleStructInfo, flatten
+from relaxmlir.relax.struct_info import (
+    DTYPE_ATTR,
+    StructInfo,
+    TensorStructInfo,
+    TupleStructInfo,
+    flatten,
+)
 from relaxmlir.scope import scope
 
 
@@ -245,14 +251,19 @@ class BlockBuilder:
             raise ValueError("emit_func_output must be called outside of a dataflow block")
         with scope():
             items = list(output) if isinstance(output, (list, tuple)) else [output]
-            values = []
+            values, dtypes = [], []
             for item in items:
                 var = item if isinstance(item, Var) else self.emit(item)
                 values += self._values_of(var)
+                dtypes += [getattr(s, "dtype", None) for s in flatten(var.struct_info)]
             self._finalize_params(frame, params)
             with ir.InsertionPoint(frame.block):
                 func_d.ReturnOp(values)
             self._set_signature(frame, [v.type for v in values])
+            if "bool" in dtypes:
+                frame.op.attributes["res_attrs"] = ir.ArrayAttr.get(
+                    [_dtype_entry(d) for d in dtypes] if len(dtypes) == len(values) else []
+                )
         frame.done = True
         return GlobalVar(frame.name)
 
@@ -288,6 +299,8 @@ class BlockBuilder:
         arg_attrs = []
         for var in frame.arg_vars:
             entries = {"relax.name": ir.StringAttr.get(var.name_hint)}
+            if var.struct_info.dtype == "bool":
+                entries[DTYPE_ATTR] = ir.StringAttr.get("bool")
             if not var.struct_info.is_static:
                 entries[rx.SHAPE_ATTR] = sh.to_attr(var.struct_info.shape)
             arg_attrs.append(ir.DictAttr.get(entries))
@@ -352,6 +365,8 @@ class BlockBuilder:
         outs = flatten(call.struct_info) if not isinstance(call.struct_info, TupleStructInfo) or call.struct_info.fields else []
         if any(not s.is_static for s in outs):
             attrs[rx.SHAPE_ATTR] = ir.ArrayAttr.get([sh.to_attr(s.shape) for s in outs])
+        if any(s.dtype == "bool" for s in outs):
+            attrs[DTYPE_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s.dtype) for s in outs])
         with ir.InsertionPoint(self._insertion_block()):
             op = rx.create(
                 call.op,
@@ -424,3 +439,6 @@ def _defined_in(value: ir.Value, func_op) -> bool:
     return False
 
 
+def _dtype_entry(dtype: str | None) -> ir.DictAttr:
+    """A `res_attrs` entry: bool results are marked (DTYPE_ATTR), others left empty."""
+    return ir.DictAttr.get({DTYPE_ATTR: ir.StringAttr.get("bool")} if dtype == "bool" else {})

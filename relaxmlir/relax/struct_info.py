@@ -25,6 +25,12 @@ _DTYPES = {
 }
 
 
+# bool tensors share int8's element type (i8), so the relax dtype "bool" is recorded beside it:
+# on an op, one dtype name per result (ArrayAttr); on a function argument or result (arg_attrs /
+# res_attrs), a string. Only bool values carry it.
+DTYPE_ATTR = "relax.dtype"
+
+
 def mlir_element_type(dtype: str) -> ir.Type:
     if dtype not in _DTYPES:
         raise TypeError(f"unsupported dtype '{dtype}'; supported: {', '.join(_DTYPES)}")

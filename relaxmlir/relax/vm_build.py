@@ -39,10 +39,6 @@ class BuildError(RuntimeError):
     """Lowering failed; the message names the pass and the MLIR diagnostic."""
 
 
-def _spec(name: str, value_type: ir.Type, shape: tuple) -> TensorSpec:
-    return TensorSpec(name, tuple(shape), dtype_of(ir.RankedTensorType(value_type).element_type))
-
-
 def _function_infos(mod: IRModule) -> dict[str, FunctionInfo]:
     infos = {}
     relax_funcs = [f for f in mod.functions.values() if f.is_relax_function]
@@ -50,7 +46,8 @@ def _function_infos(mod: IRModule) -> dict[str, FunctionInfo]:
         params = [TensorSpec(name, s.shape, s.dtype) for name, s in f.params]
         terminator = list(f.op.regions[0].blocks[0].operations)[-1]
         results = [
-            _spec(f"out{i}", v.type, value_shape(v)) for i, v in enumerate(terminator.operands)
+            TensorSpec(f"out{i}", tuple(value_shape(v)), dtype)
+            for i, (v, dtype) in enumerate(zip(terminator.operands, f.result_dtypes))
         ]
         infos[f.name] = FunctionInfo(f.name, params, results)
     if not relax_funcs:  # a module of primitive functions: each public one is an entry point

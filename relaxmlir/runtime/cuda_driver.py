@@ -18,6 +18,7 @@ from typing import Any
 import numpy as np
 
 from relaxmlir.runtime.device import Device
+from relaxmlir.runtime.dtype import np_dtype
 
 
 class CudaError(RuntimeError):
@@ -259,7 +260,7 @@ DLManagedTensor._fields_ = [
     ("deleter", _DELETER),
 ]
 
-_DL_CODES = {"i": 0, "u": 1, "f": 2, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLBool
+_DL_CODES = {"i": 0, "u": 1, "f": 2, "bf": 4, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool
 _CAPSULE_NEW = ctypes.pythonapi.PyCapsule_New
 _CAPSULE_NEW.restype, _CAPSULE_NEW.argtypes = (
     ctypes.py_object,
@@ -283,7 +284,7 @@ def _release(managed):
 def to_dlpack(data: DeviceData, device: Device):
     """A "dltensor" capsule viewing `data` (zero copy); it keeps the memory alive until the
     consumer calls the deleter."""
-    kind = data.dtype.kind
+    kind = "bf" if data.dtype.name == "bfloat16" else data.dtype.kind
     if kind not in _DL_CODES:
         raise TypeError(f"__dlpack__: unsupported dtype {data.dtype}")
     shape = (ctypes.c_int64 * max(len(data.shape), 1))(*data.shape)
@@ -308,7 +309,10 @@ def from_dlpack_capsule(capsule: Any, producer: Any) -> tuple[DeviceData, Device
         raise TypeError(
             f"from_dlpack: unsupported DLPack dtype (code {t.dtype.code}, {t.dtype.bits} bits)"
         )
-    dtype = np.dtype("bool" if t.dtype.code == 6 else f"{codes[t.dtype.code]}{t.dtype.bits // 8}")
+    if t.dtype.code in (4, 6):
+        dtype = np_dtype("bfloat16" if t.dtype.code == 4 else "bool")
+    else:
+        dtype = np.dtype(f"{codes[t.dtype.code]}{t.dtype.bits // 8}")
     if t.strides:
         strides = tuple(t.strides[i] for i in range(t.ndim))
         if strides != sh_contiguous(shape):

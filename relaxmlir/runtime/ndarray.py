@@ -94,6 +94,12 @@ class NDArray:
                 # the consumer reads on another stream: our queued work must be done first
                 cuda.driver().synchronize(cuda.current_stream(self.device))
             return cuda.to_dlpack(self._cuda, self.device)
+        if self._array.dtype.name == "bfloat16":
+            # numpy exports no bfloat16 over DLPack: describe the host buffer ourselves
+            from relaxmlir.runtime import cuda_driver as cuda
+
+            data = cuda.DeviceData(self._array.ctypes.data, self.shape, self._array.dtype, self._array)
+            return cuda.to_dlpack(data, self.device)
         return self._array.__dlpack__(*args, **kwargs)
 
     def __dlpack_device__(self):

@@ -303,7 +303,10 @@ def _divide(ctx: Importer, node: fx.Node):
     if mode == "floor":
         return emit_binary(ctx, "floor_divide", lhs, rhs)
     lhs, rhs = binary_operands(ctx, lhs, rhs)
-    if not lhs.struct_info.dtype.startswith(("float", "bfloat")):
+    integral = not lhs.struct_info.dtype.startswith(("float", "bfloat"))
+    if mode == "trunc" and integral and lhs.struct_info.dtype != "bool":
+        return call(ctx, "divide", lhs, rhs)  # integer division truncates (C, torch)
+    if integral:
         lhs, rhs = astype(ctx, lhs, "float32"), astype(ctx, rhs, "float32")
     out = call(ctx, "divide", lhs, rhs)
     if mode == "trunc":  # sign(q) * floor(|q|)

@@ -37,12 +37,17 @@ def reduce(ctx: Importer, op_name: str, x, dim=None, keepdim: bool = False):
     return call(ctx, op_name, x, axes, keepdim)
 
 
+_PROMOTED_TO_INT64 = ("bool", "uint8", "int8", "int16", "int32")
+
+
 def reduction(op_name: str) -> Rule:
     def rule(ctx: Importer, node: fx.Node):
         x = first(ctx, node)
         dtype = ctx.arg(node, None, "dtype")
         if dtype is not None:
             x = astype(ctx, x, dtype_str(dtype))
+        elif op_name == "sum" and x.struct_info.dtype in _PROMOTED_TO_INT64:
+            x = astype(ctx, x, "int64")  # torch sums bools and integers in int64
         dim, keepdim = (
             ctx.arg(node, 1, ("dim", "axis")),
             ctx.arg(node, 2, ("keepdim", "keepdims"), False),

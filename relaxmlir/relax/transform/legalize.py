@@ -23,7 +23,7 @@ from relaxmlir.relax.analysis import as_call, value_shape
 from relaxmlir.relax.block_builder import BlockBuilder, to_attribute
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple
 from relaxmlir.relax.op import strategy
-from relaxmlir.relax.struct_info import dtype_of, flatten
+from relaxmlir.relax.struct_info import DTYPE_ATTR, dtype_of, flatten
 from relaxmlir.relax.transform.legalize_ops import LEGALIZE_RULES, LegalizeRule
 from relaxmlir.target import Target
 from relaxmlir.transform import Pass
@@ -244,13 +244,16 @@ class Legalizer:
             attrs[key] = to_attribute(value)
         if op is not None:
             types = [r.type for r in op.results]
-            if rx.SHAPE_ATTR in op.attributes:
-                attrs[rx.SHAPE_ATTR] = op.attributes[rx.SHAPE_ATTR]
+            for kept in (rx.SHAPE_ATTR, DTYPE_ATTR):
+                if kept in op.attributes:
+                    attrs[kept] = op.attributes[kept]
         else:
             outs = flatten(expr.struct_info)
             types = [s.mlir_type() for s in outs]
             if not all(s.is_static for s in outs):
                 attrs[rx.SHAPE_ATTR] = ir.ArrayAttr.get([sh.to_attr(s.shape) for s in outs])
+            if any(s.dtype == "bool" for s in outs):
+                attrs[DTYPE_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s.dtype) for s in outs])
         new = rx.create(expr.op, operands, types, attrs)
         if expr.op not in rx.CORE_OPS:  # a rule composed other high-level ops
             return self.legalize(new)

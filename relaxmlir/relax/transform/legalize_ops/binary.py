@@ -31,7 +31,23 @@ def _binary(te_func: TEFunc) -> LegalizeRule:
     def rule(bb: BlockBuilder, call: Call) -> Expr:
         return bb.call_te(te_func, *_scalar_operands(call.args))
 
-    return rule
+    def bool_rule(bb: BlockBuilder, call: Call) -> Expr:
+        if call.struct_info.dtype != "bool":
+            return rule(bb, call)
+        return bb.call_te(_to_bool(te_func), *_scalar_operands(call.args))
+
+    return bool_rule
+
+
+def _to_bool(te_func: TEFunc) -> TEFunc:
+    """TE computes bool add/multiply in int32; torch's bool result is `!= 0` of that (logical
+    or / and)."""
+
+    def compute(*args):
+        out = te_func(*args)
+        return out if out.dtype == "bool" else topi.cast(out, "bool")
+
+    return compute
 
 
 register_legalize("relax.add", _binary(topi.add))
