@@ -272,7 +272,8 @@ static int cu_ok(cu_result code, const char *call) {
   if (code == 0) return 1;
   const char *text = NULL;
   if (cu.error_string) cu.error_string(code, &text);
-  set_error("cublas: %s failed (CUDA error %d: %s)", call, (int)code, text ? text : "unknown error");
+  set_error("cublas: %s failed (CUDA error %d: %s)", call, (int)code,
+            text ? text : "unknown error");
   return 0;
 }
 
@@ -625,7 +626,8 @@ static void matmul_locked(unranked *ua, unranked *ub, unranked *ubias, unranked 
     int vector = v.rank >= 1 && v.sizes[v.rank - 1] == n && (v.strides[v.rank - 1] == 1 || n == 1);
     for (int64_t i = 0; i + 1 < v.rank; i++) vector = vector && v.sizes[i] == 1;
     if (!vector) {
-      set_error("cublas: the bias must be a contiguous vector of the output's %lld columns", (long long)n);
+      set_error("cublas: the bias must be a contiguous vector of the output's %lld columns",
+                (long long)n);
       return;
     }
     bias = v.data;
