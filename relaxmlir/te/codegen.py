@@ -139,6 +139,8 @@ def cast_value(v: ir.Value, src: str, dst: str) -> ir.Value:
             return arith.cmpf(_CMPF["une"], v, zero)
         return arith.cmpi(_CMPI["ne"], v, zero)
     if ks == "f" and kd == "f":
+        if E.bits(dst) == E.bits(src):  # float16 <-> bfloat16: through f32 (exact), one rounding
+            v, src = arith.extf(ir.F32Type.get(), v), "float32"
         return arith.extf(ty, v) if E.bits(dst) > E.bits(src) else arith.truncf(ty, v)
     if kd == "f":
         return arith.sitofp(ty, v) if ks == "i" else arith.uitofp(ty, v)

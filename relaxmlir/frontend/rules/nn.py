@@ -31,8 +31,19 @@ def _matmul(ctx: Importer, node: fx.Node):
     return call(ctx, "matmul", first(ctx, node), ctx.arg(node, 1, ("other", "mat2")))
 
 
+def _half(x) -> str | None:
+    """x's dtype when it is float16/bfloat16: torch then adds the bias of linear/addmm to the
+    float32 accumulator and rounds once, which the import reproduces."""
+    dtype = x.struct_info.dtype
+    return dtype if dtype in ("float16", "bfloat16") else None
+
+
 def _linear(ctx: Importer, node: fx.Node):
     x, w, b = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
+    half = _half(x) if b is not None else None
+    if half:
+        out = call(ctx, "linear", x, w, astype(ctx, b, "float32"), "float32")
+        return astype(ctx, out, half)
     return call(ctx, "linear", x, w, b)
 
 
@@ -41,12 +52,16 @@ def _addmm(ctx: Importer, node: fx.Node):
     bias, a = first(ctx, node), ctx.arg(node, 1, ("mat1", "batch1"))
     b = ctx.arg(node, 2, ("mat2", "batch2"))
     beta, alpha = ctx.arg(node, None, "beta", 1), ctx.arg(node, None, "alpha", 1)
-    out = call(ctx, "matmul", a, b)
+    half = _half(a)
+    out = call(ctx, "matmul", a, b, "float32") if half else call(ctx, "matmul", a, b)
+    if half:
+        bias = astype(ctx, bias, "float32")
     if alpha != 1:
         out = emit_binary(ctx, "multiply", out, alpha)
     if beta != 1:
         bias = emit_binary(ctx, "multiply", bias, beta)
-    return emit_binary(ctx, "add", out, bias) if beta != 0 else out
+    out = emit_binary(ctx, "add", out, bias) if beta != 0 else out
+    return astype(ctx, out, half) if half else out
 
 
 register(
