@@ -1,9 +1,14 @@
-"""TVM Unity's "customize the optimization" tutorial on relaxmlir, on the CPU: an nn.Module
-exported with a spec, its first linear + relu dispatched to a BLAS by a user-written module pass
-(blas in place of cuBLAS), the rest lowered with the default pipeline and schedules, built, run,
-compared with numpy, then exported and loaded back as a deployed model would be.
+"""TVM Unity's "customize the optimization" tutorial on relaxmlir: an nn.Module exported with a
+spec, its first linear + relu dispatched to a library by a user-written module pass, the rest
+lowered with the default pipeline and schedules, built, run, compared with numpy, then exported
+and loaded back as a deployed model would be.
 
-Run: python examples/customize_opt.py [--all-patterns] [--export model.so]
+On the CPU (`--target llvm`, the default) the library is a BLAS (the `blas` codegen, in place of
+cuBLAS); with `--target cuda` it is cuBLASLt (the `cublas` codegen), as in the tutorial. The cuda
+build needs no GPU, running it does: without one (or without cuBLASLt) the example builds and
+exports the model, then says what is missing and exits with status 1.
+
+Run: python examples/customize_opt.py [--target cuda] [--all-patterns] [--export model.so]
 """
 
 from __future__ import annotations
@@ -33,45 +38,65 @@ class MLPModel(nn.Module):
         return x
 
 
-def make_dispatch_pass(all_patterns: bool):
-    @rm.transform.module_pass(opt_level=0, name="BlasDispatch")
-    class BlasDispatch:
+INSTALL = {"blas": "pip install scipy-openblas32", "cublas": "pip install -e . (a C compiler)"}
+
+
+def make_dispatch_pass(codegen: str, all_patterns: bool):
+    """The tutorial's CublasDispatch pass, for `codegen` ("blas" or "cublas")."""
+
+    @rm.transform.module_pass(opt_level=0, name=f"{codegen.capitalize()}Dispatch")
+    class LibraryDispatch:
         def transform_module(self, mod, _ctx):
-            if not rm.get_global_func("relax.ext.blas", True):
-                raise RuntimeError("BLAS is not enabled: pip install scipy-openblas32")
+            if not rm.get_global_func(f"relax.ext.{codegen}", True):
+                raise RuntimeError(f"{codegen} is not enabled: {INSTALL[codegen]}")
             if all_patterns:
-                patterns = relax.backend.get_patterns_with_prefix("blas")
+                patterns = relax.backend.get_patterns_with_prefix(codegen)
             else:
-                patterns = [relax.backend.get_pattern("blas.matmul_transposed_bias_relu")]
+                patterns = [relax.backend.get_pattern(f"{codegen}.matmul_transposed_bias_relu")]
             mod = relax.transform.FuseOpsByPattern(patterns, annotate_codegen=True)(mod)
             mod = relax.transform.RunCodegen()(mod)
             return mod
 
-    return BlasDispatch()
+    return LibraryDispatch()
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--all-patterns", action="store_true", help="dispatch every blas pattern")
+    parser.add_argument(
+        "--all-patterns", action="store_true", help="dispatch every pattern of the codegen"
+    )
     parser.add_argument("--export", default="", help="also write the compiled model to this .so")
     parser.add_argument(
-        "--target", default="llvm", choices=["llvm"], help="the CPU (cuda: not yet)"
+        "--target",
+        default="llvm",
+        choices=["llvm", "cuda"],
+        help="llvm: the CPU, with blas; cuda: an NVIDIA GPU, with cublas (cuBLASLt)",
     )
     args = parser.parse_args()
+    codegen = "cublas" if args.target == "cuda" else "blas"
 
     mod, param_spec = MLPModel().export_tvm(
         spec={"forward": {"x": nn.spec.Tensor((1, 784), "float32")}}
     )
     mod.show()
 
-    mod = make_dispatch_pass(args.all_patterns)(mod)
-    mod.show()  # fc1 + relu is now a call_dps_packed of the blas kernel
+    mod = make_dispatch_pass(codegen, args.all_patterns)(mod)
+    mod.show()  # fc1 + relu is now a call_dps_packed of the library's kernel
 
     target = rm.target.Target(args.target)
     with target:
         mod = rm.ir.transform.Sequential([relax.get_pipeline("zero")])(mod)
     ex = relax.build(mod, target=target)
-    dev = rm.cpu()
+    path = args.export or os.path.join(tempfile.mkdtemp(), f"mlp_{codegen}.so")
+    if args.target == "cuda":
+        problem = rm.runtime.cublas.runtime_problem()
+        if problem:
+            ex.export_library(path)
+            raise SystemExit(
+                f"built for cuda and exported to {path}, but running it needs an NVIDIA GPU "
+                f"with cuBLASLt: {problem}"
+            )
+    dev = rm.cuda(0) if args.target == "cuda" else rm.cpu()
     vm = relax.VirtualMachine(ex, dev)
 
     rng = np.random.default_rng(0)
@@ -86,10 +111,9 @@ def main() -> None:
     print("max abs difference:", float(np.abs(out - ref).max()))
     print("native kernels bound:", sorted(f.symbol for f in ex.native_bindings.values()))
 
-    path = args.export or os.path.join(tempfile.mkdtemp(), "mlp_blas.so")
     ex.export_library(path)
     loaded = relax.VirtualMachine(rm.runtime.load_module(path), dev)
-    again = loaded["forward"](data, *params).numpy()
+    again = loaded["forward"](*[rm.nd.array(a, dev) for a in [data, *params]]).numpy()
     print(
         f"exported to {path}; loaded module max abs difference:", float(np.abs(again - ref).max())
     )

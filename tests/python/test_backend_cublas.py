@@ -212,6 +212,30 @@ def test_export_here_for_the_gpu_machine(tmp_path):
     assert "the cublas kernels cannot run here: cublas:" in proc.stdout
 
 
+def test_customize_opt_example_with_cuda(tmp_path):
+    """examples/customize_opt.py --target cuda: cublas dispatch, then a run on a GPU, or (without
+    one) the built model exported and a clear exit."""
+    lib = tmp_path / "model.so"
+    path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+    proc = subprocess.run(
+        [sys.executable, str(ROOT / "examples" / "customize_opt.py"), "--target", "cuda",
+         "--export", str(lib)],
+        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
+        env={**os.environ, "PYTHONPATH": path},
+    )  # fmt: skip
+    assert 'callee = "fused_relax_permute_dims_relax_matmul_relax_add_relax_nn_relu_cublas"' in (
+        proc.stdout
+    )
+    assert lib.exists()
+    if cublas_runtime.runtime_problem():
+        assert proc.returncode == 1, proc.stdout + proc.stderr
+        assert "running it needs an NVIDIA GPU with cuBLASLt: cublas:" in proc.stderr
+        return
+    assert proc.returncode == 0, proc.stderr
+    diffs = [float(x.rsplit(":", 1)[1]) for x in proc.stdout.splitlines() if "max abs diff" in x]
+    assert len(diffs) == 2 and max(diffs) < 1e-4, proc.stdout
+
+
 # Child code: calls a kernel of cublas_kernels with numpy arrays (host memory) as its operands.
 CALL_KERNEL = """
 import ctypes
