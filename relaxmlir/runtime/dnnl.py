@@ -108,6 +108,11 @@ def clear_cache() -> None:
         libraries.load("dnnl_kernels").relaxmlir_dnnl_cache_clear()
 
 
+def team_size() -> int:
+    """The threads oneDNN would run a kernel called from this thread on."""
+    return int(libraries.load("dnnl_kernels").relaxmlir_dnnl_team_size())
+
+
 def last_error() -> str:
     """The last failure a kernel reported (it filled its output with NaN), or ""."""
     kernels = libraries.load("dnnl_kernels")

@@ -256,6 +256,64 @@ def codegen(functions: list) -> dict:
     return out
 
 
+# -- operator strategies (relax.op.strategy): the same kernels as implementations of the ops --
+
+
+def _sinfo_dims(sinfo) -> list:
+    return [d if isinstance(d, int) else None for d in sinfo.shape]
+
+
+def conv2d_call_supported(call) -> bool:
+    """float32 NCHW/OIHW with a static weight (what the dnnl kernels take)"""
+    data, weight = (a.struct_info for a in call.args)
+    out = call.struct_info
+    if any(getattr(t, "dtype", None) != "float32" for t in (data, weight, out)):
+        return False
+    if data.ndim != 4 or weight.ndim != 4 or out.ndim != 4 or not weight.is_static:
+        return False
+    a = call.attrs
+    if a.get("data_layout", "NCHW") != "NCHW" or a.get("kernel_layout", "OIHW") != "OIHW":
+        return False
+    if a.get("out_layout") not in (None, "", "NCHW") or a.get("out_dtype") not in (None, "", "float32"):
+        return False
+    c, (o, ci) = _sinfo_dims(data)[1], weight.shape[:2]
+    groups = a.get("groups", 1)
+    return c is not None and groups >= 1 and o % groups == 0 and ci * groups == c
+
+
+def matmul_call_supported(call) -> bool:
+    """float32 operands of rank >= 2 (what the dnnl kernels take)"""
+    a, b = (arg.struct_info for arg in call.args)
+    return a.dtype == b.dtype == call.struct_info.dtype == "float32" and a.ndim >= 2 and b.ndim >= 2
+
+
+def _arg_value(arg) -> ir.Value | None:
+    values = getattr(arg, "values", None)
+    return values[0] if values else None
+
+
+def _emit(kernel: str, args: list, params: np.ndarray, sinfo):
+    from relaxmlir.relax.expr import Constant, call_dps_packed
+
+    name = f"relaxmlir.dnnl.{kernel}"
+    register_func(name, kernel_for(f"dnnl.{kernel}"), override=True)
+    return call_dps_packed(name, [*args, Constant(params)], sinfo)
+
+
+def emit_conv2d(bb, call):
+    """`relax.nn.conv2d` as a call of the dnnl conv2d kernel (compiled code calls it directly)."""
+    del bb
+    digest = weight_digest(_arg_value(call.args[1]))
+    return _emit("conv2d", list(call.args), conv2d_params(call.attrs, digest), call.struct_info)
+
+
+def emit_matmul(bb, call):
+    """`relax.matmul` as a call of the dnnl matmul kernel."""
+    del bb
+    digest = weight_digest(_arg_value(call.args[1]))
+    return _emit("matmul", list(call.args), matmul_params(digest), call.struct_info)
+
+
 register_patterns(_patterns())
 if is_available():
     register_func(f"relax.ext.{CODEGEN}", codegen, override=True)

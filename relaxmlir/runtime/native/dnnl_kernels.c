@@ -181,6 +181,9 @@ static int threads_for_call(void) {
   return omp_max_threads();
 }
 
+/* The team size a kernel called from this thread would give oneDNN (0: not OpenMP). */
+EXPORT int relaxmlir_dnnl_team_size(void) { return threads_for_call(); }
+
 /* ---- per-thread state: a stream and a growing scratch arena, freed when the thread ends */
 typedef struct {
   void *stream;
@@ -277,6 +280,8 @@ EXPORT int relaxmlir_dnnl_version(void) {
   const dnnl_version_info *v = dnnl.version();
   return v->major * 10000 + v->minor * 100 + v->patch;
 }
+
+enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_SILU }; /* the epilogue's activation */
 
 /* ---- primitives and the cache */
 typedef struct {
@@ -621,7 +626,6 @@ static int execute(const entry *e, thread_state *ts, char *src, char *weights, c
 }
 
 /* ---- epilogues, as post-ops */
-enum { ACT_NONE, ACT_RELU, ACT_GELU, ACT_GELU_TANH, ACT_SILU };
 
 static void *make_attr(int residual, int act) {
   void *attr = user_scratch_attr(), *ops = 0;
@@ -638,6 +642,35 @@ static void *make_attr(int residual, int act) {
   dnnl.primitive_attr_set_post_ops(attr, ops);
   dnnl.post_ops_destroy(ops);
   return attr;
+}
+
+/* An empty reduction (no input channels, K = 0) oneDNN does not compute: the output is the
+ * epilogue of zeros, act(bias + residual). `bias_step` walks the bias along output axis `axis`. */
+static float activate(float x, int act) {
+  switch (act) {
+  case ACT_RELU: return x > 0.0f ? x : 0.0f;
+  case ACT_GELU: return 0.5f * x * (1.0f + erff(x * 0.70710678118654752f));
+  case ACT_GELU_TANH: return 0.5f * x * (1.0f + tanhf(0.79788456080286536f * (x + 0.044715f * x * x * x)));
+  case ACT_SILU: return x / (1.0f + expf(-x));
+  default: return x;
+  }
+}
+
+static void empty_reduction(const view *out, const float *bias, int64_t bias_step, int axis,
+                            const view *res, int act) {
+  int64_t n = volume(out);
+  for (int64_t flat = 0; flat < n; flat++) {
+    int64_t rest = flat, off = 0, roff = 0, along = 0;
+    for (int64_t i = out->rank - 1; i >= 0; i--) {
+      int64_t idx = rest % out->sizes[i];
+      rest /= out->sizes[i];
+      off += idx * out->strides[i];
+      if (res) roff += idx * res->strides[i];
+      if (i == axis) along = idx;
+    }
+    float v = (bias ? bias[along * bias_step] : 0.0f) + (res ? ((float *)res->data)[roff] : 0.0f);
+    ((float *)out->data)[off] = activate(v, act);
+  }
 }
 
 /* ---- parameters (written by relaxmlir/relax/backend/dnnl.py; keep the two in step) */
@@ -687,6 +720,11 @@ static void conv2d(const kernel_info *k, unranked *in[], int n_in, unranked *uou
         fail(k->name, "the residual's shape differs from the output's", 0, &out);
         return;
       }
+  if (src.sizes[1] == 0) {
+    empty_reduction(&out, k->bias ? (float *)bias.data : 0, k->bias ? bias.strides[bias.rank - 3] : 0,
+                    1, k->residual ? &res : 0, k->act);
+    return;
+  }
   if (!engine) {
     fail(k->name, "oneDNN is not initialized", 0, &out);
     return;
@@ -829,6 +867,12 @@ static void matmul(const kernel_info *k, int transposed, unranked *in[], int n_i
     return;
   }
   if (volume(&out) == 0) return;
+  if (a.sizes[a.rank - 1] == 0) {
+    empty_reduction(&out, k->bias ? (float *)bias.data : 0,
+                    k->bias ? bias.strides[bias.rank - 1] * (bias.sizes[bias.rank - 1] != 1) : 0,
+                    nd - 1, 0, k->act);
+    return;
+  }
   if (!engine) {
     fail(k->name, "oneDNN is not initialized", 0, &out);
     return;
