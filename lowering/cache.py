@@ -24,11 +24,11 @@ import hashlib
 import mmap
 import os
 import tempfile
-import zlib
 from collections import Counter
 from functools import lru_cache
 from typing import Any, Iterable, Optional
 
+import xxhash
 from mlir import ir
 
 from lowering import dense
@@ -37,7 +37,7 @@ from relaxmlir.runtime.library import LibraryCode, load_module, read_metadata, w
 CACHE_ENV = "RELAXMLIR_CACHE"
 CACHE_DIR_ENV = "RELAXMLIR_CACHE_DIR"
 # Bump when the layout of an entry changes (key recipe, metadata fields).
-ENTRY_FORMAT = "1"
+ENTRY_FORMAT = "2"
 # Constants above this many elements are hashed as bytes instead of printed as text.
 ELIDE_ELEMENTS = 64
 
@@ -103,10 +103,14 @@ def _constants(module: ir.Module) -> Iterable[tuple[str, Any]]:
 
 def module_digest(module: ir.Module) -> str:
     """A structural hash of `module`: its text with large constants elided, then their bytes.
-    Falls back to the full text when some elided constant is not a plain dense attribute."""
+    Falls back to the full text when some elided constant is not a plain dense attribute.
+
+    XXH3-128 rather than SHA-256: a warm build of BERT-base hashes its 440 MB of weights, which
+    took 0.38 s with SHA-256 and takes ~0.05 s (the key guards against accidental collisions,
+    not against crafted ones)."""
     text = module.operation.get_asm(large_elements_limit=ELIDE_ELEMENTS, large_resource_limit=ELIDE_ELEMENTS)
     constants = _constants(module)
-    h = hashlib.sha256()
+    h = xxhash.xxh3_128()
     if text.count("__elided__") != len(constants):
         h.update(str(module).encode())
         return h.hexdigest()
@@ -114,7 +118,7 @@ def module_digest(module: ir.Module) -> str:
     for type_text, attr in constants:
         h.update(type_text.encode())
         try:
-            h.update(memoryview(attr))  # no copy: hashlib reads the attribute's storage
+            h.update(memoryview(attr))  # no copy: the hasher reads the attribute's storage
         except (TypeError, ValueError, BufferError):
             h.update(dense.raw_bytes(attr))  # bf16 has no buffer protocol
     return h.hexdigest()
@@ -153,10 +157,12 @@ class CachedCode(LibraryCode):
 
 
 def _checksum(path: str, size: int) -> int:
+    """XXH3-64 of the first `size` bytes of `path` (weights included: ~10x faster than crc32,
+    which took 0.2 s of every warm BERT-base build)."""
     if size == 0:
         return 0
     with open(path, "rb") as f, mmap.mmap(f.fileno(), size, access=mmap.ACCESS_READ) as m:
-        return zlib.crc32(m)
+        return xxhash.xxh3_64_intdigest(m)
 
 
 def load(key: str, lowered: Optional[ir.Module] = None, verify: bool = True):
@@ -167,7 +173,7 @@ def load(key: str, lowered: Optional[ir.Module] = None, verify: bool = True):
         cache = meta.get("cache", {})
         if cache.get("key") != key:
             raise ValueError("entry written for another key")
-        if verify and _checksum(path, int(cache["image_bytes"])) != cache["crc32"]:
+        if verify and _checksum(path, int(cache["image_bytes"])) != cache["xxh3"]:
             raise ValueError("checksum mismatch")
         return load_module(path, code_type=lambda p, m: CachedCode(p, m, lowered))
     except FileNotFoundError:
@@ -205,7 +211,7 @@ def store(key: str, module: ir.Module, infos: dict, packed: list, target: Any, l
         export_library(module, describing, tmp)
         meta = read_metadata(tmp)
         image_bytes = write_metadata(tmp, None)  # drop export's trailer, keep the ELF image
-        meta["cache"] = {"key": key, "image_bytes": image_bytes, "crc32": _checksum(tmp, image_bytes)}
+        meta["cache"] = {"key": key, "image_bytes": image_bytes, "xxh3": _checksum(tmp, image_bytes)}
         write_metadata(tmp, meta)
         os.replace(tmp, entry_path(key))  # atomic: readers see no entry or a whole one
     except BaseException:

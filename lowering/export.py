@@ -12,14 +12,18 @@ with a small generated C file that gives the library its plain C ABI:
   library needs no file of the Python package.
 
 OpenMP and libm stay shared (DT_NEEDED by soname; the runtime loads its OpenMP copy before the
-model). The signatures, packed functions, target and libraries are appended to the file as JSON
-after the ELF image (`relaxmlir.runtime.library.read_metadata`), so the loader can read what to
+model). Large constants (weights) of CPU code are not linked: their bytes follow the ELF image,
+each at an aligned offset of the file, and the code reads each one's address from a pointer
+global that the loader sets to its read-only mapping of the file (`detach_constants`). The
+signatures, packed functions, target, libraries and those offsets are appended to the file as
+JSON after that (`relaxmlir.runtime.library.read_metadata`), so the loader can read what to
 prepare before it maps the library.
 """
 
 from __future__ import annotations
 
 import json
+import mmap
 import os
 import shutil
 import subprocess
@@ -129,6 +133,99 @@ def externalize_constants(module: ir.Module, folder: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+# Alignment of each detached constant in the file (the mapping is page-aligned): at least a
+# cache line, as the linker gave the globals.
+CONSTANT_ALIGN = 64
+
+
+def _large_constants(module: ir.Module) -> dict[str, tuple[ir.Operation, ir.DenseElementsAttr]]:
+    """Name -> (global, value) of the constant globals of at least EXTERNAL_CONSTANT_BYTES."""
+    found = {}
+    for op in module.body.operations:
+        op = op.operation
+        if op.name != "llvm.mlir.global" or "value" not in op.attributes:
+            continue
+        attr = op.attributes["value"]
+        if not isinstance(attr, ir.DenseElementsAttr) or attr.is_splat:
+            continue
+        t = ir.ShapedType(attr.type)
+        width = t.element_type.width if hasattr(t.element_type, "width") else 0
+        if width % 8 or width * int(np.prod(t.shape)) // 8 < EXTERNAL_CONSTANT_BYTES:
+            continue  # i1 storage is bit-packed; small constants stay in the code
+        found[ir.StringAttr(op.attributes["sym_name"]).value] = (op, attr)
+    return found
+
+
+def _inside_function(op: ir.Operation) -> bool:
+    while op.parent is not None:
+        op = op.parent
+        if op.name == "llvm.func":
+            return True
+    return False
+
+
+def detach_constants(module: ir.Module) -> list[tuple[str, ir.DenseElementsAttr]]:
+    """Turn each large constant global `@g` of `module` into a pointer global (an i64 0 that
+    the loader sets) and load the constant's address from it where the code took `@g`'s
+    address; returns (name, value) of the detached constants, in module order.
+
+    Linking BERT-base's 440 MB of weights (assembler `.incbin`, then the linker) took ~3 s of
+    its build; the bytes are now written once, after the image. Kernels receive weights as
+    memref arguments, so only the graph function's address computation changes (one invariant
+    load per weight per call)."""
+    candidates = _large_constants(module)
+    uses: dict[str, list[ir.Operation]] = {name: [] for name in candidates}
+
+    def visit(op):
+        op = op.operation
+        if op.name == "llvm.mlir.addressof":
+            name = ir.FlatSymbolRefAttr(op.attributes["global_name"]).value
+            if name in uses:
+                uses[name].append(op)
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    detached = []
+    with module.context:
+        ptr, i64 = ir.Type.parse("!llvm.ptr"), ir.IntegerType.get_signless(64)
+        for name, (glob, attr) in candidates.items():
+            if not all(_inside_function(use) for use in uses[name]):
+                continue  # an address in another global's initializer: linked as before
+            for use in uses[name]:
+                with ir.InsertionPoint(use), use.location:
+                    slot = llvm_d.AddressOfOp(ptr, name)
+                    value = llvm_d.LoadOp(ptr, slot.result, invariant=True)
+                use.results[0].replace_all_uses_with(value.result)
+                use.erase()
+            del glob.attributes["value"]
+            if "constant" in glob.attributes:
+                del glob.attributes["constant"]
+            glob.attributes["global_type"] = ir.TypeAttr.get(i64)
+            glob.attributes["value"] = ir.IntegerAttr.get(i64, 0)
+            glob.attributes["alignment"] = ir.IntegerAttr.get(i64, 8)
+            glob.attributes["linkage"] = ir.Attribute.parse("#llvm.linkage<external>")
+            detached.append((name, attr))
+    return detached
+
+
+def append_constants(path: str, constants: list[tuple[str, ir.DenseElementsAttr]]) -> list[dict]:
+    """Write the detached constants after the image in `path`: {symbol, offset, bytes} each."""
+    records = []
+    with open(path, "r+b") as f:
+        end = f.seek(0, os.SEEK_END)
+        offset = -(-end // mmap.PAGESIZE) * mmap.PAGESIZE
+        for name, attr in constants:
+            try:
+                data = memoryview(attr)  # no copy: written from the attribute's storage
+            except (TypeError, ValueError, BufferError):
+                data = memoryview(dense.raw_bytes(attr))  # bf16 has no buffer protocol
+            f.seek(offset)
+            f.write(data)
+            records.append({"symbol": name, "offset": offset, "bytes": data.nbytes})
+            offset += -(-data.nbytes // CONSTANT_ALIGN) * CONSTANT_ALIGN
+    return records
+
+
 def export_library(module: ir.Module, executable: Any, path: str) -> None:
     """Write `module` (lowered to the LLVM dialect, target-stamped) and `executable`'s metadata
     to the shared library `path`."""
@@ -149,6 +246,8 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
         )
         module = clone_module(module)  # the JIT's module stays as it is
         with module.context:
+            # CUDA host code keeps its constants linked: they are copied to the device.
+            detached = [] if cuda else detach_constants(module)
             with open(consts, "w", encoding="utf-8") as f:
                 f.write(externalize_constants(module, tmp))
             text = str(llvm_d.translate_module_to_llvmir(module.operation))
@@ -176,6 +275,8 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
         _run(cmd, "linking")
         meta = dict(executable.metadata())
         meta["entries"] = list(executable.infos)
+        if detached:
+            meta["constants"] = append_constants(out, detached)
         payload = json.dumps(meta, sort_keys=True).encode()
         with open(out, "ab") as f:
             f.write(payload + len(payload).to_bytes(8, "little") + METADATA_MAGIC)

@@ -1,8 +1,9 @@
 """`load_module`: an exported model library (`ex.export_library(path)`) as an Executable.
 
 The library is plain C ABI (lowering/export.py): `relaxmlir_entry_<i>(void **args)` per
-function, `relaxmlir_bind_packed(i, fn)` for the packed functions it calls, and JSON metadata
-appended after the ELF image (signatures, packed functions, target, native libraries). Loading
+function, `relaxmlir_bind_packed(i, fn)` for the packed functions it calls, the large constants
+after the ELF image (mapped here, their addresses written into the library's pointer globals),
+and JSON metadata after them (signatures, packed functions, target, native libraries). Loading
 needs numpy and ctypes only: the libraries it names are loaded first (privately), the target is
 checked against this CPU, and the packed functions must be registered.
 """
@@ -11,11 +12,14 @@ from __future__ import annotations
 
 import ctypes
 import json
+import mmap
 import os
 import shutil
 import tempfile
 import weakref
 from typing import Any, Callable
+
+import numpy as np
 
 from relaxmlir.runtime import libraries
 from relaxmlir.runtime.executable import Executable, FunctionInfo, PackedSpec
@@ -47,18 +51,23 @@ def read_metadata(path: str) -> dict:
             raise ValueError(f"{path}: corrupt relaxmlir metadata ({exc})") from None
 
 
+def _image_end(f) -> int:
+    """The size of the open library `f` without its metadata trailer (if it has one)."""
+    tail = len(METADATA_MAGIC) + 8
+    size = f.seek(0, os.SEEK_END)
+    if size >= tail:
+        f.seek(size - tail)
+        trailer = f.read(tail)
+        if trailer[8:] == METADATA_MAGIC:
+            size -= tail + int.from_bytes(trailer[:8], "little")
+    return size
+
+
 def write_metadata(path: str, meta: Any) -> int:
     """Replace the metadata trailer of library `path` by `meta` (none: just drop it); returns
-    the size of the ELF image before the trailer."""
-    tail = len(METADATA_MAGIC) + 8
+    the size of the image (code, then constants) before the trailer."""
     with open(path, "r+b") as f:
-        f.seek(0, os.SEEK_END)
-        size = f.tell()
-        if size >= tail:
-            f.seek(size - tail)
-            trailer = f.read(tail)
-            if trailer[8:] == METADATA_MAGIC:
-                size -= tail + int.from_bytes(trailer[:8], "little")
+        size = _image_end(f)
         f.truncate(size)
         if meta is not None:
             payload = json.dumps(meta, sort_keys=True).encode()
@@ -83,6 +92,26 @@ def _private_copy(path: str) -> str:
     return copy
 
 
+def _bind_constants(lib: ctypes.CDLL, path: str, records: list) -> Any:
+    """Map the constants that follow the image of `path` (read-only, paged in on use) and set
+    the pointer global of each (lowering/export.py `detach_constants`); returns the mapping,
+    which must live as long as the code."""
+    if not records:
+        return None
+    with open(path, "rb") as f:
+        size = _image_end(f)
+        if any(r["offset"] + r["bytes"] > size for r in records):
+            raise OSError("its constants lie past the end of the file (truncated)")
+        view = np.frombuffer(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ), np.uint8)
+    base = view.ctypes.data
+    for r in records:
+        try:
+            ctypes.c_void_p.in_dll(lib, r["symbol"]).value = base + r["offset"]
+        except ValueError:
+            raise OSError(f"no pointer global '{r['symbol']}' for a constant") from None
+    return view
+
+
 class LibraryCode:
     """`NativeCode` of an Executable loaded from an exported library."""
 
@@ -97,11 +126,12 @@ class LibraryCode:
         mapped = path if shared else _private_copy(path)
         try:
             self.lib = ctypes.CDLL(mapped, mode=ctypes.RTLD_LOCAL)
+            self.constants = _bind_constants(self.lib, mapped, meta.get("constants", []))
         except OSError as exc:
             raise OSError(f"cannot load model library {path}: {exc}") from None
         finally:
             if mapped != path:
-                os.unlink(mapped)  # the mapping stays valid
+                os.unlink(mapped)  # the mappings stay valid
         if shared:
             _MAPPED[key], _LIVE[key] = (st.st_dev, st.st_ino), self
         self.entries = {name: i for i, name in enumerate(meta["entries"])}

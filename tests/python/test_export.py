@@ -163,3 +163,31 @@ def test_export_of_a_loaded_library_copies_it(tmp_path):
     relax.build(_mlp("tir", 1), "llvm").export_library(str(first))
     rm.load_module(str(first)).export_library(str(second))
     assert first.read_bytes() == second.read_bytes()
+
+
+def test_weights_follow_the_image_and_are_mapped(tmp_path):
+    """Large constants are not linked: their bytes follow the ELF image (export.detach_constants)
+    and the loader points the code at its mapping of them."""
+    from relaxmlir.runtime.library import read_metadata, write_metadata
+
+    lib = tmp_path / "mlp.so"
+    relax.build(_mlp("tir", "n"), "llvm").export_library(str(lib))
+    meta = read_metadata(str(lib))
+    records = meta["constants"]
+    weight_bytes = sum(a.nbytes for a in params().values() if a.size * 4 >= 4096)
+    assert sum(r["bytes"] for r in records) >= weight_bytes
+    assert min(r["offset"] for r in records) < weight_bytes  # the image itself holds no weights
+    assert all(r["offset"] % 64 == 0 for r in records)
+    x = np.random.default_rng(1).standard_normal((3, 784), dtype=np.float32)
+    vm = relax.VirtualMachine(rm.load_module(str(lib)), rm.cpu())
+    np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, params()), rtol=RTOL, atol=ATOL)
+    # constants cut off (metadata kept): refused at load, not read past the end of the file
+    cut = tmp_path / "cut.so"
+    cut.write_bytes(lib.read_bytes())
+    end = max(r["offset"] + r["bytes"] for r in records)
+    write_metadata(str(cut), None)
+    with open(cut, "r+b") as f:
+        f.truncate(end - 1)
+    write_metadata(str(cut), meta)
+    with pytest.raises(OSError, match="constants lie past the end"):
+        rm.load_module(str(cut))
