@@ -193,6 +193,32 @@ def conv2d_1x1(data, kernel, out_dtype=None):
     )
 
 
+def _add_dnnl(s: OpStrategy, op: str) -> None:
+    """oneDNN's kernel (relax.backend.dnnl) when it is installed, below our own kernels (a
+    user's strategy at a higher level, or a tuning record, picks it)."""
+    from relaxmlir.relax.backend import dnnl
+
+    if not dnnl.is_available():
+        return
+    if op == "conv2d":
+        s.add_implementation(
+            emit=dnnl.emit_conv2d,
+            name="conv2d_nchw.dnnl",
+            plevel=DNNL_PLEVEL,
+            condition=dnnl.conv2d_call_supported,
+        )
+    else:
+        s.add_implementation(
+            emit=dnnl.emit_matmul,
+            name="matmul.dnnl",
+            plevel=DNNL_PLEVEL - 1,  # below blas too
+            condition=dnnl.matmul_call_supported,
+        )
+
+
+DNNL_PLEVEL = 5
+
+
 def _conv2d_llvm(call: Call, target: Any) -> OpStrategy:
     from relaxmlir import topi
 
@@ -208,6 +234,7 @@ def _conv2d_llvm(call: Call, target: Any) -> OpStrategy:
         plevel=15,
         condition=is_pointwise_conv,
     )
+    _add_dnnl(s, "conv2d")
     return s
 
 
@@ -260,6 +287,7 @@ def _matmul_llvm(call: Call, target: Any) -> OpStrategy:
         s.add_implementation(
             emit=emit_blas_matmul, name="matmul.blas", plevel=5, condition=_float32_matmul
         )
+    _add_dnnl(s, "matmul")
     return s
 
 
