@@ -340,6 +340,7 @@ def raise_strided_inputs(func_op: ir.Operation) -> int:
                     full[expr.position] = ir.RankedTensorType(t).shape[axis]
         if not all(full):
             return ir.WalkResult.SKIP
+        planned = []
         for i in range(n_in):
             t = op.operands[i].type
             if maps[i].is_projected_permutation or not isinstance(t, ir.RankedTensorType):
@@ -353,7 +354,17 @@ def raise_strided_inputs(func_op: ir.Operation) -> int:
                 continue
             dims = [d for p in plans for _, d in p[3]]
             if len(set(dims)) == len(dims):
-                found.append((op, i, plans, full))
+                planned.append((op, i, plans, full))
+        # A view drops the axes its windows leave at one position, loop dims of extent 1
+        # included: keep the rewrite only if every loop still indexes some operand (else its
+        # map is not invertible, e.g. the K=1 loop of a (1, M, 1) x (1, 1, N) batched matmul).
+        replaced = {p[1] for p in planned}
+        used = {d for p in planned for plan in p[2] for _, d in plan[3]}
+        for j, m in enumerate(maps):
+            if j not in replaced:
+                used |= {e.position for e in m.results if isinstance(e, ir.AffineDimExpr)}
+        if len(used) == maps[-1].n_dims:
+            found.extend(planned)
         return ir.WalkResult.SKIP
 
     func_op.walk(visit)

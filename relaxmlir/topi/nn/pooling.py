@@ -20,6 +20,22 @@ def _out_size(size, lo: int, hi: int, k: int, stride: int, dilation: int, ceil_m
     return out
 
 
+def _crop_single_window(data: te.Tensor, axis: int, out: int, size, lo: int, hi: int, k: int,
+                        dilation: int) -> tuple:
+    """(data, high padding): when `out` is 1 and the window's span ends before the padded
+    end, data keeps only the rows the window reads and the high padding shrinks to match."""
+    span = dilation * (k - 1) + 1
+    rows = min(size, span - lo) if isinstance(size, int) else 0
+    if out != 1 or rows <= 0 or span >= lo + size + hi:
+        return data, hi
+    if rows < size:
+        shape = list(data.shape)
+        shape[axis] = rows
+        full = data
+        data = te.compute(shape, lambda *i: full[i], name="T_window_rows")
+    return data, span - lo - rows
+
+
 def pool2d(
     data: te.Tensor,
     kernel: Sequence[int],
@@ -50,13 +66,18 @@ def pool2d(
     extra_w = (
         max(0, (ow - 1) * sw + dw * (kw - 1) + 1 - (w + left + right)) if isinstance(w, int) else 0
     )
+    # One window on an axis reads a span shorter than the padded input: crop the input to it
+    # (normalize's unit-loop folding turns that axis's window index into a plain loop index,
+    # whose extent must then be the operand's size).
+    source, high_h = _crop_single_window(data, 2, oh, h, top, bottom + extra_h, kh, dh)
+    source, high_w = _crop_single_window(source, 3, ow, w, left, right + extra_w, kw, dw)
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
     if pool_type == "max":
         lowest = te.const(
             -math.inf if data.dtype.startswith(("float", "bfloat")) else -(2**31), data.dtype
         )
-        padded = pad(data, (0, 0, top, left), (0, 0, bottom + extra_h, right + extra_w), lowest.arg)
+        padded = pad(source, (0, 0, top, left), (0, 0, high_h, high_w), lowest.arg)
         return te.compute(
             (n, c, oh, ow),
             lambda b, f, y, x: te.max(
@@ -68,7 +89,7 @@ def pool2d(
         raise ValueError(f"topi.nn.pool2d: unknown pool_type '{pool_type}'")
     if (dh, dw) != (1, 1):
         raise NotImplementedError("topi.nn.pool2d: average pooling with dilation")
-    padded = pad(data, (0, 0, top, left), (0, 0, bottom + extra_h, right + extra_w))
+    padded = pad(source, (0, 0, top, left), (0, 0, high_h, high_w))
     total = te.compute(
         (n, c, oh, ow),
         lambda b, f, y, x: te.sum(padded[b, f, y * sh + ry, x * sw + rx], axis=[ry, rx]),
