@@ -19,6 +19,7 @@ import argparse
 import ctypes
 import datetime
 import gc
+import importlib
 import json
 import os
 import re
@@ -274,12 +275,15 @@ def _compile_relaxmlir(model, inputs, threads: int):
     return vm["main"], times
 
 
-# Workloads whose matmuls also run through the blas codegen (a column beside our own kernels).
+# Workloads that also run with library codegens (a column each beside our own kernels): blas
+# takes matmuls, dnnl (oneDNN) convolutions and matmuls.
 BLAS_WORKLOADS = ("W2", "W3", "W4", "W6", "W8", "W9")
+DNNL_WORKLOADS = ("W3", "W4", "W7a", "W7b")
+LIBRARY_HINTS = {"blas": "pip install scipy-openblas32", "dnnl": "pip install onednn-cpu-gomp"}
 
 
-def _compile_blas_dispatch(model, inputs, threads: int):
-    """The same model with every blas pattern offloaded (FuseOpsByPattern + RunCodegen)."""
+def _compile_blas_dispatch(model, inputs, threads: int, codegen: str = "blas"):
+    """The same model with every pattern of `codegen` offloaded (FuseOpsByPattern + RunCodegen)."""
     import torch
 
     import relaxmlir as rm
@@ -288,7 +292,7 @@ def _compile_blas_dispatch(model, inputs, threads: int):
 
     ep = torch.export.export(model, tuple(torch.from_numpy(x) for x in inputs))
     mod = from_exported_program(ep)
-    patterns = relax.backend.get_patterns_with_prefix("blas")
+    patterns = relax.backend.get_patterns_with_prefix(codegen)
     mod = relax.transform.FuseOpsByPattern(patterns, annotate_codegen=True)(mod)
     mod = relax.transform.RunCodegen()(mod)
     target = rm.target.Target({"kind": "llvm", "num-cores": threads})
@@ -455,17 +459,16 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
         except Exception as exc:  # noqa: BLE001  (reported in the table, not fatal)
             row["relaxmlir_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
         fn = None
-        if name in BLAS_WORKLOADS:
+        for lib in [c for c, ws in (("blas", BLAS_WORKLOADS), ("dnnl", DNNL_WORKLOADS)) if name in ws]:
             try:
-                from relaxmlir.relax.backend import blas as blas_backend
-
-                if not blas_backend.is_available():
-                    raise RuntimeError("no BLAS library (pip install scipy-openblas32)")
-                fn, row["blas_kernels"] = _compile_blas_dispatch(model, inputs, threads)
+                backend = importlib.import_module(f"relaxmlir.relax.backend.{lib}")
+                if not backend.is_available():
+                    raise RuntimeError(f"no {lib} library ({LIBRARY_HINTS[lib]})")
+                fn, row[f"{lib}_kernels"] = _compile_blas_dispatch(model, inputs, threads, lib)
                 np.testing.assert_allclose(fn(*inputs).numpy(), reference, rtol=1e-3, atol=1e-3)
-                row["blas_ms"] = _median_ms(lambda f=fn, a=inputs: f(*a), repeat)
+                row[f"{lib}_ms"] = _median_ms(lambda f=fn, a=inputs: f(*a), repeat)
             except Exception as exc:  # noqa: BLE001  (reported in the table, not fatal)
-                row["blas_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
+                row[f"{lib}_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
             fn = None
         # torch.compile last: its worker threads and caches must not disturb the other timings
         if torch_compile:
@@ -484,10 +487,10 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
     return {"rows": rows, "blas": blas}
 
 
-def _blas_text(r: dict) -> str:
-    if r.get("blas_ms"):
-        return f"{_fmt(r['blas_ms'])} ({r.get('blas_kernels', 0)} calls)"
-    return f"error: {r['blas_error']}" if r.get("blas_error") else ""
+def _blas_text(r: dict, lib: str = "blas") -> str:
+    if r.get(f"{lib}_ms"):
+        return f"{_fmt(r[f'{lib}_ms'])} ({r.get(f'{lib}_kernels', 0)} calls)"
+    return f"error: {r[f'{lib}_error']}" if r.get(f"{lib}_error") else ""
 
 
 def _fmt(v, digits=3):
@@ -538,8 +541,8 @@ def render(
         "",
         "Medians; outputs checked against numpy or torch eager (rtol 1e-3, atol 1e-3) before timing.",
         "",
-        "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | relaxmlir + blas ms | build s | cached build s | x numpy | x torch | GFLOP/s | % peak |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | relaxmlir + blas ms | relaxmlir + dnnl ms | build s | cached build s | x numpy | x torch | GFLOP/s | % peak |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         rm_ms = r.get("relaxmlir_ms")
@@ -554,7 +557,7 @@ def render(
         mark = "\\*" if r["id"] in MODELS else ""
         lines.append(
             f"| {r['id']} {r['title']}{mark} | {r['threads']} | {_fmt(r.get('numpy_ms'))} | {_fmt(r['torch_ms'])} | "
-            f"{tc_text} | {rm_text} | {_blas_text(r)} | {_fmt(r.get('compile_s'), 2)} | {_fmt(r.get('cached_s'), 2)} | "
+            f"{tc_text} | {rm_text} | {_blas_text(r)} | {_blas_text(r, 'dnnl')} | {_fmt(r.get('compile_s'), 2)} | {_fmt(r.get('cached_s'), 2)} | "
             f"{_fmt(vs_np, 2)} | {_fmt(vs_t, 2)} | "
             f"{_fmt(gflops, 1)} | {'' if pct is None else f'{pct:.1f}'} |"
         )
@@ -570,7 +573,10 @@ def render(
             "`GFLOP/s`, `% peak`: relaxmlir's, against the measured peak at the row's thread count. "
             "`relaxmlir + blas ms`: the same model with its matmuls (and their bias/activation "
             "epilogues) offloaded to OpenBLAS by the blas codegen (FuseOpsByPattern + RunCodegen), "
-            "the number of library call sites in parentheses; no dnnl column yet (no oneDNN backend)."
+            "the number of library call sites in parentheses. `relaxmlir + dnnl ms`: the same "
+            "with its convolutions and matmuls (and their bias/residual/activation epilogues) "
+            "offloaded to oneDNN 3.2 by the dnnl codegen (ResNet-18: its 20 convolutions and the "
+            "classifier; batch norms and pooling stay ours)."
         ),
         "",
         (
