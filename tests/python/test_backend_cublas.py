@@ -8,8 +8,9 @@ Runs in CI without the nvidia-cublas wheel or a GPU:
   bias, epilogues, alignment, the plan cache, the stream) against numpy through a stand-in for
   libcublasLt and the driver (fake_cublaslt.c: host memory as device memory), f32 to 1e-5,
   f16 to 1e-2 relative;
-- where the wheel is installed: the library loads and the declarations in cublas_kernels.c match
-  cublasLt.h / cuda.h (compiled against them).
+- where the wheel is installed: the library loads, the declarations in cublas_kernels.c match
+  cublasLt.h / cuda.h (compiled against them), and the library takes the attribute sizes the
+  kernels pass.
 Where a GPU and cuBLASLt exist (marked `gpu`): scripts/cublas_gpu_check.py's cases against numpy
 (f32 1e-4, f16 1e-2, relative to 1 + |expected|). On this workplace's device machine, which has
 no MLIR: `python scripts/cublas_gpu_check.py export --out cublas_libs` here, then run
@@ -19,6 +20,7 @@ carry=["cublas_libs", "relaxmlir/runtime/native"].
 
 from __future__ import annotations
 
+import ctypes
 import glob
 import importlib.util
 import os
@@ -343,6 +345,36 @@ def test_cublaslt_loads():
     major = Path(cublas_runtime.find_cublaslt()).name.split(".so.")[-1].split(".")[0]
     if major.isdigit():
         assert version // 10000 == int(major)
+
+
+@pytest.mark.skipif(cublas_runtime.find_cublaslt() is None, reason="no libcublasLt installed")
+def test_cublaslt_takes_the_attribute_sizes_the_kernels_pass():
+    """cublas_kernels.c (and fake_cublaslt.c) pass each attribute with the size the header's
+    comments give; the library itself must accept exactly those (it refuses a wrong size)."""
+    lt = ctypes.CDLL(cublas_runtime.find_cublaslt())
+    desc, layout, pref = ctypes.c_void_p(), ctypes.c_void_p(), ctypes.c_void_p()
+    assert lt.cublasLtMatmulDescCreate(ctypes.byref(desc), 68, 0) == 0  # COMPUTE_32F, R_32F
+    rows, cols, ld = ctypes.c_uint64(16), ctypes.c_uint64(8), ctypes.c_int64(16)
+    assert lt.cublasLtMatrixLayoutCreate(ctypes.byref(layout), 2, rows, cols, ld) == 0
+    assert lt.cublasLtMatmulPreferenceCreate(ctypes.byref(pref)) == 0
+    sets = [
+        (lt.cublasLtMatmulDescSetAttribute, desc, 3, ctypes.c_int32(1)),  # TRANSA
+        (lt.cublasLtMatmulDescSetAttribute, desc, 4, ctypes.c_int32(0)),  # TRANSB
+        (lt.cublasLtMatmulDescSetAttribute, desc, 7, ctypes.c_uint32(36)),  # EPILOGUE
+        (lt.cublasLtMatmulDescSetAttribute, desc, 8, ctypes.c_void_p(4096)),  # BIAS_POINTER
+        (lt.cublasLtMatrixLayoutSetAttribute, layout, 5, ctypes.c_int32(3)),  # BATCH_COUNT
+        (lt.cublasLtMatrixLayoutSetAttribute, layout, 6, ctypes.c_int64(128)),  # BATCH_OFFSET
+        (lt.cublasLtMatmulPreferenceSetAttribute, pref, 1, ctypes.c_uint64(1 << 25)),  # WORKSPACE
+    ] + [
+        (lt.cublasLtMatmulPreferenceSetAttribute, pref, a, ctypes.c_uint32(4)) for a in (5, 6, 7, 8)
+    ]
+    for setter, obj, attr, value in sets:
+        assert setter(obj, attr, ctypes.byref(value), ctypes.sizeof(value)) == 0, (attr, value)
+    wrong = ctypes.c_uint64(36)
+    assert lt.cublasLtMatmulDescSetAttribute(desc, 7, ctypes.byref(wrong), 8) != 0
+    lt.cublasLtMatmulDescDestroy(desc)
+    lt.cublasLtMatrixLayoutDestroy(layout)
+    lt.cublasLtMatmulPreferenceDestroy(pref)
 
 
 # -- the kernels' logic, against a stand-in for cuBLASLt ------------------------------------------
