@@ -1,4 +1,5 @@
-"""Model-level acceptance: whole PyTorch models through both importers, numeric vs torch eager."""
+"""Model-level acceptance: whole PyTorch models through both importers, numeric vs torch eager
+(float32, fixed seeds, rtol=1e-4, atol=1e-5)."""
 
 import math
 
@@ -28,6 +29,18 @@ class LeNet(nn.Module):
         x = F.max_pool2d(F.relu(self.conv2(x)), 2)
         x = x.view(x.size(0), -1)
         return self.fc3(F.relu(self.fc2(F.relu(self.fc1(x)))))
+
+
+def _randomize_batch_norms(model: nn.Module) -> nn.Module:
+    """Non-trivial running statistics and affine parameters, so that BatchNorm is no identity."""
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            with torch.no_grad():
+                m.running_mean.uniform_(-0.5, 0.5)
+                m.running_var.uniform_(0.5, 1.5)
+                m.weight.uniform_(0.5, 1.5)
+                m.bias.uniform_(-0.5, 0.5)
+    return model
 
 
 class BasicBlock(nn.Module):
@@ -62,13 +75,7 @@ class ResNet(nn.Module):
         self.layer2 = BasicBlock(8, 16, stride=2)
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
         self.fc = nn.Linear(16, num_classes)
-        for m in self.modules():  # non-trivial running statistics, so BatchNorm is no identity
-            if isinstance(m, nn.BatchNorm2d):
-                with torch.no_grad():
-                    m.running_mean.uniform_(-0.5, 0.5)
-                    m.running_var.uniform_(0.5, 1.5)
-                    m.weight.uniform_(0.5, 1.5)
-                    m.bias.uniform_(-0.5, 0.5)
+        _randomize_batch_norms(self)
 
     def forward(self, x):
         x = self.maxpool(self.relu(self.bn1(self.conv1(x))))
@@ -113,6 +120,88 @@ class GPTBlock(nn.Module):
         return self.head(self.ln_f(x))
 
 
+class InvertedResidual(nn.Module):
+    """MobileNetV2's block: 1x1 expansion, 3x3 depthwise, linear 1x1 projection (ReLU6, BN),
+    with the residual when the shapes agree."""
+
+    def __init__(self, cin: int = 8, cout: int = 8, stride: int = 1, expand: int = 4):
+        super().__init__()
+        hidden = cin * expand
+        self.residual = stride == 1 and cin == cout
+        self.block = nn.Sequential(
+            nn.Conv2d(cin, hidden, 1, bias=False),
+            nn.BatchNorm2d(hidden),
+            nn.ReLU6(inplace=True),
+            nn.Conv2d(hidden, hidden, 3, stride, 1, groups=hidden, bias=False),
+            nn.BatchNorm2d(hidden),
+            nn.ReLU6(inplace=True),
+            nn.Conv2d(hidden, cout, 1, bias=False),
+            nn.BatchNorm2d(cout),
+        )
+        _randomize_batch_norms(self)
+
+    def forward(self, x):
+        y = self.block(x)
+        return x + y if self.residual else y
+
+
+class SqueezeExcite(nn.Module):
+    def __init__(self, channels: int, reduction: int = 4):
+        super().__init__()
+        self.fc1 = nn.Conv2d(channels, channels // reduction, 1)
+        self.fc2 = nn.Conv2d(channels // reduction, channels, 1)
+
+    def forward(self, x):
+        s = F.adaptive_avg_pool2d(x, 1)
+        return x * F.hardsigmoid(self.fc2(F.relu(self.fc1(s))))
+
+
+class MobileNetV3Block(nn.Module):
+    """MobileNetV3's bneck: 1x1 expansion, 5x5 depthwise with stride 2 (hardswish),
+    squeeze-excite gated by hardsigmoid, linear 1x1 projection."""
+
+    def __init__(self, cin: int = 8, cout: int = 16, kernel: int = 5, expand: int = 3):
+        super().__init__()
+        hidden = cin * expand
+        self.expand = nn.Sequential(
+            nn.Conv2d(cin, hidden, 1, bias=False), nn.BatchNorm2d(hidden), nn.Hardswish()
+        )
+        self.depthwise = nn.Sequential(
+            nn.Conv2d(hidden, hidden, kernel, 2, kernel // 2, groups=hidden, bias=False),
+            nn.BatchNorm2d(hidden),
+            nn.Hardswish(),
+        )
+        self.se = SqueezeExcite(hidden)
+        self.project = nn.Sequential(nn.Conv2d(hidden, cout, 1, bias=False), nn.BatchNorm2d(cout))
+        _randomize_batch_norms(self)
+
+    def forward(self, x):
+        return self.project(self.se(self.depthwise(self.expand(x))))
+
+
+class UNetBlock(nn.Module):
+    """One UNet level: conv, max-pool down, conv, up again (a stride-2 conv_transpose2d, or
+    bilinear upsampling + 1x1 conv), concatenated with the skip connection, fused by convs."""
+
+    def __init__(self, c: int = 4, up: str = "transpose"):
+        super().__init__()
+        self.down1 = nn.Sequential(nn.Conv2d(3, c, 3, padding=1), nn.ReLU())
+        self.down2 = nn.Sequential(nn.Conv2d(c, 2 * c, 3, padding=1), nn.ReLU())
+        if up == "transpose":
+            self.up = nn.ConvTranspose2d(2 * c, c, 2, stride=2)
+        else:
+            self.up = nn.Sequential(
+                nn.Upsample(scale_factor=2, mode="bilinear", align_corners=False),
+                nn.Conv2d(2 * c, c, 1),
+            )
+        self.fuse = nn.Sequential(nn.Conv2d(2 * c, c, 3, padding=1), nn.ReLU(), nn.Conv2d(c, 1, 1))
+
+    def forward(self, x):
+        skip = self.down1(x)
+        y = self.up(self.down2(F.max_pool2d(skip, 2)))
+        return self.fuse(torch.cat([y, skip], dim=1))
+
+
 def _transformer_layer():
     return nn.TransformerEncoderLayer(
         d_model=32, nhead=4, dim_feedforward=64, batch_first=True, dropout=0.0
@@ -125,6 +214,11 @@ MODELS = {
     "resnet": (ResNet, lambda: [torch.randn(2, 3, 16, 16)]),
     "transformer_encoder_layer": (_transformer_layer, lambda: [torch.randn(2, 5, 32)]),
     "gpt_block": (GPTBlock, lambda: [torch.randint(0, 50, (2, 8))]),
+    "mobilenet_v2_block": (InvertedResidual, lambda: [torch.randn(2, 8, 10, 10)]),
+    "mobilenet_v2_block_s2": (lambda: InvertedResidual(8, 12, 2), lambda: [torch.randn(2, 8, 9, 9)]),
+    "mobilenet_v3_block": (MobileNetV3Block, lambda: [torch.randn(2, 8, 12, 12)]),
+    "unet_block": (UNetBlock, lambda: [torch.randn(2, 3, 16, 16)]),
+    "unet_block_upsample": (lambda: UNetBlock(up="upsample"), lambda: [torch.randn(2, 3, 16, 16)]),
 }
 
 
