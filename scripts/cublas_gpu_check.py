@@ -11,12 +11,13 @@ rounded to the output dtype) and `manifest.json` (tolerances, the cublas kernels
 binds). `run` needs numpy and relaxmlir's runtime only (its `_cublas*.so` kernels, built at
 install, and libcublasLt: the `nvidia-cublas` wheel, torch's, or RELAXMLIR_CUBLAS_LIB): it loads
 each library, runs it on cuda(0) (one case also under a torch side stream when torch is there),
-compares with numpy and prints one line per case; the exit status is 1 if any differs, 2 if the
+compares with numpy and prints one line per case, then checks that a missing libcublasLt is a
+CudaError from the VM (a child process); the exit status is 1 if anything differs, 2 if the
 kernels cannot run there (the reason is printed).
 
 On this workplace's device machine (tests/python/test_backend_cublas.py says the same): export
-here, then `run` there with `carry=["cublas_libs", "relaxmlir/runtime/native"]` (both are
-ignored by git: the libraries and the built kernels travel only when carried) and the command
+here, then `run` there with `carry=["cublas_libs", "relaxmlir/runtime/native"]` (the model
+libraries and the built kernels are ignored by git: they travel only when carried) and the command
 `python3 scripts/cublas_gpu_check.py run --libs cublas_libs`.
 """
 
@@ -269,7 +270,46 @@ def run(libs: Path, names: list[str] | None = None) -> list[dict]:
         rows.append({"name": name, "ok": ok, "max_err": worst, "kernels": bound})
         print(f"{name}: {'ok' if ok else 'MISMATCH'}, max |err| {worst:.2e}, kernels {bound}",
               flush=True)  # fmt: skip
+    if "linear_t_bias_relu_f32" in manifest and names is None:
+        rows.append(missing_library_error(libs))
     return rows
+
+
+MISSING_LIBRARY_CHILD = """
+import sys
+import numpy as np
+import relaxmlir as rm
+from relaxmlir import runtime
+lib, shapes = sys.argv[1], eval(sys.argv[2])
+vm = runtime.VirtualMachine(runtime.load_module(lib), rm.cuda(0))
+args = [rm.nd.array(np.ones(s, "float32"), rm.cuda(0)) for s in shapes]
+for attempt in range(2):  # reported each time, the first failure not left behind
+    try:
+        vm["main"](*args)
+        raise SystemExit("no error")
+    except runtime.CudaError as exc:
+        assert "cuBLASLt (libcublasLt) not found" in str(exc), exc
+print("ok")
+"""
+
+
+def missing_library_error(libs: Path) -> dict:
+    """A model whose cuBLASLt is missing raises CudaError from the VM (a child process with
+    RELAXMLIR_CUBLAS_LIB pointing nowhere), on every call."""
+    import os
+    import subprocess
+
+    name = "linear_t_bias_relu_f32"
+    shapes = repr([(1, 784), (256, 784), (256,)])
+    env = {**os.environ, "RELAXMLIR_CUBLAS_LIB": "/nonexistent/libcublasLt.so"}
+    proc = subprocess.run(
+        [sys.executable, "-c", MISSING_LIBRARY_CHILD, str(libs / f"{name}.so"), shapes],
+        capture_output=True, text=True, env=env, cwd=ROOT, timeout=300, check=False,
+    )  # fmt: skip
+    ok = proc.returncode == 0 and proc.stdout.strip() == "ok"
+    detail = "" if ok else f" ({(proc.stdout + proc.stderr).strip()[-300:]})"
+    print(f"missing_library_error: {'ok' if ok else 'MISMATCH'}{detail}", flush=True)
+    return {"name": "missing_library_error", "ok": ok, "max_err": 0.0, "kernels": []}
 
 
 def _under_torch_stream(vm, entry, inputs, want, tol) -> bool:

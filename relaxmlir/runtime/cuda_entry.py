@@ -112,19 +112,31 @@ class CudaEntryPoint:
         for set_stream in self._native_streams:
             set_stream(stream)
         self.native(self.packed)
-        raise_pending(self._take_error)
-        for take_error in self._native_errors:
-            raise_pending(take_error)
+        if self._native_errors:
+            # every library's record is read (and cleared) before the first one is raised: a
+            # failure left behind would stop that library's next call
+            pending = [_take(t) for t in (self._take_error, *self._native_errors)]
+            first = next((m for m in pending if m), "")
+            if first:
+                raise CudaError(first)
+        else:
+            raise_pending(self._take_error)
         if dps:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
+def _take(take_error: Any) -> str:
+    """The failure a library recorded ("" if none), cleared there."""
+    buf = ctypes.create_string_buffer(1024)
+    return buf.value.decode(errors="replace") if take_error(buf, len(buf)) else ""
+
+
 def raise_pending(take_error: Any) -> None:
     """Raise the first failure that the library's CUDA runtime recorded (and clear it)."""
-    buf = ctypes.create_string_buffer(1024)
-    if take_error(buf, len(buf)):
-        raise CudaError(buf.value.decode(errors="replace"))
+    message = _take(take_error)
+    if message:
+        raise CudaError(message)
 
 
 def _set_slot(slot: memref_abi.ArgSlot, data: DeviceData) -> None:
