@@ -596,6 +596,16 @@ class Reshape(_Unary):
 
 
 @RELAX.op
+class LayoutTransform(_Unary):
+    """The same tensor in another data layout: "NCHW" <-> "NCHW<b>c" (channels in blocks of b,
+    the block innermost; `relaxmlir.topi.layout`)."""
+
+    mnemonic = "layout_transform"
+    src_layout = Attr("string")
+    dst_layout = Attr("string")
+
+
+@RELAX.op
 class Flatten(_Unary):
     """Reshape to 1-D (TVM semantics; torch.flatten(x, 1) is a reshape)."""
 

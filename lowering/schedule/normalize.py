@@ -16,7 +16,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import linalg, tensor
 
-from lowering.schedule.common import Script, apply_script, is_mul_add, linalg_ops
+from lowering.schedule.common import Script, apply_script, classify, is_mul_add, linalg_ops
 from lowering.schedule.gather import raise_gathers, raise_strided_inputs
 from lowering.schedule.pad import raise_pads
 
@@ -25,7 +25,8 @@ def normalize_function(func_op: ir.Operation) -> None:
     """Steps 1-4 of the module docstring on `func_op` (which must sit in a module)."""
     raise_pads(func_op)
     raise_gathers(func_op)
-    raise_strided_inputs(func_op)
+    if not any(_unit_window_conv(op) for op in linalg_ops(func_op)):  # its 1x1 window stays
+        raise_strided_inputs(func_op)
     drop_unit_dims(func_op)
 
 
@@ -39,7 +40,7 @@ def drop_unit_dims(func_op: ir.Operation) -> None:
 
     Not in functions with a one-row contraction (GEMV): without its unit M loop it would be a
     vector-matrix product that no matmul route (nor `pack_greedily`) takes."""
-    if any(_one_row_contraction(op) for op in linalg_ops(func_op)):
+    if any(_one_row_contraction(op) or _unit_window_conv(op) for op in linalg_ops(func_op)):
         return
     s = Script()
     s.patterns(
@@ -57,6 +58,25 @@ def drop_unit_dims(func_op: ir.Operation) -> None:
     from lowering.fuse_tir import make_inplace
 
     make_inplace(func_op)
+
+
+def _unit_window_conv(op: ir.Operation) -> bool:
+    """A convolution with a 1x1 window (a pointwise conv in a channel-blocked layout): without
+    its unit window loops it would be a contraction over two reduction axes (channel blocks and
+    the channels in a block) that no matmul route takes, while the conv rule handles it."""
+    if op.name != "linalg.generic":
+        return False
+    info = classify(op)
+    if info.pattern != "conv":
+        return False
+    image = next(i for i, dims in enumerate(info.operand_dims[:2]) if dims is None)
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    window = [
+        e.rhs.position if info.iterators[e.rhs.position] == "reduction" else e.lhs.position
+        for e in maps[image].results
+        if isinstance(e, ir.AffineAddExpr)
+    ]
+    return bool(window) and all(info.ranges[d] == 1 for d in window)
 
 
 def _one_row_contraction(op: ir.Operation) -> bool:

@@ -45,6 +45,7 @@ def _run(mod, *args):
 
 def test_conv_routes_by_condition_and_matches_torch(capfd, monkeypatch):
     monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    monkeypatch.setenv("RELAXMLIR_ALTER_LAYOUT", "0")  # the NCHW implementations
     torch.manual_seed(0)
     model = torch.nn.Sequential(
         torch.nn.Conv2d(8, 16, 1), torch.nn.ReLU(), torch.nn.Conv2d(16, 4, 3, padding=1)
@@ -53,11 +54,27 @@ def test_conv_routes_by_condition_and_matches_torch(capfd, monkeypatch):
     _, got = _run(from_fx(torch.fx.symbolic_trace(model), [(2, 8, 9, 9)]), x.numpy())
     np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=RTOL, atol=ATOL)
     err = capfd.readouterr().err
-    assert "conv2d_nchw_1x1.contraction (plevel 15; condition 1x1 kernel" in err
-    assert (
-        "conv2d_nchw.direct (plevel 10; others: conv2d_nchw_1x1.contraction (plevel 15, condition false))"
-        in err
-    )
+    assert "on llvm: conv2d_nchw_1x1.contraction (plevel 15; condition 1x1 kernel" in err
+    assert "on llvm: conv2d_nchw.direct (plevel 10; others: " in err
+    assert "conv2d_nchw_1x1.contraction (plevel 15, condition false)" in err
+
+
+def test_blocked_conv_strategies(capfd, monkeypatch):
+    """relax.build puts constant-weight convolutions in the channel-blocked layout: unit-stride
+    windows take the blocked direct kernel, strided ones the phase-split one."""
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 32, 3, stride=2, padding=1), torch.nn.ReLU(),
+        torch.nn.Conv2d(32, 32, 3, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(32, 32, 1, stride=2),
+    ).eval()  # fmt: skip
+    x = torch.randn(2, 3, 17, 17)
+    mod = from_fx(torch.fx.symbolic_trace(model), [(2, 3, 17, 17)], keep_params_as_input=False)
+    _, got = _run(mod, x.numpy())
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=RTOL, atol=ATOL)
+    err = capfd.readouterr().err
+    assert err.count("on llvm: conv2d_nchwc.phased (plevel 25;") == 2
+    assert err.count("on llvm: conv2d_nchwc.direct (plevel 20;") == 1
 
 
 def test_user_strategy_at_a_higher_level_wins(restore_strategies, capfd, monkeypatch):

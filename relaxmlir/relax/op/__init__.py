@@ -43,6 +43,7 @@ from relaxmlir.relax.op.manipulate import (  # noqa: F401
     concat,
     expand_dims,
     flatten,
+    layout_transform,
     permute_dims,
     reshape,
     split,

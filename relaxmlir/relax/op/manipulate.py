@@ -24,6 +24,7 @@ from relaxmlir.relax.op.common import (
     tensor_sinfo,
 )
 from relaxmlir.relax.struct_info import TensorStructInfo, TupleStructInfo, normalize_dim
+from relaxmlir.topi.layout import transform_shape
 
 
 def _shape_arg(shape, op: str) -> list:
@@ -100,6 +101,24 @@ def permute_dims(x: Expr, axes: Sequence[int] | None = None) -> Call:
         raise ValueError(f"{op}: axes ({list(axes)}) are not a permutation of rank ({sinfo.ndim})")
     out = TensorStructInfo([sinfo.shape[a] for a in perm], sinfo.dtype)
     return make_call(op, [x], {"axes": perm}, out)
+
+
+def layout_transform(x: Expr, src_layout: str, dst_layout: str) -> Call:
+    """`relax.layout_transform`: `x` re-laid out between "NCHW" and channel-blocked "NCHW<b>c"
+    (TVM relay's `layout_transform(data, src_layout, dst_layout)`).
+
+    Examples
+    --------
+    >>> relax.op.layout_transform(x, "NCHW", "NCHW16c")  # (1, 64, 56, 56) -> (1, 4, 56, 56, 16)
+    """
+    op = "relax.layout_transform"
+    sinfo = tensor_sinfo(x, op)
+    try:
+        shape = transform_shape(sinfo.shape, src_layout, dst_layout)
+    except ValueError as exc:
+        raise ValueError(f"{op}: {exc}") from None
+    out = TensorStructInfo(shape, sinfo.dtype)
+    return make_call(op, [x], {"src_layout": src_layout, "dst_layout": dst_layout}, out)
 
 
 def flatten(x: Expr) -> Call:

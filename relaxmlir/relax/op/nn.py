@@ -22,6 +22,7 @@ from relaxmlir.relax.op.common import (
 )
 from relaxmlir.relax.op.unary import infer_unary, unary_op
 from relaxmlir.relax.struct_info import TensorStructInfo
+from relaxmlir.topi.layout import channel_block, kernel_blocks
 
 IntOrPair = int | Sequence[int]
 
@@ -142,6 +143,19 @@ def _check_nchw(layout: str, op: str, what: str = "data_layout", expected: str =
         raise NotImplementedError(f"{op}: only {what}='{expected}' is supported, got ('{layout}')")
 
 
+def _channel_block(layout: str, out_layout: str | None, op: str, what: str = "data_layout") -> int:
+    """0 for NCHW, b for the channel-blocked NCHW<b>c (`topi.layout`); out_layout must match."""
+    try:
+        block = channel_block(layout)
+    except ValueError:
+        raise NotImplementedError(
+            f"{op}: only {what}='NCHW' or a channel-blocked 'NCHW<b>c' is supported, got ('{layout}')"
+        ) from None
+    if out_layout not in (None, layout):
+        raise NotImplementedError(f"{op}: out_layout ('{out_layout}') must equal {what} ('{layout}')")
+    return block
+
+
 def conv2d(
     data: Expr,
     weight: Expr,
@@ -173,8 +187,11 @@ def conv2d(
         `(N, O, OH, OW)` with `OH = (H + top + bottom - dilation*(KH-1) - 1) // stride + 1`.
     """
     op = "relax.nn.conv2d"
-    _check_nchw(data_layout, op)
-    _check_nchw(kernel_layout, op, "kernel_layout", "OIHW")
+    if data_layout != "NCHW" or kernel_layout != "OIHW":
+        return _conv2d_blocked(
+            data, weight, strides, padding, dilation, groups, data_layout, kernel_layout,
+            out_layout, out_dtype,
+        )  # fmt: skip
     _check_nchw(out_layout or data_layout, op, "out_layout")
     x, w = tensor_sinfo(data, op, "data"), tensor_sinfo(weight, op, "weight")
     dtype = unify_dtypes(op, x, w)
@@ -203,6 +220,49 @@ def conv2d(
     return make_call(op, [data, weight], attrs, out)
 
 
+def _conv2d_blocked(
+    data, weight, strides, padding, dilation, groups, data_layout, kernel_layout, out_layout, out_dtype
+) -> Call:
+    """conv2d of NCHW<bi>c data with an OIHW<bi>i<bo>o kernel into NCHW<bo>c (no groups)."""
+    op = "relax.nn.conv2d"
+    bi = _channel_block(data_layout, None, op)
+    try:
+        ki, ko = kernel_blocks(kernel_layout)
+    except ValueError as exc:
+        raise NotImplementedError(f"{op}: {exc}") from None
+    if not bi or not ki or ki != bi:
+        raise NotImplementedError(
+            f"{op}: data_layout '{data_layout}' needs kernel_layout 'OIHW{bi or '<b>'}i<o>o', got '{kernel_layout}'"
+        )
+    if out_layout not in (None, f"NCHW{ko}c"):
+        raise NotImplementedError(f"{op}: kernel_layout '{kernel_layout}' gives out_layout 'NCHW{ko}c', got '{out_layout}'")
+    if groups != 1:
+        raise NotImplementedError(f"{op}: groups ({groups}) in the channel-blocked layout '{data_layout}'")
+    x, w = tensor_sinfo(data, op, "data"), tensor_sinfo(weight, op, "weight")
+    dtype = unify_dtypes(op, x, w)
+    if x.ndim != 5 or w.ndim != 6:
+        raise ValueError(f"{op}: expected 5-D {data_layout} data and 6-D {kernel_layout} weight, got {x.shape} and {w.shape}")
+    n, cb, h, wd, xb = x.shape
+    ob, icb, kh, kw, wi, wo = w.shape
+    if (xb, wi, wo) != (bi, ki, ko) or not same_dim(cb, icb):
+        raise ValueError(f"{op}: shapes {x.shape} ({data_layout}) and {w.shape} ({kernel_layout}) do not match")
+    strides, dilation = as_ints(strides, 2, op, "strides"), as_ints(dilation, 2, op, "dilation")
+    pad = _padding(padding, op)
+    oh = _window_out(h, pad[0] + pad[2], kh, strides[0], dilation[0], False, op)
+    ow = _window_out(wd, pad[1] + pad[3], kw, strides[1], dilation[1], False, op)
+    out = TensorStructInfo([n, ob, oh, ow, ko], out_dtype or dtype)
+    attrs = {
+        "strides": strides,
+        "padding": pad,
+        "dilation": dilation,
+        "groups": 1,
+        "data_layout": data_layout,
+        "kernel_layout": kernel_layout,
+        "out_dtype": out.dtype,
+    }
+    return make_call(op, [data, weight], attrs, out)
+
+
 def _pool2d(
     name: str,
     data: Expr,
@@ -216,15 +276,16 @@ def _pool2d(
     out_layout: str | None,
 ) -> Call:
     op = f"relax.nn.{name}"
-    _check_nchw(layout, op, "layout")
-    _check_nchw(out_layout or layout, op, "out_layout")
+    block = _channel_block(layout, out_layout, op, "layout")
+    if block and (name != "max_pool2d" or ceil_mode):
+        raise NotImplementedError(f"{op}: layout '{layout}' (channel-blocked: max_pool2d without ceil_mode only)")
     x = tensor_sinfo(data, op, "data")
-    if x.ndim != 4:
-        raise ValueError(f"{op}: expected 4-D data, got {x.shape}")
+    if x.ndim != (5 if block else 4):
+        raise ValueError(f"{op}: expected {5 if block else 4}-D {layout} data, got {x.shape}")
     k = as_ints(pool_size, 2, op, "pool_size")
     strides, dilation = as_ints(strides, 2, op, "strides"), as_ints(dilation, 2, op, "dilation")
     pad = _padding(padding, op)
-    n, c, h, w = x.shape
+    n, c, h, w = x.shape[:4]
     oh = _window_out(h, pad[0] + pad[2], k[0], strides[0], dilation[0], ceil_mode, op)
     ow = _window_out(w, pad[1] + pad[3], k[1], strides[1], dilation[1], ceil_mode, op)
     if ceil_mode:  # torch: the last window must start inside the input or the left padding
@@ -239,7 +300,7 @@ def _pool2d(
         "count_include_pad": bool(count_include_pad),
         "layout": layout,
     }
-    return make_call(op, [data], attrs, TensorStructInfo([n, c, oh, ow], x.dtype))
+    return make_call(op, [data], attrs, TensorStructInfo([n, c, oh, ow] + list(x.shape[4:]), x.dtype))
 
 
 def max_pool2d(
@@ -326,18 +387,19 @@ def adaptive_avg_pool2d(
     Call
     """
     op = "relax.nn.adaptive_avg_pool2d"
-    _check_nchw(layout, op, "layout")
-    _check_nchw(out_layout or layout, op, "out_layout")
+    block = _channel_block(layout, out_layout, op, "layout")
     x = tensor_sinfo(data, op, "data")
-    if x.ndim != 4:
-        raise ValueError(f"{op}: expected 4-D data, got {x.shape}")
+    if x.ndim != (5 if block else 4):
+        raise ValueError(f"{op}: expected {5 if block else 4}-D {layout} data, got {x.shape}")
     size = (
         [None, None]
         if output_size is None
         else ([output_size] * 2 if isinstance(output_size, int) else list(output_size))
     )
     size = [x.shape[2 + i] if s is None else int(s) for i, s in enumerate(size)]
-    out = TensorStructInfo([x.shape[0], x.shape[1]] + size, x.dtype)
+    if block and size != [1, 1]:
+        raise NotImplementedError(f"{op}: layout '{layout}' (channel-blocked: output size 1x1 only), got {size}")
+    out = TensorStructInfo([x.shape[0], x.shape[1]] + size + list(x.shape[4:]), x.dtype)
     return make_call(op, [data], {"output_size": size, "layout": layout}, out)
 
 

@@ -193,6 +193,43 @@ def conv2d_1x1(data, kernel, out_dtype=None):
     )
 
 
+def is_channel_blocked_conv(call: Call) -> bool:
+    """data in a channel-blocked layout such as NCHW16c (relax-alter-op-layout's choice)"""
+    return call.attrs.get("data_layout", "NCHW") != "NCHW"
+
+
+def conv2d_nchwc(data, kernel, strides=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, out_dtype=None):
+    from relaxmlir.topi.nn.blocked import conv2d_nchwc as compute
+
+    if groups != 1:
+        raise ValueError(f"conv2d in a channel-blocked layout: groups must be 1, got {groups}")
+    return compute(data, kernel, strides, padding, dilation, out_dtype)
+
+
+def is_strided_blocked_conv(call: Call) -> bool:
+    """channel-blocked, equal strides > 1, no dilation, square kernel"""
+    a, kh, kw = call.attrs, *call.args[1].struct_info.shape[2:4]
+    sh, sw = a["strides"]
+    return (
+        is_channel_blocked_conv(call) and sh == sw > 1 and list(a["dilation"]) == [1, 1] and kh == kw
+    )
+
+
+def emit_conv2d_nchwc_phased(bb, call: Call):
+    """The kernel's taps sorted by input phase in a call of their own (constant weights: folded
+    at compile time by FoldConstant), the input split by phase in another (an injective kernel,
+    which fusion leaves out of the convolution), then a unit-stride window over the phases."""
+    from relaxmlir.topi.nn import blocked
+
+    a = call.attrs
+    s, k = a["strides"][0], call.args[1].struct_info.shape[2]
+    taps = bb.call_te(blocked.phase_kernel, call.args[1], s, primfunc_name_hint="phase_kernel")
+    phases = bb.call_te(blocked.phase_split, call.args[0], k, s, a["padding"], primfunc_name_hint="phase_split")
+    return bb.call_te(
+        blocked.conv2d_nchwc, phases, taps, out_dtype=a["out_dtype"], primfunc_name_hint="conv2d_nchwc"
+    )
+
+
 def _add_dnnl(s: OpStrategy, op: str) -> None:
     """oneDNN's kernel (relax.backend.dnnl) when it is installed, below our own kernels (a
     user's strategy at a higher level, or a tuning record, picks it)."""
@@ -223,6 +260,14 @@ def _conv2d_llvm(call: Call, target: Any) -> OpStrategy:
     from relaxmlir import topi
 
     s = OpStrategy()
+    # Above every NCHW implementation: those do not apply to blocked data.
+    s.add_implementation(
+        conv2d_nchwc, name="conv2d_nchwc.direct", plevel=20, condition=is_channel_blocked_conv
+    )
+    s.add_implementation(
+        emit=emit_conv2d_nchwc_phased, name="conv2d_nchwc.phased", plevel=25,
+        condition=is_strided_blocked_conv,
+    )  # fmt: skip
     s.add_implementation(
         lambda data, kernel, **attrs: topi.nn.conv2d(data, kernel, **attrs),
         name="conv2d_nchw.direct",

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from relaxmlir import topi
+from relaxmlir.topi import layout
 from relaxmlir.relax.block_builder import BlockBuilder
 from relaxmlir.relax.expr import Call, Expr
 from relaxmlir.relax.transform.legalize_ops.common import call_topi, register_legalize, te_dim
 
 register_legalize("relax.reshape", call_topi(topi.reshape, "shape"))
 register_legalize("relax.permute_dims", call_topi(topi.transpose, "axes"))
+register_legalize(
+    "relax.layout_transform", call_topi(layout.layout_transform, "src_layout", "dst_layout")
+)
 register_legalize("relax.squeeze", call_topi(topi.squeeze, "axis"))
 register_legalize("relax.expand_dims", call_topi(topi.expand_dims, "axis"))
 register_legalize("relax.broadcast_to", call_topi(topi.broadcast_to, "shape"))

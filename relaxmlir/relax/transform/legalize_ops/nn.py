@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from relaxmlir import topi
+from relaxmlir.topi.nn import blocked
 from relaxmlir.relax.block_builder import BlockBuilder
 from relaxmlir.relax.expr import Call, Expr
 from relaxmlir.relax.transform.legalize_ops.common import (
@@ -35,12 +36,12 @@ def _dropout(bb: BlockBuilder, call: Call) -> Expr:
 def _conv2d(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
     return bb.call_te(
-        topi.nn.conv2d,
+        topi.nn.conv2d if a.get("data_layout", "NCHW") == "NCHW" else blocked.conv2d_nchwc,
         *call.args,
         a["strides"],
         a["padding"],
         a["dilation"],
-        a["groups"],
+        *([a["groups"]] if a.get("data_layout", "NCHW") == "NCHW" else []),
         a["out_dtype"],
     )
 
@@ -48,6 +49,16 @@ def _conv2d(bb: BlockBuilder, call: Call) -> Expr:
 def _pool2d(pool_type: str) -> LegalizeRule:
     def rule(bb: BlockBuilder, call: Call) -> Expr:
         a = call.attrs
+        if a["layout"] != "NCHW":  # channel-blocked (relax-alter-op-layout)
+            return bb.call_te(
+                blocked.pool2d_nchwc,
+                call.args[0],
+                a["pool_size"],
+                a["strides"],
+                a["dilation"],
+                a["padding"],
+                pool_type,
+            )
         return bb.call_te(
             topi.nn.pool2d,
             call.args[0],
@@ -71,6 +82,8 @@ register_legalize("relax.nn.avg_pool2d", _pool2d("avg"))
 @register_legalize("relax.nn.adaptive_avg_pool2d")
 def _adaptive_avg_pool2d(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
+    if a["layout"] != "NCHW":  # channel-blocked, global (relax-alter-op-layout)
+        return bb.call_te(blocked.global_avg_pool_nchwc, call.args[0])
     return bb.call_te(topi.nn.adaptive_pool, call.args[0], a["output_size"], "avg", a["layout"])
 
 

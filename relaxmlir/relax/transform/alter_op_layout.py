@@ -1,0 +1,417 @@
+"""Convolution networks in channel-blocked layouts: batch-norm folding and `AlterOpLayout`.
+
+`relax-fold-batch-norm` folds an inference batch norm that follows a convolution with constant
+weights into those weights and a per-channel bias:
+`bn(conv(x, W)) = conv(x, W * s) + (beta - mean * s)` with `s = gamma / sqrt(var + eps)`.
+
+`relax-alter-op-layout` (TVM's AlterOpLayout for the CPU) moves convolutions into the target's
+channel-blocked layout, NCHW16c on AVX-512 (`topi.layout`): each conv2d whose weights are constants
+becomes `layout_transform` -> blocked conv2d (weights re-laid out here, once) -> `layout_transform`
+back. The transforms back are then pushed down through elementwise ops (bias, residual add,
+relu: per-channel constants are re-laid out too) and max/global pooling, and a transform that
+meets its inverse cancels, so a ResNet keeps NCHW16c from its first convolution to its global
+pool. What stays in NCHW: ops the blocked layout does not cover (the graph's boundaries,
+reshapes, depthwise or grouped convolutions, channel counts that do not divide into blocks,
+symbolic shapes).
+
+Both run before legalization (`relax.get_pipeline("zero")`); the layout pass only with a CPU
+target in scope (as in `relax.build`) or given as its option, and not with
+RELAXMLIR_ALTER_LAYOUT=0.
+"""
+
+from __future__ import annotations
+
+import os
+
+import numpy as np
+from mlir import ir
+
+from dialects import relax as rx
+from lowering.dataflow import graph_functions
+from lowering.registry import register_pass
+from relaxmlir.relax.transform.fold_constant import dense_to_numpy
+from relaxmlir.target import Target
+from relaxmlir.transform import Pass
+
+# Ops that act element by element, so any layout of their operands gives the same result.
+_UNARY = {
+    c.name
+    for c in (
+        rx.Abs, rx.Negative, rx.Exp, rx.Log, rx.Sqrt, rx.Rsqrt, rx.Sigmoid, rx.Tanh, rx.Erf,
+        rx.Floor, rx.Ceil, rx.Round, rx.Sign, rx.Square, rx.Trunc, rx.Relu, rx.Gelu, rx.GeluTanh,
+        rx.Silu, rx.LeakyRelu, rx.Clip, rx.Dropout,
+    )
+}  # fmt: skip
+_BINARY = {
+    c.name for c in (rx.Add, rx.Subtract, rx.Multiply, rx.Divide, rx.Maximum, rx.Minimum, rx.Power)
+}
+
+
+def _ops(func_op: ir.Operation) -> list[ir.Operation]:
+    ops: list[ir.Operation] = []
+
+    def visit(op):
+        ops.append(op.operation if hasattr(op, "operation") else op)
+        return ir.WalkResult.ADVANCE
+
+    func_op.walk(visit)
+    return ops
+
+
+def _constant(value: ir.Value) -> np.ndarray | None:
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != rx.Constant.name:
+        return None
+    return dense_to_numpy(owner.attributes["value"], value.type)
+
+
+def _static(value: ir.Value) -> list[int] | None:
+    t = value.type
+    if not isinstance(t, ir.RankedTensorType):
+        t = ir.RankedTensorType(t) if ir.RankedTensorType.isinstance(t) else None
+    if t is None or not t.has_static_shape:
+        return None
+    return list(t.shape)
+
+
+def _new_constant(array: np.ndarray, like: ir.Type) -> ir.Value:
+    element = ir.RankedTensorType(like).element_type
+    t = ir.RankedTensorType.get(list(array.shape), element)
+    attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=t)
+    return rx.Constant.create([], [t], {"value": attr}).result
+
+
+def _string(op: ir.Operation, key: str) -> str:
+    return ir.StringAttr(op.attributes[key]).value
+
+
+def _ints(op: ir.Operation, key: str) -> list[int]:
+    return [ir.IntegerAttr(a).value for a in ir.ArrayAttr(op.attributes[key])]
+
+
+def _attrs(op: ir.Operation) -> dict[str, ir.Attribute]:
+    return {name: op.attributes[name] for name in op.attributes}
+
+
+def _only_use(value: ir.Value) -> ir.Operation | None:
+    uses = list(value.uses)
+    return uses[0].owner if len(uses) == 1 else None
+
+
+# -- batch norm folding --------------------------------------------------------------------------
+
+
+def fold_batch_norm(module_op: ir.Operation) -> None:
+    for func_op in graph_functions(module_op):
+        for bn in _ops(func_op):
+            if bn.name == rx.BatchNorm.name:
+                _fold_one(bn)
+
+
+def _fold_one(bn: ir.Operation) -> None:
+    if ir.IntegerAttr(bn.attributes["axis"]).value != 1:
+        return
+    params = [_constant(v) for v in list(bn.operands)[1:]]
+    if any(p is None for p in params):
+        return
+    gamma, beta, mean, var = params
+    source = bn.operands[0].owner
+    bias = None
+    if not isinstance(source, ir.Block) and source.name == rx.Add.name:  # conv + bias, then bn
+        bias = _constant(source.operands[1])
+        if bias is None or _only_use(source.results[0]) is None:
+            return
+        source = source.operands[0].owner
+    if isinstance(source, ir.Block) or source.name != rx.Conv2d.name:
+        return
+    if _string(source, "data_layout") != "NCHW" or _only_use(source.results[0]) is None:
+        return
+    weight = _constant(source.operands[1])
+    out_shape = _static(source.results[0])
+    if weight is None or out_shape is None or weight.dtype != np.float32:
+        return
+    channels = out_shape[1]
+    if bias is not None:
+        if bias.size not in (1, channels) or bias.ndim > 4 or (bias.ndim >= 3 and bias.size > 1 and bias.shape[-3] != channels):
+            return
+        bias = np.broadcast_to(bias.reshape(-1), (channels,)).astype(np.float64)
+    else:
+        bias = np.zeros(channels)
+    eps = ir.FloatAttr(bn.attributes["epsilon"]).value
+    scale = gamma.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps)
+    if not ir.BoolAttr(bn.attributes["scale"]).value:
+        scale = 1.0 / np.sqrt(var.astype(np.float64) + eps)
+    shift = (bias - mean) * scale
+    if ir.BoolAttr(bn.attributes["center"]).value:
+        shift = shift + beta
+    with ir.InsertionPoint(source), source.location:
+        w = _new_constant((weight * scale.reshape(-1, 1, 1, 1)).astype(np.float32), source.operands[1].type)
+        conv = ir.Operation.create(
+            source.name,
+            results=[source.results[0].type],
+            operands=[source.operands[0], w],
+            attributes=_attrs(source),
+        )
+    with ir.InsertionPoint(bn), bn.location:
+        b = _new_constant(shift.astype(np.float32).reshape(1, channels, 1, 1), source.operands[1].type)
+        add = rx.Add.create([conv.result, b], [bn.results[0].type])
+    bn.results[0].replace_all_uses_with(add.result)
+    _erase_dead(bn)  # with its statistics, the old bias add (if any), the old conv and weights
+
+
+def _erase_dead(op: ir.Operation) -> None:
+    """Erase `op` and then its producers that nothing else uses (pure relax ops only)."""
+    work = [op]
+    while work:
+        op = work.pop()
+        if any(len(list(r.uses)) for r in op.results):
+            continue
+        producers = [v.owner for v in op.operands if not isinstance(v.owner, ir.Block)]
+        op.erase()
+        # Layout transforms stay (`_Layouts` may hand them out again) until the final sweep.
+        keep = (rx.CallTIR.name, rx.LayoutTransform.name)
+        work.extend(p for p in producers if p.name.startswith("relax.") and p.name not in keep)
+
+
+@register_pass(
+    "relax-fold-batch-norm", "fold inference batch norms after constant-weight conv2d into the weights"
+)
+def relax_fold_batch_norm():
+    return fold_batch_norm
+
+
+def FoldBatchnormToConv2D() -> Pass:
+    """Fold `nn.batch_norm` (constant statistics) after a constant-weight `nn.conv2d` into the
+    weights and a per-channel bias add."""
+    return Pass("FoldBatchnormToConv2D", lambda mod: fold_batch_norm(mod.module.operation))
+
+
+# -- layout alteration ---------------------------------------------------------------------------
+
+
+class _Layouts:
+    """The rewrite of one graph function; `transforms` reuses one transform per (value, layout)."""
+
+    def __init__(self, block: int):
+        self.block = block
+        self.transforms: dict[tuple[ir.Value, str], ir.Value] = {}
+
+    def transform(self, value: ir.Value, src: str, dst: str) -> ir.Value:
+        key = (value, dst)
+        if key not in self.transforms:
+            owner = value.owner
+            if not isinstance(owner, ir.Block) and owner.name == rx.LayoutTransform.name:
+                if _string(owner, "src_layout") == dst and _string(owner, "dst_layout") == src:
+                    return owner.operands[0]  # the inverse of what made it
+            shape = _static(value)
+            elem = ir.RankedTensorType(value.type).element_type
+            new_shape = _transform_shape(shape, src, dst)
+            op = rx.LayoutTransform.create(
+                [value],
+                [ir.RankedTensorType.get(new_shape, elem)],
+                {"src_layout": ir.StringAttr.get(src), "dst_layout": ir.StringAttr.get(dst)},
+            )
+            self.transforms[key] = op.result
+        return self.transforms[key]
+
+
+def _transform_shape(shape, src, dst):
+    from relaxmlir.topi.layout import transform_shape
+
+    return transform_shape(shape, src, dst)
+
+
+def _back(value: ir.Value) -> tuple[ir.Value, str] | None:
+    """(blocked value, its layout) when `value` is a transform from a blocked layout to NCHW."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.name != rx.LayoutTransform.name:
+        return None
+    if _string(owner, "dst_layout") != "NCHW":
+        return None
+    return owner.operands[0], _string(owner, "src_layout")
+
+
+def _blocked_type(nchw: ir.Type, block: int) -> ir.Type:
+    t = ir.RankedTensorType(nchw)
+    n, c, h, w = t.shape
+    return ir.RankedTensorType.get([n, c // block, h, w, block], t.element_type)
+
+
+def _convertible_conv(op: ir.Operation, lanes: int) -> bool:
+    if _string(op, "data_layout") != "NCHW" or _string(op, "kernel_layout") != "OIHW":
+        return False
+    if ir.IntegerAttr(op.attributes["groups"]).value != 1:
+        return False
+    # Strided windows run as unit-stride windows over input phases (conv2d_nchwc.phased)
+    sh, sw = _ints(op, "strides")
+    if sh != sw or _ints(op, "dilation") != [1, 1]:
+        return False
+    x, w, out = _static(op.operands[0]), _static(op.operands[1]), _static(op.results[0])
+    if x is None or w is None or out is None or len(x) != 4:
+        return False
+    if ir.RankedTensorType(op.results[0].type).element_type != ir.F32Type.get():
+        return False
+    c, o = x[1], w[0]
+    return o % lanes == 0 and (c % lanes == 0 or c < lanes) and _constant(op.operands[1]) is not None
+
+
+def _convert_conv(op: ir.Operation, lay: _Layouts) -> None:
+    lanes = lay.block
+    x_shape = _static(op.operands[0])
+    c = x_shape[1]
+    bi, bo = (lanes if c % lanes == 0 else c), lanes
+    w = _constant(op.operands[1])
+    o, _, kh, kw = w.shape
+    # w6[ob, cb, kh, kw, ci, oi] = w[ob * bo + oi, cb * bi + ci, kh, kw]
+    w6 = w.reshape(o // bo, bo, c // bi, bi, kh, kw).transpose(0, 2, 4, 5, 3, 1)
+    with ir.InsertionPoint(op), op.location:
+        x = lay.transform(op.operands[0], "NCHW", f"NCHW{bi}c")
+        weight = _new_constant(w6, op.operands[1].type)
+        attrs = _attrs(op)
+        attrs["data_layout"] = ir.StringAttr.get(f"NCHW{bi}c")
+        attrs["kernel_layout"] = ir.StringAttr.get(f"OIHW{bi}i{bo}o")
+        conv = ir.Operation.create(
+            op.name,
+            results=[_blocked_type(op.results[0].type, bo)],
+            operands=[x, weight],
+            attributes=attrs,
+        )
+        back = lay.transform(conv.result, f"NCHW{bo}c", "NCHW")
+    op.results[0].replace_all_uses_with(back)
+    _erase_dead(op)
+
+
+def _blocked_constant(array: np.ndarray, shape: list[int], block: int) -> np.ndarray | None:
+    """A constant broadcast against an NCHW tensor of `shape`, laid out for its NCHW<block>c
+    form (None when it does not broadcast per channel)."""
+    if array.ndim > 4:
+        return None
+    a = array.reshape((1,) * (4 - array.ndim) + array.shape)
+    n, c, h, w = a.shape
+    if any(d not in (1, full) for d, full in zip(a.shape, shape)):
+        return None
+    if c == 1:
+        return a.reshape(n, 1, h, w, 1)
+    return a.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2)
+
+
+def _push(op: ir.Operation, lay: _Layouts) -> bool:
+    """Move a transform back to NCHW from `op`'s operand to its result; True when rewritten."""
+    name = op.name
+    if name == rx.LayoutTransform.name:  # a transform meeting its inverse: both cancel
+        inner = op.operands[0].owner
+        if isinstance(inner, ir.Block) or inner.name != name:
+            return False
+        if _string(inner, "src_layout") != _string(op, "dst_layout") or _string(inner, "dst_layout") != _string(op, "src_layout"):
+            return False
+        op.results[0].replace_all_uses_with(inner.operands[0])
+        op.erase()
+        return True
+    if name in _UNARY or name == rx.MaxPool2d.name or name == rx.AdaptiveAvgPool2d.name:
+        back = _back(op.operands[0])
+        if back is None:
+            return False
+        value, layout = back
+        block = int(layout[4:-1])
+        attrs = _attrs(op)
+        if name == rx.MaxPool2d.name:
+            if ir.BoolAttr(op.attributes["ceil_mode"]).value:
+                return False
+            attrs["layout"] = ir.StringAttr.get(layout)
+        elif name == rx.AdaptiveAvgPool2d.name:
+            if _ints(op, "output_size") != [1, 1]:
+                return False
+            attrs["layout"] = ir.StringAttr.get(layout)
+        operands = [value]
+    elif name in _BINARY:
+        out = _static(op.results[0])
+        if out is None or len(out) != 4:
+            return False
+        sides = [_back(v) for v in op.operands]
+        layout = next(
+            (side[1] for v, side in zip(op.operands, sides) if side is not None and _static(v) == out),
+            None,
+        )  # an operand of the result's shape comes from a blocked layout
+        if layout is None:
+            return False
+        block = int(layout[4:-1])
+        operands = []
+        for v, side in zip(op.operands, sides):
+            if side is not None and side[1] == layout and _static(v) == out:
+                operands.append(side[0])
+                continue
+            array = _constant(v)
+            if array is not None:
+                laid = _blocked_constant(array, out, block)
+                if laid is None:
+                    return False
+                with ir.InsertionPoint(op), op.location:
+                    operands.append(_new_constant(laid, v.type))
+                continue
+            if _static(v) != out:
+                return False
+            with ir.InsertionPoint(op), op.location:
+                operands.append(lay.transform(v, "NCHW", layout))
+        attrs = _attrs(op)
+    else:
+        return False
+    with ir.InsertionPoint(op), op.location:
+        new = ir.Operation.create(
+            name, results=[_blocked_type(op.results[0].type, block)], operands=operands, attributes=attrs
+        )
+        back = lay.transform(new.result, layout, "NCHW")
+    op.results[0].replace_all_uses_with(back)
+    _erase_dead(op)
+    return True
+
+
+# RELAXMLIR_ALTER_LAYOUT=0 keeps every convolution in NCHW (to compare layouts, or to see the
+# NCHW strategies at work).
+ALTER_LAYOUT_ENV = "RELAXMLIR_ALTER_LAYOUT"
+
+
+def alter_op_layout(module_op: ir.Operation, target: Target | None) -> None:
+    if target is None or target.kind != "llvm" or os.environ.get(ALTER_LAYOUT_ENV, "1") == "0":
+        return
+    lanes = target.lanes("float32")
+    for func_op in graph_functions(module_op):
+        lay = _Layouts(lanes)
+        for op in _ops(func_op):
+            if op.name == rx.Conv2d.name and _convertible_conv(op, lanes):
+                _convert_conv(op, lay)
+        # Each push moves one transform one op down and erases ops: rescan after every one.
+        while any(op.name.startswith("relax.") and _push(op, lay) for op in _ops(func_op)):
+            pass
+        while True:  # transforms that nothing reads any more
+            dead = [
+                op
+                for op in _ops(func_op)
+                if op.name == rx.LayoutTransform.name and not list(op.results[0].uses)
+            ]
+            if not dead:
+                break
+            for op in dead:  # none of them reads another (those have a reader)
+                op.erase()
+
+
+@register_pass(
+    "relax-alter-op-layout",
+    "conv2d and what follows it in the CPU target's channel-blocked layout (NCHW16c on AVX-512)",
+    {"target": "target string (default: the target in scope; none: leave the module as is)"},
+)
+def relax_alter_op_layout(target: str = ""):
+    def run(module_op: ir.Operation) -> None:
+        alter_op_layout(module_op, Target(target) if target else Target.current())
+
+    return run
+
+
+def AlterOpLayout(target: Target | str | None = None) -> Pass:
+    """Convolutions (and the elementwise ops and pooling after them) in the CPU target's
+    channel-blocked layout; `target` defaults to the one in scope."""
+
+    def run(mod):
+        tgt = Target(target) if isinstance(target, str) else target
+        alter_op_layout(mod.module.operation, tgt or Target.current())
+
+    return Pass("AlterOpLayout", run)

@@ -1,0 +1,148 @@
+"""Convolution and pooling in channel-blocked layouts ("NCHW16c" data, "OIHW16i16o" kernels).
+
+The layouts are described in `topi.layout`. The output block is the innermost loop of every
+compute here, so the CPU schedules vectorize along it: one FMA per (input channel, tap) updates
+a whole vector of output channels, with the input element broadcast.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+
+from relaxmlir import te
+from relaxmlir.topi.nn.conv2d import pad
+from relaxmlir.topi.transform import reshape
+
+
+def conv2d_nchwc(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    strides: Sequence[int] = (1, 1),
+    padding: Sequence[int] = (0, 0, 0, 0),
+    dilation: Sequence[int] = (1, 1),
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """Cross-correlation of `data` [N, C/bi, H, W, bi] with `kernel` [O/bo, C/bi, KH, KW, bi, bo]
+    into [N, O/bo, OH, OW, bo]; padding is (top, left, bottom, right). No groups."""
+    out_dtype = out_dtype or data.dtype
+    n, cb, h, w, bi = data.shape
+    ob, cb2, kh, kw, bi2, bo = kernel.shape
+    if (cb, bi) != (cb2, bi2):
+        raise ValueError(
+            f"conv2d_nchwc: data has {cb} x {bi} channel blocks, kernel expects {cb2} x {bi2}"
+        )
+    (sh, sw), (dh, dw) = strides, dilation
+    top, left, bottom, right = padding
+    padded = pad(data, (0, 0, top, left, 0), (0, 0, bottom, right, 0))
+    oh = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + left + right - dw * (kw - 1) - 1) // sw + 1
+    # Reduction order: channel blocks, taps, then the block's channels innermost, so successive
+    # steps read consecutive weight vectors and consecutive input elements.
+    rc = te.reduce_axis((0, cb), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    ri = te.reduce_axis((0, bi), name="ri")
+
+    def body(b, f, y, x, fi):
+        v = padded[b, rc, y * sh + ry * dh, x * sw + rx * dw, ri]
+        return te.sum(
+            te.cast(v, out_dtype) * te.cast(kernel[f, rc, ry, rx, ri, fi], out_dtype),
+            axis=[rc, ry, rx, ri],
+        )
+
+    return te.compute((n, ob, oh, ow, bo), body, name="T_conv2d_nchwc")
+
+
+def pool2d_nchwc(
+    data: te.Tensor,
+    kernel: Sequence[int],
+    stride: Sequence[int],
+    dilation: Sequence[int],
+    padding: Sequence[int],
+    pool_type: str,
+) -> te.Tensor:
+    """Max pooling (padding never wins) over the H, W axes of [N, C/b, H, W, b]; no ceil_mode.
+    (Average pooling in this layout is not offered: `relax-alter-op-layout` keeps it in NCHW.)"""
+    if pool_type != "max":
+        raise ValueError(f"pool2d_nchwc: only max pooling, got '{pool_type}'")
+    n, cb, h, w, b = data.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
+    top, left, bottom, right = padding
+    oh = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + left + right - dw * (kw - 1) - 1) // sw + 1
+    lowest = te.const(-math.inf, data.dtype)
+    padded = pad(data, (0, 0, top, left, 0), (0, 0, bottom, right, 0), lowest.arg)
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    return te.compute(
+        (n, cb, oh, ow, b),
+        lambda i, c, y, x, ci: te.max(padded[i, c, y * sh + ry * dh, x * sw + rx * dw, ci], axis=[ry, rx]),
+        name="T_pool_max_nchwc",
+    )
+
+
+def global_avg_pool_nchwc(data: te.Tensor) -> te.Tensor:
+    """Mean over H and W of [N, C/b, H, W, b] into [N, C/b, 1, 1, b]."""
+    n, cb, h, w, b = data.shape
+    ry = te.reduce_axis((0, h), name="ry")
+    rx = te.reduce_axis((0, w), name="rx")
+    total = te.compute(
+        (n, cb, 1, 1, b),
+        lambda i, c, y, x, ci: te.sum(data[i, c, ry, rx, ci], axis=[ry, rx]),
+        name="T_pool_sum_nchwc",
+    )
+    return te.compute(
+        (n, cb, 1, 1, b),
+        lambda *i: total[i] / te.const(float(h * w), data.dtype),
+        name="T_pool_avg_nchwc",
+    )
+
+
+def phase_kernel(kernel: te.Tensor, stride: int) -> te.Tensor:
+    """The taps of a stride-s blocked kernel [O/bo, C/bi, K, K, bi, bo] sorted by input phase
+    (`conv2d_nchwc_phased`): [O/bo, C/bi * P * P, KQ, KQ, bi, bo] where channel block
+    (c, py, px) at tap (qy, qx) is the kernel's tap (s*qy + py, s*qx + px), zero past the kernel;
+    P = min(s, K) phases, KQ = ceil(K / s) taps per phase."""
+    ob, cb, kh, kw, bi, bo = kernel.shape
+    if kh != kw:
+        raise ValueError(f"phase_kernel: square kernels only, got {kh}x{kw}")
+    s, p, kq = stride, min(stride, kh), -(-kh // stride)
+    zero = te.const(0, kernel.dtype)
+
+    def tap(f, k, qy, qx, ci, fi):
+        c, py, px = te.floordiv(k, p * p), te.floordiv(te.floormod(k, p * p), p), te.floormod(k, p)
+        y, x = s * qy + py, s * qx + px
+        return te.if_then_else(te.all(y < kh, x < kw), kernel[f, c, y, x, ci, fi], zero)
+
+    return te.compute((ob, cb * p * p, kq, kq, bi, bo), tap, name="T_phase_kernel")
+
+
+def phase_split(
+    data: te.Tensor, kernel_size: int, stride: int, padding: Sequence[int]
+) -> te.Tensor:
+    """The input of a stride-s blocked convolution with a `kernel_size` kernel, padded and split
+    by phase: [N, C/bi * P * P, OH + KQ - 1, OW + KQ - 1, bi], where channel block (c, py, px) row
+    y is padded row s*y + py. Input row s*y + (s*q + p) is row y + q of phase p, so a unit-stride
+    convolution with the `phase_kernel` computes the strided one (what the register-tiled schedule
+    reads), at the cost of the zero taps (16 for 9 on 3x3 / 2, 64 for 49 on 7x7 / 2, none on 1x1).
+    It is its own kernel: fused into the convolution, its strided reads would become the window's."""
+    n, cb, h, w, bi = data.shape
+    s, k = stride, kernel_size
+    p, kq = min(s, k), -(-k // s)
+    top, left, bottom, right = padding
+    oh = (h + top + bottom - k) // s + 1
+    ow = (w + left + right - k) // s + 1
+    hq, wq = oh + kq - 1, ow + kq - 1
+    # rows past the original padding are read only by zero taps: zeros are enough there
+    padded = pad(
+        data,
+        (0, 0, top, left, 0),
+        (0, 0, max(bottom, s * hq - h - top), max(right, s * wq - w - left), 0),
+    )
+    split = te.compute(
+        (n, cb, p, p, hq, wq, bi),
+        lambda b, c, py, px, y, x, ci: padded[b, c, s * y + py, s * x + px, ci],
+        name="T_phase_split",
+    )
+    return reshape(split, (n, cb * p * p, hq, wq, bi))
