@@ -18,14 +18,15 @@ RTOL, ATOL = 1e-4, 1e-5
 
 
 class LastHidden(torch.nn.Module):
-    """The encoder/decoder's last hidden state for token ids (what the benchmarks time)."""
+    """The encoder/decoder's last hidden state for token ids (what the benchmarks time), or for
+    the input named `key` (ViT's pixel_values)."""
 
-    def __init__(self, model):
+    def __init__(self, model, key: str = "input_ids"):
         super().__init__()
-        self.model = model
+        self.model, self.key = model, key
 
     def forward(self, ids):
-        return self.model(input_ids=ids).last_hidden_state
+        return self.model(**{self.key: ids}).last_hidden_state
 
 
 def _gpt2():
@@ -44,11 +45,55 @@ def _bert():
     return transformers.BertModel(cfg, add_pooling_layer=False)
 
 
-@pytest.mark.parametrize("make", [_gpt2, _bert], ids=["gpt2-2layer", "bert-2layer"])
-def test_transformers_model(make):
+def _vit():
+    cfg = transformers.ViTConfig(
+        image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2,
+        num_attention_heads=4, intermediate_size=64,
+    )  # fmt: skip
+    return transformers.ViTModel(cfg, add_pooling_layer=False)
+
+
+def _t5_encoder():
+    """Relative position buckets (log-spaced, computed from arange in the graph), RMS-style
+    T5LayerNorm, ReLU feed-forward."""
+    cfg = transformers.T5Config(
+        vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+        relative_attention_num_buckets=8, relative_attention_max_distance=16,
+    )  # fmt: skip
+    return transformers.T5EncoderModel(cfg)
+
+
+def _llama():
+    """RMSNorm, rotary embeddings, SiLU-gated MLP, grouped-query attention (4 query heads
+    share 2 key/value heads), causal mask."""
+    cfg = transformers.LlamaConfig(
+        vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
+    )  # fmt: skip
+    return transformers.LlamaModel(cfg)
+
+
+MODELS = {
+    "gpt2-2layer": (_gpt2, "input_ids"),
+    "bert-2layer": (_bert, "input_ids"),
+    "vit-2layer": (_vit, "pixel_values"),
+    "t5-encoder-2layer": (_t5_encoder, "input_ids"),
+    "llama-2layer-gqa": (_llama, "input_ids"),
+}
+
+
+def example_input(key: str, batch: int = 2, length: int = 16) -> torch.Tensor:
+    if key == "pixel_values":
+        return torch.randn(batch, 3, 16, 16)
+    return torch.randint(1, 100, (batch, length))
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_transformers_model(name):
     torch.manual_seed(0)
-    model = LastHidden(make().eval())
-    ids = torch.randint(1, 100, (2, 16))
+    make, key = MODELS[name]
+    model = LastHidden(make().eval(), key)
+    ids = example_input(key)
     mod = from_exported_program(torch.export.export(model, (ids,)))
     vm = relax.VirtualMachine(relax.build(mod, "llvm"), rm.cpu())
     with torch.no_grad():
