@@ -59,8 +59,15 @@ def _ops(func_op: ir.Operation) -> list[ir.Operation]:
 
 
 def _constant(value: ir.Value) -> np.ndarray | None:
+    """The value of a relax.constant, also seen through reshapes (importers reshape a conv
+    bias to [1, C, 1, 1]; FoldConstant would fold that only after legalization)."""
     owner = value.owner
-    if isinstance(owner, ir.Block) or owner.name != rx.Constant.name:
+    if isinstance(owner, ir.Block):
+        return None
+    if owner.name in (rx.Reshape.name, rx.ExpandDims.name, rx.Squeeze.name):
+        inner, shape = _constant(owner.operands[0]), _static(value)
+        return None if inner is None or shape is None else inner.reshape(shape)
+    if owner.name != rx.Constant.name:
         return None
     return dense_to_numpy(owner.attributes["value"], value.type)
 

@@ -1,0 +1,114 @@
+"""Convolutions in both layouts against torch: NCHW, and the channel-blocked layout that
+relax.build picks for constant weights (relax-alter-op-layout; NCHW16c on AVX-512, NCHW8c on
+AVX2), over kernel sizes, strides, padding and channel counts, with batch norm folding, residual
+adds and pooling after them (rtol = atol = 1e-4, fixed seeds)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+
+import relaxmlir as rm
+from relaxmlir import relax
+from relaxmlir.frontend import from_fx
+
+RTOL = ATOL = 1e-4
+
+# (in channels, out channels, kernel, stride, padding, spatial size)
+SHAPES = [
+    (3, 16, 7, 2, 3, 23),  # a stem: 3 channels, 7x7 / 2
+    (16, 32, 3, 1, 1, 9),
+    (32, 32, 3, 2, 1, 9),  # strided 3x3: phase split
+    (32, 64, 1, 2, 0, 10),  # strided 1x1 (a downsample)
+    (16, 16, 1, 1, 0, 7),
+    (8, 16, 3, 1, 0, 11),  # 8 input channels: one block of 8
+    (32, 32, 5, 1, 2, 6),
+    (24, 24, 3, 1, 1, 8),  # 24 channels do not divide into 16: stays NCHW on AVX-512
+]
+
+
+def _model(cin, cout, k, stride, pad):
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(
+        torch.nn.Conv2d(cin, cout, k, stride, pad, bias=False),
+        torch.nn.BatchNorm2d(cout),
+        torch.nn.ReLU(),
+    ).eval()
+    bn = m[1]
+    with torch.no_grad():
+        bn.running_mean.uniform_(-1, 1)
+        bn.running_var.uniform_(0.5, 2)
+        bn.weight.uniform_(0.5, 1.5)
+        bn.bias.uniform_(-1, 1)
+    return m
+
+
+@pytest.mark.parametrize("blocked", [True, False], ids=["blocked", "nchw"])
+@pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "c{}o{}k{}s{}p{}h{}".format(*s))
+def test_conv_layouts_match_torch(shape, blocked, monkeypatch):
+    cin, cout, k, stride, pad, size = shape
+    if not blocked:
+        monkeypatch.setenv("RELAXMLIR_ALTER_LAYOUT", "0")
+    model = _model(cin, cout, k, stride, pad)
+    x = torch.randn(2, cin, size, size)
+    mod = from_fx(torch.fx.symbolic_trace(model), [(2, cin, size, size)], keep_params_as_input=False)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), rm.cpu())
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+
+
+class _Block(torch.nn.Module):
+    """conv -> bn -> relu -> max pool -> conv -> bn -> + identity -> relu -> global pool."""
+
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(16, 32, 3, 1, 1)
+        self.b1 = torch.nn.BatchNorm2d(32)
+        self.c2 = torch.nn.Conv2d(32, 32, 3, 1, 1, bias=False)
+        self.b2 = torch.nn.BatchNorm2d(32)
+
+    def forward(self, x):
+        y = torch.nn.functional.max_pool2d(torch.relu(self.b1(self.c1(x))), 3, 2, 1)
+        y = torch.relu(self.b2(self.c2(y)) + y)
+        return torch.nn.functional.adaptive_avg_pool2d(y, 1).flatten(1)
+
+
+def test_blocked_region_matches_torch_and_keeps_its_layout():
+    torch.manual_seed(0)
+    model = _Block().eval()
+    x = torch.randn(1, 16, 12, 12)
+    mod = from_fx(torch.fx.symbolic_trace(model), [(1, 16, 12, 12)], keep_params_as_input=False)
+    with rm.target.Target("llvm -mcpu=x86-64-v4"):
+        altered = relax.transform.AlterOpLayout()(relax.transform.FoldBatchnormToConv2D()(mod))
+    text = str(altered)
+    # in at the first convolution, out after the global pool: nothing in between
+    assert text.count('"relax.layout_transform"') == 2
+    assert "relax.nn_batch_norm" not in text and 'layout = "NCHW16c"' in text
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), rm.cpu())
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+
+
+def test_layout_transform_op_and_errors():
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((2, 32, 3, 5), "float32"))
+    with bb.function("main", [x]):
+        y = bb.emit(relax.op.layout_transform(x, "NCHW", "NCHW16c"))
+        z = bb.emit(relax.op.layout_transform(y, "NCHW16c", "NCHW8c"))
+        bb.emit_func_output(z)
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), rm.cpu())
+    a = np.random.default_rng(0).standard_normal((2, 32, 3, 5), dtype=np.float32)
+    want = a.reshape(2, 4, 8, 3, 5).transpose(0, 1, 3, 4, 2)
+    np.testing.assert_array_equal(vm["main"](a).numpy(), want)
+    with pytest.raises(ValueError, match="do not divide into blocks of 16"):
+        relax.op.layout_transform(relax.Var("w", relax.TensorStructInfo((1, 24, 2, 2), "float32")), "NCHW", "NCHW16c")
+    with pytest.raises(ValueError, match="unsupported data layout"):
+        relax.op.layout_transform(x, "NHWC", "NCHW16c")
+    with pytest.raises(NotImplementedError, match="groups"):
+        relax.op.nn.conv2d(
+            y, relax.Var("k", relax.TensorStructInfo((2, 2, 3, 3, 16, 16), "float32")), groups=2,
+            data_layout="NCHW16c", kernel_layout="OIHW16i16o",
+        )  # fmt: skip
