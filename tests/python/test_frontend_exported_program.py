@@ -72,6 +72,44 @@ def test_directly_translated_ops_are_not_decomposed():
     assert aten.addcdiv.default in table  # no direct rule: core ATen decomposes it
 
 
+class _Positions(nn.Module):
+    """`arange` of a constant size (position ids, as in BERT and GPT-2), folded at import."""
+
+    def __init__(self):
+        super().__init__()
+        self.table = nn.Embedding(16, 8)
+
+    def forward(self, x):
+        positions = torch.arange(x.shape[1]).unsqueeze(0)
+        return x + self.table(positions).detach_()
+
+
+class _InPlace(nn.Module):
+    def forward(self, x):
+        return (x * 2).relu_() + x
+
+
+@pytest.mark.parametrize("model, decomposed", [(_Positions(), False), (_InPlace(), True)])
+def test_decomposition_only_for_what_the_importer_cannot_take(model, decomposed, monkeypatch):
+    """Ops without a rule whose inputs are all known (arange of a constant size) are folded at
+    import and need no decomposition of the whole graph; an in-place op still does."""
+    torch.manual_seed(0)
+    x = torch.randn(2, 5, 8)
+    ep = torch.export.export(model.eval(), (x,))
+    calls = []
+    run_decompositions = torch.export.ExportedProgram.run_decompositions
+
+    def counting(self, *args, **kwargs):
+        calls.append(1)
+        return run_decompositions(self, *args, **kwargs)
+
+    monkeypatch.setattr(torch.export.ExportedProgram, "run_decompositions", counting)
+    mod = from_exported_program(ep)
+    assert len(calls) == int(decomposed)
+    want = model(x).detach().numpy()
+    np.testing.assert_allclose(run(mod, x)[0], want, rtol=RTOL, atol=ATOL)
+
+
 def test_multiple_outputs():
     model = Fn(lambda x, y: (x + y, x.sum(0)), 2)
     x, y = torch.randn(2, 3), torch.randn(2, 3)

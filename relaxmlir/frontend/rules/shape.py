@@ -235,6 +235,7 @@ register(
     aten.clone,
     aten.alias,
     aten.detach,
+    aten.detach_,  # in place, but only on autograd metadata: the value is unchanged
     aten.contiguous,
     aten.dropout,
     aten.lift_fresh_copy,
