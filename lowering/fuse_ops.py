@@ -73,8 +73,13 @@ def _generic_kind(op: ir.Operation) -> Pattern:
 def callee_kind(func_op: ir.Operation) -> Pattern:
     """The least fusable kind over the linalg ops of a PrimFunc body (fills are free)."""
     kinds = []
+    sliced: dict = {}  # source -> its strided slices (TE's unrolled windows read shifted views)
     for op in func_op.regions[0].blocks[0].operations:
         op = op.operation
+        if op.name == "tensor.extract_slice" and any(
+            s != 1 for s in ir.DenseI64ArrayAttr(op.attributes["static_strides"])
+        ):  # strided views only: splits and chunks (unit strides) still fuse as before
+            sliced[op.operands[0]] = sliced.get(op.operands[0], 0) + 1
         if op.name == "linalg.generic":
             kinds.append(_generic_kind(op))
         elif op.name in ("linalg.fill", "tensor.empty", "func.return", "bufferization.materialize_in_destination") or op.name.startswith("arith."):
@@ -85,6 +90,11 @@ def callee_kind(func_op: ir.Operation) -> Pattern:
             kinds.append(Pattern.OPAQUE)
     if not kinds:
         return Pattern.OPAQUE
+    # Several views of one tensor combined (blocked max pooling's window taps) make a window
+    # op: after a producer it would recompute that producer once per tap, so it anchors a group
+    # of its own, as TVM's pooling does (OUT_EWISE_FUSABLE).
+    if any(n > 1 for n in sliced.values()) and Pattern.OPAQUE not in kinds:
+        kinds = [k for k in kinds if k not in _ANCHORS] + [Pattern.OUT_EWISE_FUSABLE]
     anchors = [k for k in kinds if k in _ANCHORS]
     if len(anchors) > 1 or Pattern.OPAQUE in kinds:
         return Pattern.OPAQUE
@@ -116,15 +126,18 @@ def fuse_ops(module_op: ir.Operation) -> None:
                 kinds[op] = callee_kind(callee)
                 group_of[op] = len(members)
                 members[len(members)] = [op]
-            for consumer in ops:
+            # Consumers last to first: a value read by several ops of one chain (GPT-2's GELU
+            # reads x three times) joins once all its readers have joined the group.
+            for consumer in reversed(ops):
                 if consumer not in kinds:
                     continue
                 for value in consumer.operands:
                     producer = value.owner.operation if not isinstance(value.owner, ir.Block) else None
                     if producer not in kinds or group_of[producer] == group_of[consumer]:
                         continue
-                    if any(use.owner.operation != consumer for use in value.uses):
-                        continue  # another user would need the intermediate too
+                    readers = {use.owner.operation for use in value.uses}
+                    if any(group_of.get(r) != group_of[consumer] for r in readers):
+                        continue  # a reader outside the group would need the intermediate too
                     if (kinds[producer], kinds[consumer]) not in _FUSABLE:
                         continue
                     if not _is_static(value.type) and value.type != consumer.results[0].type:
