@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from mlir import ir
 
 import relaxmlir as rm
 from dialects import relax as rx
@@ -113,6 +114,35 @@ def test_fold_constant_then_dce_leaves_only_runtime_work():
     data = np.ones((5, 3), "float32")
     out = relax.VirtualMachine(relax.build(mod), rm.cpu())["main"](data)
     np.testing.assert_allclose(out.numpy(), data @ w.T)
+
+
+@pytest.mark.parametrize("axes", [(1, 0), (2, 0, 1), (0, 2, 1)])
+def test_fold_constant_permutes_with_numpy(axes, monkeypatch):
+    """Weight transposes are folded by numpy, not by a JIT-compiled kernel."""
+    from relaxmlir.relax.transform import fold_constant
+
+    def no_jit(self, callee):
+        raise AssertionError("a permutation was JIT-compiled")
+
+    monkeypatch.setattr(fold_constant._Evaluator, "_compile", no_jit)
+    w = np.random.default_rng(0).standard_normal((2, 3, 4)[: len(axes)]).astype("float32")
+    bb = relax.BlockBuilder()
+    with bb.function("main", []):
+        with bb.dataflow():
+            gv = bb.emit_output(R.permute_dims(relax.const(w), list(axes)))
+        bb.emit_func_output(gv)
+    mod = relax.get_pipeline("zero")(bb.get())
+    assert not [f for f in mod.functions.values() if f.is_prim_func]
+    values = []
+
+    def collect(op):
+        if op.operation.name == "relax.constant":
+            values.append(np.array(op.operation.attributes["value"]))
+        return ir.WalkResult.ADVANCE
+
+    mod.module.operation.walk(collect)
+    assert len(values) == 1
+    np.testing.assert_array_equal(values[0], np.transpose(w, axes))
 
 
 def test_dead_code_elimination_keeps_outputs_and_effects():

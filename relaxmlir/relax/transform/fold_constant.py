@@ -65,6 +65,39 @@ def _foldable_results(op: ir.Operation) -> bool:
     return True
 
 
+def _permutation(callee: ir.Operation) -> list[int] | None:
+    """`axes` when the PrimFunc only permutes its one input (`np.transpose(x, axes)`), the form
+    LegalizeOps gives `permute_dims`; else None.
+
+    Weights of linear layers are transposed at compile time: BERT-base's 72 went through a JIT
+    kernel of naive loops (3 compiles, 0.6 s running); numpy does them in ~0.1 s."""
+    body = callee.regions[0].blocks[0]
+    ops = [op.operation for op in body.operations]
+    if len(ops) != 2 or ops[0].name != "linalg.generic" or ops[1].name != "func.return":
+        return None
+    generic = ops[0]
+    if len(generic.operands) != 2 or len(callee.regions[0].blocks[0].arguments) != 2:
+        return None
+    if list(generic.operands) != list(body.arguments) or list(ops[1].operands) != list(generic.results):
+        return None
+    inner = [op.operation for op in generic.regions[0].blocks[0].operations]
+    block_args = list(generic.regions[0].blocks[0].arguments)
+    if len(inner) != 1 or inner[0].name != "linalg.yield" or list(inner[0].operands) != block_args[:1]:
+        return None
+    maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+    rank = maps[1].n_dims
+    if not maps[1].is_permutation or maps[1] != ir.AffineMap.get_identity(rank):
+        return None
+    if not maps[0].is_permutation or maps[0].n_dims != rank:
+        return None
+    # out[d] = in[d[p0], d[p1], ...]: output axis p_k is input axis k
+    picks = [ir.AffineDimExpr(e).position for e in maps[0].results]
+    axes = [0] * rank
+    for k, p in enumerate(picks):
+        axes[p] = k
+    return axes
+
+
 class _Evaluator:
     """Compiles each distinct callee once and runs it destination-passing.
 
@@ -91,6 +124,9 @@ class _Evaluator:
             return JitCode(module, target, opt_level=2)
 
     def __call__(self, callee: ir.Operation, inputs: list, result_types: list) -> list[np.ndarray]:
+        axes = _permutation(callee)
+        if axes is not None:
+            return [np.ascontiguousarray(np.transpose(inputs[0], axes))]
         key = str(callee).partition("(")[2]
         if key not in self.engines:
             self.engines[key] = self._compile(callee)
