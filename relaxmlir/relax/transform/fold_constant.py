@@ -78,11 +78,15 @@ def _permutation(callee: ir.Operation) -> list[int] | None:
     generic = ops[0]
     if len(generic.operands) != 2 or len(callee.regions[0].blocks[0].arguments) != 2:
         return None
-    if list(generic.operands) != list(body.arguments) or list(ops[1].operands) != list(generic.results):
+    if list(generic.operands) != list(body.arguments):
+        return None
+    if list(ops[1].operands) != list(generic.results):
         return None
     inner = [op.operation for op in generic.regions[0].blocks[0].operations]
     block_args = list(generic.regions[0].blocks[0].arguments)
-    if len(inner) != 1 or inner[0].name != "linalg.yield" or list(inner[0].operands) != block_args[:1]:
+    if len(inner) != 1 or inner[0].name != "linalg.yield":
+        return None
+    if list(inner[0].operands) != block_args[:1]:
         return None
     maps = [ir.AffineMapAttr(m).value for m in ir.ArrayAttr(generic.attributes["indexing_maps"])]
     rank = maps[1].n_dims
