@@ -3,7 +3,7 @@
 `tests/conftest.py` collects `tests/lit/**/*.mlir` and `*.py` scripts through `run_lit_file`.
 Directives, in comments (`//` or `#`):
   RUN: <shell command>        one per line; a trailing `\\` continues on the next RUN line
-  REQUIRES: cuda[, torch]     skip unless every feature is available
+  REQUIRES: cuda[, torch]     skip unless every feature is available (cuda, torch, dnnl)
   UNSUPPORTED: cuda           skip when a feature is available (`*`: always)
   XFAIL: *                    expected to fail (a known bug); passing then fails the test
 Files under an `Inputs/` folder are data for other tests, not tests.
@@ -98,6 +98,10 @@ def available_features() -> set[str]:
         pass
     if importlib.util.find_spec("torch") is not None:
         features.add("torch")
+    from relaxmlir.runtime import dnnl  # no MLIR; finds libdnnl without opening it
+
+    if dnnl.find_dnnl() and dnnl.libraries.available("dnnl_kernels"):
+        features.add("dnnl")
     return features
 
 
