@@ -98,3 +98,63 @@ func.func @shared_result(%x: tensor<8xf32>) -> (tensor<8xf32>, tensor<8xf32>) at
   } {relax.dataflow}
   return %r#0, %r#1 : tensor<8xf32>, tensor<8xf32>
 }
+
+// -----
+
+#mk = affine_map<(d0, d1, d2) -> (d0, d2)>
+#kn = affine_map<(d0, d1, d2) -> (d2, d1)>
+#mn = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+func.func private @matmul(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>, %out: tensor<4x16xf32>) -> tensor<4x16xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %init = linalg.fill ins(%zero : f32) outs(%out : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<4x8xf32>, tensor<8x16xf32>) outs(%init : tensor<4x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+func.func private @tanh(%x: tensor<4x16xf32>, %out: tensor<4x16xf32>) -> tensor<4x16xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x16xf32>) outs(%out : tensor<4x16xf32>) {
+  ^bb0(%u: f32, %o: f32):
+    %t = math.tanh %u : f32
+    linalg.yield %t : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+func.func private @mul(%x: tensor<4x16xf32>, %y: tensor<4x16xf32>, %out: tensor<4x16xf32>) -> tensor<4x16xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %y : tensor<4x16xf32>, tensor<4x16xf32>) outs(%out : tensor<4x16xf32>) {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %p = arith.mulf %u, %v : f32
+    linalg.yield %p : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+// A result read by several ops of one chain (x * tanh(x), as in GELU) joins that chain: the
+// matmul and its whole epilogue are one kernel, the epilogue one generic.
+// CHECK-LABEL: func.func @matmul_x_tanh_x
+// CHECK: "relax.call_tir"({{.*}}) {callee = @matmul, relax.fuse_group = "[[G:fused_[0-9]+]]"}
+// CHECK: "relax.call_tir"({{.*}}) {callee = @tanh, relax.fuse_group = "[[G]]"}
+// CHECK: "relax.call_tir"({{.*}}) {callee = @mul, relax.fuse_group = "[[G]]"}
+
+// TIR-LABEL: func.func private @fused_matmul_tanh_mul
+// TIR: %[[MM:.+]] = linalg.generic {{.*}}["parallel", "parallel", "reduction"]
+// TIR: linalg.generic {{.*}}["parallel", "parallel"]} outs(%[[MM]] : tensor<4x16xf32>)
+// TIR: math.tanh
+// TIR: arith.mulf
+// TIR-NOT: linalg.generic
+// TIR-LABEL: func.func @matmul_x_tanh_x
+// TIR: "relax.call_tir"(%{{.+}}, %{{.+}}) {callee = @fused_matmul_tanh_mul}
+// TIR-NOT: relax.call_tir
+func.func @matmul_x_tanh_x(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<4x16xf32> attributes {relax.function} {
+  %r = scf.execute_region -> tensor<4x16xf32> no_inline {
+    %0 = "relax.call_tir"(%a, %b) {callee = @matmul} : (tensor<4x8xf32>, tensor<8x16xf32>) -> tensor<4x16xf32>
+    %1 = "relax.call_tir"(%0) {callee = @tanh} : (tensor<4x16xf32>) -> tensor<4x16xf32>
+    %2 = "relax.call_tir"(%0, %1) {callee = @mul} : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+    scf.yield %2 : tensor<4x16xf32>
+  } {relax.dataflow}
+  return %r : tensor<4x16xf32>
+}
