@@ -15,6 +15,7 @@ from mlir.runtime.np_to_memref import get_ranked_memref_descriptor
 from dialects import relax as rx
 from lowering import dense
 from lowering.dataflow import graph_functions
+from lowering.dedupe import body_key
 from lowering.jit import JitCode
 from lowering.pipelines import BUFFERIZE, cpu_codegen
 from lowering.registry import PassError, register_pass, run_pipeline
@@ -129,7 +130,7 @@ class _Evaluator:
     def _compile(self, callee: ir.Operation) -> JitCode:
         target = Target("llvm")  # evaluated here, on this machine, whatever the build's target
         with self.ctx, ir.Location.unknown(self.ctx):
-            module = ir.Module.parse(str(callee))
+            module = ir.Module.parse(callee.get_asm(use_local_scope=True))
             fn = module.body.operations[0]
             fn.attributes["sym_name"] = ir.StringAttr.get("main")
             # drop-equivalent-buffer-results only rewrites private functions
@@ -144,7 +145,7 @@ class _Evaluator:
         axes = _permutation(callee)
         if axes is not None:
             return [_transpose(inputs[0], axes)]
-        key = str(callee).partition("(")[2]
+        key = body_key(callee)  # printed in local scope: str() walks the whole module
         if key not in self.engines:
             self.engines[key] = self._compile(callee)
         outs = [
