@@ -258,6 +258,18 @@ func.func @layout(%x: tensor<2x3xf32>, %n: tensor<?x3xf32> {relax.shape = ["n", 
 
 // -----
 
+// Channel blocking (AlterOpLayout's boundary op): 32 channels in blocks of 16 and back.
+// CHECK-LABEL: func.func @blocked_layout
+// CHECK: %[[B:.+]] = "relax.layout_transform"(%{{.+}}) {dst_layout = "NCHW16c", src_layout = "NCHW"} : (tensor<1x32x4x4xf32>) -> tensor<1x2x4x4x16xf32>
+// CHECK: "relax.layout_transform"(%[[B]]) {dst_layout = "NCHW", src_layout = "NCHW16c"} : (tensor<1x2x4x4x16xf32>) -> tensor<1x32x4x4xf32>
+func.func @blocked_layout(%x: tensor<1x32x4x4xf32>) -> tensor<1x32x4x4xf32> attributes {relax.function} {
+  %0 = "relax.layout_transform"(%x) {src_layout = "NCHW", dst_layout = "NCHW16c"} : (tensor<1x32x4x4xf32>) -> tensor<1x2x4x4x16xf32>
+  %1 = "relax.layout_transform"(%0) {src_layout = "NCHW16c", dst_layout = "NCHW"} : (tensor<1x2x4x4x16xf32>) -> tensor<1x32x4x4xf32>
+  return %1 : tensor<1x32x4x4xf32>
+}
+
+// -----
+
 // broadcast_to and tile.
 // CHECK-LABEL: func.func @broadcast_and_tile
 // CHECK-SAME: (%[[X:.+]]: tensor<3xf32>)
