@@ -535,6 +535,14 @@ func.func @permute_dims_integer_axes(%x: tensor<2x3xf32>) {
 
 // -----
 
+func.func @layout_transform_channels_not_blocked(%x: tensor<1x24x4x4xf32>) {
+  // expected-error @+1 {{relax.layout_transform: layout NCHW16c: channels (24) do not divide into blocks of 16}}
+  %0 = "relax.layout_transform"(%x) {src_layout = "NCHW", dst_layout = "NCHW16c"} : (tensor<1x24x4x4xf32>) -> tensor<1x2x4x4x16xf32>
+  return
+}
+
+// -----
+
 func.func @reshape_missing_shape(%x: tensor<2x3xf32>) {
   // expected-error @+1 {{'relax.reshape' op attribute "shape" is expected but not provided}}
   %0 = "relax.reshape"(%x) : (tensor<2x3xf32>) -> tensor<6xf32>
