@@ -45,15 +45,44 @@ def _example(node: Any) -> Any:
     return node.meta.get("example_value", node.meta.get("val"))
 
 
-def _tensor_inputs(gm: Any, example_inputs: Sequence[Any]) -> tuple[list, list]:
+def _bake_scalars(gm: Any, example_inputs: Sequence[Any]) -> dict[int, Any]:
+    """Dynamo passes python scalars it did not specialize on (eps, dropout p, norm_type, ... with
+    `dynamic=True`) as 0-d tensor inputs read by `.item()`. The compiled code needs them as
+    constants: each such input's `.item()` becomes its current value, the input is dropped, and
+    the returned {input position: value} is checked on every call (another value runs the
+    graph in torch)."""
+    import torch
+
+    baked = {}
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    for i, (node, value) in enumerate(zip(placeholders, example_inputs)):
+        users = list(node.users)
+        if (
+            not isinstance(value, torch.Tensor)
+            or value.dim() != 0
+            or not users
+            or any(u.op != "call_method" or u.target != "item" for u in users)
+        ):
+            continue
+        baked[i] = value.item()
+        for user in users:
+            user.replace_all_uses_with(baked[i])
+            gm.graph.erase_node(user)
+    return baked
+
+
+def _tensor_inputs(gm: Any, example_inputs: Sequence[Any], baked: dict) -> tuple[list, list]:
     """Rewrite `gm` so that its only inputs are tensors: each SymInt input is replaced by a size
-    query of a tensor input that has that size. Returns (kept input positions, shapes)."""
+    query of a tensor input that has that size; the baked scalar inputs are dropped. Returns
+    (kept input positions, shapes)."""
     import torch
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     keep, shapes, sizes = [], [], {}
     for i, (node, value) in enumerate(zip(placeholders, example_inputs)):
         fake = _example(node)
+        if i in baked:
+            continue
         if isinstance(value, torch.Tensor):
             source = fake if isinstance(fake, torch.Tensor) else value
             dims = [_dim(d) for d in source.shape]
@@ -67,6 +96,9 @@ def _tensor_inputs(gm: Any, example_inputs: Sequence[Any]) -> tuple[list, list]:
                 f"torch.compile backend 'relaxmlir': input '{node.name}' is a {type(value).__name__}"
             )
     for i, (node, value) in enumerate(zip(placeholders, example_inputs)):
+        if i in baked:
+            gm.graph.erase_node(node)
+            continue
         if i in keep:
             continue
         fake = _example(node)
@@ -103,7 +135,8 @@ def relaxmlir_backend(gm: Any, example_inputs: Sequence[Any], **options: Any) ->
     target = options.get("target", "llvm")
     eager = gm.forward
     try:
-        keep, shapes = _tensor_inputs(gm, example_inputs)
+        baked = _bake_scalars(gm, example_inputs)
+        keep, shapes = _tensor_inputs(gm, example_inputs, baked)
         dtypes = [_dtype_name(example_inputs[i]) for i in keep]
         mod = from_fx(gm, shapes, input_dtypes=dtypes)
         ex = relax.build(mod, target)
@@ -124,9 +157,15 @@ def relaxmlir_backend(gm: Any, example_inputs: Sequence[Any], **options: Any) ->
         return torch.from_dlpack(out)
 
     def run(*args: Any) -> Any:
-        # Dynamo calls with the rewritten graph's inputs (tensors only); guard against a caller
-        # that still passes the dropped size inputs.
-        picked = args if len(args) == len(keep) else [args[i] for i in keep]
+        # Dynamo calls with the captured graph's inputs (sizes and scalars included); guard
+        # against a caller that passes only the kept tensors.
+        if len(args) == len(keep):
+            picked = args
+        else:
+            if any(args[i].item() != v for i, v in baked.items()):
+                out = eager(*args)  # a scalar the build baked in has changed
+                return list(out) if isinstance(out, (list, tuple)) else [out]
+            picked = [args[i] for i in keep]
         tensors = [t.detach() for t in picked]
         if any(t.device.type != "cpu" for t in tensors):
             raise ValueError(

@@ -203,8 +203,13 @@ def full(shape: Sequence, dtype: str, fill_value) -> te.Tensor:
 
 
 def arange(start, stop, step, dtype: str) -> te.Tensor:
-    """numpy arange with static bounds: `start + i * step` computed in 64 bits, then cast."""
-    n = max(0, math.ceil((stop - start) / step))
+    """numpy arange: `start + i * step` computed in 64 bits, then cast. `stop` is a number, or
+    a te expression that is the length itself (a symbolic size; start and step are then
+    already folded into it)."""
+    if isinstance(stop, te.Expr):
+        n = stop
+    else:
+        n = max(0, math.ceil((stop - start) / step))
     calc = "float64" if any(isinstance(v, float) for v in (start, step)) else "int64"
 
     def body(i):

@@ -108,18 +108,110 @@ def test_bert_matches_eager_across_batch_sizes():
     assert dynamo.STATS == {"builds": 2, "fallbacks": 0}
 
 
-def test_unsupported_symbolic_slice_falls_back_with_its_reason():
-    """BERT with a dynamic sequence length slices its 512 position ids by a symbolic bound: not
-    supported yet, so the graph runs in torch and the warning says why."""
-    transformers = pytest.importorskip("transformers")
+def _transformer(name: str):
+    from test_models_transformers import MODELS, LastHidden, example_input
+
+    make, key = MODELS[name]
+    return LastHidden(make().eval(), key), lambda batch, length=8: example_input(key, batch, length)
+
+
+def _cnn(name: str):
+    from test_models import MODELS
+
+    make, inputs = MODELS[name]
+    (example,) = inputs()
+    return make().eval(), lambda batch: torch.randn(batch, *example.shape[1:])
+
+
+MODELS = {
+    **{n: _transformer for n in ("gpt2-2layer", "bert-2layer", "vit-2layer", "t5-encoder-2layer",
+                                 "llama-2layer-gqa")},
+    **{n: _cnn for n in ("mobilenet_v2_block", "mobilenet_v3_block", "unet_block")},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("name", list(MODELS))
+def test_model_matches_eager_and_a_new_batch_size_does_not_rebuild(name):
+    """Each model is one graph (no break, no fallback): built static for the first batch size,
+    then once with a symbolic batch that serves every later size."""
+    pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    model, make_input = MODELS[name](name)
+    compiled = torch.compile(model, backend="relaxmlir")
+    with torch.no_grad():
+        for batch in (2, 3, 5):
+            x = make_input(batch)
+            torch.testing.assert_close(compiled(x), model(x), rtol=RTOL, atol=1e-4)
+    assert dynamo.STATS == {"builds": 2, "fallbacks": 0}
+
+
+@pytest.mark.parametrize("name", ["gpt2-2layer", "bert-2layer", "llama-2layer-gqa"])
+def test_dynamic_batch_and_sequence_length_build_once(name):
+    """`dynamic=True`: symbolic batch and sequence length through torch.arange (position ids),
+    slices of the static position buffers up to the length (BERT), the causal mask (GPT-2,
+    Llama) and the 0-d scalar inputs dynamo passes for eps/p (baked in): one build, no
+    graph break."""
+    pytest.importorskip("transformers")
     torch.manual_seed(3)
-    config = transformers.BertConfig(
-        hidden_size=32, num_hidden_layers=1, num_attention_heads=2, intermediate_size=64, vocab_size=50
-    )
-    m = transformers.BertModel(config).eval()
-    compiled = torch.compile(m, backend="relaxmlir", dynamic=True)
-    ids = torch.randint(0, 50, (2, 9))
-    with torch.no_grad(), pytest.warns(UserWarning, match="with a symbolic bound"):
-        got = compiled(input_ids=ids).last_hidden_state
-    torch.testing.assert_close(got, m(input_ids=ids).last_hidden_state)
-    assert dynamo.STATS["fallbacks"] == 1
+    model, make_input = _transformer(name)
+    compiled = torch.compile(model, backend="relaxmlir", dynamic=True)
+    with torch.no_grad():
+        for batch, length in ((2, 9), (3, 9), (2, 12), (4, 5)):
+            ids = make_input(batch, length)
+            torch.testing.assert_close(compiled(ids), model(ids), rtol=RTOL, atol=1e-4)
+    assert dynamo.STATS == {"builds": 1, "fallbacks": 0}
+
+
+def test_a_changed_baked_scalar_runs_the_graph_in_torch():
+    """A 0-d input read only by `.item()` is built in as a constant; another value at run time
+    must not reuse that build."""
+    graph = torch.fx.Graph()
+    x, eps = graph.placeholder("x"), graph.placeholder("eps")
+    value = graph.call_method("item", (eps,))
+    graph.output(graph.call_function(torch.nn.functional.layer_norm, (x, (4,), None, None, value)))
+    gm = torch.fx.GraphModule(torch.nn.Module(), graph)
+    x = torch.randn(3, 4)
+    run = dynamo.relaxmlir_backend(gm, [x, torch.tensor(0.5)])
+    assert dynamo.STATS == {"builds": 1, "fallbacks": 0}
+    for eps in (0.5, 2.0):
+        want = torch.nn.functional.layer_norm(x, (4,), eps=eps)
+        (got,) = run(x, torch.tensor(eps))
+        torch.testing.assert_close(got, want, rtol=RTOL, atol=ATOL)
+
+
+def test_a_symbolic_slice_of_a_static_dim_needs_torch_bound():
+    """Without dynamo's fake sizes nothing says the symbolic end stays within the static size
+    (torch would clamp it): from_fx rejects it, naming the slice."""
+    from relaxmlir.frontend import from_fx
+
+    class Positions(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.pos = torch.nn.Parameter(torch.arange(16.0))  # fx proxies parameters
+
+        def forward(self, x):
+            return x + self.pos[: x.shape[0]]
+
+    with pytest.raises(NotImplementedError, match="static size 16 with a symbolic bound"):
+        from_fx(Positions(), [("n",)])
+
+
+def test_symbolic_arange_matches_numpy():
+    """`relax.arange` up to a symbolic end, as the symbolic position ids above build it."""
+    import numpy as np
+
+    import relaxmlir as rm
+    from relaxmlir import relax
+
+    x = relax.Var("x", relax.TensorStructInfo(("n",), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            ranges = [relax.op.arange(0, "n"), relax.op.arange(2, "n", 3, "float32")]
+            outs = [bb.emit_output(bb.emit(r)) for r in ranges]
+        bb.emit_func_output(outs)
+    main = relax.VirtualMachine(relax.build(bb.get(), "llvm"), rm.cpu())["main"]
+    for n in (2, 3, 8):
+        got = main(np.zeros(n, "float32"))
+        np.testing.assert_array_equal(got[0].numpy(), np.arange(n))
+        np.testing.assert_array_equal(got[1].numpy(), np.arange(2, n, 3, dtype="float32"))

@@ -1,4 +1,5 @@
-"""Tensor-creation rules: full/zeros/ones (and their `_like` forms), tril/triu."""
+"""Tensor-creation rules: full/zeros/ones (and their `_like` forms), tril/triu, arange up to a
+symbolic size; `torch.Size` built from symbolic sizes."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import numpy as np
 import torch
 from torch import fx
 
-from relaxmlir.frontend.importer import Importer, Rule, dim_value, dtype_str, register
+from relaxmlir.frontend.importer import Importer, Rule, SymDim, dim_value, dtype_str, register
 from relaxmlir.frontend.rules.common import aten, call, first, shape_of
 from relaxmlir.relax.expr import const
 
@@ -49,6 +50,34 @@ def _full(fill) -> Rule:
     return rule
 
 
+def _arange(ctx: Importer, node: fx.Node):
+    """`torch.arange` with a symbolic bound (constant bounds were evaluated by torch already):
+    an int start and step up to a symbolic end, e.g. the position ids of a sequence whose
+    length torch.compile made dynamic."""
+    bounds = [a for a in node.args if a is not None]
+    bounds = [ctx.retrieve(a) for a in bounds]
+    for key in ("start", "end", "step"):
+        if key in node.kwargs:
+            bounds.append(ctx.retrieve(node.kwargs[key]))
+    start, end, step = (0, bounds[0], 1) if len(bounds) == 1 else (*bounds, 1)[:3]
+    if not isinstance(end, SymDim) or isinstance(start, SymDim) or isinstance(step, SymDim):
+        raise NotImplementedError(
+            f"torch.arange({start}, {end}, {step}) at node '{node.name}': only the end may be "
+            "symbolic"
+        )
+    if any(isinstance(v, float) for v in (start, step)):
+        raise NotImplementedError(f"torch.arange with a float start/step at node '{node.name}'")
+    dtype = ctx.arg(node, None, "dtype")
+    return call(ctx, "arange", start, dim_value(end), step, dtype_str(dtype) if dtype else "int64")
+
+
+def _size(ctx: Importer, node: fx.Node):
+    """`torch.Size([s0, 4])` (dynamo spells view shapes so): the tuple of its sizes."""
+    return tuple(ctx.arg(node, 0, "sizes", ()))
+
+
+register(_arange, torch.arange, aten.arange)
+register(_size, torch.Size)
 register(_triangle("tril"), torch.tril, "tril", aten.tril)
 register(_triangle("triu"), torch.triu, "triu", aten.triu)
 register(_full_like(None), torch.full_like, aten.full_like)

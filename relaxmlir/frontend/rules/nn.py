@@ -319,7 +319,11 @@ def attention(ctx: Importer, q, k, v, mask=None, is_causal: bool = False, scale=
     scores = attention_scores(ctx, q, k, scale)
     if is_causal:
         length, source = shape_of(q)[-2], shape_of(k)[-2]
-        mask = const(np.tril(np.ones((length, source), dtype=bool)))
+        if isinstance(length, int) and isinstance(source, int):
+            mask = const(np.tril(np.ones((length, source), dtype=bool)))
+        else:  # a symbolic sequence length (torch.compile with dynamic sizes)
+            ones = call(ctx, "broadcast_to", const(np.array(True)), [length, source])
+            mask = call(ctx, "tril", ones, 0)
     if mask is not None and mask.struct_info.dtype == "bool":
         scores = call(ctx, "where", mask, scores, as_tensor(float("-inf"), scores))
     elif mask is not None:
@@ -391,9 +395,7 @@ def _embedding(ctx: Importer, node: fx.Node):
 def _sdpa(ctx: Importer, node: fx.Node):
     q, k, v = first(ctx, node), ctx.arg(node, 1, "key"), ctx.arg(node, 2, "value")
     if ctx.arg(node, None, "enable_gqa", False):
-        raise NotImplementedError(
-            f"scaled_dot_product_attention with enable_gqa at node '{node.name}'"
-        )
+        k, v = (_repeat_heads(ctx, t, shape_of(q)[-3], node) for t in (k, v))
     return attention(
         ctx,
         q,
@@ -403,6 +405,23 @@ def _sdpa(ctx: Importer, node: fx.Node):
         ctx.arg(node, 5, "is_causal", False),
         ctx.arg(node, None, "scale"),
     )
+
+
+def _repeat_heads(ctx: Importer, x, heads: int, node: fx.Node):
+    """Grouped-query attention: each of x's key/value heads serves `heads // kv_heads`
+    consecutive query heads (torch's repeat_interleave over the head axis)."""
+    *lead, kv_heads, length, size = shape_of(x)
+    if not isinstance(heads, int) or not isinstance(kv_heads, int) or heads % kv_heads:
+        raise ValueError(
+            f"scaled_dot_product_attention(enable_gqa=True) at node '{node.name}': query heads "
+            f"({heads}) must be a multiple of key/value heads ({kv_heads})"
+        )
+    if heads == kv_heads:
+        return x
+    group = heads // kv_heads
+    x = call(ctx, "expand_dims", x, len(lead) + 1)
+    x = call(ctx, "broadcast_to", x, [*lead, kv_heads, group, length, size])
+    return reshape(ctx, x, [*lead, heads, length, size])
 
 
 def _max_pool1d(ctx: Importer, node: fx.Node):

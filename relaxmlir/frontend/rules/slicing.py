@@ -9,7 +9,7 @@ import numpy as np
 import torch
 from torch import fx
 
-from relaxmlir.frontend.importer import Importer, is_tensor, register
+from relaxmlir.frontend.importer import Importer, SymDim, dim_value, is_tensor, register
 from relaxmlir.frontend.rules.common import (
     astype,
     aten,
@@ -25,12 +25,21 @@ from relaxmlir.relax.expr import Constant, const
 from relaxmlir.relax.op.common import broadcast_shapes
 
 
-def strided_slice(ctx: Importer, x, axes, begin, end, strides=None):
-    """Slice along `axes`, clamping bounds to static sizes; untouched axes are dropped."""
+def strided_slice(ctx: Importer, x, axes, begin, end, strides=None, end_in_bounds=False):
+    """Slice along `axes`, clamping bounds to static sizes; untouched axes are dropped.
+
+    A static dim sliced up to a symbolic end (`pos_ids[:, :seq_len]`) needs `end_in_bounds`:
+    the caller knows end <= size (torch.compile guarded it), so the result has `end - begin`
+    elements, taken at `arange(begin, end, step)`."""
     strides = strides or [1] * len(axes)
     keep = [[], [], [], []]
     for a, b, e, s in zip(axes, begin, end, strides):
         size = shape_of(x)[a]
+        symbolic_end = isinstance(b, int) and isinstance(e, SymDim)
+        if isinstance(size, int) and symbolic_end and end_in_bounds:
+            b = max(0, min(size, b + size if b < 0 else b))
+            x = call(ctx, "take", x, call(ctx, "arange", b, dim_value(e), s), a, "clip")
+            continue
         if isinstance(size, int):
             if not (isinstance(b, int) and isinstance(e, int)):
                 raise NotImplementedError(
@@ -149,7 +158,7 @@ def getitem(ctx: Importer, node: fx.Node):
         else:
             raise NotImplementedError(f"unsupported index {it!r} at node '{node.name}'")
         in_axis += 1
-    out = strided_slice(ctx, obj, axes, begin, end, strides)
+    out = strided_slice(ctx, obj, axes, begin, end, strides, _sized_by_torch(node))
     if take is not None:
         if drop:
             raise NotImplementedError(
@@ -158,6 +167,15 @@ def getitem(ctx: Importer, node: fx.Node):
         out = call(ctx, "take", out, take[1], take[0])
     out = squeeze(ctx, out, drop) if drop else out
     return call(ctx, "expand_dims", out, new_axes) if new_axes else out
+
+
+def _sized_by_torch(node: fx.Node) -> bool:
+    """Whether torch (dynamo's fake tensors) gave the node's result a plain symbolic size: it
+    then proved or guarded that symbolic slice ends stay within static sizes."""
+    example = node.meta.get("example_value", node.meta.get("val"))
+    if not isinstance(example, torch.Tensor):
+        return False
+    return not any("Min" in str(d) or "Max" in str(d) for d in example.shape)
 
 
 def _advanced_getitem(ctx: Importer, x, items: list, where: str):

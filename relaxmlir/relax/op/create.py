@@ -82,12 +82,13 @@ def ones_like(x: Expr, dtype: str | None = None) -> Call:
 def arange(
     start: float, end: float | None = None, step: float = 1, dtype: str | None = None
 ) -> Call:
-    """`relax.arange`: `start, start + step, ...` below `end` (numpy arange; static bounds).
+    """`relax.arange`: `start, start + step, ...` below `end` (numpy arange).
 
     Parameters
     ----------
     start, end, step : int or float
-        `arange(n)` counts from 0 to n - 1.
+        `arange(n)` counts from 0 to n - 1. `end` may be a symbolic dim (`"n"`, `"n+1"`) with
+        an int `start` and a positive int `step`; it is assumed to be at least `start`.
     dtype : str, optional
         Defaults to int64 for integer bounds, float32 otherwise.
 
@@ -97,12 +98,31 @@ def arange(
     """
     if end is None:
         start, end = 0, start
+    if isinstance(end, str):
+        return _symbolic_arange(start, end, step, dtype)
     start, end, step = (scalar_value(v) for v in (start, end, step))
     if step == 0:
         raise ValueError("relax.arange: step must be non-zero")
     ints = all(isinstance(v, int) for v in (start, end, step))
     dtype = dtype or ("int64" if ints else "float32")
     n = max(0, math.ceil((end - start) / step))
+    attrs = {"start": start, "end": end, "step": step, "dtype": dtype}
+    return make_call("relax.arange", [], attrs, TensorStructInfo([n], dtype))
+
+
+def _symbolic_arange(start, end: str, step, dtype: str | None) -> Call:
+    """arange up to a symbolic `end`: length `end - start` rounded up to whole steps."""
+    end = normalize_dim(end)
+    if not (isinstance(start, int) and isinstance(step, int) and step > 0):
+        raise NotImplementedError(
+            f"relax.arange: a symbolic end ({end}) needs an int start and a positive int step, "
+            f"got start={start!r}, step={step!r}"
+        )
+    if step == 1:
+        n = end if start == 0 else f"({end})-{start}"
+    else:
+        n = f"(({end})-{start}+{step - 1})//{step}"
+    dtype = dtype or "int64"
     attrs = {"start": start, "end": end, "step": step, "dtype": dtype}
     return make_call("relax.arange", [], attrs, TensorStructInfo([n], dtype))
 

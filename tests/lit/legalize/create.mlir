@@ -25,6 +25,20 @@ func.func @arange() -> tensor<3xi64> attributes {relax.function} {
 
 // -----
 
+// Up to a symbolic end (position ids of a dynamic sequence length): the kernel's length is its
+// out argument's size, bound from the result shape (n - 1 here).
+// CHECK-LABEL: func.func @arange_symbolic_end
+// CHECK: "relax.call_tir"() {callee = @[[FN:[a-z_0-9]+]], relax.shape = {{\[\["\(n\)-1"\]\]}}} : () -> tensor<?xi64>
+// CHECK: func.func private @[[FN]](%{{.*}}: tensor<?xi64> {relax.shape = {{\["\(n - 1\)"\]}}})
+// CHECK: linalg.index 0
+// CHECK: arith.addi
+func.func @arange_symbolic_end(%x: tensor<?xf32> {relax.shape = ["n"]}) -> tensor<?xi64> attributes {relax.function} {
+  %0 = "relax.arange"() {start = 1, end = "n", step = 1, dtype = "int64", relax.shape = [["(n)-1"]]} : () -> tensor<?xi64>
+  return %0 : tensor<?xi64>
+}
+
+// -----
+
 // The causal mask of attention: zero above the diagonal.
 // CHECK-LABEL: func.func @tril
 // CHECK: func.func private @[[FN:[a-z_0-9]+]](

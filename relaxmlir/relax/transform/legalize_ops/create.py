@@ -5,7 +5,11 @@ from __future__ import annotations
 from relaxmlir import topi
 from relaxmlir.relax.block_builder import BlockBuilder
 from relaxmlir.relax.expr import Call, Expr
-from relaxmlir.relax.transform.legalize_ops.common import LegalizeRule, register_legalize
+from relaxmlir.relax.transform.legalize_ops.common import (
+    LegalizeRule,
+    register_legalize,
+    te_dim,
+)
 
 
 @register_legalize("relax.full")
@@ -40,7 +44,10 @@ register_legalize("relax.ones", _fill(1))
 @register_legalize("relax.arange")
 def _arange(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
-    return bb.call_te(topi.arange, a["start"], a["end"], a["step"], a["dtype"])
+    end = a["end"]
+    if isinstance(end, str):  # a symbolic end: the length comes from the result's shape
+        end = te_dim(call.struct_info.shape[0])
+    return bb.call_te(topi.arange, a["start"], end, a["step"], a["dtype"])
 
 
 @register_legalize("relax.tril")
