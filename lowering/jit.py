@@ -82,6 +82,9 @@ class JitCode:
         if missing:
             return
         symbols = libraries.resolve(external_symbols(module), self.libraries)
+        # LLVM may call these while generating code for 16-bit floats; the JIT has no
+        # compiler-rt to find them in (an exported library links them from runtime.c)
+        symbols.update(libraries.resolve(libraries.SOFT_FLOAT_ENTRY_POINTS, ["relaxmlir"]))
         try:
             self.engine = ExecutionEngine(module, opt_level=opt_level, shared_libs=[])
         except ir.MLIRError as exc:

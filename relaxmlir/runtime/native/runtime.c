@@ -218,3 +218,73 @@ RMLIR_EXPORT void memrefCopy(int64_t elem_size, unranked_memref *src, unranked_m
   }
   if (index != small) free(index);
 }
+
+/* Conversions to and from 16-bit floats that LLVM leaves to a library call when the CPU has no
+ * instruction for them: f64 -> f16 always (F16C converts only from f32), f32/f64 -> bf16 without
+ * AVX512-BF16, f32 <-> f16 without F16C. The JIT has no compiler-rt, so the code that casts a
+ * double constant to float16 failed to link on a CPU without AVX512-FP16 (AMD Zen 5). Every
+ * narrowing rounds once, to nearest even, from the exact source value (f64 -> f32 -> f16 would
+ * round twice). x86-64 passes and returns half/bfloat in the low 16 bits of xmm0, which is where
+ * a float argument or result lives. */
+#if defined(__x86_64__)
+static uint32_t narrow_f64(double d, int exp_bits, int mant_bits) {
+  uint64_t x;
+  memcpy(&x, &d, sizeof x);
+  uint32_t sign = (uint32_t)(x >> 63) << (exp_bits + mant_bits);
+  uint64_t a = x & 0x7fffffffffffffffull;
+  uint32_t inf = ((1u << exp_bits) - 1) << mant_bits;
+  if (a >= 0x7ff0000000000000ull) { /* inf, or a NaN kept quiet with its top payload bits */
+    if (a == 0x7ff0000000000000ull) return sign | inf;
+    uint32_t payload = (uint32_t)(a >> (52 - mant_bits)) & ((1u << mant_bits) - 1);
+    return sign | inf | (1u << (mant_bits - 1)) | payload;
+  }
+  int e = (int)(a >> 52);
+  if (e == 0) return sign; /* f64 subnormals lie far below either format's smallest value */
+  uint64_t m = (a & ((1ull << 52) - 1)) | (1ull << 52);
+  int bias = (1 << (exp_bits - 1)) - 1;
+  int he = e - 1023 + bias;
+  if (he >= (1 << exp_bits) - 1) return sign | inf;
+  int shift = 52 - mant_bits + (he < 1 ? 1 - he : 0); /* subnormal results keep fewer bits */
+  if (shift > 53) return sign;                         /* below half the smallest subnormal */
+  uint64_t q = m >> shift, rem = m & ((1ull << shift) - 1), halfway = 1ull << (shift - 1);
+  if (rem > halfway || (rem == halfway && (q & 1))) q++;
+  /* a carry out of the significand moves into the exponent field, up to inf */
+  uint32_t bits = he < 1 ? (uint32_t)q : ((uint32_t)he << mant_bits) + (uint32_t)q - (1u << mant_bits);
+  return sign | (bits >= inf ? inf : bits);
+}
+
+static float in_xmm(uint32_t bits) {
+  float f;
+  memcpy(&f, &bits, sizeof f);
+  return f;
+}
+
+RMLIR_EXPORT float __truncdfhf2(double d) { return in_xmm(narrow_f64(d, 5, 10)); }
+RMLIR_EXPORT float __truncsfhf2(float f) { return in_xmm(narrow_f64((double)f, 5, 10)); }
+RMLIR_EXPORT float __truncdfbf2(double d) { return in_xmm(narrow_f64(d, 8, 7)); }
+RMLIR_EXPORT float __truncsfbf2(float f) { return in_xmm(narrow_f64((double)f, 8, 7)); }
+
+RMLIR_EXPORT float __extendhfsf2(float h_in_xmm) {
+  uint32_t h;
+  memcpy(&h, &h_in_xmm, sizeof h);
+  h &= 0xffff;
+  uint32_t sign = (h & 0x8000u) << 16, e = (h >> 10) & 0x1f, m = h & 0x3ff, out;
+  if (e == 0x1f) {
+    out = sign | 0x7f800000u | (m << 13);
+  } else if (e) {
+    out = sign | ((e + 112) << 23) | (m << 13);
+  } else if (m) { /* subnormal half: normalize */
+    int shift = 0;
+    while (!(m & 0x400)) {
+      m <<= 1;
+      shift++;
+    }
+    out = sign | ((uint32_t)(113 - shift) << 23) | ((m & 0x3ff) << 13);
+  } else {
+    out = sign;
+  }
+  float f;
+  memcpy(&f, &out, sizeof f);
+  return f;
+}
+#endif
