@@ -44,16 +44,30 @@ def _model(cin, cout, k, stride, pad):
     return m
 
 
-@pytest.mark.parametrize("blocked", [True, False], ids=["blocked", "nchw"])
+# The host's vector width (NCHW16c on AVX-512), and AVX2's 8-lane blocks forced on any x86-64 host
+# that runs them (the code the AVX2 machines of the pool get).
+LAYOUTS = {"blocked": "llvm", "blocked-avx2": "llvm -mcpu=x86-64-v3", "nchw": "llvm"}
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "c{}o{}k{}s{}p{}h{}".format(*s))
-def test_conv_layouts_match_torch(shape, blocked, monkeypatch):
+def test_conv_layouts_match_torch(shape, layout, monkeypatch):
     cin, cout, k, stride, pad, size = shape
-    if not blocked:
+    target = rm.target.Target(LAYOUTS[layout])
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    if layout == "nchw":
         monkeypatch.setenv("RELAXMLIR_ALTER_LAYOUT", "0")
     model = _model(cin, cout, k, stride, pad)
     x = torch.randn(2, cin, size, size)
     mod = from_fx(torch.fx.symbolic_trace(model), [(2, cin, size, size)], keep_params_as_input=False)
-    vm = relax.VirtualMachine(relax.build(mod, "llvm"), rm.cpu())
+    if layout.startswith("blocked") and cin % 8 == 0 and cout % 8 == 0:
+        lanes = target.vector_bits // 32
+        with target:
+            altered = relax.transform.AlterOpLayout()(relax.transform.FoldBatchnormToConv2D()(mod))
+        blocks = lanes if cin % lanes == 0 and cout % lanes == 0 else None
+        assert (f'layout = "NCHW{blocks}c"' in str(altered)) == (blocks is not None)
+    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
     with torch.no_grad():
         want = model(x).numpy()
     np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
