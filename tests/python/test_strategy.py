@@ -168,3 +168,113 @@ def test_registering_a_strategy_changes_the_cache_key(restore_strategies):
     before = strategy.fingerprint()
     strategy.register_strategy("relax.matmul", "llvm", lambda call, target: strategy.OpStrategy(), level=99)
     assert strategy.fingerprint() != before
+
+
+# -- conv2d as im2col + GEMM, and forcing an implementation by name ---------------------------
+
+IM2COL = {strategy.FORCE_CONFIG: {"relax.nn.conv2d": "conv2d_nchw.im2col"}}
+
+
+def _conv_module(data_shape, weight_shape, **attrs):
+    x = relax.Var("x", relax.TensorStructInfo(data_shape, "float32"))
+    w = relax.Var("w", relax.TensorStructInfo(weight_shape, "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            gv = bb.emit_output(bb.emit(R.nn.conv2d(x, w, **attrs)))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def _torch_conv(x, w, strides=1, padding=0, dilation=1, groups=1):
+    """torch's conv2d with relax's (top, left, bottom, right) padding."""
+    pad = (padding,) * 4 if isinstance(padding, int) else tuple(padding)
+    pad = pad * 2 if len(pad) == 2 else pad
+    t = torch.nn.functional.pad(torch.from_numpy(x), (pad[1], pad[3], pad[0], pad[2]))
+    return torch.nn.functional.conv2d(
+        t, torch.from_numpy(w), stride=strides, dilation=dilation, groups=groups
+    ).numpy()
+
+
+def _check_im2col(data_shape, weight_shape, capfd, **attrs):
+    rng = np.random.default_rng(4)
+    x = rng.standard_normal(data_shape, dtype=np.float32)
+    w = rng.standard_normal(weight_shape, dtype=np.float32)
+    with rm.transform.PassContext(config=IM2COL):
+        _, got = _run(_conv_module(data_shape, weight_shape, **attrs), x, w)
+    np.testing.assert_allclose(got, _torch_conv(x, w, **attrs), rtol=RTOL, atol=ATOL)
+    err = capfd.readouterr().err
+    assert "on llvm: conv2d_nchw.im2col (plevel 8; forced by PassContext config" in err, err
+    assert "relax.matmul at" in err  # the GEMM went through the matmul strategy
+
+
+IM2COL_CASES = [
+    ((1, 3, 9, 11), (5, 3, 3, 3), dict(strides=2, padding=1)),
+    ((2, 8, 10, 7), (4, 8, 3, 2), dict(strides=(1, 2), padding=(1, 0, 2, 1), dilation=(2, 1))),
+    ((3, 4, 6, 5), (6, 4, 1, 1), {}),
+    ((1, 16, 13, 13), (8, 16, 5, 5), dict(padding=2, dilation=2)),
+    ((2, 5, 8, 9), (7, 5, 7, 7), dict(strides=3, padding=3)),
+]
+
+
+@pytest.mark.parametrize("data_shape, weight_shape, attrs", IM2COL_CASES)
+def test_im2col_conv_matches_torch(data_shape, weight_shape, attrs, capfd, monkeypatch):
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    _check_im2col(data_shape, weight_shape, capfd, **attrs)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("stride", [1, 2, 3])
+@pytest.mark.parametrize("kernel", [1, 3, 4])
+@pytest.mark.parametrize("padding", [0, 1, (2, 0, 1, 3)])
+@pytest.mark.parametrize("dilation", [1, 2])
+def test_im2col_conv_sweep(stride, kernel, padding, dilation, capfd, monkeypatch):
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    _check_im2col(
+        (2, 6, 11, 10), (5, 6, kernel, kernel), capfd,
+        strides=stride, padding=padding, dilation=dilation,
+    )  # fmt: skip
+
+
+def test_im2col_in_a_model_with_constant_weights(capfd, monkeypatch):
+    """Weights bound as constants (their reshape folded at compile time), the GEMM followed by
+    bias and relu (fused after the reshape back to NCHW)."""
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    monkeypatch.setenv("RELAXMLIR_ALTER_LAYOUT", "0")  # the NCHW implementations
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(3, 16, 3, stride=2, padding=1), torch.nn.ReLU(), torch.nn.Conv2d(16, 8, 3)
+    ).eval()
+    x = torch.randn(2, 3, 15, 15)
+    mod = from_fx(torch.fx.symbolic_trace(model), [(2, 3, 15, 15)], keep_params_as_input=False)
+    with rm.transform.PassContext(config=IM2COL):
+        _, got = _run(mod, x.numpy())
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=RTOL, atol=ATOL)
+    assert capfd.readouterr().err.count("on llvm: conv2d_nchw.im2col (plevel 8; forced") == 2
+
+
+def test_forced_choices_and_their_errors(capfd, monkeypatch):
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    rng = np.random.default_rng(6)
+    x = rng.standard_normal((1, 4, 6, 6), dtype=np.float32)
+    w = rng.standard_normal((4, 2, 3, 3), dtype=np.float32)
+    # A grouped conv: im2col's condition is false, the usual choice stands (and says why).
+    with rm.transform.PassContext(config=IM2COL):
+        _, got = _run(_conv_module(x.shape, w.shape, groups=2), x, w)
+    np.testing.assert_allclose(got, _torch_conv(x, w, groups=2), rtol=RTOL, atol=ATOL)
+    err = capfd.readouterr().err
+    assert "conv2d_nchw.direct (plevel 10; forced conv2d_nchw.im2col: condition false;" in err
+    mod = _conv_module(x.shape, (4, 4, 3, 3))
+    bad = {strategy.FORCE_CONFIG: {"relax.nn.conv2d": "conv2d_nchw.fft"}}
+    with rm.transform.PassContext(config=bad), pytest.raises(ValueError, match="no such impl"):
+        relax.transform.LegalizeOps()(mod)
+    with rm.transform.PassContext(config={strategy.FORCE_CONFIG: ["im2col"]}):
+        with pytest.raises(TypeError, match="must map op names to implementation names"):
+            relax.transform.LegalizeOps()(mod)
+
+
+def test_forcing_changes_the_cache_key():
+    before = strategy.fingerprint()
+    with rm.transform.PassContext(config=IM2COL):
+        assert strategy.fingerprint() != before
+    assert strategy.fingerprint() == before

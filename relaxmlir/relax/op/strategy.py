@@ -116,32 +116,164 @@ def has_strategy(mlir_name: str, target_kind: str) -> bool:
     return bool(STRATEGIES.get((mlir_name, target_kind)))
 
 
+# -- choosing among implementations: forced by the user, tuned, or by priority ------------------
+
+# `PassContext(config={FORCE_CONFIG: {"relax.nn.conv2d": "conv2d_nchw.im2col"}})`: the named
+# implementation for every call of the op where its condition holds (the others keep the usual
+# choice). Above tuning records and priorities.
+FORCE_CONFIG = "relax.strategy.force"
+# On the module (`MetaScheduleApplyDatabase`): {workload key: implementation name}, the tuned
+# choice for each op call workload (`workload_key`).
+TUNED_ATTR = "relax.tuned_strategies"
+
+
+def forced_choices() -> dict[str, str]:
+    """{MLIR op name: implementation name} forced by the current PassContext (checked)."""
+    from relaxmlir.transform import PassContext
+
+    table = PassContext.current().config.get(FORCE_CONFIG) or {}
+    if not isinstance(table, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in table.items()
+    ):
+        raise TypeError(
+            f"PassContext config '{FORCE_CONFIG}' must map op names to implementation names, "
+            f"got {table!r}"
+        )
+    return {mlir_op_name(k): v for k, v in table.items()}
+
+
+def workload_key(mlir_name: str, call: Call, target: Any) -> str:
+    """What a tuned strategy choice is keyed by: the op, its operands' and result's struct info,
+    its attributes and the target string (records of another target never match)."""
+    import hashlib
+    import json
+
+    text = json.dumps(
+        {
+            "op": mlir_name,
+            "args": [repr(a.struct_info) for a in call.args],
+            "result": repr(call.struct_info),
+            "attrs": {k: repr(v) for k, v in sorted(call.attrs.items())},
+            "target": str(target),
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(text.encode()).hexdigest()[:24]
+
+
+def tuned_choices(module_op: Any) -> dict[str, str]:
+    """The module's table of tuned choices ({} without one)."""
+    if module_op is None or TUNED_ATTR not in module_op.attributes:
+        return {}
+    import json
+
+    from mlir import ir
+
+    return json.loads(ir.StringAttr(module_op.attributes[TUNED_ATTR]).value)
+
+
+def set_tuned_choices(module_op: Any, table: dict[str, str]) -> None:
+    import json
+
+    from mlir import ir
+
+    text = json.dumps(table, sort_keys=True)
+    module_op.attributes[TUNED_ATTR] = ir.StringAttr.get(text, module_op.context)
+
+
+@dataclass
+class Choice:
+    """One call's choice, as `record_choices` sees it (what a strategy tuning task is made of)."""
+
+    op: str
+    key: str
+    call: Call
+    valid: list[str]  # the implementations whose condition holds, in registration order
+    default: str  # what priority alone picks
+    chosen: str
+    why: str  # "priority", "tuned" or "forced"
+    constant_args: list[bool] = field(default_factory=list)  # operands bound to relax.constant
+
+
+def _is_constant(arg: Any) -> bool:
+    values = getattr(arg, "values", None)
+    owner = values[0].owner if values else None
+    return getattr(owner, "name", "") == "relax.constant"
+
+
+_RECORDERS: list[list[Choice]] = []
+
+
+class record_choices:
+    """`with record_choices() as seen:` collects a `Choice` per call legalized by a strategy."""
+
+    def __enter__(self) -> list[Choice]:
+        self.seen: list[Choice] = []
+        _RECORDERS.append(self.seen)
+        return self.seen
+
+    def __exit__(self, *exc) -> None:
+        _RECORDERS.remove(self.seen)
+
+
 def select_implementation(
-    mlir_name: str, call: Call, target: Any, where: str = ""
+    mlir_name: str, call: Call, target: Any, where: str = "", module_op: Any = None
 ) -> OpImplementation:
-    """The valid implementation with the highest plevel (tuned choices will override this)."""
+    """The implementation for `call`: the one the PassContext forces (`FORCE_CONFIG`) where its
+    condition holds, else the tuned choice of `module_op`'s table (`TUNED_ATTR`) when it is
+    valid, else the valid implementation with the highest plevel."""
     kind = getattr(target, "kind", str(target))
     _, fstrategy = STRATEGIES[(mlir_name, kind)][0]
     strategy = fstrategy(call, target)
     if not isinstance(strategy, OpStrategy) or not strategy.implementations:
         raise ValueError(f"strategy for '{mlir_name}' on {kind} returned no implementation")
     valid = [i for i in strategy.implementations if i.applies(call)]
+    names = [i.name for i in strategy.implementations]
     if not valid:
-        names = ", ".join(i.name for i in strategy.implementations)
         raise ValueError(
-            f"no implementation of '{mlir_name}' on {kind} applies to this call ({names})"
+            f"no implementation of '{mlir_name}' on {kind} applies to this call ({', '.join(names)})"
         )
-    best = max(valid, key=lambda i: i.plevel)  # max keeps the first among equals
+    default = max(valid, key=lambda i: i.plevel)  # max keeps the first among equals
+    best, why, note = default, "priority", ""
+    forced = forced_choices().get(mlir_name)
+    key = workload_key(mlir_name, call, target)
+    tuned = tuned_choices(module_op).get(key)
+    by_name = {i.name: i for i in valid}
+    if forced is not None and forced not in names:
+        raise ValueError(
+            f"PassContext config '{FORCE_CONFIG}' forces '{forced}' for '{mlir_name}', which has "
+            f"no such implementation on {kind} (it has: {', '.join(names)})"
+        )
+    if forced in by_name:
+        best, why = by_name[forced], "forced"
+    elif tuned in by_name:
+        best, why = by_name[tuned], "tuned"
+    if forced is not None and why != "forced":
+        note = f"forced {forced}: condition false; "
+    elif tuned is not None and why == "priority":
+        note = f"tuned {tuned}: not valid here; "
+    for seen in _RECORDERS:
+        seen.append(
+            Choice(
+                mlir_name, key, call, [i.name for i in valid], default.name, best.name, why,
+                [_is_constant(a) for a in call.args],
+            )  # fmt: skip
+        )
     if os.environ.get(PRINT_STRATEGY_ENV, "") not in ("", "0"):
         others = ", ".join(
             f"{i.name} (plevel {i.plevel}{'' if i in valid else ', condition false'})"
             for i in strategy.implementations
             if i is not best
         )
-        why = f"condition {best.condition_text}; " if best.condition is not None else ""
+        cond = f"condition {best.condition_text}; " if best.condition is not None else ""
+        how = {
+            "priority": "",
+            "forced": f"forced by PassContext config '{FORCE_CONFIG}'; ",
+            "tuned": f"tuned choice, workload {key}; ",
+        }[why]
         print(
             f"strategy: {mlir_name}{' at ' + where if where else ''} on {kind}: {best.name} "
-            f"(plevel {best.plevel}; {why}others: {others or 'none'})",
+            f"(plevel {best.plevel}; {how}{note}{cond}others: {others or 'none'})",
             file=sys.stderr,
         )
     return best
@@ -230,6 +362,45 @@ def emit_conv2d_nchwc_phased(bb, call: Call):
     )
 
 
+def is_im2col_conv(call: Call) -> bool:
+    """NCHW data, OIHW kernel, one group, static shapes"""
+    data, weight = (arg.struct_info for arg in call.args[:2])
+    a = call.attrs
+    return (
+        a["groups"] == 1
+        and a.get("data_layout", "NCHW") == "NCHW"
+        and a.get("kernel_layout", "OIHW") == "OIHW"
+        and a.get("out_layout") in (None, "", "NCHW")
+        and data.is_static
+        and weight.is_static
+    )
+
+
+def emit_conv2d_im2col(bb, call: Call):
+    """The input's windows as a column matrix (`topi.nn.im2col`, an injective kernel), the
+    kernel reshaped to `(O, C*KH*KW)` (constant weights: folded at compile time), their product
+    as a `relax.matmul` (legalized in turn: the packed matmul kernel and schedule), reshaped
+    back to NCHW."""
+    from relaxmlir.relax.op import matmul, reshape
+    from relaxmlir.topi.nn.im2col import im2col
+
+    data, weight = call.args
+    n, c, _, _ = data.struct_info.shape
+    o, _, kh, kw = weight.struct_info.shape
+    a = call.attrs
+    oh, ow = call.struct_info.shape[2:]
+    windows = bb.call_te(
+        im2col, data, (kh, kw), a["strides"], a["padding"], a["dilation"],
+        primfunc_name_hint="im2col",
+    )  # fmt: skip
+    columns = reshape(windows, (n, c * kh * kw, oh * ow))
+    product = matmul(reshape(weight, (o, c * kh * kw)), columns, out_dtype=a["out_dtype"])
+    return reshape(product, (n, o, oh, ow))
+
+
+IM2COL_PLEVEL = 8  # below the direct kernels (the default), above dnnl
+
+
 def _add_dnnl(s: OpStrategy, op: str) -> None:
     """oneDNN's kernel (relax.backend.dnnl) when it is installed, below our own kernels (a
     user's strategy at a higher level, or a tuning record, picks it)."""
@@ -279,6 +450,10 @@ def _conv2d_llvm(call: Call, target: Any) -> OpStrategy:
         plevel=15,
         condition=is_pointwise_conv,
     )
+    s.add_implementation(
+        emit=emit_conv2d_im2col, name="conv2d_nchw.im2col", plevel=IM2COL_PLEVEL,
+        condition=is_im2col_conv,
+    )  # fmt: skip
     _add_dnnl(s, "conv2d")
     return s
 
@@ -340,8 +515,10 @@ register_strategy("relax.matmul", "llvm", _matmul_llvm)
 
 
 def fingerprint() -> str:
-    """A digest of the strategy table (which functions, at which levels, with which code): part
-    of the compile-cache key, so registering a strategy never reuses a build made without it."""
+    """A digest of the strategy table (which functions, at which levels, with which code) and of
+    the choices the PassContext forces: part of the compile-cache key, so registering or forcing
+    a strategy never reuses a build made without it (tuned choices are a module attribute, in
+    the module's own digest)."""
     import hashlib
     import re
 
@@ -351,6 +528,7 @@ def fingerprint() -> str:
         return re.sub(r" at 0x[0-9a-fA-F]+", "", text).encode()
 
     h = hashlib.sha256()
+    h.update(repr(sorted(forced_choices().items())).encode())  # the PassContext's forced choices
     for (op, kind), entries in sorted(STRATEGIES.items()):
         for level, fn in entries:
             code = getattr(fn, "__code__", None)

@@ -167,7 +167,9 @@ class Legalizer:
         if op.name in self.custom:
             rule = self.custom[op.name]
         elif strategy.has_strategy(op.name, self.target_kind):
-            impl = strategy.select_implementation(op.name, call, self.target_obj, str(op.location))
+            impl = strategy.select_implementation(
+                op.name, call, self.target_obj, str(op.location), self.module_op
+            )
             rule = strategy.implementation_rule(impl, strategy.COMPUTE_ATTRS.get(op.name))
             hook = impl.schedule
         if rule is None:
