@@ -7,6 +7,11 @@ the module carries a table from kernel key to knobs (`relax.tuned_knobs`, writte
 `MetaScheduleApplyDatabase`); `relax-schedule-cpu` hands them to the rules through
 `ScheduleOptions.knobs`. A kernel key (`kernel_key`) is the structural hash of the function as
 the schedule pass sees it, plus the target string: records from another target never match.
+
+One knob is not here: the choice among an op's strategy implementations (im2col + GEMM or the
+direct kernel, ...) is made before there is a kernel, when LegalizeOps builds it. It is the
+`"strategy"` knob of a relax-level task (`relaxmlir.meta_schedule.task.strategy_tasks`), applied
+through the module's `relax.tuned_strategies` table (`relax.op.strategy.TUNED_ATTR`).
 """
 
 from __future__ import annotations

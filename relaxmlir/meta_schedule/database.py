@@ -3,12 +3,17 @@
 Two JSON-lines files (one JSON object per line, appended as results arrive, so an interrupted
 run loses at most its last line, which is skipped when read back):
 
-- `database_workload.json`: one line per kernel: `{"key", "target", "name", "flops", "knobs"}`;
-  `key` is the structural hash of the kernel as the schedule pass sees it plus the target
-  string (`task.task_key`), `knobs` its search space (knob name -> legal values).
+- `database_workload.json`: one line per task: `{"key", "target", "name", "flops", "knobs",
+  "kind"}`; `knobs` is its search space (knob name -> legal values and default). `kind`
+  "kernel" (or absent, in older files): `key` is the structural hash of the kernel as the
+  schedule pass sees it plus the target string (`lowering.schedule.space.kernel_key`).
+  `kind` "strategy": an op call whose implementation the strategy table chooses; `key` is its
+  workload (`relax.op.strategy.workload_key`: op, operand and result types, attributes,
+  target) and its one knob `"strategy"` lists the valid implementations' names.
 - `database_tuning_record.json`: one line per measured candidate: `{"key", "target", "knobs",
   "median_us", "times_us", "error"}`; `error` is null, or why the candidate failed (build error,
-  crash, timeout, wrong result).
+  crash, timeout, wrong result). A strategy task's record has `"knobs": {"strategy": name}` and
+  times one call of the op's module (whatever kernels the implementation emits).
 
 Records are only ever looked up with the target they were measured on: a record from another
 CPU (or other features) is never applied.
@@ -41,6 +46,14 @@ def _read_lines(path: str) -> list[dict]:
             if isinstance(item, dict):
                 out.append(item)
     return out
+
+
+STRATEGY_KNOB = "strategy"  # the one knob of a strategy task (kernel knobs are "<rule>.<knob>")
+
+
+def is_strategy_record(record: dict) -> bool:
+    knobs = record.get("knobs") or {}
+    return set(knobs) == {STRATEGY_KNOB} and isinstance(knobs[STRATEGY_KNOB], str)
 
 
 def knobs_id(knobs: dict) -> str:
@@ -117,8 +130,19 @@ class JSONDatabase:
         for key, t in self.records:
             if t == target:
                 rec = self.best(key, t)
-                if rec is not None:
+                if rec is not None and not is_strategy_record(rec):
                     out[key] = rec["knobs"]
+        return out
+
+    def best_strategies(self, target: str) -> dict[str, str]:
+        """workload key -> the fastest implementation's name, for every op call tuned on
+        `target` (the module table `relax.op.strategy.TUNED_ATTR`)."""
+        out = {}
+        for key, t in self.records:
+            if t == target:
+                rec = self.best(key, t)
+                if rec is not None and is_strategy_record(rec):
+                    out[key] = rec["knobs"][STRATEGY_KNOB]
         return out
 
     def __len__(self) -> int:

@@ -24,7 +24,7 @@ import numpy as np
 from relaxmlir import runtime
 spec = json.loads(sys.stdin.read())
 ex = runtime.load_module(spec["lib"])
-f = ex["kernel"]
+f = ex[spec.get("entry", "kernel")]
 rng = np.random.default_rng(0)
 args = []
 for shape, dtype in spec["args"]:
@@ -35,7 +35,13 @@ for shape, dtype in spec["args"]:
     else:
         args.append(rng.integers(0, 4, shape).astype(dtype))
 outs = [np.zeros(shape, dtype) for shape, dtype in spec["outs"]]
-f(*args, *outs)
+if spec.get("dps", True):
+    call = lambda: f(*args, *outs)
+    call()
+else:  # a relax function (strategy tasks): it returns its results
+    call = lambda: f(*args)
+    res = call()
+    outs = [r.numpy() for r in (res if isinstance(res, (list, tuple)) else [res])]
 if spec["ref"]:
     try:
         ref = np.load(spec["ref"])
@@ -52,14 +58,14 @@ if spec["ref"]:
 # Warm-up: thread pools, page faults and caches settle before timing.
 start = time.perf_counter()
 for _ in range(spec["warmup"]):
-    f(*args, *outs)
+    call()
     if time.perf_counter() - start > spec["min_s"]:
         break
 times = []
 start = time.perf_counter()
 while len(times) < spec["repeats"] or (time.perf_counter() - start < spec["min_s"] and len(times) < 1000):
     t = time.perf_counter()
-    f(*args, *outs)
+    call()
     times.append((time.perf_counter() - t) * 1e6)
 print(json.dumps({"times_us": times}))
 """
@@ -138,23 +144,74 @@ print(json.dumps(result))
 """
 
 
+# A strategy task's candidate: the module of one op call, built with the implementation its
+# knob names as the module's tuned choice for that workload; the choice LegalizeOps actually
+# made is checked (a call legalized otherwise would be timed under a wrong name).
+STRATEGY_BUILDER = r"""
+import json, sys
+spec = json.loads(sys.stdin.read())
+try:
+    from relaxmlir import relax
+    from relaxmlir.ir import parse
+    from relaxmlir.relax.op import strategy
+    from relaxmlir.target import Target
+
+    mod = parse(spec["func"])
+    want = spec["knobs"]["strategy"]
+    strategy.set_tuned_choices(mod.module.operation, {spec["workload"]: want})
+    with strategy.record_choices() as seen:
+        ex = relax.build(mod, Target(spec["target"]))
+    got = [c.chosen for c in seen if c.key == spec["workload"]]
+    if got != [want]:
+        raise ValueError(f"the call was legalized with {got or 'no strategy'}, not {want}")
+    info = ex.infos["main"]
+    ex.export_library(spec["out"])
+    result = {
+        "args": [[list(s.shape), s.dtype] for s in info.params],
+        "outs": [[list(s.shape), s.dtype] for s in info.results],
+        "dps": False,
+        "entry": "main",
+    }
+except Exception as exc:
+    result = {"error": f"build: {type(exc).__name__}: {str(exc)[:500]}"}
+print(json.dumps(result))
+"""
+
+
 def build_in_process(
-    func_text: str, knobs: dict, target: str, out_path: str, timeout_s: float
+    func_text: str,
+    knobs: dict,
+    target: str,
+    out_path: str,
+    timeout_s: float,
+    workload: str = "",
 ) -> dict:
-    """Build a candidate in a fresh process (a crash or hang of the compiler is a record)."""
-    spec = json.dumps({"func": func_text, "knobs": knobs, "target": target, "out": out_path})
-    return _child(BUILDER, spec, timeout_s, "build")
+    """Build a candidate in a fresh process (a crash or hang of the compiler is a record).
+    `workload`: the key of a strategy task (`func_text` is then a relax module of its call)."""
+    spec = json.dumps(
+        {"func": func_text, "knobs": knobs, "target": target, "out": out_path, "workload": workload}
+    )
+    return _child(STRATEGY_BUILDER if workload else BUILDER, spec, timeout_s, "build")
+
+
+def _workload(task) -> str:
+    return task.key if getattr(task, "kind", "kernel") == "strategy" else ""
 
 
 def build_and_run(
-    func_text: str, knobs: dict, target: str, ref_npz: bytes | None, timeout_s: float
+    func_text: str,
+    knobs: dict,
+    target: str,
+    ref_npz: bytes | None,
+    timeout_s: float,
+    workload: str = "",
 ) -> dict:
     """Build and time one candidate in a scratch folder of this machine (the unit of work sent
     to a Dask worker). Without `ref_npz` the result carries the outputs as `reference` (npz
     bytes), for the candidates that follow."""
     with tempfile.TemporaryDirectory(prefix="relaxmlir-candidate-") as folder:
         lib, ref = os.path.join(folder, "c.so"), os.path.join(folder, "ref.npz")
-        built = build_in_process(func_text, knobs, target, lib, timeout_s * 4)
+        built = build_in_process(func_text, knobs, target, lib, timeout_s * 4, workload)
         if "error" in built:
             return built
         if ref_npz is not None:
@@ -199,7 +256,13 @@ class Measurer:
             self.count += 1
             lib = os.path.join(self.scratch, f"c{self.count}.so")
             job = self.pool.submit(
-                build_in_process, task.func_text, knobs, target, lib, self.timeout_s * 4
+                build_in_process,
+                task.func_text,
+                knobs,
+                target,
+                lib,
+                self.timeout_s * 4,
+                _workload(task),
             )
             jobs.append((knobs, lib, job))
         # All builds finish before the first measurement: a build running beside a measurement
@@ -245,7 +308,14 @@ class Measurer:
                 )
                 continue
             job = self.client.submit(
-                build_and_run, task.func_text, knobs, target, ref_npz, self.timeout_s, pure=False
+                build_and_run,
+                task.func_text,
+                knobs,
+                target,
+                ref_npz,
+                self.timeout_s,
+                _workload(task),
+                pure=False,
             )
             futures.append((knobs, job))
         for knobs, job in futures:

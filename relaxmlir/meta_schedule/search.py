@@ -23,7 +23,8 @@ def features(task, knobs: dict) -> list[float]:
     for name in sorted(task.space):
         values = task.space[name].values
         v = knobs.get(name, task.space[name].default)
-        out += [float(v), float(values.index(v)) if v in values else -1.0]
+        index = float(values.index(v)) if v in values else -1.0
+        out += [float(v) if isinstance(v, (int, float)) else index, index]  # names: by position
     return out
 
 

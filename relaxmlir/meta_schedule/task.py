@@ -1,8 +1,18 @@
-"""Tuning tasks: the kernels of a module as the build will schedule them.
+"""Tuning tasks: the kernels of a module as the build will schedule them, and the op calls whose
+implementation the strategy table chooses.
 
 The module goes through the target's "graph" and "layout" stages (fusion, deduplication, weight
 layouts), exactly as `relax.build` runs them, so each task is a kernel the schedule pass will
 see, under the key it will look up (`lowering.schedule.space.kernel_key`).
+
+While LegalizeOps runs there, every high-level op call that its strategy legalizes with a choice
+of several valid implementations (`relax.op.strategy.record_choices`) becomes a strategy task
+(`kind="strategy"`): its key is the call's workload (`strategy.workload_key`: op, operand and
+result types, attributes, target), its one knob `"strategy"` the names of the valid
+implementations (the default: the one priority picks), and its candidate a module of that one
+call, its operands as parameters, built with the implementation named in the module's table of
+tuned choices, the table `MetaScheduleApplyDatabase` writes. Only modules that still hold
+high-level ops have strategy tasks (after `get_pipeline("zero")` the choice is made).
 """
 
 from __future__ import annotations
@@ -18,6 +28,7 @@ from lowering.schedule import prim_funcs
 from lowering.schedule.common import ScheduleOptions, classify, linalg_ops
 from lowering.schedule.space import Knob, kernel_key, space_for
 from relaxmlir.ir import IRModule
+from relaxmlir.meta_schedule.database import STRATEGY_KNOB
 from relaxmlir.scope import scope
 from relaxmlir.target import Target
 
@@ -30,6 +41,7 @@ class Task:
     space: dict[str, Knob]
     calls: int  # call sites in the model
     flops: int  # 2 x multiply-adds for contractions, elements otherwise (an estimate)
+    kind: str = "kernel"  # or "strategy": func_text is a relax module of one op call
 
     def default_knobs(self) -> dict:
         return {name: knob.default for name, knob in self.space.items()}
@@ -53,16 +65,93 @@ def _static(func_op: ir.Operation) -> bool:
     return all(ir.ShapedType(t).has_static_shape for t in list(ftype.inputs) + list(ftype.results))
 
 
-def lower_for_tuning(mod: IRModule, target: Target) -> IRModule:
+def lower_for_tuning(mod: IRModule, target: Target, choices: list | None = None) -> IRModule:
     """A copy of `mod` after the relax "zero" pipeline (when it still has high-level ops) and
-    the target's graph and layout stages."""
+    the target's graph and layout stages; `choices` gets the strategy choices LegalizeOps made."""
+    from relaxmlir.relax.op.strategy import record_choices
+
     mod = mod.clone()
     passes = (
         PIPELINES["zero"] if rx.high_level_ops(mod.module.operation) else []
     ) + target_pipeline(target, ["graph", "layout"])
-    with scope(), target:
+    with scope(), target, record_choices() as seen:
         run_pipeline(mod.module, "builtin.module(" + ",".join(passes) + ")")
+    if choices is not None:
+        choices.extend(seen)
     return mod
+
+
+
+
+def _call_flops(choice) -> int:
+    """2 x multiply-adds of a conv2d or matmul call, the result's elements otherwise."""
+    out = choice.call.struct_info
+    points = 1
+    for d in getattr(out, "shape", ()):
+        points *= d
+    op, args = choice.op, [a.struct_info for a in choice.call.args]
+    if op == rx.mlir_op_name("relax.nn.conv2d") and choice.call.attrs.get("data_layout") == "NCHW":
+        _, ci, kh, kw = args[1].shape
+        return 2 * points * ci * kh * kw
+    if op == rx.mlir_op_name("relax.matmul") and args[0].ndim >= 1:
+        return 2 * points * args[0].shape[-1]
+    return points
+
+
+FLOATS = ("float16", "float32", "float64")
+
+
+def _call_module(choice) -> str:
+    """A relax module whose `main` makes the recorded call, as text: operands that were
+    constants (weights, which implementations may prepare at compile time) are constants of
+    random values, the others parameters."""
+    import numpy as np
+
+    from relaxmlir.relax.block_builder import BlockBuilder
+    from relaxmlir.relax.expr import Call, Constant, Var, const
+
+    rng = np.random.default_rng(0)
+    params, args = [], []
+    for i, arg in enumerate(choice.call.args):
+        if isinstance(arg, Constant):  # a scalar operand LegalizeOps reads as a value
+            args.append(arg)
+            continue
+        sinfo = arg.struct_info
+        if i < len(choice.constant_args) and choice.constant_args[i] and sinfo.dtype in FLOATS:
+            args.append(const(rng.standard_normal(sinfo.shape).astype(sinfo.dtype)))
+            continue
+        var = Var(f"arg{i}", arg.struct_info)
+        params.append(var)
+        args.append(var)
+    bb = BlockBuilder()
+    with bb.function("main", params):
+        with bb.dataflow():
+            call = Call(choice.op, args, choice.call.attrs, choice.call.struct_info)
+            out = bb.emit_output(bb.emit(call))
+        bb.emit_func_output(out)
+    return bb.get().script()
+
+
+def strategy_tasks(choices: list) -> list[Task]:
+    """A task per distinct workload among `choices` with more than one valid implementation
+    (static shapes only)."""
+    from lowering.schedule.space import Knob
+
+    tasks: dict[str, Task] = {}
+    for c in choices:
+        shapes = [a.struct_info for a in c.call.args] + [c.call.struct_info]
+        if len(c.valid) < 2 or not all(getattr(s, "is_static", False) for s in shapes):
+            continue
+        if c.key in tasks:
+            tasks[c.key].calls += 1
+            continue
+        dims = "x".join(str(d) for d in c.call.struct_info.shape)
+        space = {STRATEGY_KNOB: Knob(STRATEGY_KNOB, tuple(c.valid), c.default)}
+        name = f"{c.op} -> {dims}"  # e.g. "relax.nn_conv2d -> 1x16x6x6"
+        tasks[c.key] = Task(
+            c.key, name, _call_module(c), space, 1, _call_flops(c), kind="strategy"
+        )
+    return list(tasks.values())
 
 
 def extract_tasks(mod: IRModule, target: Target) -> list[Task]:
@@ -70,7 +159,8 @@ def extract_tasks(mod: IRModule, target: Target) -> list[Task]:
     with symbolic dims has no one size to measure)."""
     if target.kind != "llvm":
         raise ValueError(f"tuning: only llvm targets have tunable schedules so far, got ({target})")
-    lowered = lower_for_tuning(mod, target)
+    choices: list = []
+    lowered = lower_for_tuning(mod, target, choices)
     module_op = lowered.module.operation
     calls: dict[str, int] = {}
 
@@ -83,7 +173,8 @@ def extract_tasks(mod: IRModule, target: Target) -> list[Task]:
 
     module_op.walk(count)
     with scope(), target:
-        return _tasks(module_op, target, calls)
+        kernels = _tasks(module_op, target, calls)
+    return sorted(kernels + strategy_tasks(choices), key=lambda t: -t.flops * t.calls)
 
 
 def _tasks(module_op: ir.Operation, target: Target, calls: dict[str, int]) -> list[Task]:

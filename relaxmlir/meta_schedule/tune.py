@@ -80,6 +80,7 @@ def tune_tasks(
             name=t.name,
             flops=t.flops,
             knobs={k: v.to_dict() for k, v in t.space.items()},
+            kind=t.kind,
         )
     budget = {t.key: min(per_task, space_size(t)) for t in tasks}
     used = {t.key: len(db.records_of(t.key, tstr)) for t in tasks}
@@ -179,13 +180,22 @@ def tune_tir(
 tune_relax = tune_tir  # a relax module is legalized first, as tune_tir does
 
 
-def apply_database(mod, work_dir: str, target=None):
-    """A copy of `mod` carrying the best knobs of `work_dir` for `target` (module attribute read
-    by the schedule pass); kernels without records keep their default schedule."""
+def annotate(module_op, work_dir: str, target: Target) -> None:
+    """Put the best records of `work_dir` for exactly `target` on `module_op`: the kernels'
+    knobs (read by the schedule pass) and the op calls' implementations (read by LegalizeOps,
+    so they count only while the module still holds high-level ops)."""
     from lowering.schedule.space import set_tuned_table
+    from relaxmlir.relax.op.strategy import set_tuned_choices
 
-    tgt = _as_target(target)
-    table = JSONDatabase(work_dir).best_knobs(str(tgt))
+    db = JSONDatabase(work_dir)
+    set_tuned_table(module_op, db.best_knobs(str(target)))
+    set_tuned_choices(module_op, db.best_strategies(str(target)))
+
+
+def apply_database(mod, work_dir: str, target=None):
+    """A copy of `mod` carrying the best records of `work_dir` for `target` (module attributes
+    read by LegalizeOps and the schedule pass); kernels and op calls without records keep their
+    default schedule and implementation."""
     out = mod.clone()
-    set_tuned_table(out.module.operation, table)
+    annotate(out.module.operation, work_dir, _as_target(target))
     return out

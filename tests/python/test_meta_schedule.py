@@ -6,6 +6,7 @@ Numerics of tuned builds against numpy, float32, rtol=1e-4, atol=1e-4 (fixed see
 from __future__ import annotations
 
 import json
+import re
 
 import numpy as np
 import pytest
@@ -169,3 +170,95 @@ def test_distributed_tuning_on_a_local_cluster(tmp_path):
     records = [r for recs in db.records.values() for r in recs]
     assert len(records) == 3 and all(r["error"] is None for r in records), records
     assert list(tmp_path.glob("reference-*.npz"))  # the defaults' outputs came back as references
+
+
+# -- the strategy choice as a knob -------------------------------------------------------------
+
+
+def _conv_relu():
+    """A stride-2 conv whose weight is a parameter (NCHW: the channel-blocked layout is for
+    constant weights), so conv2d_nchw.direct, .im2col (and .dnnl when installed) all apply."""
+    x = relax.Var("x", relax.TensorStructInfo((1, 8, 12, 12), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((16, 8, 3, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            lv = bb.emit(relax.op.nn.conv2d(x, w, strides=2, padding=1))
+            gv = bb.emit_output(bb.emit(relax.op.nn.relu(lv)))
+        bb.emit_func_output(gv)
+    return bb.get()
+
+
+def _check_conv(mod, target):
+    import torch
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((1, 8, 12, 12), dtype=np.float32)
+    w = rng.standard_normal((16, 8, 3, 3), dtype=np.float32)
+    got = relax.VirtualMachine(relax.build(mod, target), rm.cpu())["main"](x, w).numpy()
+    want = torch.relu(
+        torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=2, padding=1)
+    )
+    np.testing.assert_allclose(got, want.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_strategy_choice_is_tuned_and_applied(tmp_path, capfd, monkeypatch):
+    from relaxmlir.meta_schedule.database import WORKLOADS
+    from relaxmlir.relax.op import strategy
+
+    target = Target("llvm")
+    mod = _conv_relu()
+    tasks = ms.extract_tasks(mod, target)
+    assert sorted(t.kind for t in tasks) == ["kernel", "strategy"]
+    task = next(t for t in tasks if t.kind == "strategy")
+    knob = task.space["strategy"]
+    assert knob.default == "conv2d_nchw.direct" and "conv2d_nchw.im2col" in knob.values
+    assert "conv2d_nchw_1x1.contraction" not in knob.values  # its condition is false here
+    db = ms.tune_tir(mod, target, str(tmp_path), max_trials_global=6, max_trials_per_task=3)
+    records = db.records_of(task.key, str(target))
+    assert {r["knobs"]["strategy"] for r in records} == set(knob.values)
+    assert all(r["error"] is None and r["median_us"] > 0 for r in records), records
+    fastest = min(records, key=lambda r: r["median_us"])["knobs"]["strategy"]
+    assert db.best_strategies(str(target)) == {task.key: fastest}
+    assert task.key not in db.best_knobs(str(target))  # the kernels' table stays the kernels'
+    kinds = {w["kind"] for w in map(json.loads, (tmp_path / WORKLOADS).read_text().splitlines())}
+    assert kinds == {"kernel", "strategy"}
+
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    capfd.readouterr()
+    _check_conv(ms.apply_database(mod, str(tmp_path), target), target)
+    err = capfd.readouterr().err
+    assert re.search(rf"{re.escape(fastest)} \(plevel \d+; tuned choice, workload {task.key};", err)
+
+    # A record that makes im2col the fastest: the build takes it (and says so).
+    db.commit_record(task.key, str(target), {"strategy": "conv2d_nchw.im2col"}, [1e-3], None)
+    _check_conv(ms.apply_database(mod, str(tmp_path), target), target)
+    err = capfd.readouterr().err
+    assert f"conv2d_nchw.im2col (plevel 8; tuned choice, workload {task.key};" in err
+
+    # The user's forced choice wins over the tuned one.
+    force = {strategy.FORCE_CONFIG: {"relax.nn.conv2d": "conv2d_nchw.direct"}}
+    with rm.transform.PassContext(config=force):
+        _check_conv(ms.apply_database(mod, str(tmp_path), target), target)
+    assert "conv2d_nchw.direct (plevel 10; forced by PassContext config" in capfd.readouterr().err
+
+
+def test_strategy_records_of_another_target_are_ignored(tmp_path, capfd, monkeypatch):
+    from relaxmlir.relax.op import strategy
+
+    host, other = Target("llvm"), Target("llvm -mcpu=x86-64-v3")
+    mod = _conv_relu()
+    key = next(t.key for t in ms.extract_tasks(mod, host) if t.kind == "strategy")
+    db = JSONDatabase(str(tmp_path))
+    db.commit_record(key, str(other), {"strategy": "conv2d_nchw.im2col"}, [1e-3], None)
+    assert db.best_strategies(str(host)) == {}
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    # Applied for the other target, the record's key (the host's workload) matches no call.
+    with other:
+        tuned = rm.transform.Sequential(
+            [relax.transform.MetaScheduleApplyDatabase(work_dir=str(tmp_path))]
+        )(mod)
+    assert strategy.tuned_choices(tuned.module.operation) == {key: "conv2d_nchw.im2col"}
+    relax.build(tuned, other)
+    err = capfd.readouterr().err
+    assert "conv2d_nchw.direct (plevel 10; others:" in err and "tuned choice" not in err

@@ -21,13 +21,12 @@ def MetaScheduleTuneTIR(
 
 def MetaScheduleApplyDatabase(work_dir: str) -> Pass:
     """Make the build schedule each kernel with its best record in `work_dir` for the target in
-    scope; kernels without records keep their default schedule."""
-    from lowering.schedule.space import set_tuned_table
-    from relaxmlir.meta_schedule.database import JSONDatabase
+    scope, and legalize each op call that has a tuned implementation with it (while the module
+    still holds high-level ops); kernels and calls without records keep their defaults."""
+    from relaxmlir.meta_schedule.tune import annotate
     from relaxmlir.target import Target
 
     def run(mod) -> None:
-        target = Target.current() or Target("llvm")
-        set_tuned_table(mod.module.operation, JSONDatabase(work_dir).best_knobs(str(target)))
+        annotate(mod.module.operation, work_dir, Target.current() or Target("llvm"))
 
     return Pass("MetaScheduleApplyDatabase", run)
