@@ -261,4 +261,5 @@ def test_strategy_records_of_another_target_are_ignored(tmp_path, capfd, monkeyp
     assert strategy.tuned_choices(tuned.module.operation) == {key: "conv2d_nchw.im2col"}
     relax.build(tuned, other)
     err = capfd.readouterr().err
-    assert "conv2d_nchw.direct (plevel 10; others:" in err and "tuned choice" not in err
+    assert "conv2d_nchw.direct (plevel 10; condition NCHW data; others:" in err
+    assert "tuned choice" not in err

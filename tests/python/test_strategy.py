@@ -55,7 +55,7 @@ def test_conv_routes_by_condition_and_matches_torch(capfd, monkeypatch):
     np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=RTOL, atol=ATOL)
     err = capfd.readouterr().err
     assert "on llvm: conv2d_nchw_1x1.contraction (plevel 15; condition 1x1 kernel" in err
-    assert "on llvm: conv2d_nchw.direct (plevel 10; others: " in err
+    assert "on llvm: conv2d_nchw.direct (plevel 10; condition NCHW data; others: " in err
     assert "conv2d_nchw_1x1.contraction (plevel 15, condition false)" in err
 
 
@@ -263,7 +263,7 @@ def test_forced_choices_and_their_errors(capfd, monkeypatch):
         _, got = _run(_conv_module(x.shape, w.shape, groups=2), x, w)
     np.testing.assert_allclose(got, _torch_conv(x, w, groups=2), rtol=RTOL, atol=ATOL)
     err = capfd.readouterr().err
-    assert "conv2d_nchw.direct (plevel 10; forced conv2d_nchw.im2col: condition false;" in err
+    assert "direct (plevel 10; forced conv2d_nchw.im2col: condition false; condition NCHW" in err
     mod = _conv_module(x.shape, (4, 4, 3, 3))
     bad = {strategy.FORCE_CONFIG: {"relax.nn.conv2d": "conv2d_nchw.fft"}}
     with rm.transform.PassContext(config=bad), pytest.raises(ValueError, match="no such impl"):

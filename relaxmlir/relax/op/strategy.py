@@ -231,7 +231,8 @@ def select_implementation(
     names = [i.name for i in strategy.implementations]
     if not valid:
         raise ValueError(
-            f"no implementation of '{mlir_name}' on {kind} applies to this call ({', '.join(names)})"
+            f"no implementation of '{mlir_name}' on {kind} applies to this call "
+            f"({', '.join(names)})"
         )
     default = max(valid, key=lambda i: i.plevel)  # max keeps the first among equals
     best, why, note = default, "priority", ""
@@ -323,6 +324,11 @@ def conv2d_1x1(data, kernel, out_dtype=None):
         ),
         name="T_conv2d_1x1",
     )
+
+
+def is_nchw_conv(call: Call) -> bool:
+    """NCHW data"""
+    return call.attrs.get("data_layout", "NCHW") == "NCHW"
 
 
 def is_channel_blocked_conv(call: Call) -> bool:
@@ -443,6 +449,7 @@ def _conv2d_llvm(call: Call, target: Any) -> OpStrategy:
         lambda data, kernel, **attrs: topi.nn.conv2d(data, kernel, **attrs),
         name="conv2d_nchw.direct",
         plevel=10,
+        condition=is_nchw_conv,
     )
     s.add_implementation(
         lambda data, kernel, out_dtype=None, **_: conv2d_1x1(data, kernel, out_dtype),

@@ -5,7 +5,7 @@
 // pointwise convolutions by a condition, the contraction over channels (plevel 15). The 1x1
 // call gets the contraction; the 3x3 call's condition is false, so it gets the direct kernel.
 // CHOICE: strategy: relax.nn_conv2d at loc({{.*}}) on llvm: conv2d_nchw_1x1.contraction (plevel 15; condition 1x1 kernel, stride 1, no padding, no dilation, one group; others: {{.*}}conv2d_nchw.direct (plevel 10){{.*}})
-// CHOICE: strategy: relax.nn_conv2d at loc({{.*}}) on llvm: conv2d_nchw.direct (plevel 10; others: {{.*}}conv2d_nchw_1x1.contraction (plevel 15, condition false){{.*}})
+// CHOICE: strategy: relax.nn_conv2d at loc({{.*}}) on llvm: conv2d_nchw.direct (plevel 10; condition NCHW data; others: {{.*}}conv2d_nchw_1x1.contraction (plevel 15, condition false){{.*}})
 
 // The 1x1 kernel has one reduction (channels); the 3x3 kernel pads and
 // reduces over channels and both window dims.

@@ -7,7 +7,7 @@
 // CHOICE: strategy: relax.nn_conv2d at loc({{.*}}) on llvm: conv2d_nchw.im2col (plevel 8; tuned choice, workload ddc7f369d0638f3be18736d5;
 // The GEMM the im2col implementation emits is legalized in turn by the matmul strategy.
 // CHOICE: strategy: relax.matmul at loc({{.*}}) on llvm: matmul.packed (plevel 10;
-// CHOICE: strategy: relax.nn_conv2d at loc({{.*}}) on llvm: conv2d_nchw.direct (plevel 10; others:
+// CHOICE: strategy: relax.nn_conv2d at loc({{.*}}) on llvm: conv2d_nchw.direct (plevel 10; condition NCHW data; others:
 
 // im2col: the windows (N, C, KH, KW, OH, OW), viewed as the (N, C*KH*KW, OH*OW) column
 // matrix; the kernel as (O, C*KH*KW); their product (N, O, OH*OW), reshaped to NCHW.
