@@ -203,6 +203,7 @@ def _check_conv(mod, target):
 
 
 def test_strategy_choice_is_tuned_and_applied(tmp_path, capfd, monkeypatch):
+    from lowering.cache import module_digest
     from relaxmlir.meta_schedule.database import WORKLOADS
     from relaxmlir.relax.op import strategy
 
@@ -226,21 +227,26 @@ def test_strategy_choice_is_tuned_and_applied(tmp_path, capfd, monkeypatch):
 
     monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
     capfd.readouterr()
-    _check_conv(ms.apply_database(mod, str(tmp_path), target), target)
+    tuned = ms.apply_database(mod, str(tmp_path), target)
+    _check_conv(tuned, target)
     err = capfd.readouterr().err
     assert re.search(rf"{re.escape(fastest)} \(plevel \d+; tuned choice, workload {task.key};", err)
 
-    # A record that makes im2col the fastest: the build takes it (and says so).
-    db.commit_record(task.key, str(target), {"strategy": "conv2d_nchw.im2col"}, [1e-3], None)
-    _check_conv(ms.apply_database(mod, str(tmp_path), target), target)
+    # A record that makes another implementation the fastest: the build takes it (and says so),
+    # under another compile-cache key (the table is a module attribute, in the module's digest).
+    other = next(n for n in ("conv2d_nchw.im2col", "conv2d_nchw.direct") if n != fastest)
+    db.commit_record(task.key, str(target), {"strategy": other}, [1e-3], None)
+    retuned = ms.apply_database(mod, str(tmp_path), target)
+    assert module_digest(retuned.module) != module_digest(tuned.module)
+    _check_conv(retuned, target)
     err = capfd.readouterr().err
-    assert f"conv2d_nchw.im2col (plevel 8; tuned choice, workload {task.key};" in err
+    assert re.search(rf"{re.escape(other)} \(plevel \d+; tuned choice, workload {task.key};", err)
 
     # The user's forced choice wins over the tuned one.
-    force = {strategy.FORCE_CONFIG: {"relax.nn.conv2d": "conv2d_nchw.direct"}}
-    with rm.transform.PassContext(config=force):
+    with rm.transform.PassContext(config={strategy.FORCE_CONFIG: {"relax.nn.conv2d": fastest}}):
         _check_conv(ms.apply_database(mod, str(tmp_path), target), target)
-    assert "conv2d_nchw.direct (plevel 10; forced by PassContext config" in capfd.readouterr().err
+    err = capfd.readouterr().err
+    assert re.search(rf"{re.escape(fastest)} \(plevel \d+; forced by PassContext config", err)
 
 
 def test_strategy_records_of_another_target_are_ignored(tmp_path, capfd, monkeypatch):
