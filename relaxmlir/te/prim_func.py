@@ -190,6 +190,10 @@ def _sliced_operand(value: ir.Value, t: Tensor, forms: list, extents: list, ext_
     static = [s if isinstance(s, int) else DYN for s in sizes]
     ty = ir.RankedTensorType.get(static, ir.RankedTensorType(value.type).element_type)
     dyn = [s for s in sizes if not isinstance(s, int)]
+    if 0 in static:
+        # an empty view reads nothing; tensor.extract_slice rejects its offsets (x[:, 3:] of 3
+        # columns starts past the end, and any offset into a dim of size 0 is out of bounds)
+        return tensor.empty(sizes, ty.element_type), [p[3] for p in plan]
     value = tensor.extract_slice(ty, value, [], dyn, [], [p[0] for p in plan], static,
                                  [p[2] for p in plan])
     return value, [p[3] for p in plan]

@@ -176,3 +176,27 @@ def test_graph_repr_round_trips():
 
 
 # -- regressions the fuzzer found (each the shrunk case it printed) ---------------------------
+def test_fuzz_regression_empty_strided_slice_past_the_end():
+    """x[:, 4:0:2] of a 3x3 tensor: python clamps the start to 3, an out-of-bounds offset for
+    tensor.extract_slice although the view is empty (empty views are now tensor.empty)."""
+    check_relax(Graph(inputs=[Input(shape=(3, 3), dtype='int64', lo=-2, hi=2), Input(shape=(), dtype='int64', lo=-2, hi=2)], nodes=[Node(op='strided_slice', args=(0,), attrs={'axis': 1, 'begin': 4, 'end': 0, 'stride': 2}), Node(op='subtract', args=(2, 1), attrs={}), Node(op='subtract', args=(3, 1), attrs={})], outputs=[4], symbols={}, seed=474))  # fmt: skip
+
+
+def test_fuzz_regression_strided_slice_of_an_empty_tensor():
+    """A strided view of a (0, 2, 2) tensor: tensor.extract_slice rejects offset 0 into a dim
+    of size 0."""
+    check_relax(Graph(inputs=[Input(shape=(0, 2, 2), dtype='float32', lo=-4.0, hi=1.0), Input(shape=(0, 2, 2), dtype='float32', lo=-2.0, hi=2.0)], nodes=[Node(op='equal', args=(0, 1), attrs={}), Node(op='strided_slice', args=(2,), attrs={'axis': 1, 'begin': 0, 'end': -1, 'stride': 2}), Node(op='multiply', args=(1, 0), attrs={})], outputs=[3, 4], symbols={'n': 5}, seed=2))  # fmt: skip
+
+
+def test_empty_split_part_at_the_end():
+    """The same offset in split: the last part of split(x, [3]) over 3 columns is empty."""
+    x = relax.Var("x", relax.TensorStructInfo((3, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.op.split(x, [3], axis=1))
+        bb.emit_func_output(gv)
+    a = np.arange(9, dtype=np.float32).reshape(3, 3)
+    got = _run(bb.get(), [a])
+    assert [g.shape for g in got] == [(3, 3), (3, 0)]
+    np.testing.assert_array_equal(got[0], a)

@@ -42,3 +42,28 @@ func.func @gather_scatter(%x: tensor<2x3xf32>, %i: tensor<2x2xi64>, %u: tensor<2
   %1 = "relax.scatter_elements"(%x, %i, %u) {axis = 1 : i64, reduction = "update"} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
   return %1 : tensor<2x3xf32>
 }
+
+// -----
+
+// An empty strided slice past the end (x[:, 4:0:2] of 3 columns; python clamps the start to 3)
+// reads nothing: no tensor.extract_slice, whose offsets would be out of bounds.
+// CHECK-LABEL: func.func @strided_slice_empty_past_the_end
+// CHECK: func.func private @{{[a-z_0-9]+}}(
+// CHECK-NOT: tensor.extract_slice
+// CHECK: tensor.empty() : tensor<3x0xi64>
+func.func @strided_slice_empty_past_the_end(%x: tensor<3x3xi64>) -> tensor<3x0xi64> attributes {relax.function} {
+  %0 = "relax.strided_slice"(%x) {axes = [1], begin = [4], end = [0], strides = [2]} : (tensor<3x3xi64>) -> tensor<3x0xi64>
+  return %0 : tensor<3x0xi64>
+}
+
+// -----
+
+// A strided slice of a tensor with a dim of size 0: no offset is in bounds of that dim.
+// CHECK-LABEL: func.func @strided_slice_of_empty
+// CHECK: func.func private @{{[a-z_0-9]+}}(
+// CHECK-NOT: tensor.extract_slice
+// CHECK: tensor.empty() : tensor<0x1x2xf32>
+func.func @strided_slice_of_empty(%x: tensor<0x2x2xf32>) -> tensor<0x1x2xf32> attributes {relax.function} {
+  %0 = "relax.strided_slice"(%x) {axes = [1], begin = [0], end = [-1], strides = [2]} : (tensor<0x2x2xf32>) -> tensor<0x1x2xf32>
+  return %0 : tensor<0x1x2xf32>
+}
