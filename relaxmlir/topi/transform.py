@@ -34,6 +34,9 @@ def reshape(x: te.Tensor, newshape: Sequence) -> te.Tensor:
     newshape = tuple(normalize_dim(d) for d in newshape)
     if len(newshape) == x.ndim and all(dim_key(a) == dim_key(b) for a, b in zip(x.shape, newshape)):
         return te.compute(x.shape, lambda *i: x(*i), name="T_reshape")
+    if any(isinstance(d, int) and d == 0 for d in newshape):
+        # nothing to read (the index arithmetic over an empty tensor is no gather to raise)
+        return te.compute(newshape, lambda *i: te.const(0, x.dtype), name="T_reshape")
     return te.compute(
         newshape, lambda *i: x[unravel(ravel(i, newshape), x.shape)], name="T_reshape"
     )

@@ -200,3 +200,10 @@ def test_empty_split_part_at_the_end():
     got = _run(bb.get(), [a])
     assert [g.shape for g in got] == [(3, 3), (3, 0)]
     np.testing.assert_array_equal(got[0], a)
+
+
+def test_fuzz_regression_reshape_to_an_empty_shape():
+    """(0,) -> (0, 3): the index arithmetic of a reshape over an empty tensor reached the gather
+    raising of the CPU schedule, which fit an affine map to no samples (IndexError); an empty
+    reshape now reads nothing."""
+    check_relax(Graph(inputs=[Input(shape=(0,), dtype='float32', lo=-2.0, hi=2.0), Input(shape=(0,), dtype='float32', lo=-2.0, hi=2.0)], nodes=[Node(op='reshape', args=(0,), attrs={'shape': (0,)}), Node(op='subtract', args=(0, 1), attrs={}), Node(op='reshape', args=(3,), attrs={'shape': (0, 3)})], outputs=[2, 4], symbols={}, seed=0))  # fmt: skip

@@ -49,3 +49,16 @@ func.func @concat(%a: tensor<2x3xf32>, %b: tensor<2x1xf32>) -> tensor<2x4xf32> a
   %0 = "relax.concat"(%a, %b) {axis = 1} : (tensor<2x3xf32>, tensor<2x1xf32>) -> tensor<2x4xf32>
   return %0 : tensor<2x4xf32>
 }
+
+// -----
+
+// A reshape to an empty tensor reads nothing: a fill, no index arithmetic into the input.
+// CHECK-LABEL: func.func @reshape_empty
+// CHECK: func.func private @{{[a-z_0-9]+}}(%{{.+}}: tensor<0xf32>
+// CHECK: linalg.generic
+// CHECK-NOT: ins(
+// CHECK: arith.constant 0.0
+func.func @reshape_empty(%x: tensor<0xf32>) -> tensor<0x3xf32> attributes {relax.function} {
+  %0 = "relax.reshape"(%x) {shape = [0, 3]} : (tensor<0xf32>) -> tensor<0x3xf32>
+  return %0 : tensor<0x3xf32>
+}
