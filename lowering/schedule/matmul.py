@@ -102,12 +102,19 @@ class MatmulSchedule(ScheduleRule):
         if info.element_type != "f32":
             return "fallback"
         if not info.static:
-            # Symbolic rows (a batch or sequence `n`): N and K must be static (weights are).
-            if info.ranges[info.n] is None or info.ranges[info.k] is None:
-                return "fallback"
-            if info.b_prepacked or info.size(info.n) >= t.nr:
-                return "rows"
-            return "small" if _b_k_major(info) else "dot"
+            n_static, k_static = info.ranges[info.n] is not None, info.ranges[info.k] is not None
+            if n_static and k_static:  # symbolic rows (a batch or sequence `n`), static weights
+                if info.b_prepacked or info.size(info.n) >= t.nr:
+                    return "rows"
+                return "small" if _b_k_major(info) else "dot"
+            # Attention over a symbolic sequence: scores @ V has a symbolic K (rows of B stream
+            # by under a static [1, N] strip), Q @ K^T a symbolic N (dot products along the
+            # static head size). Everything symbolic is tiled by 1: dynamic trip counts only.
+            if _b_k_major(info):  # a symbolic N: masked strips (Q @ K^T with K^T materialized)
+                return "small"
+            if k_static and not _b_k_major(info):
+                return "dot"
+            return "fallback"
         if info.b_prepacked:
             return "packed"
         m, n = info.size(info.m), info.size(info.n)
@@ -417,9 +424,20 @@ def _cast(s: Script, h: str, op_name: str) -> str:
 def _split_columns(
     s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: MicroTile
 ) -> str:
-    """Unpacked routes (few rows): split the columns across threads, in whole register tiles."""
+    """Unpacked routes (few rows): split the columns across threads, in whole register tiles;
+    with symbolic sizes, a static batch loop (attention heads) with a block per thread."""
+    if not info.static:
+        batch = next((d for d in info.batch if (info.ranges[d] or 0) >= opts.threads), None)
+        if opts.threads > 1 and batch is not None:
+            sizes = [0] * len(info.ranges)
+            sizes[batch] = _ceil(info.ranges[batch], opts.threads)
+            h, _ = s.tile_forall(h, tile_sizes=sizes)
+        if info.ranges[info.n] is None:
+            return h
     threads = _threads_for(info, opts)
     n = info.size(info.n)
+    if not info.static:
+        threads = 1  # split by the batch above, or not at all
     if threads > 1 and n >= threads * t.small_n:
         sizes = [0] * len(info.ranges)
         sizes[info.n] = _ceil(_ceil(n, threads), t.small_n) * t.small_n
@@ -430,17 +448,32 @@ def _split_columns(
 def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
     """Unpacked register tile 1 x 8L x 1: a row of A times a [1, 8L] strip of B per step."""
     nloops = len(info.ranges)
-    n_tile = min(t.small_n, _ceil(info.size(info.n), t.lanes) * t.lanes)
+    symbolic_n = info.ranges[info.n] is None
+    n_tile = 4 * t.lanes if symbolic_n else min(t.small_n, _ceil(info.size(info.n), t.lanes) * t.lanes)
     outer = [1 if d in info.batch else 0 for d in range(nloops)]
     outer[info.m], outer[info.n] = 1, n_tile
-    h, _ = s.tile_for(h, outer)
+    h, loops = s.tile_for(h, outer)
     reg = [0] * nloops
     reg[info.k] = 1
-    h, _ = s.tile_for(h, reg)
     vec = [1] * nloops
     vec[info.n] = n_tile
-    s.vectorize(h, vec)
-    return f"matmul-small-1x{n_tile}"
+    if not symbolic_n:
+        h, _ = s.tile_for(h, reg)
+        s.vectorize(h, vec)
+        return f"matmul-small-1x{n_tile}"
+    # A symbolic N: whole strips of 4 vectors, then one partial strip with masked loads and
+    # stores (peeled: a mask on every strip ran Q @ K^T at 11 GFLOP/s, 8x slower).
+    n_loop = loops[sum(1 for d in range(info.n) if outer[d])]
+    main, rest = s.fresh("main"), s.fresh("rest")
+    s.emit(
+        f'{main}, {rest} = transform.loop.peel {_cast(s, n_loop, "scf.for")} : '
+        f'(!transform.op<"scf.for">) -> ({s.ANY}, {s.ANY})'
+    )
+    s.patterns("canonicalization", target=main)  # whole strips: a static n_tile
+    for part in (main, rest):
+        tiled, _ = s.tile_for(_match_generic(s, part), reg)
+        s.vectorize(tiled, vec)
+    return f"matmul-small-1x{n_tile}-peeled"
 
 
 # ----------------------------------------------------------------------------------------------

@@ -25,12 +25,15 @@ class ReductionSchedule(ScheduleRule):
         reductions = [d for d, t in enumerate(info.iterators) if t == "reduction"]
         if info.num_results != 1 or info.traps or not reductions:
             return "fallback"
-        # Symbolic sizes only on parallel loops (softmax rows of a batch `n`): tiled by 1, the
-        # vectors stay static; a symbolic reduction loop or vector axis falls back.
-        if any(info.ranges[d] is None for d in reductions):
-            return "fallback"
+        # Symbolic parallel loops (softmax rows of a batch `n`) are tiled by 1, the vectors stay
+        # static. A symbolic reduction along the contiguous axis (softmax over a symbolic
+        # sequence) streams by in vectors, the last one partial (masked); any other symbolic
+        # reduction or vector axis falls back.
         inner = _contiguous_loop(info)
-        if info.ranges[inner] is None:
+        symbolic = [d for d in reductions if info.ranges[d] is None]
+        if symbolic and (symbolic != [inner] or len(reductions) != 1):
+            return "fallback"
+        if info.ranges[inner] is None and not symbolic:
             return "fallback"
         # Several reduction loops, the contiguous one short: a pooling window.
         window = len(reductions) > 1 and inner in reductions and info.ranges[inner] <= WINDOW
@@ -85,7 +88,8 @@ def inner_reduction(
         tiles[block_dim] = rows
     if any(tiles):
         h, _ = s.tile_for(h, tiles)
-    width = min(lanes, _round_up(info.ranges[red], lanes))
+    size = info.ranges[red]
+    width = lanes if size is None else min(lanes, _round_up(size, lanes))
     split = [0] * nloops
     split[red] = width
     fill, partial, combine, loop = (

@@ -144,3 +144,80 @@ def test_symbolic_batch_static_rows(seq):
         lambda n: [np.random.default_rng(n).standard_normal((n, seq, 64), dtype=np.float32)],
         lambda xs: xs @ w,
     )
+
+
+def test_softmax_over_a_symbolic_axis():
+    """Attention scores over a symbolic sequence: the reduction axis itself is `n`, streamed in
+    vectors with a masked last one."""
+    x = relax.Var("x", relax.TensorStructInfo((3, "n"), "float32"))
+    mod = _function([x], lambda x: relax.op.nn.softmax(x, axis=-1))
+    used = _schedules(mod)
+    assert sum(u.startswith("reduction-inner") for u in used) == 2, used  # max and sum
+    _run_sizes(
+        mod,
+        lambda n: [np.random.default_rng(n).standard_normal((3, n), dtype=np.float32) * 3],
+        lambda xs: torch.softmax(torch.from_numpy(xs), dim=-1).numpy(),
+    )
+
+
+def test_attention_matmuls_over_a_symbolic_sequence():
+    """Q @ K^T (K^T materialized: B is [64, n], a symbolic N: whole 64-wide strips, then a peeled
+    partial one) and scores @ V (a symbolic K streamed under a static 64-wide strip), heads split
+    across threads; sums of up to 1000 products."""
+    q = relax.Var("q", relax.TensorStructInfo((1, 4, "n", 64), "float32"))
+    kt = relax.Var("kt", relax.TensorStructInfo((1, 4, 64, "n"), "float32"))
+    v = relax.Var("v", relax.TensorStructInfo((1, 4, "n", 64), "float32"))
+
+    bb = relax.BlockBuilder()
+    with bb.function("main", [q, kt, v]):
+        with bb.dataflow():
+            scores = bb.emit(relax.op.matmul(q, kt))
+            gv = bb.emit_output(relax.op.matmul(scores, v))
+        bb.emit_func_output(gv)
+    mod = bb.get()
+    used = _schedules(mod)
+    assert sorted(u for u in used if u.startswith("matmul")) == [
+        "matmul-small-1x64", "matmul-small-1x64-peeled"
+    ], used  # fmt: skip
+
+    def inputs(n):
+        rng = np.random.default_rng(n)
+        shapes = [(1, 4, n, 64), (1, 4, 64, n), (1, 4, n, 64)]
+        return [rng.standard_normal(s, dtype=np.float32) * 0.2 for s in shapes]
+
+    _run_sizes(mod, inputs, lambda q, kt, v: (q @ kt) @ v)
+
+
+def test_bert_with_a_symbolic_sequence_length():
+    """torch.export with a dynamic sequence length: the position ids are the static buffer sliced
+    up to `seq` (torch bounds it by the buffer's 512), the mask and attention follow `seq`; one
+    build runs every length, and no matmul falls back to naive loops."""
+    transformers = pytest.importorskip("transformers")
+    from relaxmlir.frontend import from_exported_program
+
+    torch.manual_seed(0)
+    cfg = transformers.BertConfig(
+        hidden_size=64, num_hidden_layers=2, num_attention_heads=2, intermediate_size=128, vocab_size=100
+    )
+
+    class LastHidden(torch.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.bert = transformers.BertModel(cfg, add_pooling_layer=False).eval()
+
+        def forward(self, ids):
+            return self.bert(input_ids=ids).last_hidden_state
+
+    model = LastHidden().eval()
+    seq = torch.export.Dim("seq", min=2, max=512)
+    with torch.no_grad():
+        ep = torch.export.export(model, (torch.randint(0, 100, (1, 16)),), dynamic_shapes={"ids": {1: seq}})
+    mod = from_exported_program(ep, keep_params_as_input=False)
+    used = _schedules(mod)
+    assert not [u for u in used if u == "matmul-fallback"], used
+    vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
+    for n in (1, 7, 33, 130):
+        ids = torch.randint(0, 100, (1, n))
+        with torch.no_grad():
+            want = model(ids).numpy()
+        np.testing.assert_allclose(vm["main"](ids.numpy()).numpy(), want, rtol=1e-4, atol=1e-4, err_msg=f"seq={n}")

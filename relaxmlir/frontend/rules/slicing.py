@@ -297,7 +297,7 @@ def _slice(ctx: Importer, node: fx.Node):
     x, dim = first(ctx, node), ctx.arg(node, 1, "dim", 0)
     start, end = ctx.arg(node, 2, "start"), ctx.arg(node, 3, "end")
     b, e, s = _slice_bounds(slice(start, end, ctx.arg(node, 4, "step", 1)))
-    return strided_slice(ctx, x, [axis(dim, ndim(x))], [b], [e], [s])
+    return strided_slice(ctx, x, [axis(dim, ndim(x))], [b], [e], [s], _sized_by_torch(node))
 
 
 def _narrow(ctx: Importer, node: fx.Node):

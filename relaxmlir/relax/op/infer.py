@@ -55,7 +55,8 @@ def _bool_operands(fn, positions: tuple[int, ...]) -> Rebuild:
         for i in positions:
             sinfo = args[i].struct_info
             if isinstance(sinfo, TensorStructInfo) and sinfo.dtype == "int8":
-                var = Var(args[i].name_hint, TensorStructInfo(sinfo.shape, "bool"))
+                name = getattr(args[i], "name_hint", f"operand{i}")  # a Constant has none
+                var = Var(name, TensorStructInfo(sinfo.shape, "bool"))
                 var.values = getattr(args[i], "values", None)
                 args[i] = var
         return fn(*args, **call.attrs)
