@@ -207,3 +207,16 @@ def test_fuzz_regression_reshape_to_an_empty_shape():
     raising of the CPU schedule, which fit an affine map to no samples (IndexError); an empty
     reshape now reads nothing."""
     check_relax(Graph(inputs=[Input(shape=(0,), dtype='float32', lo=-2.0, hi=2.0), Input(shape=(0,), dtype='float32', lo=-2.0, hi=2.0)], nodes=[Node(op='reshape', args=(0,), attrs={'shape': (0,)}), Node(op='subtract', args=(0, 1), attrs={}), Node(op='reshape', args=(3,), attrs={'shape': (0, 3)})], outputs=[2, 4], symbols={}, seed=0))  # fmt: skip
+
+
+def test_fuzz_regression_torch_prod():
+    """torch.prod had no import rule (rejected); int32 products are int64 in torch."""
+    g = Graph(
+        [Input((2, 3), "float32"), Input((3, 2), "int32")],
+        [
+            Node("prod", (0,), {"axis": [1], "keepdims": False}),
+            Node("prod", (1,), {"axis": None, "keepdims": False}),
+        ],
+        [2, 3],
+    )
+    assert check_fx(g) == "pass"

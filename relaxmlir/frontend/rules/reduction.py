@@ -1,4 +1,4 @@
-"""Reduction rules: sum/mean/max/min (with indices), argmax/argmin, any/all, var/std."""
+"""Reduction rules: sum/mean/prod/max/min (with indices), argmax/argmin, any/all, var/std."""
 
 from __future__ import annotations
 
@@ -46,8 +46,8 @@ def reduction(op_name: str) -> Rule:
         dtype = ctx.arg(node, None, "dtype")
         if dtype is not None:
             x = astype(ctx, x, dtype_str(dtype))
-        elif op_name == "sum" and x.struct_info.dtype in _PROMOTED_TO_INT64:
-            x = astype(ctx, x, "int64")  # torch sums bools and integers in int64
+        elif op_name in ("sum", "prod") and x.struct_info.dtype in _PROMOTED_TO_INT64:
+            x = astype(ctx, x, "int64")  # torch sums (multiplies) bools and integers in int64
         dim, keepdim = (
             ctx.arg(node, 1, ("dim", "axis")),
             ctx.arg(node, 2, ("keepdim", "keepdims"), False),
@@ -133,6 +133,7 @@ for _op_name, _targets in {
     "mean": (torch.mean, "mean", aten.mean),
     "max": (torch.amax, "amax", aten.amax),
     "min": (torch.amin, "amin", aten.amin),
+    "prod": (torch.prod, "prod", aten.prod),
 }.items():
     register(reduction(_op_name), *_targets)
 register(_max_min("max", "argmax", "maximum"), torch.max, "max", aten.max)
