@@ -269,3 +269,23 @@ def test_strategy_records_of_another_target_are_ignored(tmp_path, capfd, monkeyp
     err = capfd.readouterr().err
     assert "conv2d_nchw.direct (plevel 10; condition NCHW data; others:" in err
     assert "tuned choice" not in err
+
+
+def test_strategy_task_keeps_folded_weights_constant():
+    """A Linear's weight reaches the matmul through a transpose of a constant, which the build
+    folds: the candidate module has it as a constant (implementations such as dnnl prepare
+    constant weights once), the activations as a parameter."""
+    import torch
+
+    from relaxmlir.frontend import from_fx
+    from relaxmlir.relax.backend import blas
+
+    if not blas.is_available():
+        pytest.skip("one matmul implementation without BLAS: no choice to tune")
+    torch.manual_seed(8)
+    model = torch.nn.Sequential(torch.nn.Linear(64, 32)).eval()
+    mod = from_fx(torch.fx.symbolic_trace(model), [(4, 64)], keep_params_as_input=False)
+    (task,) = [t for t in ms.extract_tasks(mod, Target("llvm")) if t.kind == "strategy"]
+    assert task.space["strategy"].values[:2] == ("matmul.packed", "matmul.blas")
+    assert '"relax.constant"() {value = dense<' in task.func_text
+    assert "func.func @main(%arg0: tensor<4x64xf32>" in task.func_text and "%arg1" not in task.func_text

@@ -192,13 +192,24 @@ class Choice:
     default: str  # what priority alone picks
     chosen: str
     why: str  # "priority", "tuned" or "forced"
-    constant_args: list[bool] = field(default_factory=list)  # operands bound to relax.constant
+    constant_args: list[bool] = field(default_factory=list)  # operands the build folds
+
+
+def _folded(value: Any, depth: int = 0) -> bool:
+    """A relax.constant, or a kernel call (call_tir) on folded values only: FoldConstant makes
+    it a constant (a weight's transpose or layout change)."""
+    owner = value.owner
+    name = getattr(owner, "name", "")
+    if name == "relax.constant":
+        return True
+    if name != "relax.call_tir" or depth >= 8 or not len(owner.operands):
+        return False
+    return all(_folded(v, depth + 1) for v in owner.operands)
 
 
 def _is_constant(arg: Any) -> bool:
     values = getattr(arg, "values", None)
-    owner = values[0].owner if values else None
-    return getattr(owner, "name", "") == "relax.constant"
+    return bool(values) and _folded(values[0])
 
 
 _RECORDERS: list[list[Choice]] = []
