@@ -25,6 +25,7 @@ from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var, ca
 from relaxmlir.relax.op.infer import check_call  # (also registers the result-type checks)
 from relaxmlir.relax.struct_info import (
     DTYPE_ATTR,
+    MARKED_DTYPES,
     StructInfo,
     TensorStructInfo,
     TupleStructInfo,
@@ -260,7 +261,7 @@ class BlockBuilder:
             with ir.InsertionPoint(frame.block):
                 func_d.ReturnOp(values)
             self._set_signature(frame, [v.type for v in values])
-            if "bool" in dtypes:
+            if any(d in MARKED_DTYPES for d in dtypes):
                 frame.op.attributes["res_attrs"] = ir.ArrayAttr.get(
                     [_dtype_entry(d) for d in dtypes] if len(dtypes) == len(values) else []
                 )
@@ -299,8 +300,8 @@ class BlockBuilder:
         arg_attrs = []
         for var in frame.arg_vars:
             entries = {"relax.name": ir.StringAttr.get(var.name_hint)}
-            if var.struct_info.dtype == "bool":
-                entries[DTYPE_ATTR] = ir.StringAttr.get("bool")
+            if var.struct_info.dtype in MARKED_DTYPES:
+                entries[DTYPE_ATTR] = ir.StringAttr.get(var.struct_info.dtype)
             if not var.struct_info.is_static:
                 entries[rx.SHAPE_ATTR] = sh.to_attr(var.struct_info.shape)
             arg_attrs.append(ir.DictAttr.get(entries))
@@ -365,7 +366,7 @@ class BlockBuilder:
         outs = flatten(call.struct_info) if not isinstance(call.struct_info, TupleStructInfo) or call.struct_info.fields else []
         if any(not s.is_static for s in outs):
             attrs[rx.SHAPE_ATTR] = ir.ArrayAttr.get([sh.to_attr(s.shape) for s in outs])
-        if any(s.dtype == "bool" for s in outs):
+        if any(s.dtype in MARKED_DTYPES for s in outs):
             attrs[DTYPE_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s.dtype) for s in outs])
         with ir.InsertionPoint(self._insertion_block()):
             op = rx.create(
@@ -440,5 +441,6 @@ def _defined_in(value: ir.Value, func_op) -> bool:
 
 
 def _dtype_entry(dtype: str | None) -> ir.DictAttr:
-    """A `res_attrs` entry: bool results are marked (DTYPE_ATTR), others left empty."""
-    return ir.DictAttr.get({DTYPE_ATTR: ir.StringAttr.get("bool")} if dtype == "bool" else {})
+    """A `res_attrs` entry: bool and uint8 results are marked (DTYPE_ATTR), others left empty."""
+    marked = dtype in MARKED_DTYPES
+    return ir.DictAttr.get({DTYPE_ATTR: ir.StringAttr.get(dtype)} if marked else {})

@@ -19,16 +19,18 @@ _DTYPES = {
     "int32": lambda: ir.IntegerType.get_signless(32),
     "int16": lambda: ir.IntegerType.get_signless(16),
     "int8": lambda: ir.IntegerType.get_signless(8),
-    "uint8": lambda: ir.IntegerType.get_unsigned(8),
+    # signless as in the kernels (arith ops pick the unsigned semantics)
+    "uint8": lambda: ir.IntegerType.get_signless(8),
     # bool tensors are bytes (0/1), as in numpy and DLPack: memref<..xi1> does not lower to LLVM
     "bool": lambda: ir.IntegerType.get_signless(8),
 }
 
 
-# bool tensors share int8's element type (i8), so the relax dtype "bool" is recorded beside it:
-# on an op, one dtype name per result (ArrayAttr); on a function argument or result (arg_attrs /
-# res_attrs), a string. Only bool values carry it.
+# bool and uint8 tensors share int8's element type (i8), so their relax dtype is recorded beside
+# it: on an op, one dtype name per result (ArrayAttr); on a function argument or result
+# (arg_attrs / res_attrs), a string. Only values of MARKED_DTYPES carry it.
 DTYPE_ATTR = "relax.dtype"
+MARKED_DTYPES = ("bool", "uint8")
 
 
 def mlir_element_type(dtype: str) -> ir.Type:

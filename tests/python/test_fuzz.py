@@ -220,3 +220,24 @@ def test_fuzz_regression_torch_prod():
         [2, 3],
     )
     assert check_fx(g) == "pass"
+
+
+def test_fuzz_regression_uint8_casts():
+    """uint8 relax tensors were `ui8` while kernels take signless i8: every cast to or from
+    uint8 failed call_tir verification. uint8 is now i8 marked relax.dtype, as bool is;
+    comparisons, max and casts of values >= 128 keep unsigned semantics."""
+    g = Graph(
+        [Input((4,), "bool"), Input((2, 4), "int32", 0, 255), Input((4,), "uint8", 0, 255)],
+        [
+            Node("astype", (0,), {"dtype": "uint8"}),
+            Node("astype", (1,), {"dtype": "uint8"}),
+            Node("maximum", (4, 2)),
+            Node("less", (5, 2)),
+            Node("astype", (6,), {"dtype": "float32"}),
+        ],
+        [3, 5, 7],
+        seed=3,
+    )
+    assert g.input_arrays()[2].max() >= 128
+    assert check_relax(g) == "pass"
+    assert check_fx(g) == "pass"

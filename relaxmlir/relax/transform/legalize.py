@@ -23,7 +23,7 @@ from relaxmlir.relax.analysis import as_call, value_shape
 from relaxmlir.relax.block_builder import BlockBuilder, to_attribute
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple
 from relaxmlir.relax.op import strategy
-from relaxmlir.relax.struct_info import DTYPE_ATTR, dtype_of, flatten
+from relaxmlir.relax.struct_info import DTYPE_ATTR, MARKED_DTYPES, dtype_of, flatten
 from relaxmlir.relax.transform.legalize_ops import LEGALIZE_RULES, LegalizeRule
 from relaxmlir.target import Target
 from relaxmlir.transform import Pass
@@ -254,7 +254,7 @@ class Legalizer:
             types = [s.mlir_type() for s in outs]
             if not all(s.is_static for s in outs):
                 attrs[rx.SHAPE_ATTR] = ir.ArrayAttr.get([sh.to_attr(s.shape) for s in outs])
-            if any(s.dtype == "bool" for s in outs):
+            if any(s.dtype in MARKED_DTYPES for s in outs):
                 attrs[DTYPE_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(s.dtype) for s in outs])
         new = rx.create(expr.op, operands, types, attrs)
         if expr.op not in rx.CORE_OPS:  # a rule composed other high-level ops

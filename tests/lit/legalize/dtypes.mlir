@@ -34,3 +34,16 @@ func.func @bool_add(%a: tensor<4xi8> {relax.dtype = "bool"}, %b: tensor<4xi8> {r
   %0 = "relax.add"(%a, %b) {relax.dtype = ["bool"]} : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
   return %0 : tensor<4xi8>
 }
+
+// -----
+
+// uint8 tensors are i8 marked relax.dtype (the kernels' signless type): the cast to float is
+// unsigned.
+// CHECK-LABEL: func.func @uint8_to_float
+// CHECK: "relax.call_tir"(%{{.+}}) {callee = @astype} : (tensor<4xi8>) -> tensor<4xf32>
+// CHECK: func.func private @astype(
+// CHECK: arith.uitofp %{{.+}} : i8 to f32
+func.func @uint8_to_float(%a: tensor<4xi8> {relax.dtype = "uint8"}) -> tensor<4xf32> attributes {relax.function} {
+  %0 = "relax.astype"(%a) {dtype = "float32"} : (tensor<4xi8>) -> tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
