@@ -394,6 +394,13 @@ def _embedding(ctx: Importer, node: fx.Node):
 
 def _sdpa(ctx: Importer, node: fx.Node):
     q, k, v = first(ctx, node), ctx.arg(node, 1, "key"), ctx.arg(node, 2, "value")
+    dropout = ctx.arg(node, 4, "dropout_p", 0.0)
+    if not (isinstance(dropout, (int, float)) and dropout == 0):
+        # NOTE: functional dropout applies whatever the module's mode: random, never imported
+        raise NotImplementedError(
+            f"scaled_dot_product_attention with dropout_p ({dropout}) at node '{node.name}': "
+            "random dropout is not supported (dropout_p=0.0 for inference)"
+        )
     if ctx.arg(node, None, "enable_gqa", False):
         k, v = (_repeat_heads(ctx, t, shape_of(q)[-3], node) for t in (k, v))
     return attention(
