@@ -1,8 +1,9 @@
 """`export_library`: a lowered module -> ONE shared library that runs without the compiler.
 
 Route (MLIR_NOTES): the LLVM-dialect module the JIT would run -> LLVM IR -> `opt -O3` -> `llc -O3
--relocation-model=pic -filetype=obj` (the LLVM tools wheel) -> linked by the system C compiler
-with a small generated C file that gives the library its plain C ABI:
+-relocation-model=pic -filetype=obj` (the LLVM tools wheel; a large module is split into one part
+per core, compiled in parallel: `split_module`) -> linked by the system C compiler with a small
+generated C file that gives the library its plain C ABI:
 
 - `relaxmlir_entry_<i>(void **args)`: the packed entry point of function i (what the VM calls:
   `args[j]` points at a pointer to the j-th memref descriptor);
@@ -22,6 +23,7 @@ prepare before it maps the library.
 
 from __future__ import annotations
 
+import ctypes
 import hashlib
 import json
 import mmap
@@ -30,6 +32,7 @@ import shutil
 import stat
 import subprocess
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
@@ -245,12 +248,12 @@ def detach_constants(module: ir.Module) -> list[tuple[str, ir.DenseElementsAttr]
     return detached
 
 
-def append_constants(path: str, constants: list[tuple[str, ir.DenseElementsAttr]]) -> list[dict]:
-    """Write the detached constants after the image in `path`: {symbol, offset, bytes} each."""
-    records = []
-    with open(path, "r+b") as f:
-        end = f.seek(0, os.SEEK_END)
-        offset = -(-end // mmap.PAGESIZE) * mmap.PAGESIZE
+def write_constants(path: str, constants: list[tuple[str, ir.DenseElementsAttr]]) -> list[dict]:
+    """Write the detached constants to `path`, each at an offset aligned to CONSTANT_ALIGN from
+    the file's start: {symbol, offset, bytes} each. The file is attached after an image later
+    (`attach_constants`), at a page-aligned offset that the records' offsets are then based at."""
+    records, offset = [], 0
+    with open(path, "wb") as f:
         for name, attr in constants:
             try:
                 data = memoryview(attr)  # no copy: written from the attribute's storage
@@ -261,6 +264,140 @@ def append_constants(path: str, constants: list[tuple[str, ir.DenseElementsAttr]
             records.append({"symbol": name, "offset": offset, "bytes": data.nbytes})
             offset += -(-data.nbytes // CONSTANT_ALIGN) * CONSTANT_ALIGN
     return records
+
+
+_FALLOC_FL_INSERT_RANGE = 0x20
+
+
+def _insert_range(fd: int, length: int) -> bool:
+    """Shift the whole contents of file `fd` up by `length` bytes without copying them (Linux
+    fallocate FALLOC_FL_INSERT_RANGE: ext4, xfs); False where the file system cannot."""
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        fallocate = libc.fallocate
+    except (OSError, AttributeError):
+        return False
+    fallocate.argtypes = [ctypes.c_int, ctypes.c_int, ctypes.c_int64, ctypes.c_int64]
+    fallocate.restype = ctypes.c_int
+    return fallocate(fd, _FALLOC_FL_INSERT_RANGE, 0, length) == 0
+
+
+def attach_constants(image: str, constants: str, records: list[dict], out: str) -> list[dict]:
+    """`out`: the file `image` followed, from the next page boundary, by the file `constants`
+    (written by `write_constants`, whose `records` are returned rebased).
+
+    Where the file system can, room for the image is inserted in front of the constants
+    (their hundreds of MB are not copied); else the constants are copied after the image."""
+    size = os.path.getsize(image)
+    base = -(-size // mmap.PAGESIZE) * mmap.PAGESIZE
+    with open(constants, "r+b") as f:
+        block = max(mmap.PAGESIZE, os.fstat(f.fileno()).st_blksize)
+        inserted = base % block == 0 and _insert_range(f.fileno(), base)
+    if inserted:
+        with open(constants, "r+b") as f, open(image, "rb") as src:
+            f.write(src.read())  # the rest of the last page stays a hole (zeros)
+        shutil.copymode(image, constants)
+        os.replace(constants, out)
+    else:
+        if out != image:
+            shutil.copyfile(image, out)
+            shutil.copymode(image, out)
+        with open(out, "r+b") as dst, open(constants, "rb") as src:
+            dst.seek(base)
+            shutil.copyfileobj(src, dst, 1 << 24)
+    return [dict(r, offset=r["offset"] + base) for r in records]
+
+
+# Partitions compiled at once (one opt + llc process each); modules with fewer operations than
+# SPLIT_MIN_OPS stay whole (a second process costs more than it saves).
+SPLIT_MIN_OPS = 5000
+_EXTERNAL = "#llvm.linkage<external>"
+
+
+def codegen_jobs() -> int:
+    """How many opt + llc processes one export runs at once: the cores this process may use."""
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:
+        return max(1, os.cpu_count() or 1)
+
+
+def _linkage(op: ir.Operation) -> str:
+    return str(op.attributes["linkage"]) if "linkage" in op.attributes else _EXTERNAL
+
+
+def _defined(op: ir.Operation) -> bool:
+    return "value" in op.attributes or any(len(r.blocks) for r in op.regions)
+
+
+def _op_count(op: ir.Operation) -> int:
+    count = 0
+
+    def visit(_):
+        nonlocal count
+        count += 1
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return count
+
+
+def _declaration(op: ir.Operation, ip: ir.InsertionPoint) -> None:
+    """An external declaration of function or global `op` (no body, no initial value)."""
+    attrs = {name: op.attributes[name] for name in op.attributes if name != "value"}
+    ir.Operation.create(op.name, attributes=attrs, regions=len(op.regions), loc=op.location, ip=ip)
+
+
+def split_module(module: ir.Module, parts: int) -> list[ir.Module]:
+    """`module` (LLVM dialect) as up to `parts` modules that link into the same code: each
+    defines some of the functions, balanced by operation count, and declares the others; the
+    external globals are defined by the first, private constants copied into each.
+
+    opt -O3 and llc run on one core each: BERT-base's or ResNet-18's one module took ~1.4 s of
+    CPU. Functions call each other only through external symbols (each kernel is its own
+    external function), so the code of each function is what the whole module gave. A module
+    that does not have that form (local functions, mutable private globals, other top-level
+    ops) or is small stays whole."""
+    top = [op.operation for op in module.body.operations]
+    funcs = [op for op in top if op.name == "llvm.func" and _defined(op)]
+    if parts < 2 or len(funcs) < 2:
+        return [module]
+    for op in top:
+        if op.name not in ("llvm.func", "llvm.mlir.global"):
+            return [module]
+        linkage = _linkage(op)
+        if op.name == "llvm.func" and linkage != _EXTERNAL and _defined(op):
+            return [module]
+        if op.name == "llvm.mlir.global" and linkage != _EXTERNAL and "constant" not in op.attributes:
+            return [module]
+    sizes = [_op_count(f) for f in funcs]
+    if sum(sizes) < SPLIT_MIN_OPS:
+        return [module]
+    loads, owner = [0] * parts, {}
+    for size, f in sorted(zip(sizes, funcs), key=lambda p: -p[0]):  # largest first, least loaded
+        k = loads.index(min(loads))
+        loads[k] += size
+        owner[ir.StringAttr(f.attributes["sym_name"]).value] = k
+    out = []
+    for k in range(parts):
+        if k not in owner.values():
+            continue
+        src = module.operation
+        with src.context, src.location:
+            part = ir.Module.create()
+            for name in src.attributes:
+                part.operation.attributes[name] = src.attributes[name]
+            ip = ir.InsertionPoint(part.body)
+            for op in top:
+                name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else ""
+                if op.name == "llvm.func" and name in owner and owner[name] != k:
+                    _declaration(op, ip)
+                elif op.name == "llvm.mlir.global" and _linkage(op) == _EXTERNAL and out and _defined(op):
+                    _declaration(op, ip)  # defined once, by the first part
+                else:
+                    op.clone(ip=ip)
+        out.append(part)
+    return out
 
 
 def export_library(module: ir.Module, executable: Any, path: str) -> None:
@@ -277,23 +414,18 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
             f"{', '.join(unknown)}"
         )
     with tempfile.TemporaryDirectory(prefix="relaxmlir-export-") as tmp:
-        ll, opt_bc, obj, glue, consts = (
-            os.path.join(tmp, n)
-            for n in ("model.ll", "model.opt.bc", "model.o", "glue.c", "constants.s")
-        )
+        glue, consts, blob = (os.path.join(tmp, n) for n in ("glue.c", "constants.s", "constants.bin"))
         module = clone_module(module)  # the JIT's module stays as it is
         with module.context:
             # CUDA host code keeps its constants linked: they are copied to the device.
             detached = [] if cuda else detach_constants(module)
             assembly = externalize_constants(module, tmp)
-            text = str(llvm_d.translate_module_to_llvmir(module.operation))
-        objects = [obj]
+            parts = [module] if cuda else split_module(module, codegen_jobs())
+        objects = []
         if ".incbin" in assembly:
             with open(consts, "w", encoding="utf-8") as f:
                 f.write(assembly)
             objects.append(consts)
-        with open(ll, "w", encoding="utf-8") as f:
-            f.write(text)
         # The C parts are compiled while opt and llc run (the runtime once per machine).
         with open(glue, "w", encoding="utf-8") as f:
             f.write(glue_source(executable))
@@ -302,18 +434,34 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
             [cc, "-c", "-fPIC", "-O2", glue, "-o", glue_o],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        try:
+        triple = [f"-mtriple={host.triple}", f"-mcpu={host.mcpu}"]
+
+        def codegen(ll: str, obj: str) -> None:
             # the IR optimizations the JIT runs at opt level 3, then code generation
             # opt needs the target too: without it the IR carries no triple and the cost models
             # of the vectorizer and unroller are the generic ones (ResNet-18 ran 15-20% slower
             # than JIT)
-            _run([opt, "-O3", f"-mtriple={host.triple}", f"-mcpu={host.mcpu}", ll, "-o", opt_bc], "opt")
-            _run(
-                [llc, "-O3", "-relocation-model=pic", "-filetype=obj", f"-mtriple={host.triple}",
-                 f"-mcpu={host.mcpu}", opt_bc, "-o", obj],
-                "llc",
-            )  # fmt: skip
-            runtime = [runtime_object(cc)]
+            _run([opt, "-O3", *triple, ll, "-o", ll + ".opt.bc"], "opt")
+            _run([llc, "-O3", "-relocation-model=pic", "-filetype=obj", *triple, ll + ".opt.bc",
+                  "-o", obj], "llc")  # fmt: skip
+
+        try:
+            # one opt + llc per part, in parallel; the weights are written meanwhile (BERT-base:
+            # 440 MB, ~1 s) and put after the image once it is linked
+            with ThreadPoolExecutor(len(parts)) as pool:
+                jobs = []
+                for i, part in enumerate(parts):
+                    with part.context:
+                        text = str(llvm_d.translate_module_to_llvmir(part.operation))
+                    ll = os.path.join(tmp, f"model{i}.ll")
+                    with open(ll, "w", encoding="utf-8") as f:
+                        f.write(text)
+                    objects.append(os.path.join(tmp, f"model{i}.o"))
+                    jobs.append(pool.submit(codegen, ll, objects[-1]))
+                records = write_constants(blob, detached) if detached else []
+                runtime = [runtime_object(cc)]
+                for job in jobs:
+                    job.result()
         finally:
             _, err = glue_cc.communicate()
         if glue_cc.returncode != 0:
@@ -330,7 +478,7 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
         meta = dict(executable.metadata())
         meta["entries"] = list(executable.infos)
         if detached:
-            meta["constants"] = append_constants(out, detached)
+            meta["constants"] = attach_constants(out, blob, records, out)
         payload = json.dumps(meta, sort_keys=True).encode()
         with open(out, "ab") as f:
             f.write(payload + len(payload).to_bytes(8, "little") + METADATA_MAGIC)

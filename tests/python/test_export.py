@@ -191,3 +191,39 @@ def test_weights_follow_the_image_and_are_mapped(tmp_path):
     write_metadata(str(cut), meta)
     with pytest.raises(OSError, match="constants lie past the end"):
         rm.load_module(str(cut))
+
+
+def test_weights_copied_after_the_image_where_no_range_can_be_inserted(tmp_path, monkeypatch):
+    """A file system without FALLOC_FL_INSERT_RANGE (tmpfs): the constants file is copied after
+    the image instead of the image being put in front of it."""
+    from lowering import export
+
+    monkeypatch.setattr(export, "_insert_range", lambda fd, length: False)
+    lib = tmp_path / "mlp.so"
+    relax.build(_mlp("tir", "n"), "llvm").export_library(str(lib))
+    x = np.random.default_rng(2).standard_normal((5, 784), dtype=np.float32)
+    vm = relax.VirtualMachine(rm.load_module(str(lib)), rm.cpu())
+    np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, params()), rtol=RTOL, atol=ATOL)
+
+
+def test_split_module_compiles_in_parts(tmp_path, monkeypatch):
+    """A module split for parallel opt + llc (export.split_module) links into the same model:
+    each part defines some kernels and declares the rest, the weights' slots defined once."""
+    from lowering import export
+
+    parts_seen = []
+    split = export.split_module
+
+    def spy(module, parts):
+        out = split(module, 3)
+        parts_seen.append(len(out))
+        return out
+
+    monkeypatch.setattr(export, "SPLIT_MIN_OPS", 0)
+    monkeypatch.setattr(export, "split_module", spy)
+    lib = tmp_path / "mlp.so"
+    relax.build(_mlp("tir", "n"), "llvm").export_library(str(lib))
+    assert parts_seen and parts_seen[0] == 3
+    x = np.random.default_rng(3).standard_normal((4, 784), dtype=np.float32)
+    vm = relax.VirtualMachine(rm.load_module(str(lib)), rm.cpu())
+    np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, params()), rtol=RTOL, atol=ATOL)
