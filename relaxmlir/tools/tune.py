@@ -50,7 +50,9 @@ def main(argv: list[str] | None = None) -> int:
         except ValueError as exc:
             raise ToolError(f"{name}: {exc}") from None
         tasks = extract_tasks(mod, target)
-        print(f"{len(tasks)} kernel(s) to tune for {target}", file=sys.stderr)
+        choices = sum(t.kind == "strategy" for t in tasks)
+        also = f" and {choices} strategy choice(s)" if choices else ""
+        print(f"{len(tasks) - choices} kernel(s){also} to tune for {target}", file=sys.stderr)
         db = tune_tasks(
             tasks,
             target,
