@@ -37,9 +37,67 @@ def reshape(x: te.Tensor, newshape: Sequence) -> te.Tensor:
     if any(isinstance(d, int) and d == 0 for d in newshape):
         # nothing to read (the index arithmetic over an empty tensor is no gather to raise)
         return te.compute(newshape, lambda *i: te.const(0, x.dtype), name="T_reshape")
+    groups = _reshape_groups(x.shape, newshape) if not _all_static(newshape, x.shape) else None
+    if groups is not None:
+        # Symbolic sizes: ravel/unravel per group of dims, with static strides only (the heads
+        # split of attention, [1, s, 768] -> [1, s, 12, 64], reads x[b, s, h * 64 + d]): affine
+        # indexing the schedules vectorize and FuseOps fuses, not a gather over `s`.
+        def body(*i):
+            index = []
+            for old, new in groups:
+                if len(old) == 1 and len(new) == 1:
+                    index.append(i[new[0]])
+                    continue
+                flat = ravel([i[k] for k in new], [newshape[k] for k in new])
+                index.extend(unravel(flat, [x.shape[k] for k in old]))
+            return x[tuple(index)]
+
+        return te.compute(newshape, body, name="T_reshape")
     return te.compute(
         newshape, lambda *i: x[unravel(ravel(i, newshape), x.shape)], name="T_reshape"
     )
+
+
+def _all_static(*shapes: Sequence) -> bool:
+    return all(isinstance(d, int) for shape in shapes for d in shape)
+
+
+def _reshape_groups(old: Sequence, new: Sequence) -> list[tuple[list[int], list[int]]] | None:
+    """Runs of `old` and `new` dims with equal sizes, in order: a symbolic dim only alone against
+    the same dim, static dims in runs of equal products (size-1 dims join a neighbour). None when
+    the reshape mixes a symbolic dim into a run (its strides would be symbolic)."""
+    groups: list[tuple[list[int], list[int]]] = []
+    i = j = 0
+    while i < len(old) or j < len(new):
+        if i < len(old) and j < len(new) and not isinstance(old[i], int):
+            if isinstance(new[j], int) or dim_key(old[i]) != dim_key(new[j]):
+                return None
+            groups.append(([i], [j]))
+            i, j = i + 1, j + 1
+            continue
+        run_old, run_new, p_old, p_new = [], [], 1, 1
+        while True:
+            # grow the side whose product lags (each side takes at least one dim; a size-1 dim
+            # joins the run open on its side)
+            take_old = i < len(old) and isinstance(old[i], int) and p_old <= p_new
+            if take_old and (p_old < p_new or not run_old or old[i] == 1):
+                run_old.append(i)
+                p_old *= old[i]
+                i += 1
+            elif (
+                j < len(new)
+                and isinstance(new[j], int)
+                and (p_new < p_old or not run_new or new[j] == 1)
+            ):
+                run_new.append(j)
+                p_new *= new[j]
+                j += 1
+            else:
+                break
+        if p_old != p_new or not (run_old or run_new):
+            return None
+        groups.append((run_old, run_new))
+    return groups
 
 
 def transpose(x: te.Tensor, axes: Sequence[int] | None = None) -> te.Tensor:
