@@ -265,7 +265,7 @@ def test_grouped_reshapes_with_a_symbolic_dim(src, dst):
     mod = _function(
         [x], lambda x: relax.op.multiply(relax.op.reshape(x, dst), relax.const(np.float32(1.5)))
     )
-    shape = lambda dims, n: [n if d == "n" else d for d in dims]  # noqa: E731
+    shape = lambda dims, n: [n if d == "n" else d for d in dims]
     vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
     for n in SIZES:
         a = np.random.default_rng(n).standard_normal(shape(src, n), dtype=np.float32)
