@@ -10,13 +10,15 @@ of several valid implementations (`relax.op.strategy.record_choices`) becomes a 
 (`kind="strategy"`): its key is the call's workload (`strategy.workload_key`: op, operand and
 result types, attributes, target), its one knob `"strategy"` the names of the valid
 implementations (the default: the one priority picks), and its candidate a module of that one
-call, its operands as parameters, built with the implementation named in the module's table of
-tuned choices, the table `MetaScheduleApplyDatabase` writes. Only modules that still hold
+call (operands the build folds, such as weights, as constants of random values, the others as
+parameters), built with the implementation named in the module's table of tuned choices, the
+table `MetaScheduleApplyDatabase` writes. Only modules that still hold
 high-level ops have strategy tasks (after `get_pipeline("zero")` the choice is made).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
@@ -81,18 +83,15 @@ def lower_for_tuning(mod: IRModule, target: Target, choices: list | None = None)
     return mod
 
 
-
-
 def _call_flops(choice) -> int:
-    """2 x multiply-adds of a conv2d or matmul call, the result's elements otherwise."""
+    """2 x multiply-adds of a conv2d (any layout: a weight's elements over the output
+    channels per output point) or matmul call, the result's elements otherwise."""
     out = choice.call.struct_info
-    points = 1
-    for d in getattr(out, "shape", ()):
-        points *= d
+    points = math.prod(getattr(out, "shape", ()))
     op, args = choice.op, [a.struct_info for a in choice.call.args]
-    if op == rx.mlir_op_name("relax.nn.conv2d") and choice.call.attrs.get("data_layout") == "NCHW":
-        _, ci, kh, kw = args[1].shape
-        return 2 * points * ci * kh * kw
+    if op == rx.mlir_op_name("relax.nn.conv2d"):
+        channels = out.shape[1] * (out.shape[4] if out.ndim == 5 else 1)
+        return 2 * points * math.prod(args[1].shape) // channels
     if op == rx.mlir_op_name("relax.matmul") and args[0].ndim >= 1:
         return 2 * points * args[0].shape[-1]
     return points
@@ -135,8 +134,6 @@ def _call_module(choice) -> str:
 def strategy_tasks(choices: list) -> list[Task]:
     """A task per distinct workload among `choices` with more than one valid implementation
     (static shapes only)."""
-    from lowering.schedule.space import Knob
-
     tasks: dict[str, Task] = {}
     for c in choices:
         shapes = [a.struct_info for a in c.call.args] + [c.call.struct_info]
