@@ -288,4 +288,23 @@ def test_strategy_task_keeps_folded_weights_constant():
     (task,) = [t for t in ms.extract_tasks(mod, Target("llvm")) if t.kind == "strategy"]
     assert task.space["strategy"].values[:2] == ("matmul.packed", "matmul.blas")
     assert '"relax.constant"() {value = dense<' in task.func_text
-    assert "func.func @main(%arg0: tensor<4x64xf32>" in task.func_text and "%arg1" not in task.func_text
+    assert "func.func @main(%arg0: tensor<4x64xf32>" in task.func_text
+    assert "%arg1" not in task.func_text
+
+
+def test_strategy_candidate_not_legalized_as_named_is_a_failed_record(tmp_path):
+    """A candidate whose call LegalizeOps did not build with the named implementation (here a
+    name no strategy offers) is a failed record, never a timing under the wrong name."""
+    from lowering.schedule.space import Knob
+
+    target = Target("llvm")
+    task = next(t for t in ms.extract_tasks(_conv_relu(), target) if t.kind == "strategy")
+    default = task.space["strategy"].default
+    task.space = {"strategy": Knob("strategy", (default, "conv2d_nchw.nope"), default)}
+    db = ms.tune_tasks([task], target, str(tmp_path), max_trials_global=2)
+    errors = {r["knobs"]["strategy"]: r["error"] for r in db.records_of(task.key, str(target))}
+    assert errors[default] is None
+    assert "legalized with ['conv2d_nchw.direct'], not conv2d_nchw.nope" in errors[
+        "conv2d_nchw.nope"
+    ]
+    assert db.best_strategies(str(target)) == {task.key: default}
