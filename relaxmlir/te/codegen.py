@@ -74,8 +74,31 @@ def _int_floormod(a, b):
     return arith.subi(a, arith.muli(arith.floordivsi(a, b), b))
 
 
+def _uint_pow(a, b):
+    """Square and multiply over the exponent's bits, wrapping as torch does."""
+    t = a.type
+    one = arith.constant(t, 1)
+    result, base = one, a
+    for k in range(ir.IntegerType(t).width):
+        bit = arith.andi(arith.shrui(b, arith.constant(t, k)), one)
+        taken = arith.cmpi(arith.CmpIPredicate.ne, bit, arith.constant(t, 0))
+        result = arith.select(taken, arith.muli(result, base), result)
+        base = arith.muli(base, base)
+    return result
+
+
 def _int_pow(a, b):
-    raise NotImplementedError("te.power: integer power is not supported (cast to float first)")
+    """`_uint_pow`; a negative exponent truncates `1 / a**-b`: 1 for a == 1, -1 or 1 for
+    a == -1 (odd or even b), 0 otherwise (torch's integer pow)."""
+    t = a.type
+    zero, one, minus_one = (arith.constant(t, v) for v in (0, 1, -1))
+    odd = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(b, one), zero)
+    inverse = arith.select(
+        arith.cmpi(arith.CmpIPredicate.eq, a, minus_one), arith.select(odd, minus_one, one), zero
+    )
+    inverse = arith.select(arith.cmpi(arith.CmpIPredicate.eq, a, one), one, inverse)
+    negative = arith.cmpi(arith.CmpIPredicate.slt, b, zero)
+    return arith.select(negative, inverse, _uint_pow(a, b))
 
 
 # op -> (float, signed int, unsigned int or bool) builder; None means "not for that kind"
@@ -90,7 +113,7 @@ BINARY: Dict[str, tuple] = {
     "floormod": (_float_floormod, _int_floormod, arith.remui),
     "min": (arith.minimumf, arith.minsi, arith.minui),
     "max": (arith.maximumf, arith.maxsi, arith.maxui),
-    "pow": (math.powf, _int_pow, _int_pow),
+    "pow": (math.powf, _int_pow, _uint_pow),
     "and": (None, arith.andi, arith.andi),
     "or": (None, arith.ori, arith.ori),
     "xor": (None, arith.xori, arith.xori),

@@ -246,10 +246,13 @@ class TorchGraph(torch.nn.Module):
     def __init__(self, g: Graph):
         super().__init__()
         self.g = g
-        self.shapes = [a.shape for a in reference(g, g.input_arrays(), every=True)]
+        self.shapes: list = []  # of every value: ranks and sizes that fx tracing cannot read
 
     def forward(self, a, b=None, c=None, d=None, e=None, f=None, g=None, h=None):
         values = list((a, b, c, d, e, f, g, h)[: len(self.g.inputs)])
+        eager = not self.shapes  # the first call runs eagerly and records each value's shape
+        if eager:
+            self.shapes = [tuple(v.shape) for v in values]
         for node in self.g.nodes:
             attrs = dict(node.attrs)
             if node.op in NEEDS_RANK:
@@ -257,5 +260,7 @@ class TorchGraph(torch.nn.Module):
             if node.op == "layer_norm":
                 attrs["shape"] = self.shapes[node.args[1]]
             values.append(TORCH[node.op](*[values[i] for i in node.args], **attrs))
+            if eager:
+                self.shapes.append(tuple(values[-1].shape))
         outs = tuple(values[o] for o in self.g.outputs)
         return outs if len(outs) > 1 else outs[0]

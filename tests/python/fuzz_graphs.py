@@ -312,9 +312,11 @@ def _interval_mul(a: Info, c: Info) -> tuple[float, float]:
 )  # fmt: skip
 def _gen_binary(b: Builder, x: int, op: str):
     info = b.infos[x]
-    if op in ("divide", "power") and not is_float(info.dtype):
+    if op == "divide" and not is_float(info.dtype):
         return None
-    if op == "power" and not (info.lo >= 0.25 and info.hi <= 4):
+    if op == "power" and not (info.lo >= 0.25 and info.hi <= 4 or info.dtype in INTS):
+        return None
+    if op == "power" and info.mag > 4:
         return None
     if info.dtype == "bool":
         return None
@@ -324,8 +326,9 @@ def _gen_binary(b: Builder, x: int, op: str):
         if b.draw(st.booleans()):
             lo, hi = -hi, -lo
         y = b.new_input(_other_shape(b, info), info.dtype, lo, hi)
-    elif op == "power":
-        y = b.new_input(_other_shape(b, info), info.dtype, -1.0, 2.0)
+    elif op == "power":  # integers: no negative exponents (numpy refuses them)
+        lo, hi = (-1.0, 2.0) if is_float(info.dtype) else (0, 3)
+        y = b.new_input(_other_shape(b, info), info.dtype, lo, hi)
     else:
         y = b.operand_like(x)
     o = b.infos[y]
@@ -346,6 +349,9 @@ def _gen_binary(b: Builder, x: int, op: str):
     elif op == "divide":
         m = info.mag / min(abs(o.lo), abs(o.hi))
         r, frac = (-m, m), None
+    elif op == "power" and info.dtype in INTS:
+        m = max(info.mag, 1) ** o.hi
+        r, frac = (-m, m), 0
     elif op == "power":
         m = max(info.hi, 1 / info.lo) ** max(abs(o.lo), abs(o.hi))
         r, frac = (0.0, m), None
@@ -398,6 +404,8 @@ def _gen_where(b: Builder, x: int, op: str):
     cond = b.operand_like(x, dtype="bool")
     y = b.operand_like(x)
     o, c = b.infos[y], b.infos[cond]
+    if not _broadcastable(c.shape, o.shape):
+        return None
     shape = broadcast(broadcast(c.shape, info.shape), o.shape)
     info2 = Info(shape, info.dtype, min(info.lo, o.lo), max(info.hi, o.hi), _frac(info, o))
     return b.add(op, (cond, x, y), {}, info2)

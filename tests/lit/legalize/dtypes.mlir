@@ -47,3 +47,18 @@ func.func @uint8_to_float(%a: tensor<4xi8> {relax.dtype = "uint8"}) -> tensor<4x
   %0 = "relax.astype"(%a) {dtype = "float32"} : (tensor<4xi8>) -> tensor<4xf32>
   return %0 : tensor<4xf32>
 }
+
+// -----
+
+// Integer power is square and multiply over the exponent's bits (wrapping as torch), with
+// torch's results for negative exponents; no float pow.
+// CHECK-LABEL: func.func @power_int32
+// CHECK: func.func private @power(
+// CHECK-NOT: math.powf
+// CHECK: arith.cmpi slt
+// CHECK: arith.shrui
+// CHECK: arith.muli
+func.func @power_int32(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> attributes {relax.function} {
+  %0 = "relax.power"(%a, %b) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  return %0 : tensor<4xi32>
+}
