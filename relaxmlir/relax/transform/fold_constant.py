@@ -22,6 +22,7 @@ from lowering.registry import PassError, register_pass, run_pipeline
 from relaxmlir.runtime.dtype import np_dtype
 from relaxmlir.target import Target
 from relaxmlir.relax.struct_info import dtype_of
+from relaxmlir.relax.transform import fold_constant_numpy
 from relaxmlir.transform import Pass
 
 # Results above this many elements stay computed at run time (they would bloat the module).
@@ -145,9 +146,6 @@ class _Evaluator:
         axes = _permutation(callee)
         if axes is not None:
             return [_transpose(inputs[0], axes)]
-        key = body_key(callee)  # printed in local scope: str() walks the whole module
-        if key not in self.engines:
-            self.engines[key] = self._compile(callee)
         outs = [
             np.zeros(
                 ir.RankedTensorType(t).shape,
@@ -155,6 +153,12 @@ class _Evaluator:
             )
             for t in result_types
         ]
+        values = fold_constant_numpy.evaluate(callee, inputs, outs)
+        if values is not None:
+            return values
+        key = body_key(callee)  # printed in local scope: str() walks the whole module
+        if key not in self.engines:
+            self.engines[key] = self._compile(callee)
         arrays = [np.ascontiguousarray(a) for a in inputs] + outs
         # NOTE: the descriptor needs only the address and layout: 16-bit floats go as uint16
         # (np_to_memref has no ctypes type for float16/bfloat16)
