@@ -362,6 +362,13 @@ class LogicalNot(_Unary):
 
 
 @RELAX.op
+class BitwiseNot(_Unary):
+    """Elementwise bitwise not of an integer or bool tensor (`~x`; logical not on bool)."""
+
+    mnemonic = "bitwise_not"
+
+
+@RELAX.op
 class Relu(_Unary):
     """`relax.nn.relu`: elementwise `max(x, 0)`."""
 
@@ -555,6 +562,27 @@ class LogicalOr(_Binary):
     """Elementwise logical or of bool tensors."""
 
     mnemonic = "logical_or"
+
+
+@RELAX.op
+class BitwiseAnd(_Binary):
+    """Elementwise bitwise and of integer or bool tensors."""
+
+    mnemonic = "bitwise_and"
+
+
+@RELAX.op
+class BitwiseOr(_Binary):
+    """Elementwise bitwise or of integer or bool tensors."""
+
+    mnemonic = "bitwise_or"
+
+
+@RELAX.op
+class BitwiseXor(_Binary):
+    """Elementwise bitwise exclusive or of integer or bool tensors."""
+
+    mnemonic = "bitwise_xor"
 
 
 @RELAX.op

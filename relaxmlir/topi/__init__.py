@@ -7,6 +7,9 @@ Each function takes `te.Tensor`s (and python attributes) and returns `te.Tensor`
 from relaxmlir.topi import nn  # noqa: F401
 from relaxmlir.topi.broadcast import (  # noqa: F401
     add,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
     divide,
     equal,
     floor_divide,
@@ -27,6 +30,7 @@ from relaxmlir.topi.broadcast import (  # noqa: F401
 )
 from relaxmlir.topi.math import (  # noqa: F401
     abs,
+    bitwise_not,
     cast,
     ceil,
     clip,

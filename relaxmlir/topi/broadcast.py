@@ -73,6 +73,9 @@ greater_equal = binary("greater_equal", lambda a, b: a >= b)
 # NOTE: bool tensors are bytes at the graph level, so a bool input may arrive as int8 0/1
 logical_and = binary("logical_and", lambda a, b: te.all(truth(a), truth(b)))
 logical_or = binary("logical_or", lambda a, b: te.any(truth(a), truth(b)))
+bitwise_and = binary("bitwise_and", lambda a, b: a & b)
+bitwise_or = binary("bitwise_or", lambda a, b: a | b)
+bitwise_xor = binary("bitwise_xor", lambda a, b: a ^ b)
 
 
 def truth(v):

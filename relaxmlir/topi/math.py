@@ -67,6 +67,7 @@ log1p = unary("log1p", _log1p)
 expm1 = unary("expm1", _expm1)
 log2 = unary("log2", te.log2)
 log10 = unary("log10", te.log10)
+bitwise_not = unary("bitwise_not", lambda v: ~v)
 logical_not = unary("logical_not", lambda v: v == te.const(0, v.dtype))  # also on int8 0/1 bools
 
 

@@ -91,7 +91,20 @@ NUMPY = {
     "squeeze": lambda x, axis: np.squeeze(x, axis), "concat": lambda *xs, axis: np.concatenate(xs, axis),
     "strided_slice": _slice, "broadcast_to": lambda x, shape: np.broadcast_to(x, shape),
     "take": lambda x, i, axis: np.take(x, i, axis=axis),
+    "tile": lambda x, repeats: np.tile(x, repeats), "tril": np.tril, "triu": np.triu,
+    "variance": lambda x, axis, keepdims: np.var(x, axis=tuple(axis), keepdims=keepdims),
+    "argsort": lambda x, axis, descending: _argsort(x, axis, descending),
+    "bitwise_and": np.bitwise_and, "bitwise_or": np.bitwise_or, "bitwise_xor": np.bitwise_xor,
+    "bitwise_not": np.invert,
 }  # fmt: skip
+
+
+def _argsort(x, axis, descending):
+    """Stable, descending too (torch's stable=True: ties keep their order)."""
+    if not descending:
+        return np.argsort(x, axis=axis, kind="stable")
+    key = -x.astype(np.float64) if x.dtype != bool else ~x
+    return np.argsort(key, axis=axis, kind="stable")
 
 
 def _result_dtype(op: str, args: list[np.ndarray], attrs: dict):
@@ -100,7 +113,7 @@ def _result_dtype(op: str, args: list[np.ndarray], attrs: dict):
         return np.dtype(bool)
     if op in ("logical_and", "logical_or", "logical_not"):
         return np.dtype(bool)
-    if op in ("argmax", "argmin"):
+    if op in ("argmax", "argmin", "argsort"):
         return np.dtype("int64")
     if op == "astype":
         return np_dtype(attrs["dtype"])
@@ -237,6 +250,12 @@ TORCH = {
     "concat": lambda *xs, axis: torch.cat(xs, axis), "strided_slice": _t_slice,
     "broadcast_to": lambda x, shape: x.expand(shape),
     "take": lambda x, i, axis: torch.index_select(x, axis, i),
+    "tile": lambda x, repeats: torch.tile(x, repeats),
+    "tril": lambda x, k: torch.tril(x, k), "triu": lambda x, k: torch.triu(x, k),
+    "variance": lambda x, axis, keepdims: torch.var(x, axis, correction=0, keepdim=keepdims),
+    "bitwise_and": torch.bitwise_and, "bitwise_or": torch.bitwise_or,
+    "bitwise_xor": torch.bitwise_xor, "bitwise_not": torch.bitwise_not,
+    "argsort": lambda x, axis, descending: torch.argsort(x, dim=axis, descending=descending, stable=True),
 }  # fmt: skip
 
 

@@ -34,8 +34,9 @@ LIMIT = {"float32": 1e6, "float16": 1e3, "bfloat16": 1e3, "int32": 2**20, "int64
 LIMIT.update(uint8=255, bool=1)
 # the ops that take bool or uint8 values (numpy and torch disagree on arithmetic on them)
 SHAPE_OPS = {"reshape", "permute_dims", "expand_dims", "squeeze", "concat", "strided_slice"}
-SHAPE_OPS |= {"broadcast_to", "take", "astype", "where"}
+SHAPE_OPS |= {"broadcast_to", "take", "astype", "where", "tile"}
 BOOL_OPS = SHAPE_OPS | {"logical_and", "logical_or", "logical_not", "equal", "not_equal"}
+BOOL_OPS |= {"bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not"}
 UINT8_OPS = SHAPE_OPS | {"maximum", "minimum", "equal", "less"}
 MAX_INPUTS = 8
 NP_DTYPES = {"bfloat16": ml_dtypes.bfloat16}
@@ -698,6 +699,74 @@ def _gen_take(b: Builder, x: int, op: str):
     return b.add(op, (x, idx), {"axis": axis}, Info(shape, info.dtype, info.lo, info.hi, info.frac))
 
 
+@generator("tile")
+def _gen_tile(b: Builder, x: int, op: str):
+    info = b.infos[x]
+    reps = tuple(b.draw(st.sampled_from([1, 2, 3])) for _ in range(b.draw(st.integers(1, 3))))
+    n = max(len(reps), info.ndim)
+    full = (1,) * (n - len(reps)) + reps
+    shape = (1,) * (n - info.ndim) + info.shape
+    if any(isinstance(d, str) and r != 1 for d, r in zip(shape, full)):
+        return None  # n * 2 is not a dim of the fuzzer's graphs
+    shape = tuple(d if r == 1 else d * r for d, r in zip(shape, full))
+    return b.add(op, (x,), {"repeats": reps}, Info(shape, info.dtype, info.lo, info.hi, info.frac))
+
+
+@generator("tril", "triu")
+def _gen_trilu(b: Builder, x: int, op: str):
+    info = b.infos[x]
+    if info.ndim < 2:
+        return None
+    k = b.draw(st.integers(-2, 2))
+    lo, hi = min(info.lo, 0), max(info.hi, 0)
+    return b.add(op, (x,), {"k": k}, Info(info.shape, info.dtype, lo, hi, info.frac))
+
+
+@generator("variance")
+def _gen_variance(b: Builder, x: int, op: str):
+    info = b.infos[x]
+    if not is_float(info.dtype) or info.ndim == 0 or info.mag > 30:
+        return None
+    axes = sorted(b.draw(st.sets(st.sampled_from(range(info.ndim)), min_size=1)))
+    if not _nonempty(b, info, axes):
+        return None  # the mean of nothing
+    keepdims = b.draw(st.booleans())
+    shape = tuple(
+        1 if i in axes else d for i, d in enumerate(info.shape) if keepdims or i not in axes
+    )
+    attrs = {"axis": axes, "keepdims": keepdims}
+    return b.add(op, (x,), attrs, Info(shape, info.dtype, 0.0, info.mag**2, None))
+
+
+@generator("argsort")
+def _gen_argsort(b: Builder, x: int, op: str):
+    info = b.infos[x]
+    if not info.exact or info.ndim == 0 or info.dtype == "bool":
+        return None  # ties must be ties in both
+    axis = _pick_axis(b, info)
+    attrs = {"axis": axis, "descending": b.draw(st.booleans())}
+    n = b.size(info.shape[axis])
+    return b.add(op, (x,), attrs, Info(info.shape, "int64", 0, max(n - 1, 0), 0))
+
+
+@generator("bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not")
+def _gen_bitwise(b: Builder, x: int, op: str):
+    info = b.infos[x]
+    if is_float(info.dtype):
+        return None
+    m = 2 ** math.ceil(math.log2(max(info.mag, 1) + 1))  # results stay within the bit width
+    if info.dtype == "bool":
+        m = 1
+    if op == "bitwise_not":
+        return b.add(op, (x,), {}, Info(info.shape, info.dtype, -m - 1, m, 0))
+    y = b.operand_like(x)
+    o = b.infos[y]
+    m = max(m, 2 ** math.ceil(math.log2(max(o.mag, 1) + 1)))
+    lo = 0 if info.dtype == "bool" else -m
+    shape = broadcast(info.shape, o.shape)
+    return b.add(op, (x, y), {}, Info(shape, info.dtype, lo, m if lo else 1, 0))
+
+
 # op families: the short run fuzzes each with its ops first (a few cases cover them all)
 FAMILIES = {
     "unary": [*_UNARY_FLOAT, "relu", "abs", "negative", "square", "leaky_relu", "clip"],
@@ -705,8 +774,10 @@ FAMILIES = {
     "binary": ["add", "subtract", "multiply", "maximum", "minimum", "divide", "power"],
     "logic": ["equal", "not_equal", "less", "less_equal", "greater", "greater_equal"],
     "select": ["where", "logical_and", "logical_or", "logical_not", "floor_divide", "floor_mod"],
+    "bitwise": ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "equal", "astype"],
     "reduce": ["sum", "mean", "max", "min", "prod", "argmax", "argmin", "cumsum"],
     "shape": ["reshape", "permute_dims", "expand_dims", "squeeze", "concat", "strided_slice"],
+    "layout": ["tile", "tril", "triu", "argsort", "variance", "broadcast_to"],
     "nn": ["softmax", "log_softmax", "layer_norm", "matmul", "broadcast_to", "take"],
 }
 

@@ -7,7 +7,7 @@ with numpy, and traced by fx, imported with `from_fx` and compared with torch ea
 project rejects must raise NotImplementedError or ValueError naming what is unsupported; any
 other exception, or a wrong answer, fails.
 
-The default run is a fixed set of cases (`derandomize`, 8 graphs per op family and path, the
+The default run is a fixed set of cases (`derandomize`, 6 graphs per op family and path, the
 family's ops drawn first, ~30 s); `python -m pytest -m slow tests/python/test_fuzz.py` runs
 5,000 random graphs per path. A failure prints the shrunk graph
 as a ready-to-paste regression test (`check_relax(Graph(...))`); the regressions found so far
@@ -34,7 +34,7 @@ TOLERANCE = {"float32": (1e-4, 1e-5), "float16": (1e-2, 1e-2), "bfloat16": (5e-2
 
 _QUICK = {"deadline": None, "derandomize": True, "database": None, "print_blob": True}
 _HEALTH = [HealthCheck.too_slow, HealthCheck.filter_too_much, HealthCheck.data_too_large]
-settings.register_profile("fuzz-short", max_examples=8, suppress_health_check=_HEALTH, **_QUICK)
+settings.register_profile("fuzz-short", max_examples=6, suppress_health_check=_HEALTH, **_QUICK)
 settings.register_profile(
     "fuzz-long", max_examples=5000, deadline=None, suppress_health_check=_HEALTH, print_blob=True
 )
@@ -256,3 +256,23 @@ def test_integer_power():
     assert check_fx(g) == "pass"
     nonnegative = Graph(g.inputs[:1] + [Input((5,), "int32", 0, 40)], g.nodes[:1], [2], seed=7)
     assert check_relax(nonnegative) == "pass"  # numpy refuses negative integer powers
+
+
+def test_bitwise_ops():
+    """relax.bitwise_and/or/xor/not on integers (torch's &, |, ^, ~ were rejected on anything
+    but bool masks) and bool (the logical ops)."""
+    g = Graph(
+        [Input((2, 3), "int32", -9, 9), Input((3,), "int32", -9, 9), Input((2, 3), "bool")],
+        [
+            Node("bitwise_and", (0, 1)),
+            Node("bitwise_or", (3, 1)),
+            Node("bitwise_xor", (4, 0)),
+            Node("bitwise_not", (5,)),
+            Node("bitwise_xor", (2, 2)),
+            Node("bitwise_not", (2,)),
+        ],
+        [6, 7, 8],
+        seed=1,
+    )
+    assert check_relax(g) == "pass"
+    assert check_fx(g) == "pass"

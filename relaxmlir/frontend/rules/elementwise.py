@@ -231,19 +231,29 @@ register(_round, torch.round, "round", aten.round)
 register(_reciprocal, torch.reciprocal, "reciprocal", aten.reciprocal)
 
 
+# bool tensors (masks): `~`, `&`, `|`, `^` are the logical ops
+_ON_BOOL = {
+    "bitwise_not": "logical_not",
+    "bitwise_and": "logical_and",
+    "bitwise_or": "logical_or",
+    "bitwise_xor": "not_equal",
+}
+
+
 def bitwise(op_name: str) -> Rule:
-    """`~`, `&`, `|` on bool tensors (masks) are the logical ops."""
+    """`~`, `&`, `|`, `^`: bitwise on integers, logical on bool tensors."""
 
     def rule(ctx: Importer, node: fx.Node):
-        args = [first(ctx, node)] + (
-            [ctx.arg(node, 1, "other")] if op_name != "logical_not" else []
-        )
-        dtype = next(a.struct_info.dtype for a in args if is_tensor(a))
-        if dtype != "bool":
+        args = [first(ctx, node)]
+        if op_name != "bitwise_not":
+            args = list(binary_operands(ctx, args[0], ctx.arg(node, 1, "other")))
+        dtype = args[0].struct_info.dtype
+        if dtype.startswith(("float", "bfloat")):
+            name = target_name(node.target)
             raise NotImplementedError(
-                f"unsupported torch op '{target_name(node.target)}' on {dtype} at node '{node.name}'"
+                f"unsupported torch op '{name}' on {dtype} at node '{node.name}'"
             )
-        return logical(op_name)(ctx, node)
+        return call(ctx, _ON_BOOL[op_name] if dtype == "bool" else op_name, *args)
 
     return rule
 
@@ -253,10 +263,11 @@ register(_leaky_relu, F.leaky_relu, aten.leaky_relu)
 register(_hardtanh, F.hardtanh, aten.hardtanh)
 register(lambda ctx, node: call(ctx, "clip", first(ctx, node), 0.0, 6.0), F.relu6)
 register(
-    bitwise("logical_not"), operator.invert, torch.bitwise_not, "bitwise_not", aten.bitwise_not
+    bitwise("bitwise_not"), operator.invert, torch.bitwise_not, "bitwise_not", aten.bitwise_not
 )
-register(bitwise("logical_and"), operator.and_, torch.bitwise_and, "bitwise_and", aten.bitwise_and)
-register(bitwise("logical_or"), operator.or_, torch.bitwise_or, "bitwise_or", aten.bitwise_or)
+register(bitwise("bitwise_and"), operator.and_, torch.bitwise_and, "bitwise_and", aten.bitwise_and)
+register(bitwise("bitwise_or"), operator.or_, torch.bitwise_or, "bitwise_or", aten.bitwise_or)
+register(bitwise("bitwise_xor"), operator.xor, torch.bitwise_xor, "bitwise_xor", aten.bitwise_xor)
 
 
 def truth(ctx: Importer, x):

@@ -3,6 +3,9 @@
 from relaxmlir.relax.op import builtin, nn  # noqa: F401
 from relaxmlir.relax.op.binary import (  # noqa: F401
     add,
+    bitwise_and,
+    bitwise_or,
+    bitwise_xor,
     divide,
     equal,
     floor_divide,
@@ -55,6 +58,7 @@ from relaxmlir.relax.op.statistical import max, mean, min, prod, std, sum, varia
 from relaxmlir.relax.op.unary import (  # noqa: F401
     abs,
     astype,
+    bitwise_not,
     ceil,
     clip,
     cos,

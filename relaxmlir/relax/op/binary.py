@@ -13,6 +13,7 @@ from relaxmlir.relax.op.common import (
     as_tensor,
     broadcast_shapes,
     check_float,
+    is_float,
     make_call,
     tensor_sinfo,
     unify_dtypes,
@@ -23,12 +24,15 @@ from relaxmlir.relax.struct_info import TensorStructInfo
 def infer_binary(lhs: Expr, rhs: Expr, op: str, kind: str) -> TensorStructInfo:
     """Broadcast shape; dtype of the operands, or bool for comparisons and logical ops.
 
-    `kind` is "arith", "float" (float-only arithmetic), "compare" or "logical".
+    `kind` is "arith", "float" (float-only arithmetic), "compare", "logical" or "bitwise"
+    (integer or bool operands).
     """
     a, b = tensor_sinfo(lhs, op, "lhs"), tensor_sinfo(rhs, op, "rhs")
     dtype = unify_dtypes(op, a, b)
     if kind == "float":
         check_float(a, op, "lhs")
+    if kind == "bitwise" and is_float(dtype):
+        raise TypeError(f"{op}: expected integer or bool tensors, got ({dtype})")
     if kind == "logical" and dtype != "bool":
         raise TypeError(f"{op}: expected bool tensors, got ({dtype})")
     shape = broadcast_shapes([a.shape, b.shape], op)
@@ -76,3 +80,6 @@ greater = binary_op("relax.greater", "compare", "`lhs > rhs`")
 greater_equal = binary_op("relax.greater_equal", "compare", "`lhs >= rhs`")
 logical_and = binary_op("relax.logical_and", "logical", "logical and")
 logical_or = binary_op("relax.logical_or", "logical", "logical or")
+bitwise_and = binary_op("relax.bitwise_and", "bitwise", "bitwise and")
+bitwise_or = binary_op("relax.bitwise_or", "bitwise", "bitwise or")
+bitwise_xor = binary_op("relax.bitwise_xor", "bitwise", "bitwise exclusive or")

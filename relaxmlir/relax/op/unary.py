@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from relaxmlir.relax.expr import Call, Expr
-from relaxmlir.relax.op.common import check_float, make_call, scalar_value, tensor_sinfo
+from relaxmlir.relax.op.common import check_float, is_float, make_call, scalar_value, tensor_sinfo
 from relaxmlir.relax.struct_info import TensorStructInfo
 
 
@@ -60,6 +60,16 @@ def logical_not(x: Expr) -> Call:
     if sinfo.dtype != "bool":
         raise TypeError(f"relax.logical_not: expected a bool tensor, got ({sinfo.dtype})")
     return make_call("relax.logical_not", [x], {}, sinfo)
+
+
+def bitwise_not(x: Expr) -> Call:
+    """`relax.bitwise_not`: elementwise `~x` of an integer or bool tensor."""
+    sinfo = tensor_sinfo(x, "relax.bitwise_not")
+    if is_float(sinfo.dtype):
+        raise TypeError(
+            f"relax.bitwise_not: expected an integer or bool tensor, got ({sinfo.dtype})"
+        )
+    return make_call("relax.bitwise_not", [x], {}, sinfo)
 
 
 def clip(x: Expr, min, max) -> Call:

@@ -853,3 +853,35 @@ func.func @scatter_elements_unknown_reduction(%x: tensor<2x3xf32>, %i: tensor<2x
   %0 = "relax.scatter_elements"(%x, %i, %u) {axis = 1 : i64, reduction = "mul"} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
   return
 }
+
+// -----
+
+func.func @bitwise_and_three_operands(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 3}}
+  %0 = "relax.bitwise_and"(%x, %x, %x) : (tensor<2x3xi32>, tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @bitwise_or_one_operand(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 1}}
+  %0 = "relax.bitwise_or"(%x) : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @bitwise_xor_three_operands(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 3}}
+  %0 = "relax.bitwise_xor"(%x, %x, %x) : (tensor<2x3xi32>, tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @bitwise_not_no_operand() {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 0}}
+  %0 = "relax.bitwise_not"() : () -> tensor<2x3xi32>
+  return
+}

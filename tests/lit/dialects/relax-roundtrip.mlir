@@ -228,6 +228,23 @@ func.func @logical_and_where(%m: tensor<2x3xi8>, %x: tensor<2x3xf32>, %y: tensor
 
 // -----
 
+// Bitwise ops on integer tensors.
+// CHECK-LABEL: func.func @bitwise
+// CHECK-SAME: (%[[A:.+]]: tensor<2x3xi32>, %[[B:.+]]: tensor<3xi32>)
+// CHECK: %[[AND:.+]] = "relax.bitwise_and"(%[[A]], %[[B]]) : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+// CHECK: %[[OR:.+]] = "relax.bitwise_or"(%[[AND]], %[[B]]) : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+// CHECK: %[[XOR:.+]] = "relax.bitwise_xor"(%[[OR]], %[[A]]) : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+// CHECK: "relax.bitwise_not"(%[[XOR]]) : (tensor<2x3xi32>) -> tensor<2x3xi32>
+func.func @bitwise(%a: tensor<2x3xi32>, %b: tensor<3xi32>) -> tensor<2x3xi32> attributes {relax.function} {
+  %0 = "relax.bitwise_and"(%a, %b) : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+  %1 = "relax.bitwise_or"(%0, %b) : (tensor<2x3xi32>, tensor<3xi32>) -> tensor<2x3xi32>
+  %2 = "relax.bitwise_xor"(%1, %a) : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  %3 = "relax.bitwise_not"(%2) : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  return %3 : tensor<2x3xi32>
+}
+
+// -----
+
 // matmul keeps its out_dtype; symbolic result dims are in relax.shape.
 // CHECK-LABEL: func.func @matmul
 // CHECK-SAME: (%[[X:.+]]: tensor<?x4xf32> {relax.shape = ["n", 4]}, %[[W:.+]]: tensor<4x3xf32>)

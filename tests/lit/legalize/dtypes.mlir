@@ -62,3 +62,18 @@ func.func @power_int32(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> at
   %0 = "relax.power"(%a, %b) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
   return %0 : tensor<4xi32>
 }
+
+// -----
+
+// Bitwise ops are arith.xori/andi/ori on the integers.
+// CHECK-LABEL: func.func @bitwise_int32
+// CHECK: func.func private @bitwise_xor(
+// CHECK: arith.xori %{{.+}}, %{{.+}} : i32
+// CHECK: func.func private @bitwise_not(
+// CHECK: arith.constant -1 : i32
+// CHECK: arith.xori
+func.func @bitwise_int32(%a: tensor<4xi32>, %b: tensor<4xi32>) -> tensor<4xi32> attributes {relax.function} {
+  %0 = "relax.bitwise_xor"(%a, %b) : (tensor<4xi32>, tensor<4xi32>) -> tensor<4xi32>
+  %1 = "relax.bitwise_not"(%0) : (tensor<4xi32>) -> tensor<4xi32>
+  return %1 : tensor<4xi32>
+}
