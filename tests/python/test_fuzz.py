@@ -276,3 +276,10 @@ def test_bitwise_ops():
     )
     assert check_relax(g) == "pass"
     assert check_fx(g) == "pass"
+
+
+def test_fuzz_regression_empty_tile_then_divide():
+    """tile of a (3, 0) tensor: its floormod indices over an empty domain reached the CPU
+    schedule's gather raising (IndexError fitting an affine map to no samples). Every op whose
+    result is empty now legalizes to a fill."""
+    check_relax(Graph(inputs=[Input(shape=(3, 0), dtype='int64', lo=-4, hi=1), Input(shape=(3, 0), dtype='int64', lo=1, hi=3)], nodes=[Node(op='tile', args=(0,), attrs={'repeats': (2,)}), Node(op='floor_divide', args=(2, 1), attrs={}), Node(op='broadcast_to', args=(3,), attrs={'shape': (3, 0)})], outputs=[4], symbols={}, seed=0))  # fmt: skip

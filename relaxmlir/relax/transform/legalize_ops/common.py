@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from dialects import shape as sh
 from dialects.relax import mlir_op_name
-from relaxmlir import te
+from relaxmlir import te, topi
 from relaxmlir.relax.block_builder import BlockBuilder
 from relaxmlir.relax.expr import Call, Expr
 
@@ -32,10 +32,24 @@ def register_legalize(op_name: str, rule: LegalizeRule | None = None):
         key = mlir_op_name(op_name)
         if key in LEGALIZE_RULES:
             raise ValueError(f"a legalization rule for '{op_name}' is already registered")
-        LEGALIZE_RULES[key] = fn
+        LEGALIZE_RULES[key] = _unless_empty(fn)
         return fn
 
     return register(rule) if rule is not None else register
+
+
+def _unless_empty(rule: LegalizeRule) -> LegalizeRule:
+    """`rule`, except that a result with no elements is a fill: its kernel reads nothing (and
+    index arithmetic over an empty domain is no pattern the CPU schedules can raise)."""
+
+    def legalize(bb: BlockBuilder, call: Call) -> Expr:
+        out = call.struct_info
+        shape = getattr(out, "shape", None)
+        if shape is not None and any(isinstance(d, int) and d == 0 for d in shape):
+            return bb.call_te(topi.full, list(shape), out.dtype, 0)
+        return rule(bb, call)
+
+    return legalize
 
 
 def call_topi(te_func: TEFunc, *attr_names: str) -> LegalizeRule:
