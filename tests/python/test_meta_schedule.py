@@ -217,10 +217,10 @@ def test_strategy_choice_is_tuned_and_applied(tmp_path, capfd, monkeypatch):
     assert "conv2d_nchw_1x1.contraction" not in knob.values  # its condition is false here
     db = ms.tune_tir(mod, target, str(tmp_path), max_trials_global=6, max_trials_per_task=3)
     records = db.records_of(task.key, str(target))
-    assert {r["knobs"]["strategy"] for r in records} == set(knob.values)
+    assert {r["knobs"]["strategy"] for r in records} == set(knob.values), records
     assert all(r["error"] is None and r["median_us"] > 0 for r in records), records
     fastest = min(records, key=lambda r: r["median_us"])["knobs"]["strategy"]
-    assert db.best_strategies(str(target)) == {task.key: fastest}
+    assert db.best_strategies(str(target)) == {task.key: fastest}, records
     assert task.key not in db.best_knobs(str(target))  # the kernels' table stays the kernels'
     kinds = {w["kind"] for w in map(json.loads, (tmp_path / WORKLOADS).read_text().splitlines())}
     assert kinds == {"kernel", "strategy"}
@@ -230,7 +230,9 @@ def test_strategy_choice_is_tuned_and_applied(tmp_path, capfd, monkeypatch):
     tuned = ms.apply_database(mod, str(tmp_path), target)
     _check_conv(tuned, target)
     err = capfd.readouterr().err
-    assert re.search(rf"{re.escape(fastest)} \(plevel \d+; tuned choice, workload {task.key};", err)
+    assert re.search(
+        rf"{re.escape(fastest)} \(plevel \d+; tuned choice, workload {task.key};", err
+    ), err
 
     # A record that makes another implementation the fastest: the build takes it (and says so),
     # under another compile-cache key (the table is a module attribute, in the module's digest).
@@ -240,13 +242,15 @@ def test_strategy_choice_is_tuned_and_applied(tmp_path, capfd, monkeypatch):
     assert module_digest(retuned.module) != module_digest(tuned.module)
     _check_conv(retuned, target)
     err = capfd.readouterr().err
-    assert re.search(rf"{re.escape(other)} \(plevel \d+; tuned choice, workload {task.key};", err)
+    assert re.search(
+        rf"{re.escape(other)} \(plevel \d+; tuned choice, workload {task.key};", err
+    ), err
 
     # The user's forced choice wins over the tuned one.
     with rm.transform.PassContext(config={strategy.FORCE_CONFIG: {"relax.nn.conv2d": fastest}}):
         _check_conv(ms.apply_database(mod, str(tmp_path), target), target)
     err = capfd.readouterr().err
-    assert re.search(rf"{re.escape(fastest)} \(plevel \d+; forced by PassContext config", err)
+    assert re.search(rf"{re.escape(fastest)} \(plevel \d+; forced by PassContext config", err), err
 
 
 def test_strategy_records_of_another_target_are_ignored(tmp_path, capfd, monkeypatch):
