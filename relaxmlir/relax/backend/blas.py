@@ -11,7 +11,7 @@ is registered when both the kernels and a BLAS are found.
 from __future__ import annotations
 
 from lowering.composite import composite_leaves
-from relaxmlir.relax.backend.patterns import check_matmul, make_matmul_pattern
+from relaxmlir.relax.backend.patterns import check_matmul, matmul_patterns
 from relaxmlir.relax.backend.registry import FusionPattern, register_patterns
 from relaxmlir.runtime import libraries
 from relaxmlir.runtime.registry import NativeFunc, register_func
@@ -26,23 +26,8 @@ ACTIVATIONS = {
 
 
 def _patterns() -> list[FusionPattern]:
-    """Lowest priority first (registration order): plain, then bias, then activations."""
-    out = []
-    for transposed in (False, True):
-        stem = "matmul_transposed" if transposed else "matmul"
-        out.append(
-            FusionPattern(
-                f"blas.{stem}", *make_matmul_pattern(transposed_rhs=transposed), check_matmul
-            )
-        )
-        pat, ann = make_matmul_pattern(activation=ACTIVATIONS["relu"], transposed_rhs=transposed)
-        out.append(FusionPattern(f"blas.{stem}_relu", pat, ann, check_matmul))
-        pat, ann = make_matmul_pattern(with_bias=True, transposed_rhs=transposed)
-        out.append(FusionPattern(f"blas.{stem}_bias", pat, ann, check_matmul))
-        for act, op in ACTIVATIONS.items():
-            pat, ann = make_matmul_pattern(with_bias=True, activation=op, transposed_rhs=transposed)
-            out.append(FusionPattern(f"blas.{stem}_bias_{act}", pat, ann, check_matmul))
-    return out
+    """Lowest priority first (registration order): plain, relu, bias, bias + activation."""
+    return matmul_patterns(CODEGEN, ACTIVATIONS, check_matmul)
 
 
 def is_available() -> bool:

@@ -23,7 +23,7 @@ from mlir import ir
 
 from lowering.composite import composite_leaves
 from relaxmlir.ir import attr_value
-from relaxmlir.relax.backend.patterns import make_matmul_pattern
+from relaxmlir.relax.backend.patterns import matmul_patterns
 from relaxmlir.relax.backend.registry import FusionPattern, PatternCheckContext, register_patterns
 from relaxmlir.relax.struct_info import dtype_of
 from relaxmlir.runtime import cublas as cublas_runtime
@@ -77,20 +77,7 @@ def _check_matmul(ctx: PatternCheckContext) -> bool:
 
 def _patterns() -> list[FusionPattern]:
     """Lowest priority first (registration order): plain, activations, bias, bias + activation."""
-    out = []
-    for transposed in (False, True):
-        stem = "matmul_transposed" if transposed else "matmul"
-        pat, ann = make_matmul_pattern(transposed_rhs=transposed)
-        out.append(FusionPattern(f"cublas.{stem}", pat, ann, _check_matmul))
-        for act, op in ACTIVATIONS.items():
-            pat, ann = make_matmul_pattern(activation=op, transposed_rhs=transposed)
-            out.append(FusionPattern(f"cublas.{stem}_{act}", pat, ann, _check_matmul))
-        pat, ann = make_matmul_pattern(with_bias=True, transposed_rhs=transposed)
-        out.append(FusionPattern(f"cublas.{stem}_bias", pat, ann, _check_matmul))
-        for act, op in ACTIVATIONS.items():
-            pat, ann = make_matmul_pattern(with_bias=True, activation=op, transposed_rhs=transposed)
-            out.append(FusionPattern(f"cublas.{stem}_bias_{act}", pat, ann, _check_matmul))
-    return out
+    return matmul_patterns(CODEGEN, ACTIVATIONS, _check_matmul, unbiased=tuple(ACTIVATIONS))
 
 
 def is_built() -> bool:

@@ -26,7 +26,7 @@ from relaxmlir.ir import attr_value
 from relaxmlir.relax.backend.patterns import (
     check_matmul,
     make_conv2d_pattern,
-    make_matmul_pattern,
+    matmul_patterns,
     tensor_type,
 )
 from relaxmlir.relax.backend.registry import FusionPattern, PatternCheckContext, register_patterns
@@ -76,7 +76,15 @@ def conv2d_params(attrs: dict, digest: int = 0, residual_first: bool = False) ->
         pad = pad * 2
     flags = FLAG_RESIDUAL_FIRST if residual_first else 0
     return np.array(
-        [PARAMS_VERSION, flags, digest, *attrs["strides"], *pad, *attrs["dilation"], attrs["groups"]],
+        [
+            PARAMS_VERSION,
+            flags,
+            digest,
+            *attrs["strides"],
+            *pad,
+            *attrs["dilation"],
+            attrs["groups"],
+        ],
         dtype=np.int64,
     )
 
@@ -120,7 +128,9 @@ def _check_conv2d(ctx: PatternCheckContext) -> bool:
     conv = ctx.annotated_expr["root"]
     data, weight = ctx.annotated_expr["data"], ctx.annotated_expr["weight"]
     out = tensor_type(conv)
-    if not conv2d_supported(tensor_type(data), tensor_type(weight), out, _op_attrs(conv.owner.operation)):
+    if not conv2d_supported(
+        tensor_type(data), tensor_type(weight), out, _op_attrs(conv.owner.operation)
+    ):
         return False
     result = tensor_type(ctx.matched_expr)
     if result is None or list(result.shape) != list(out.shape):  # the adds only broadcast
@@ -169,18 +179,7 @@ def _patterns() -> list[FusionPattern]:
                 pat, ann = make_conv2d_pattern(bias, residual, ACTIVATIONS.get(act))
                 name = f"dnnl.{stem}" + (f"_{act}" if act else "")
                 out.append(FusionPattern(name, pat, ann, _check_conv2d))
-    for transposed in (False, True):
-        stem = "matmul_transposed" if transposed else "matmul"
-        pat, ann = make_matmul_pattern(transposed_rhs=transposed)
-        out.append(FusionPattern(f"dnnl.{stem}", pat, ann, _check_matmul))
-        pat, ann = make_matmul_pattern(activation=ACTIVATIONS["relu"], transposed_rhs=transposed)
-        out.append(FusionPattern(f"dnnl.{stem}_relu", pat, ann, _check_matmul))
-        pat, ann = make_matmul_pattern(with_bias=True, transposed_rhs=transposed)
-        out.append(FusionPattern(f"dnnl.{stem}_bias", pat, ann, _check_matmul))
-        for act, op in ACTIVATIONS.items():
-            pat, ann = make_matmul_pattern(with_bias=True, activation=op, transposed_rhs=transposed)
-            out.append(FusionPattern(f"dnnl.{stem}_bias_{act}", pat, ann, _check_matmul))
-    return out
+    return out + matmul_patterns(CODEGEN, ACTIVATIONS, _check_matmul)
 
 
 # -- the codegen ----------------------------------------------------------------------------
@@ -274,7 +273,11 @@ def conv2d_call_supported(call) -> bool:
     a = call.attrs
     if a.get("data_layout", "NCHW") != "NCHW" or a.get("kernel_layout", "OIHW") != "OIHW":
         return False
-    if a.get("out_layout") not in (None, "", "NCHW") or a.get("out_dtype") not in (None, "", "float32"):
+    if a.get("out_layout") not in (None, "", "NCHW") or a.get("out_dtype") not in (
+        None,
+        "",
+        "float32",
+    ):
         return False
     c, (o, ci) = _sinfo_dims(data)[1], weight.shape[:2]
     groups = a.get("groups", 1)

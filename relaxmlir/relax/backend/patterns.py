@@ -5,7 +5,7 @@ from __future__ import annotations
 from mlir import ir
 
 from relaxmlir.ir import attr_value
-from relaxmlir.relax.backend.registry import PatternCheckContext
+from relaxmlir.relax.backend.registry import FusionPattern, PatternCheckContext
 from relaxmlir.relax.dpl import DFPattern, is_op, wildcard
 from relaxmlir.relax.struct_info import dtype_of
 
@@ -32,6 +32,32 @@ def make_matmul_pattern(
     if activation:
         out = is_op(activation)(out)
     return out, annotations
+
+
+def matmul_patterns(
+    codegen: str,
+    activations: dict[str, str],
+    check,
+    unbiased: tuple[str, ...] = ("relu",),
+) -> list[FusionPattern]:
+    """A library's matmul family, lowest priority first (registration order), for the right
+    operand as is and transposed by `permute_dims`: `<codegen>.matmul[_transposed]`, then
+    `..._<act>` for the activations in `unbiased`, `..._bias`, and `..._bias_<act>` for every
+    activation (name -> relax op) its kernels apply."""
+    out = []
+    for transposed in (False, True):
+        stem = f"{codegen}.matmul_transposed" if transposed else f"{codegen}.matmul"
+        family = [(stem, {})]
+        family += [(f"{stem}_{act}", {"activation": activations[act]}) for act in unbiased]
+        family += [(f"{stem}_bias", {"with_bias": True})]
+        family += [
+            (f"{stem}_bias_{act}", {"with_bias": True, "activation": op})
+            for act, op in activations.items()
+        ]
+        for name, parts in family:
+            pattern, annotations = make_matmul_pattern(transposed_rhs=transposed, **parts)
+            out.append(FusionPattern(name, pattern, annotations, check))
+    return out
 
 
 def make_conv2d_pattern(
