@@ -173,3 +173,24 @@ def test_body_key_is_the_functions_text():
     for f in funcs:
         assert body_key(f) == str(f).partition("(")[2]
     assert body_key(funcs[0]) == body_key(funcs[1]) != body_key(funcs[2])
+
+
+def test_reshape_epilogue_keeps_the_matmul_a_matmul(rng):
+    """A reshape that splits the product's N ([64, 49] -> [1, 64, 7, 7], as im2col convs do)
+    fuses after the matmul but is not pushed into it (upstream fusion by expansion made a
+    4-loop contraction that no matmul rule takes: naive loops, 15x slower)."""
+    w = rng.standard_normal((64, 288), dtype=np.float32)
+    x = relax.Var("x", relax.TensorStructInfo((288, 49), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = bb.emit(relax.op.matmul(relax.const(w), x))
+            gv = bb.emit_output(relax.op.reshape(y, (1, 64, 7, 7)))
+        bb.emit_func_output(gv)
+    mod = _fused(bb.get())
+    (name,) = _prim_funcs(mod)
+    text = str(mod[name].op)
+    # the contraction keeps its three loops (m, n, k)
+    assert '"parallel", "parallel", "reduction"]' in text and "tensor<64x7x7xf32>" not in text
+    xs = rng.standard_normal((288, 49), dtype=np.float32)
+    np.testing.assert_allclose(_run(bb.get(), xs), (w @ xs).reshape(1, 64, 7, 7), rtol=1e-4, atol=1e-4)
