@@ -170,14 +170,15 @@ def fuse_group(module_op: ir.Operation, func_op: ir.Operation, group: list[ir.Op
     last.results[0].replace_all_uses_with(call.results[0])
     for op in reversed(group):
         op.erase()
-    tmp, moved = _fuse_elementwise(fused.operation, views=True)
+    scratch, moved = _fuse_elementwise(fused.operation, views=True)
     if _contraction_loops(moved) != _contraction_loops(fused.operation):
         # A reshape view after a contraction was propagated into it (fusion by expansion: a
         # matmul whose N is split by the reshape became a 4-loop contraction no matmul rule
         # takes; 512x4608x64 with a reshape epilogue ran 15x slower): keep that reshape a copy.
-        tmp, moved = _fuse_elementwise(fused.operation, views=False)
+        scratch, moved = _fuse_elementwise(fused.operation, views=False)
     make_inplace(moved)
-    moved.move_before(fused.operation)  # out of `tmp`, which may go now
+    moved.move_before(fused.operation)  # out of `scratch`, which may go now
+    del scratch
     fused.operation.erase()
 
 
