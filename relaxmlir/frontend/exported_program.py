@@ -28,11 +28,8 @@ from relaxmlir.frontend.importer import (
 from relaxmlir.frontend.rules.common import first
 from relaxmlir.frontend.rules.nn import (
     batch_norm,
-    batch_stats_norm,
     conv2d,
     conv_transpose,
-    group_norm,
-    layer_norm_rule,
 )
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.expr import Var, const
@@ -68,32 +65,6 @@ def _aten_batch_norm(ctx: Importer, node: fx.Node):
     return _aten_batch_norm_args(ctx, node, 7)
 
 
-def _native_group_norm(ctx: Importer, node: fx.Node):
-    """`native_group_norm(input, weight, bias, N, C, HxW, group, eps)` -> (out, mean, rstd)."""
-    x, weight, bias = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
-    out = group_norm(ctx, x, ctx.arg(node, 6, "group"), weight, bias, ctx.arg(node, 7, "eps"))
-    return out, _unused("the mean", node), _unused("the inverse std", node)
-
-
-def _native_batch_norm_legit(ctx: Importer, node: fx.Node):
-    """`_native_batch_norm_legit(input, weight, bias, [running_mean, running_var,] training,
-    momentum, eps)` (`.no_stats` has no running statistics): training mode normalizes by the
-    batch's statistics (instance_norm exports as this); the running statistics are not updated."""
-    x, weight, bias = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
-    stats = node.target._overloadname != "no_stats"
-    training, eps = ctx.arg(node, 5 if stats else 3), ctx.arg(node, 7 if stats else 5)
-    if training:
-        out = batch_stats_norm(ctx, x, weight, bias, eps)
-    else:
-        out = batch_norm(ctx, x, weight, bias, ctx.arg(node, 3), ctx.arg(node, 4), eps)
-    return out, _unused("the saved mean", node), _unused("the saved inverse std", node)
-
-
-def _native_layer_norm(ctx: Importer, node: fx.Node):
-    out = layer_norm_rule(ctx, node)
-    return out, _unused("the mean", node), _unused("the inverse std", node)
-
-
 def _convolution(ctx: Importer, node: fx.Node):
     """`convolution(input, weight, bias, stride, padding, dilation, transposed, output_padding, groups)`."""
     x, w, b = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
@@ -117,9 +88,6 @@ def _convolution(ctx: Importer, node: fx.Node):
 
 register(_native_batch_norm, aten._native_batch_norm_legit_no_training)
 register(_aten_batch_norm, aten.batch_norm)
-register(_native_layer_norm, aten.native_layer_norm)
-register(_native_group_norm, aten.native_group_norm)
-register(_native_batch_norm_legit, aten._native_batch_norm_legit)
 register(_convolution, aten.convolution)
 register(
     lambda ctx, node: None,

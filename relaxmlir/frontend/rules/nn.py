@@ -24,6 +24,7 @@ from relaxmlir.frontend.rules.common import (
 )
 from relaxmlir.frontend.rules.shape import reshape, squeeze, transpose
 from relaxmlir.relax.expr import Constant, const
+from relaxmlir.runtime.dtype import np_dtype
 
 
 # -- matrix products ------------------------------------------------------------------------
@@ -610,3 +611,81 @@ register(
 )
 register(_embedding, F.embedding, aten.embedding)
 register(_sdpa, F.scaled_dot_product_attention, aten.scaled_dot_product_attention)
+
+
+# -- ATen's native normalizations: the output and the statistics it was normalized by ----------
+def _inverse_std(ctx: Importer, var, eps: float):
+    return call(ctx, "rsqrt", emit_binary(ctx, "add", var, float(eps)))
+
+
+def _native_layer_norm(ctx: Importer, node: fx.Node):
+    """`native_layer_norm(input, normalized_shape, weight, bias, eps)` -> (out, mean, rstd),
+    the statistics with the normalized axes kept as size 1."""
+    x, shape = first(ctx, node), ctx.arg(node, 1, "normalized_shape")
+    axes = list(range(ndim(x) - len(shape), ndim(x)))
+    mean = Deferred(lambda: call(ctx, "mean", x, axes, True))
+    var = Deferred(lambda: call(ctx, "variance", x, axes, True))
+    rstd = Deferred(lambda: _inverse_std(ctx, var.get(), ctx.arg(node, 4, "eps")))
+    return layer_norm_rule(ctx, node), mean, rstd
+
+
+def _native_group_norm(ctx: Importer, node: fx.Node):
+    """`native_group_norm(input, weight, bias, N, C, HxW, group, eps)` -> (out, mean, rstd),
+    the statistics of shape (N, group)."""
+    x, weight, bias = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
+    groups, eps = ctx.arg(node, 6, "group"), ctx.arg(node, 7, "eps")
+    out = group_norm(ctx, x, groups, weight, bias, eps)
+
+    def grouped():
+        return reshape(ctx, x, [shape_of(x)[0], groups, -1])
+
+    mean = Deferred(lambda: call(ctx, "mean", grouped(), [2]))
+    rstd = Deferred(lambda: _inverse_std(ctx, call(ctx, "variance", grouped(), [2]), eps))
+    return out, mean, rstd
+
+
+def _native_batch_norm_legit(ctx: Importer, node: fx.Node):
+    """`_native_batch_norm_legit(input, weight, bias, [running_mean, running_var,] training,
+    momentum, eps)` -> (out, save_mean, save_rstd) (`.no_stats` has no running statistics;
+    `_functional` also returns the updated running statistics). Training mode normalizes by the
+    batch's statistics (instance_norm exports as this), which it saves; inference mode saves
+    none (empty tensors). The running statistics of the in-place form are not updated."""
+    x, weight, bias = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
+    overload = getattr(node.target, "_overloadname", None)  # None: torch's function
+    stats = overload != "no_stats" if overload else len(node.args) + len(node.kwargs) > 6
+    training, momentum = ctx.arg(node, 5 if stats else 3), ctx.arg(node, 6 if stats else 4)
+    eps = ctx.arg(node, 7 if stats else 5)
+    running = (ctx.arg(node, 3), ctx.arg(node, 4)) if stats else (None, None)
+    functional = "functional" in str(node.target)
+    if not training:
+        empty = const(np.zeros((0,), dtype=np_dtype(x.struct_info.dtype)))
+        out = batch_norm(ctx, x, weight, bias, running[0], running[1], eps)
+        return (out, empty, empty) + ((running[0], running[1]) if functional else ())
+    axes = [a for a in range(ndim(x)) if a != 1]
+    mean, var = call(ctx, "mean", x, axes), call(ctx, "variance", x, axes)
+    out = batch_stats_norm(ctx, x, weight, bias, eps)
+    results = (out, mean, _inverse_std(ctx, var, eps))
+    if not functional:
+        return results
+    count = int(np.prod([shape_of(x)[a] for a in axes]))
+    unbiased = emit_binary(ctx, "multiply", var, count / max(count - 1, 1))
+    updated = tuple(
+        emit_binary(
+            ctx,
+            "add",
+            emit_binary(ctx, "multiply", old, 1.0 - momentum),
+            emit_binary(ctx, "multiply", new, float(momentum)),
+        )
+        for old, new in zip(running, (mean, unbiased))
+    )
+    return results + updated
+
+
+register(_native_layer_norm, torch.native_layer_norm, aten.native_layer_norm)
+register(_native_group_norm, torch.native_group_norm, aten.native_group_norm)
+register(
+    _native_batch_norm_legit,
+    torch._native_batch_norm_legit,
+    aten._native_batch_norm_legit,
+    aten._native_batch_norm_legit_functional,
+)
