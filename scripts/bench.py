@@ -305,7 +305,10 @@ def _compile_relaxmlir(model, inputs, threads: int):
 # takes matmuls, dnnl (oneDNN) convolutions and matmuls.
 BLAS_WORKLOADS = ("W2", "W3", "W4", "W6", "W8", "W9")
 DNNL_WORKLOADS = ("W3", "W4", "W7a", "W7b")
-LIBRARY_HINTS = {"blas": "pip install scipy-openblas32", "dnnl": "pip install onednn-cpu-gomp"}
+LIBRARY_HINTS = {
+    "blas": "pip install scipy-openblas32",
+    "dnnl": "pip install onednn-cpu-iomp==2023.2.0 intel-cmplr-lib-rt",
+}
 
 
 def _compile_blas_dispatch(model, inputs, threads: int, codegen: str = "blas"):

@@ -14,7 +14,7 @@ import sys
 import numpy as np
 import pytest
 import torch
-from test_runtime import BLOCK_MLIR, run_python
+from test_runtime import BLOCK_MLIR, PARALLEL_MATMUL, run_python
 
 import relaxmlir as rm
 from relaxmlir import relax
@@ -26,7 +26,8 @@ RTOL = ATOL = 1e-4
 R = relax.op
 
 pytestmark = pytest.mark.skipif(
-    not dnnl_backend.is_available(), reason="no oneDNN (pip install onednn-cpu-gomp==2023.2.0)"
+    not dnnl_backend.is_available(),
+    reason="no oneDNN (pip install onednn-cpu-iomp==2023.2.0 intel-cmplr-lib-rt)",
 )
 
 
@@ -365,7 +366,7 @@ def test_dispatched_call_does_not_enter_python():
 
 
 def test_threads_follow_relaxmlir_num_threads():
-    """oneDNN's OpenMP team (libgomp) is as large as ours: RELAXMLIR_NUM_THREADS=3 starts two
+    """oneDNN's OpenMP team is as large as ours: RELAXMLIR_NUM_THREADS=3 starts two
     workers, set_num_threads(1) then runs oneDNN on the calling thread alone."""
     out = run_python(
         """
@@ -389,6 +390,66 @@ print(dnnl_runtime.team_size())
         env={**os.environ, "RELAXMLIR_NUM_THREADS": "3"},
     )
     assert out.split() == ["2", "1"], out
+
+
+def _intel_openmp_build() -> bool:
+    return "libiomp5.so" in dnnl_runtime.needed_libraries(dnnl_runtime.find_dnnl() or "")
+
+
+@pytest.mark.skipif(not _intel_openmp_build(), reason="oneDNN is not the Intel-OpenMP build")
+def test_dnnl_and_our_kernels_share_one_openmp_runtime():
+    """The Intel-OpenMP oneDNN runs on our libiomp5: after a dnnl call the process maps one
+    libiomp5 (ours) and no libgomp, and our parallel kernel then starts no thread of its own
+    (a second runtime would start its own worker)."""
+    out = run_python(
+        "n = 96\n"
+        + PARALLEL_MATMUL
+        + """
+import os
+from relaxmlir.relax.backend import dnnl
+from relaxmlir.runtime import libraries
+def tasks():
+    return len(os.listdir("/proc/self/task"))
+kernel = dnnl.kernel_for("dnnl.conv2d")
+params = dnnl.conv2d_params({"strides": [1, 1], "padding": [1, 1, 1, 1], "dilation": [1, 1], "groups": 1})
+x, w = np.ones((1, 32, 32, 32), np.float32), np.ones((32, 32, 3, 3), np.float32)
+before = tasks()
+kernel(x, w, params, np.empty((1, 32, 32, 32), np.float32))
+after_dnnl = tasks()
+f(a, b, np.empty((n, n), np.float32))
+after_ours = tasks()
+maps = {line.split()[-1] for line in open("/proc/self/maps") if line.rstrip().endswith(".so") or ".so." in line}
+iomp = sorted(m for m in maps if "libiomp5" in m)
+print(after_dnnl - before, after_ours - after_dnnl)
+print(iomp == [os.path.realpath(libraries.find("openmp"))], iomp)
+print([m for m in maps if "libgomp" in m])
+""",
+        env={**os.environ, "RELAXMLIR_NUM_THREADS": "2"},
+    )
+    lines = out.strip().splitlines()
+    assert lines[0].split() == ["1", "0"], out
+    assert lines[1].startswith("True"), out
+    assert lines[2] == "[]", out
+
+
+@pytest.mark.skipif(not _intel_openmp_build(), reason="oneDNN is not the Intel-OpenMP build")
+def test_missing_compiler_runtime_is_a_clear_error():
+    """Without Intel's compiler runtime (intel-cmplr-lib-rt) the Intel-OpenMP libdnnl cannot be
+    opened: the error names the library and the wheel."""
+    out = run_python(
+        """
+from relaxmlir.runtime import dnnl as dnnl_runtime
+dnnl_runtime._runtime_folders = lambda dnnl: ["/nonexistent"]
+from relaxmlir.relax.backend import dnnl
+try:
+    dnnl.kernel_for("dnnl.conv2d")
+    raise SystemExit("no error")
+except OSError as exc:
+    print(exc)
+"""
+    )
+    assert "needs libintlc.so.5, found in none of /nonexistent" in out, out
+    assert "pip install intel-cmplr-lib-rt" in out, out
 
 
 # -- the strategy entries -------------------------------------------------------------------
@@ -487,7 +548,7 @@ try:
     dnnl.kernel_for("dnnl.conv2d")
     raise SystemExit("no error")
 except OSError as exc:
-    assert "pip install onednn-cpu-gomp==2023.2.0" in str(exc), exc
+    assert "pip install onednn-cpu-iomp==2023.2.0 intel-cmplr-lib-rt" in str(exc), exc
     if missing:
         assert "RELAXMLIR_DNNL_LIB=/nonexistent/libdnnl.so.3 does not exist" in str(exc), exc
     else:

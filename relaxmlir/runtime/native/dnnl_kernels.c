@@ -9,8 +9,9 @@
  * strides, parameters, thread count) and kept in a cache; a constant weight is reordered into
  * the primitive's own layout once and kept with it.
  *
- * oneDNN (libdnnl.so.3 of the onednn-cpu-gomp wheel, or the file RELAXMLIR_DNNL_LIB names) is
- * opened here with dlopen when relaxmlir/runtime/libraries.py loads these kernels; this file
+ * oneDNN (libdnnl.so.3 of the onednn-cpu-iomp or onednn-cpu-gomp wheel, or the file
+ * RELAXMLIR_DNNL_LIB names) is opened here with dlopen when relaxmlir/runtime/libraries.py loads
+ * these kernels (relaxmlir/runtime/dnnl.py has loaded what it needs first); this file
  * links against no oneDNN and uses no header of it: the few C API entries and enum values it
  * needs are declared below, as oneDNN v3.2 defines them.
  */
@@ -104,7 +105,7 @@ static struct {
 #undef DECLARE
 
 static void *engine;                    /* the CPU engine; set once by relaxmlir_dnnl_init */
-static void (*omp_set_threads)(int);    /* of the OpenMP runtime oneDNN uses (libgomp) */
+static void (*omp_set_threads)(int);    /* of the OpenMP runtime oneDNN uses */
 static int (*omp_max_threads)(void);
 static pthread_mutex_t init_lock = PTHREAD_MUTEX_INITIALIZER;
 
@@ -160,11 +161,13 @@ static void fail(const char *kernel, const char *what, int status, const view *o
   fill_nan(out);
 }
 
-/* ---- threads: oneDNN's OpenMP runtime (libgomp) gets the team size that the OpenMP runtime of
- * our compiled code (libiomp5) has on the calling thread, so RELAXMLIR_NUM_THREADS and
- * relaxmlir.runtime.set_num_threads reach both; set per calling thread (an OpenMP ICV). */
+/* ---- threads: oneDNN's OpenMP runtime gets the team size that the OpenMP runtime of our
+ * compiled code (libiomp5) has on the calling thread, so RELAXMLIR_NUM_THREADS and
+ * relaxmlir.runtime.set_num_threads reach both; set per calling thread (an OpenMP ICV). For the
+ * Intel-OpenMP build the two are the same libiomp5 and nothing is set; the GNU-OpenMP build's
+ * libgomp is a second runtime, set here before each call when the counts differ. */
 static int (*follow_threads)(void); /* libiomp5's omp_get_max_threads, when loaded */
-static int want_threads;            /* else a fixed count (0: libgomp's own default) */
+static int want_threads;            /* else a fixed count (0: the runtime's own default) */
 
 EXPORT void relaxmlir_dnnl_follow_threads(void *omp_get_max_threads) {
   *(void **)&follow_threads = omp_get_max_threads;
