@@ -1,9 +1,9 @@
 """`export_library`: a lowered module -> ONE shared library that runs without the compiler.
 
 Route (MLIR_NOTES): the LLVM-dialect module the JIT would run -> LLVM IR -> `opt -O3` -> `llc -O3
--relocation-model=pic -filetype=obj` (the LLVM tools wheel; a large module is split into one part
-per core, compiled in parallel: `split_module`) -> linked by the system C compiler with a small
-generated C file that gives the library its plain C ABI:
+-relocation-model=pic -filetype=obj` (the LLVM tools wheel; a large module's code generation is
+split into one llc per core, in parallel: `_codegen`) -> linked by the system C compiler with a
+small generated C file that gives the library its plain C ABI:
 
 - `relaxmlir_entry_<i>(void **args)`: the packed entry point of function i (what the VM calls:
   `args[j]` points at a pointer to the j-th memref descriptor);
@@ -28,6 +28,7 @@ import hashlib
 import json
 import mmap
 import os
+import re
 import shutil
 import stat
 import subprocess
@@ -308,96 +309,95 @@ def attach_constants(image: str, constants: str, records: list[dict], out: str) 
     return [dict(r, offset=r["offset"] + base) for r in records]
 
 
-# Partitions compiled at once (one opt + llc process each); modules with fewer operations than
-# SPLIT_MIN_OPS stay whole (a second process costs more than it saves).
-SPLIT_MIN_OPS = 5000
-_EXTERNAL = "#llvm.linkage<external>"
+# LLVM IR of at least this many characters is split for code generation (ResNet-18: 1.2 MB,
+# BERT-base: ~0.9 MB; the MLP: 37 kB, where another llc process would cost more than it saves).
+SPLIT_MIN_CHARS = 200_000
 
 
 def codegen_jobs() -> int:
-    """How many opt + llc processes one export runs at once: the cores this process may use."""
+    """How many llc processes one export runs at once: the cores this process may use."""
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:
         return max(1, os.cpu_count() or 1)
 
 
-def _linkage(op: ir.Operation) -> str:
-    return str(op.attributes["linkage"]) if "linkage" in op.attributes else _EXTERNAL
+_DEFINE = re.compile(r"^define ([^@]*)@([\w.$-]+)\(", re.M)
 
 
-def _defined(op: ir.Operation) -> bool:
-    return "value" in op.attributes or any(len(r.blocks) for r in op.regions)
+def _deal(text: str, parts: int) -> list[list[str]]:
+    """The functions defined by LLVM IR `text`, dealt into up to `parts` lists of about equal
+    text size (largest first, to the least loaded). A local function (OpenMP's outlined
+    regions) goes with the functions that reference it. [] where the text is not understood."""
+    defs = list(_DEFINE.finditer(text))
+    if not defs or text.count("\ndefine ") + text.startswith("define ") != len(defs):
+        return []  # a quoted or otherwise unusual name
+    bodies = {m.group(2): text[m.start() : n.start() if n else len(text)] for m, n in zip(defs, defs[1:] + [None])}
+    local = {m.group(2) for m in defs if re.search(r"\b(internal|private)\b", m.group(1))}
+    group = {name: name for name in bodies}  # union-find over functions that must stay together
 
+    def find(name: str) -> str:
+        while group[name] != name:
+            name = group[name]
+        return name
 
-def _op_count(op: ir.Operation) -> int:
-    count = 0
-
-    def visit(_):
-        nonlocal count
-        count += 1
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
-    return count
-
-
-def _declaration(op: ir.Operation, ip: ir.InsertionPoint) -> None:
-    """An external declaration of function or global `op` (no body, no initial value)."""
-    attrs = {name: op.attributes[name] for name in op.attributes if name != "value"}
-    ir.Operation.create(op.name, attributes=attrs, regions=len(op.regions), loc=op.location, ip=ip)
-
-
-def split_module(module: ir.Module, parts: int) -> list[ir.Module]:
-    """`module` (LLVM dialect) as up to `parts` modules that link into the same code: each
-    defines some of the functions, balanced by operation count, and declares the others; the
-    external globals are defined by the first, private constants copied into each.
-
-    opt -O3 and llc run on one core each: BERT-base's or ResNet-18's one module took ~1.4 s of
-    CPU. Functions call each other only through external symbols (each kernel is its own
-    external function), so the code of each function is what the whole module gave. A module
-    that does not have that form (local functions, mutable private globals, other top-level
-    ops) or is small stays whole."""
-    top = [op.operation for op in module.body.operations]
-    funcs = [op for op in top if op.name == "llvm.func" and _defined(op)]
-    if parts < 2 or len(funcs) < 2:
-        return [module]
-    for op in top:
-        if op.name not in ("llvm.func", "llvm.mlir.global"):
-            return [module]
-        linkage = _linkage(op)
-        if op.name == "llvm.func" and linkage != _EXTERNAL and _defined(op):
-            return [module]
-        if op.name == "llvm.mlir.global" and linkage != _EXTERNAL and "constant" not in op.attributes:
-            return [module]
-    sizes = [_op_count(f) for f in funcs]
-    if sum(sizes) < SPLIT_MIN_OPS:
-        return [module]
-    loads, owner = [0] * parts, {}
-    for size, f in sorted(zip(sizes, funcs), key=lambda p: -p[0]):  # largest first, least loaded
+    for name, body in bodies.items():
+        for callee in local:
+            if callee != name and f"@{callee}" in body:
+                group[find(callee)] = find(name)
+    sizes: dict[str, int] = {}
+    for name, body in bodies.items():
+        sizes[find(name)] = sizes.get(find(name), 0) + len(body)
+    loads, dealt = [0] * parts, [[] for _ in range(parts)]
+    for root in sorted(sizes, key=lambda r: -sizes[r]):
         k = loads.index(min(loads))
-        loads[k] += size
-        owner[ir.StringAttr(f.attributes["sym_name"]).value] = k
-    out = []
-    for k in range(parts):
-        if k not in owner.values():
-            continue
-        src = module.operation
-        with src.context, src.location:
-            part = ir.Module.create()
-            for name in src.attributes:
-                part.operation.attributes[name] = src.attributes[name]
-            ip = ir.InsertionPoint(part.body)
-            for op in top:
-                name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else ""
-                if op.name == "llvm.func" and name in owner and owner[name] != k:
-                    _declaration(op, ip)
-                elif op.name == "llvm.mlir.global" and _linkage(op) == _EXTERNAL and out and _defined(op):
-                    _declaration(op, ip)  # defined once, by the first part
-                else:
-                    op.clone(ip=ip)
-        out.append(part)
-    return out
+        loads[k] += sizes[root]
+        dealt[k] += [name for name in bodies if find(name) == root]
+    return [names for names in dealt if names]
+
+
+def _codegen(ll: str, triple: list[str], parts: int) -> list[str]:
+    """`opt -O3` of the whole module, then `llc` of up to `parts` pieces of it in parallel: the
+    objects.
+
+    opt sees the whole module (what it infers about the kernels shapes the graph function that
+    calls them), and each piece holds its functions as opt left them, with every constant they
+    read (so llc folds the same loads; `--localize-hidden` keeps each copy to its object): the
+    machine code of each function is what the unsplit module gave. ResNet-18's llc took ~0.8 s
+    of CPU."""
+    bc = ll + ".opt.bc"
+    # opt needs the target too: without it the IR carries no triple and the cost models of the
+    # vectorizer and unroller are the generic ones (ResNet-18 ran 15-20% slower than JIT)
+    _run([llvm_tool("opt"), "-O3", *triple, ll, "-o", bc], "opt")
+    pieces = [bc]
+    if parts > 1:
+        # dealt from the optimized module (opt's OpenMP passes move which function calls which);
+        # the pieces come from its bitcode: text would lose the use-list order, which llc's
+        # choices depend on
+        _run([llvm_tool("llvm-dis"), bc, "-o", bc + ".ll"], "llvm-dis")
+        with open(bc + ".ll", encoding="utf-8") as f:
+            dealt = _deal(f.read(), parts)
+        if len(dealt) > 1:
+            pieces = [f"{bc}.{k}" for k in range(len(dealt))]
+            for k, names in enumerate(dealt):
+                # the first piece also defines every global variable (the weights' slots)
+                first = ["--rglob=.*"] if k == 0 else []
+                cmd = [llvm_tool("llvm-extract"), "--keep-const-init", *first]
+                _run([*cmd, *[f"--func={n}" for n in names], bc, "-o", pieces[k]], "llvm-extract")
+    llc = [llvm_tool("llc"), "-O3", "-relocation-model=pic", "-filetype=obj", *triple]
+    procs = [
+        subprocess.Popen([*llc, piece, "-o", piece + ".o"], stdout=subprocess.DEVNULL,
+                         stderr=subprocess.PIPE, text=True)
+        for piece in pieces
+    ]  # fmt: skip
+    errors = [err for proc in procs for err in [proc.communicate()[1]] if proc.returncode != 0]
+    if errors:
+        raise ExportError(f"llc failed: {errors[0].strip()[:2000]}")
+    objects = [piece + ".o" for piece in pieces]
+    for obj in objects if len(objects) > 1 else []:
+        # the constants each piece kept (private before, hidden now) stay local to it
+        _run([llvm_tool("llvm-objcopy"), "--localize-hidden", obj], "llvm-objcopy")
+    return objects
 
 
 def export_library(module: ir.Module, executable: Any, path: str) -> None:
@@ -406,7 +406,9 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
     target = executable.target
     cuda = target.kind == "cuda"
     host = target.host if cuda else target  # host code of a CUDA model runs on its host CPU
-    opt, llc, cc = llvm_tool("opt"), llvm_tool("llc"), c_compiler()
+    cc = c_compiler()
+    for tool in ("opt", "llc", "llvm-dis", "llvm-extract", "llvm-objcopy"):
+        llvm_tool(tool)  # a missing tool is reported before anything runs
     unknown = [n for n in executable.libraries if n not in ("relaxmlir", "openmp")]
     if unknown:
         raise ExportError(
@@ -414,18 +416,24 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
             f"{', '.join(unknown)}"
         )
     with tempfile.TemporaryDirectory(prefix="relaxmlir-export-") as tmp:
-        glue, consts, blob = (os.path.join(tmp, n) for n in ("glue.c", "constants.s", "constants.bin"))
+        ll, glue, consts, blob = (
+            os.path.join(tmp, n) for n in ("model.ll", "glue.c", "constants.s", "constants.bin")
+        )
         module = clone_module(module)  # the JIT's module stays as it is
         with module.context:
             # CUDA host code keeps its constants linked: they are copied to the device.
             detached = [] if cuda else detach_constants(module)
             assembly = externalize_constants(module, tmp)
-            parts = [module] if cuda else split_module(module, codegen_jobs())
+            text = str(llvm_d.translate_module_to_llvmir(module.operation))
         objects = []
         if ".incbin" in assembly:
             with open(consts, "w", encoding="utf-8") as f:
                 f.write(assembly)
             objects.append(consts)
+        with open(ll, "w", encoding="utf-8") as f:
+            f.write(text)
+        parts = codegen_jobs() if len(text) >= SPLIT_MIN_CHARS and not cuda else 1
+        del text
         # The C parts are compiled while opt and llc run (the runtime once per machine).
         with open(glue, "w", encoding="utf-8") as f:
             f.write(glue_source(executable))
@@ -435,33 +443,14 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
         triple = [f"-mtriple={host.triple}", f"-mcpu={host.mcpu}"]
-
-        def codegen(ll: str, obj: str) -> None:
-            # the IR optimizations the JIT runs at opt level 3, then code generation
-            # opt needs the target too: without it the IR carries no triple and the cost models
-            # of the vectorizer and unroller are the generic ones (ResNet-18 ran 15-20% slower
-            # than JIT)
-            _run([opt, "-O3", *triple, ll, "-o", ll + ".opt.bc"], "opt")
-            _run([llc, "-O3", "-relocation-model=pic", "-filetype=obj", *triple, ll + ".opt.bc",
-                  "-o", obj], "llc")  # fmt: skip
-
         try:
-            # one opt + llc per part, in parallel; the weights are written meanwhile (BERT-base:
-            # 440 MB, ~1 s) and put after the image once it is linked
-            with ThreadPoolExecutor(len(parts)) as pool:
-                jobs = []
-                for i, part in enumerate(parts):
-                    with part.context:
-                        text = str(llvm_d.translate_module_to_llvmir(part.operation))
-                    ll = os.path.join(tmp, f"model{i}.ll")
-                    with open(ll, "w", encoding="utf-8") as f:
-                        f.write(text)
-                    objects.append(os.path.join(tmp, f"model{i}.o"))
-                    jobs.append(pool.submit(codegen, ll, objects[-1]))
+            # the weights are written while opt and llc run (BERT-base: 440 MB, ~1 s) and put
+            # after the image once it is linked
+            with ThreadPoolExecutor(1) as pool:
+                job = pool.submit(_codegen, ll, triple, parts)
                 records = write_constants(blob, detached) if detached else []
                 runtime = [runtime_object(cc)]
-                for job in jobs:
-                    job.result()
+                objects += job.result()
         finally:
             _, err = glue_cc.communicate()
         if glue_cc.returncode != 0:

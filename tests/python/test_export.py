@@ -206,24 +206,39 @@ def test_weights_copied_after_the_image_where_no_range_can_be_inserted(tmp_path,
     np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, params()), rtol=RTOL, atol=ATOL)
 
 
-def test_split_module_compiles_in_parts(tmp_path, monkeypatch):
-    """A module split for parallel opt + llc (export.split_module) links into the same model:
-    each part defines some kernels and declares the rest, the weights' slots defined once."""
+def test_code_generation_split_across_processes(tmp_path, monkeypatch):
+    """Code generation of a large module is split (llvm-split, one llc each, in parallel) after
+    opt saw the whole module; the objects link into the same model."""
     from lowering import export
 
-    parts_seen = []
-    split = export.split_module
+    objects = []
+    codegen = export._codegen
 
-    def spy(module, parts):
-        out = split(module, 3)
-        parts_seen.append(len(out))
-        return out
+    def spy(ll, triple, parts):
+        objects.append(codegen(ll, triple, parts))
+        return objects[-1]
 
-    monkeypatch.setattr(export, "SPLIT_MIN_OPS", 0)
-    monkeypatch.setattr(export, "split_module", spy)
+    monkeypatch.setattr(export, "SPLIT_MIN_CHARS", 0)
+    monkeypatch.setattr(export, "codegen_jobs", lambda: 3)
+    monkeypatch.setattr(export, "_codegen", spy)
     lib = tmp_path / "mlp.so"
     relax.build(_mlp("tir", "n"), "llvm").export_library(str(lib))
-    assert parts_seen and parts_seen[0] == 3
+    assert len(objects) == 1 and len(objects[0]) == 3
     x = np.random.default_rng(3).standard_normal((4, 784), dtype=np.float32)
     vm = relax.VirtualMachine(rm.load_module(str(lib)), rm.cpu())
     np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, params()), rtol=RTOL, atol=ATOL)
+
+
+def test_codegen_pieces_keep_local_functions_with_their_callers():
+    """OpenMP's outlined regions are local functions: each goes into the piece of the function
+    that references it; a name the dealer does not parse leaves the module whole."""
+    from lowering.export import _deal
+
+    text = (
+        "define void @a() {\n  call void @a..omp_par()\n  ret void\n}\n"
+        "define internal void @a..omp_par() {\n  ret void\n}\n"
+        "define void @b() {\n  ret void\n}\n"
+    )
+    assert sorted(map(sorted, _deal(text, 2))) == [["a", "a..omp_par"], ["b"]]
+    assert _deal(text, 1) == [["a", "a..omp_par", "b"]]
+    assert _deal('define void @"odd name"() {\n  ret void\n}\n', 2) == []
