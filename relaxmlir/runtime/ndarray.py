@@ -186,6 +186,12 @@ def from_dlpack(obj: Any) -> NDArray:
         device = Device("cuda", int(obj.__dlpack_device__()[1]))
         data, device = cuda.from_dlpack_capsule(obj.__dlpack__(stream=cuda.current_stream(device)), obj)
         return NDArray.on_device(data, device)
+    bf16 = str(getattr(obj, "dtype", "")) == "torch.bfloat16"
+    if bf16 and type(obj).__module__.startswith("torch"):
+        import torch
+
+        # NOTE: numpy's DLPack import has no bfloat16: view the bits as int16, then as bfloat16
+        return NDArray(np.from_dlpack(obj.view(torch.int16)).view(np_dtype("bfloat16")))
     out = np.from_dlpack(obj)
     dtype_name(out.dtype)
     return NDArray(out)

@@ -266,3 +266,15 @@ def test_bool_io_keeps_dtype():
     vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), rm.cpu())
     got = vm["main"](np.array([1, 1, 0, 0], bool), np.array([-1, 1, -1, 1], np.float32)).numpy()
     assert got.dtype == np.bool_ and got.tolist() == [True, False, False, False]
+
+
+def test_from_dlpack_bfloat16_views_torch_memory():
+    """rm.nd.from_dlpack of a torch bfloat16 tensor (numpy's DLPack import has no bfloat16: it
+    raised RuntimeError) views the same memory, and converts back to torch without a copy."""
+    t = torch.randn(2, 3).to(torch.bfloat16)
+    a = rm.nd.from_dlpack(t)
+    assert a.dtype == "bfloat16" and a.shape == (2, 3)
+    t[0, 0] = 7.0
+    assert float(a.numpy()[0, 0]) == 7.0
+    back = torch.from_dlpack(a)
+    assert back.dtype == torch.bfloat16 and torch.equal(back, t)
