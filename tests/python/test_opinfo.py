@@ -58,8 +58,13 @@ KNOWN_FAILURES: dict[str, str] = {}
 # Samples that once failed below the importers, run by default: max_pool2d with padding and a
 # width dilation over a single window row (the unit-loop folding of the CPU schedule read the
 # whole padded column), bmm (1, 512, 1) x (1, 1, 128) (the strided-view raising dropped the
-# K=1 loop from every operand: a non-invertible linalg map)
-FIXED_SAMPLES = {"nn.functional.max_pool2d": [691, 1195], "bmm.triton_optimized": [9]}
+# K=1 loop from every operand: a non-invertible linalg map); and once rejected: 1-D area
+# interpolation (adaptive average pooling over a height of 1)
+FIXED_SAMPLES = {
+    "nn.functional.max_pool2d": [691, 1195],
+    "bmm.triton_optimized": [9],
+    "nn.functional.interpolate.area": [0, 3],
+}
 
 
 # OpInfos whose `op` is a wrapper (a lambda, a slot wrapper): the torch target they call

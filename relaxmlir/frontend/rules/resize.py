@@ -127,10 +127,14 @@ def interpolate(ctx: Importer, x, size, scales, mode: str, align_corners: bool, 
         scales = [None] * spatial if scales == [None] * spatial else scales
     else:
         out_sizes = [math.floor(d * s) for d, s in zip(in_sizes, scales)]
-    if mode == "area":
-        if spatial != 2:
+    if mode == "area":  # adaptive average pooling; 1-D as 2-D over a height of 1
+        if spatial not in (1, 2):
             raise NotImplementedError(f"interpolate mode 'area' on {spatial} spatial axes{where}")
-        return call(ctx, "nn.adaptive_avg_pool2d", x, [int(s) for s in out_sizes])
+        sizes = [int(s) for s in out_sizes]
+        if spatial == 1:
+            out = call(ctx, "nn.adaptive_avg_pool2d", call(ctx, "expand_dims", x, 2), [1] + sizes)
+            return call(ctx, "squeeze", out, [2])
+        return call(ctx, "nn.adaptive_avg_pool2d", x, sizes)
     if mode not in ("nearest", "nearest-exact", "linear", "bilinear", "trilinear"):
         raise NotImplementedError(f"interpolate mode '{mode}'{where}")
     dtype = x.struct_info.dtype
