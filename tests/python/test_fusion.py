@@ -194,3 +194,40 @@ def test_reshape_epilogue_keeps_the_matmul_a_matmul(rng):
     assert '"parallel", "parallel", "reduction"]' in text and "tensor<64x7x7xf32>" not in text
     xs = rng.standard_normal((288, 49), dtype=np.float32)
     np.testing.assert_allclose(_run(bb.get(), xs), (w @ xs).reshape(1, 64, 7, 7), rtol=1e-4, atol=1e-4)
+
+
+def test_equal_groups_are_fused_once(rng, monkeypatch):
+    """FuseTIR fuses a group equal to an earlier one (a transformer's repeated layers) by copying
+    that result: one elementwise fusion per distinct group, the copies' bodies the same."""
+    from lowering import fuse_tir
+    from lowering.dedupe import body_key
+
+    calls = []
+    fuse = fuse_tir._fuse_elementwise
+
+    def counting(func_op, views):
+        calls.append(func_op)
+        return fuse(func_op, views)
+
+    monkeypatch.setattr(fuse_tir, "_fuse_elementwise", counting)
+    w = [rng.standard_normal((16, 16), dtype=np.float32) for _ in range(3)]
+    b = [rng.standard_normal((16,), dtype=np.float32) for _ in range(3)]
+    x = relax.Var("x", relax.TensorStructInfo((4, 16), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            y = x
+            for wi, bi in zip(w, b):  # three layers: matmul + bias + relu each
+                y = bb.emit(relax.op.matmul(y, relax.const(wi)))
+                y = bb.emit(relax.op.nn.relu(relax.op.add(y, relax.const(bi))))
+            gv = bb.emit_output(y)
+        bb.emit_func_output(gv)
+    mod = _fused(bb.get())
+    fused = [f for name, f in mod.functions.items() if name.startswith("fused_")]
+    assert len(fused) == 3 and len(calls) == 1, ([f.name for f in fused], len(calls))
+    assert len({body_key(f.op.operation) for f in fused}) == 1
+    data = rng.standard_normal((4, 16), dtype=np.float32)
+    want = data
+    for wi, bi in zip(w, b):
+        want = np.maximum(want @ wi + bi, 0)
+    np.testing.assert_allclose(_run(mod, data), want, rtol=1e-4, atol=1e-4)
