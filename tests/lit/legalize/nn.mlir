@@ -70,3 +70,15 @@ func.func @pad_modes(%x: tensor<2x3xf32>) -> tensor<3x5xf32> attributes {relax.f
   %2 = "relax.nn_pad"(%x) {pad_mode = "edge", pad_value = 0.000000e+00 : f64, pad_width = [3, 0, 0, 4]} : (tensor<2x3xf32>) -> tensor<5x7xf32>
   return %0 : tensor<3x5xf32>
 }
+
+// -----
+
+// A pad by nothing is its input: no kernel (topi.nn.pad hands back its input tensor, which a
+// PrimFunc cannot list as both input and output).
+// CHECK-LABEL: func.func @pad_by_nothing
+// CHECK-NOT: relax.call_tir
+// CHECK: return %arg0
+func.func @pad_by_nothing(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {relax.function} {
+  %0 = "relax.nn_pad"(%x) {pad_mode = "constant", pad_value = 0.000000e+00 : f64, pad_width = [0, 0, 0, 0]} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %0 : tensor<2x3xf32>
+}

@@ -92,6 +92,8 @@ def _pad(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
     width = a["pad_width"]
     before, after = width[0::2], width[1::2]
+    if not any(width):
+        return call.args[0]  # NOTE: topi.nn.pad hands back its input: no kernel to build
     if a["pad_mode"] == "constant":
         return bb.call_te(topi.nn.pad, call.args[0], before, after, a["pad_value"])
     mode = "REFLECT" if a["pad_mode"] == "reflect" else "EDGE"
