@@ -435,10 +435,12 @@ def test_user_map_extends_unsupported():
 
 
 def test_unsupported_output_part_raises():
-    """Pooling indices have no translation: using them raises, ignoring them is fine."""
+    """Pooling indices over symbolic spatial sizes have no translation: using them raises,
+    ignoring them is fine."""
     model = Fn(lambda x: F.max_pool2d(x, 2, return_indices=True)[1], 1)
-    with pytest.raises(NotImplementedError, match=r"indices of max_pool2d at node 'max_pool2d_with_indices'"):
-        from_fx(model, [(1, 1, 4, 4)])
+    with pytest.raises(NotImplementedError, match=r"indices of max_pool2d over symbolic spatial sizes"):
+        from_fx(model, [(1, 1, "h", "w")])
+    from_fx(Fn(lambda x: F.max_pool2d(x, 2, return_indices=True)[0], 1), [(1, 1, "h", "w")])
 
 
 class _Add(nn.Module):

@@ -59,9 +59,11 @@ KNOWN_FAILURES: dict[str, str] = {}
 # width dilation over a single window row (the unit-loop folding of the CPU schedule read the
 # whole padded column), bmm (1, 512, 1) x (1, 1, 128) (the strided-view raising dropped the
 # K=1 loop from every operand: a non-invertible linalg map); and once rejected: 1-D area
-# interpolation (adaptive average pooling over a height of 1)
+# interpolation (adaptive average pooling over a height of 1), max pooling's indices (plain, and
+# with padding + dilation)
 FIXED_SAMPLES = {
-    "nn.functional.max_pool2d": [691, 1195],
+    "nn.functional.max_pool2d": [691, 1195, 0, 18],
+    "nn.functional.max_pool1d": [0, 18],
     "bmm.triton_optimized": [9],
     "nn.functional.interpolate.area": [0, 3],
 }
@@ -326,6 +328,9 @@ def main(argv: list[str]) -> None:
     for op_id, counts in report.ops.items():
         if not counts["pass"] or counts["fail"]:
             print(f"NOT CLEAN {op_id}: {dict(counts)} {report.rejections.get(op_id, '')}")
+    for op_id, counts in sorted(report.ops.items(), key=lambda item: -item[1]["rejected"]):
+        if counts["rejected"]:
+            print(f"REJECTS {op_id}: {counts['rejected']} {report.rejections[op_id]}")
     for line in report.failures:
         print("FAIL", line)
 

@@ -359,12 +359,62 @@ def _max_pool(ctx: Importer, node: fx.Node):
         ctx.arg(node, 5, "ceil_mode", False),
     )
     if ctx.arg(node, 6, "return_indices", False) or "with_indices" in str(node.target):
-        return out, Deferred(lambda: _no_indices(node))
+        indices = Deferred(
+            lambda: max_pool2d_indices(
+                ctx,
+                x,
+                kernel,
+                ctx.arg(node, 2, "stride"),
+                ctx.arg(node, 3, "padding", 0),
+                ctx.arg(node, 4, "dilation", 1),
+                list(shape_of(out)[-2:]),
+            )
+        )
+        return out, indices
     return out
 
 
-def _no_indices(node: fx.Node):
-    raise NotImplementedError(f"the indices of max_pool2d at node '{node.name}' are not supported")
+@unbatched
+def max_pool2d_indices(ctx: Importer, x, kernel, stride, padding, dilation, out_hw: list):
+    """The flat index (`h * W + w`) of each window's maximum, as torch's CPU kernel picks it: the
+    first maximum in window order, or the last NaN. The window taps of `x` padded with -inf are
+    compared one by one (k*k strided slices, fused into one kernel)."""
+    kernel, stride = _pool_window(kernel, stride)
+    (ph, pw), (dh, dw) = make_pair(padding), make_pair(dilation)
+    h, w = shape_of(x)[2:]
+    if not all(isinstance(d, int) for d in (h, w, *out_hw)):
+        raise NotImplementedError("the indices of max_pool2d over symbolic spatial sizes")
+    oh, ow = out_hw
+    dtype = np_dtype(x.struct_info.dtype)
+    lowest = (
+        -np.inf if np.issubdtype(dtype, np.floating) or dtype.kind == "V" else np.iinfo(dtype).min
+    )
+    span_h, span_w = (
+        (oh - 1) * stride[0] + dh * (kernel[0] - 1) + 1,
+        (ow - 1) * stride[1] + dw * (kernel[1] - 1) + 1,
+    )
+    pads = [0, 0, 0, 0, ph, max(span_h - h - ph, 0), pw, max(span_w - w - pw, 0)]
+    padded = call(ctx, "nn.pad", x, pads, "constant", float(lowest))
+    rows, cols = np.arange(oh)[:, None] * stride[0] - ph, np.arange(ow)[None, :] * stride[1] - pw
+    first_row = np.where(rows < 0, rows + ((-rows + dh - 1) // dh) * dh, rows)
+    first_col = np.where(cols < 0, cols + ((-cols + dw - 1) // dw) * dw, cols)
+    index = const((first_row * w + first_col).astype(np.int64))
+    best = as_tensor(float(lowest) if np.isinf(lowest) else int(lowest), padded)
+    for kh in range(kernel[0]):
+        for kw in range(kernel[1]):
+            begin = [kh * dh, kw * dw]
+            end = [b + (n - 1) * s + 1 for b, n, s in zip(begin, (oh, ow), stride)]
+            tap = call(ctx, "strided_slice", padded, [2, 3], begin, end, stride)
+            at = const(((rows + kh * dh) * w + cols + kw * dw).astype(np.int64))
+            better = call(
+                ctx,
+                "logical_or",
+                emit_binary(ctx, "greater", tap, best),
+                emit_binary(ctx, "not_equal", tap, tap),
+            )
+            best = call(ctx, "where", better, tap, best)
+            index = call(ctx, "where", better, at, index)
+    return index
 
 
 def _avg_pool(ctx: Importer, node: fx.Node):
@@ -433,17 +483,23 @@ def _repeat_heads(ctx: Importer, x, heads: int, node: fx.Node):
 
 
 def _max_pool1d(ctx: Importer, node: fx.Node):
-    if ctx.arg(node, 6, "return_indices", False) or "with_indices" in str(node.target):
-        raise NotImplementedError(f"the indices of max_pool1d at node '{node.name}'")
-    return pool1d(max_pool2d)(
-        ctx,
+    x, kernel, stride = (
         first(ctx, node),
         ctx.arg(node, 1, "kernel_size"),
         ctx.arg(node, 2, "stride"),
+    )
+    padding, dilation = (
         ctx.arg(node, 3, "padding", 0),
         [1] + make_pair(ctx.arg(node, 4, "dilation", 1), 1),
-        ctx.arg(node, 5, "ceil_mode", False),
     )
+    out = pool1d(max_pool2d)(
+        ctx, x, kernel, stride, padding, dilation, ctx.arg(node, 5, "ceil_mode", False)
+    )
+    if ctx.arg(node, 6, "return_indices", False) or "with_indices" in str(node.target):
+        out_hw = [1, shape_of(out)[-1]]
+        indices = pool1d(max_pool2d_indices)
+        return out, Deferred(lambda: indices(ctx, x, kernel, stride, padding, dilation, out_hw))
+    return out
 
 
 def _avg_pool1d(ctx: Importer, node: fx.Node):
@@ -591,7 +647,15 @@ register(
     aten.conv_transpose2d,
     aten.conv_transpose1d,
 )
-register(_max_pool1d, F.max_pool1d, torch.max_pool1d, aten.max_pool1d)
+register(
+    _max_pool1d,
+    F.max_pool1d,
+    F.max_pool1d_with_indices,
+    torch.max_pool1d,
+    torch.max_pool1d_with_indices,
+    aten.max_pool1d,
+    aten.max_pool1d_with_indices,
+)
 register(_avg_pool1d, F.avg_pool1d, torch.avg_pool1d, aten.avg_pool1d)
 register(
     _adaptive_avg_pool1d, F.adaptive_avg_pool1d, torch.adaptive_avg_pool1d, aten.adaptive_avg_pool1d
