@@ -312,3 +312,83 @@ def test_strategy_candidate_not_legalized_as_named_is_a_failed_record(tmp_path):
         "conv2d_nchw.nope"
     ]
     assert db.best_strategies(str(target)) == {task.key: default}
+
+
+# -- builders and runner: long-lived processes, faults isolated ------------------------------
+
+
+def _faults(monkeypatch, plan: dict):
+    """Inject `plan[(step, i)]` ("crash", "hang", "poison") into the i-th build or run."""
+    from relaxmlir.meta_schedule import measure
+
+    seen = {"build": 0, "run": 0}
+
+    def hook(step, knobs):
+        seen[step] += 1
+        return plan.get((step, seen[step] - 1))
+
+    monkeypatch.setattr(measure, "FAULT_HOOK", hook)
+
+
+def test_builder_crash_and_hang_keep_the_rest_of_the_round(tmp_path, monkeypatch):
+    from relaxmlir.meta_schedule.measure import Measurer
+
+    task = ms.extract_tasks(_mlp(16), Target("llvm"))[1]
+    _faults(monkeypatch, {("build", 1): "crash", ("build", 2): "hang"})
+    with Measurer(str(tmp_path), 2, timeout_s=30, build_timeout_s=8) as m:
+        results = m.measure(task, [task.default_knobs()] * 6, str(Target("llvm")))
+        builders = [w.proc for w in m.builders.live]
+        # The crashed and the hung builder were killed; a replacement starts when needed.
+        assert m.builders.started >= 3 and len(builders) <= 2
+    errors = [r.get("error") for r in results]
+    assert errors[1].startswith("build: crashed (-6): Fatal Python error: Aborted"), errors
+    assert errors[2] == "build: timeout after 8 s", errors
+    assert errors[:1] + errors[3:] == [None] * 4, errors
+    assert all(len(r["times_us"]) >= 10 for i, r in enumerate(results) if i not in (1, 2))
+    assert builders and all(p.poll() is not None for p in builders)  # none outlives close()
+
+
+def test_builder_crash_caused_earlier_is_not_blamed_on_the_next_candidate(tmp_path, monkeypatch):
+    """A build that leaves its builder broken (it aborts at its next build): the next candidate
+    is rebuilt on a fresh builder and measured; no record carries the fault."""
+    from relaxmlir.meta_schedule.measure import Measurer
+
+    task = ms.extract_tasks(_mlp(16), Target("llvm"))[1]
+    _faults(monkeypatch, {("build", 1): "poison"})
+    with Measurer(str(tmp_path), 1, timeout_s=30) as m:
+        results = m.measure(task, [task.default_knobs()] * 3, str(Target("llvm")))
+        assert m.builders.started == 2
+    assert [r.get("error") for r in results] == [None] * 3, results
+
+
+def test_runner_child_hang_and_crash_are_records_and_the_next_runs(tmp_path, monkeypatch):
+    from relaxmlir.meta_schedule.measure import Measurer
+
+    task = ms.extract_tasks(_mlp(16), Target("llvm"))[1]
+    _faults(monkeypatch, {("run", 1): "hang", ("run", 2): "crash"})
+    with Measurer(str(tmp_path), 2, timeout_s=8) as m:
+        results = m.measure(task, [task.default_knobs()] * 4, str(Target("llvm")))
+        assert m.runner.started == 1  # one fork server served all four
+        server = m.runner.worker.proc
+    errors = [r.get("error") for r in results]
+    assert errors[1] == "run: timeout after 8 s", errors
+    assert errors[2].startswith("run: crashed (-6): Fatal Python error: Aborted"), errors
+    assert errors[0] is None and errors[3] is None, errors
+    assert server.poll() is not None
+
+
+def test_closing_the_builders_mid_build_leaves_no_process(tmp_path):
+    import time
+
+    from relaxmlir.meta_schedule.measure import BuilderPool
+
+    pool = BuilderPool(1, str(tmp_path))
+    job = pool.submit({"fault": "hang"}, 600)
+    while not pool.live:
+        time.sleep(0.05)
+    (worker,) = pool.live
+    start = time.monotonic()
+    pool.close()
+    assert time.monotonic() - start < 30
+    assert job.result()["error"].startswith("build: crashed (-9)"), job.result()
+    assert worker.proc.poll() is not None and not pool.live
