@@ -78,8 +78,13 @@ def inner_reduction(
     Returns (rows, lanes)."""
     nloops = len(info.ranges)
     if block_dim is None:
-        out_dims = info.operand_dims[-1]
+        out_dims = info.operand_dims[-1] or []
         block_dim = out_dims[-1] if out_dims else None
+        if block_dim is not None and info.ranges[block_dim] is None:
+            # a symbolic innermost row loop (softmax over [heads, n, n]): block a static outer
+            # one instead, so several rows' partial sums still run side by side
+            static = [d for d in out_dims if (info.ranges[d] or 0) > 1]
+            block_dim = static[-1] if static else block_dim
     rows = 1
     if block_dim is not None and info.ranges[block_dim] is not None:
         rows = _divisor(info.ranges[block_dim], ROWS)
