@@ -60,8 +60,10 @@ KNOWN_FAILURES: dict[str, str] = {}
 # whole padded column), bmm (1, 512, 1) x (1, 1, 128) (the strided-view raising dropped the
 # K=1 loop from every operand: a non-invertible linalg map); and once rejected: 1-D area
 # interpolation (adaptive average pooling over a height of 1), max pooling's indices (plain, and
-# with padding + dilation)
+# with padding + dilation), torch.rsub and torch.split_with_sizes through fx
 FIXED_SAMPLES = {
+    "rsub": [0],
+    "split_with_sizes": [0],
     "nn.functional.max_pool2d": [691, 1195, 0, 18],
     "nn.functional.max_pool1d": [0, 18],
     "bmm.triton_optimized": [9],

@@ -344,7 +344,7 @@ for _op_name, _targets in {
     "greater_equal": (torch.ge, operator.ge, "ge", aten.ge),
 }.items():
     register(binary(_op_name), *_targets)
-register(binary("subtract", swap=True), aten.rsub)
+register(binary("subtract", swap=True), torch.rsub, aten.rsub)
 register(
     _divide,
     torch.div,

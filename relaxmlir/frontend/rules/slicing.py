@@ -326,7 +326,10 @@ def _narrow(ctx: Importer, node: fx.Node):
 register(getitem, operator.getitem)
 register(_cat, torch.cat, torch.concat, aten.cat, aten.concat)
 register(_stack, torch.stack, aten.stack)
-register(_split, torch.split, "split", aten.split, aten.split_with_sizes)
+register(
+    _split, torch.split, torch.split_with_sizes, "split", "split_with_sizes", aten.split,
+    aten.split_with_sizes,
+)  # fmt: skip
 register(_chunk, torch.chunk, "chunk", aten.chunk)
 register(_unbind, torch.unbind, "unbind", aten.unbind)
 register(_select, torch.select, "select", aten.select)
