@@ -91,7 +91,10 @@ def _evaluate(value: ir.Value, grid: list[np.ndarray], body: ir.Block, memo: dic
 
 
 def _affine_fit(addr: np.ndarray, ranges: list[int]) -> tuple[int, list[int]] | None:
-    """(b, [a_i]) with addr == b + sum a_i * d_i at every point, else None."""
+    """(b, [a_i]) with addr == b + sum a_i * d_i at every point, else None (also for an empty
+    iteration space: there is no point to read the base address at)."""
+    if 0 in ranges:
+        return None
     addr = np.broadcast_to(addr, ranges)
     origin = (0,) * len(ranges)
     b = int(addr[origin])
