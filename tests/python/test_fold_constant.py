@@ -27,10 +27,12 @@ def _integer_division():
     b = te.placeholder((4,), "int32", name="b")
     out = te.compute(
         (5, 4),
-        lambda i, j: te.truncdiv(a[i, j], b[j]) * 1000
-        + te.truncmod(a[i, j], b[j]) * 100
-        + te.floordiv(a[i, j], b[j]) * 10
-        + te.floormod(a[i, j], b[j]),
+        lambda i, j: (
+            te.truncdiv(a[i, j], b[j]) * 1000
+            + te.truncmod(a[i, j], b[j]) * 100
+            + te.floordiv(a[i, j], b[j]) * 10
+            + te.floormod(a[i, j], b[j])
+        ),
         name="div",
     )
     values = np.arange(-10, 10, dtype="int32").reshape(5, 4)
@@ -42,14 +44,17 @@ def _float_math():
     b = te.placeholder((8,), "float32", name="b")
     out = te.compute(
         (3, 8),
-        lambda i, j: te.if_then_else(
-            a[i, j] > b[j], a[i, j] * b[j] + 1.5, (a[i, j] - b[j]) / (b[j] + 4.0)
-        )
-        + te.cast(i * 8 - j, "float32"),
+        lambda i, j: (
+            te.if_then_else(a[i, j] > b[j], a[i, j] * b[j] + 1.5, (a[i, j] - b[j]) / (b[j] + 4.0))
+            + te.cast(i * 8 - j, "float32")
+        ),
         name="math",
     )
     rng = np.random.default_rng(1)
-    return [a, b, out], [rng.standard_normal((3, 8)).astype("float32"), rng.standard_normal(8).astype("float32")]
+    return [a, b, out], [
+        rng.standard_normal((3, 8)).astype("float32"),
+        rng.standard_normal(8).astype("float32"),
+    ]
 
 
 @pytest.mark.parametrize("make", [_phase_split, _integer_division, _float_math])
@@ -57,7 +62,9 @@ def test_numpy_evaluator_matches_the_compiled_kernel(make, monkeypatch):
     tensors, inputs = make()
     prim_func = te.create_prim_func(tensors)  # holds the module
     callee = prim_func.func_op
-    result_types = list(ir.FunctionType(ir.TypeAttr(callee.attributes["function_type"]).value).results)
+    result_types = list(
+        ir.FunctionType(ir.TypeAttr(callee.attributes["function_type"]).value).results
+    )
     shapes = [(ir.RankedTensorType(t).shape, o.dtype) for t, o in zip(result_types, tensors[-1:])]
     outs = [np.zeros(shape, dtype) for shape, dtype in shapes]
     got = fold_constant_numpy.evaluate(callee, inputs, outs)
@@ -77,3 +84,31 @@ def test_reductions_are_left_to_the_jit():
     callee = prim_func.func_op
     x = np.ones((4, 5), "float32")
     assert fold_constant_numpy.evaluate(callee, [x], [np.zeros(4, "float32")]) is None
+
+
+def test_16bit_weights_stay_16bit():
+    """A bfloat16 model's weights are stored in 16 bits in the executable: FoldConstant does not
+    fold the cast to f32 that LegalizeOps puts before their matmuls (it runs at each call);
+    small constants (biases) still fold. Numerics at torch's bf16 tolerance."""
+    import re
+
+    import torch
+
+    import relaxmlir as rm
+    from relaxmlir import relax
+    from relaxmlir.frontend import from_fx
+
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.Linear(512, 256))
+    m = m.to(torch.bfloat16).eval()
+    mod = from_fx(torch.fx.symbolic_trace(m), [(4, 256)], input_dtypes=["bfloat16"])
+    zero = relax.get_pipeline("zero")(mod.clone())  # keep the module alive while printing
+    text = str(zero["main"].op.get_asm(large_elements_limit=4))
+    constants = set(re.findall(r'relax.constant"\(\) \{value = [^}]*?: tensor<([^>]*)>', text))
+    assert {"256x512xbf16", "512x256xbf16"} <= constants, constants
+    assert not any(c.endswith("f32") and c.count("x") == 1 for c in constants), constants
+    x = torch.randn(4, 256).to(torch.bfloat16)
+    got = relax.VirtualMachine(relax.build(mod, "llvm"), rm.cpu())["main"](x)
+    with torch.no_grad():
+        want = m(x)
+    torch.testing.assert_close(torch.from_dlpack(got), want, rtol=1.6e-2, atol=1e-2)

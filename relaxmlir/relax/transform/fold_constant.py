@@ -67,6 +67,22 @@ def _foldable_results(op: ir.Operation) -> bool:
     return True
 
 
+# A float16/bfloat16 constant larger than this is not folded into a wider copy: the weights of a
+# half() / bfloat16() model stay 16-bit in the executable (the cast to f32 that LegalizeOps puts
+# before their matmul runs at each call), as torch keeps them; small ones (biases, norms) fold.
+MAX_WIDENED_16BIT = 1 << 14
+
+
+def _widens_16bit_weight(inputs: list[np.ndarray], op: ir.Operation) -> bool:
+    if not any(
+        a.dtype.itemsize == 2 and a.dtype.kind in "fV" and a.size > MAX_WIDENED_16BIT
+        for a in inputs
+    ):
+        return False
+    wide = {ir.F32Type.get(), ir.F64Type.get()}
+    return any(ir.RankedTensorType(r.type).element_type in wide for r in op.results)
+
+
 def _permutation(callee: ir.Operation) -> list[int] | None:
     """`axes` when the PrimFunc only permutes its one input (`np.transpose(x, axes)`), the form
     LegalizeOps gives `permute_dims`; else None.
@@ -183,7 +199,7 @@ def fold_constants(module_op: ir.Operation) -> None:
         func_op.walk(collect)
         for op in calls:  # program order, so a folded result can feed the next fold
             inputs = _constant_operands(op)
-            if inputs is None or not _foldable_results(op):
+            if inputs is None or not _foldable_results(op) or _widens_16bit_weight(inputs, op):
                 continue
             name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             callee = rx.lookup_symbol(op, name)
