@@ -5,6 +5,7 @@
     python scripts/bench.py --only W1,W3 --threads 1 --repeat 20
     python scripts/bench.py --only W7,W8     # W7 selects both ResNet-18 batches (W7a, W7b)
     python scripts/bench.py --isa avx2       # every system on its AVX2 code path (see ISA_ENV)
+    python scripts/bench.py --tuned DIR      # a tuned column: the records of a tuning work dir
 
 Each thread count runs in a child process whose numpy/BLAS, torch and relaxmlir thread counts are
 set to the same value before any import, and without the environment's OPENBLAS_CORETYPE /
@@ -279,6 +280,30 @@ def _target(threads: int):
     return rm.target.Target(spec)
 
 
+def _compile_tuned(model, inputs, threads: int, work_dir: str):
+    """The tutorial's order: the "zero" pipeline, then MetaScheduleApplyDatabase(work_dir) and
+    relax.build, inside `with target:` (records of another target, e.g. another num-cores, are
+    never applied: such kernels keep their defaults)."""
+    import torch
+
+    from relaxmlir import relax
+    from relaxmlir.frontend import from_exported_program
+
+    ep = torch.export.export(model, tuple(torch.from_numpy(x) for x in inputs))
+    target = _target(threads)
+    with target:
+        mod = relax.get_pipeline("zero")(from_exported_program(ep))
+        mod = relax.transform.MetaScheduleApplyDatabase(work_dir)(mod)
+        ex = relax.build(mod, target=target)
+    return relax.VirtualMachine(ex, rm_cpu())["main"]
+
+
+def rm_cpu():
+    import relaxmlir as rm
+
+    return rm.cpu()
+
+
 def _compile_relaxmlir(model, inputs, threads: int):
     import torch
 
@@ -490,6 +515,15 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
         except Exception as exc:  # noqa: BLE001  (reported in the table, not fatal)
             row["relaxmlir_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
         fn = None
+        tuned = os.environ.get("RELAXMLIR_BENCH_TUNED")
+        if tuned and name in MODELS:
+            try:
+                fn = _compile_tuned(model, inputs, threads, tuned)
+                np.testing.assert_allclose(fn(*inputs).numpy(), reference, rtol=1e-3, atol=1e-3)
+                row["tuned_ms"] = _median_ms(lambda f=fn, a=inputs: f(*a), repeat)
+            except Exception as exc:  # noqa: BLE001  (reported in the table, not fatal)
+                row["tuned_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
+            fn = None
         for lib in [
             c for c, ws in (("blas", BLAS_WORKLOADS), ("dnnl", DNNL_WORKLOADS)) if name in ws
         ]:
@@ -526,6 +560,13 @@ def _blas_text(r: dict, lib: str = "blas") -> str:
     return f"error: {r[f'{lib}_error']}" if r.get(f"{lib}_error") else ""
 
 
+def _tuned_text(r: dict) -> str:
+    if r.get("tuned_ms"):
+        ratio = f" ({r['tuned_ms'] / r['relaxmlir_ms']:.2f}x)" if r.get("relaxmlir_ms") else ""
+        return f"{_fmt(r['tuned_ms'])}{ratio}"
+    return f"error: {r['tuned_error']}" if r.get("tuned_error") else ""
+
+
 def _fmt(v, digits=3):
     return "n/a" if v is None else f"{v:.{digits}f}"
 
@@ -551,6 +592,7 @@ def render(
     blas: dict[int, dict],
     unset: list[str],
     isa: str = "native",
+    tuned_note: str = "",
 ) -> str:
     date = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
     blas_lines = []
@@ -587,8 +629,8 @@ def render(
         "",
         "Medians; outputs checked against numpy or torch eager (rtol 1e-3, atol 1e-3) before timing.",
         "",
-        "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | relaxmlir + blas ms | relaxmlir + dnnl ms | build s | cached build s | x numpy | x torch | GFLOP/s | % peak |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | relaxmlir tuned ms | relaxmlir + blas ms | relaxmlir + dnnl ms | build s | cached build s | x numpy | x torch | GFLOP/s | % peak |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         rm_ms = r.get("relaxmlir_ms")
@@ -603,7 +645,7 @@ def render(
         mark = "\\*" if r["id"] in MODELS else ""
         lines.append(
             f"| {r['id']} {r['title']}{mark} | {r['threads']} | {_fmt(r.get('numpy_ms'))} | {_fmt(r['torch_ms'])} | "
-            f"{tc_text} | {rm_text} | {_blas_text(r)} | {_blas_text(r, 'dnnl')} | {_fmt(r.get('compile_s'), 2)} | {_fmt(r.get('cached_s'), 2)} | "
+            f"{tc_text} | {rm_text} | {_tuned_text(r)} | {_blas_text(r)} | {_blas_text(r, 'dnnl')} | {_fmt(r.get('compile_s'), 2)} | {_fmt(r.get('cached_s'), 2)} | "
             f"{_fmt(vs_np, 2)} | {_fmt(vs_t, 2)} | "
             f"{_fmt(gflops, 1)} | {'' if pct is None else f'{pct:.1f}'} |"
         )
@@ -623,7 +665,7 @@ def render(
             "with its convolutions and matmuls (and their bias/residual/activation epilogues) "
             "offloaded to oneDNN 3.2 by the dnnl codegen (ResNet-18: its 20 convolutions with their "
             "folded batch norms, residual adds and relus as oneDNN post-ops, and the classifier; "
-            "pooling stays ours)."
+            "pooling stays ours)." + (f" `relaxmlir tuned ms`: {tuned_note}" if tuned_note else "")
         ),
         "",
         (
@@ -635,6 +677,28 @@ def render(
         "",
     ]
     return "\n".join(lines)
+
+
+def _tuned_note(work_dir: str) -> str:
+    """What the tuned column holds: the work dir's size and the targets its records are for."""
+    if not work_dir:
+        return ""
+    records = os.path.join(work_dir, "database_tuning_record.json")
+    workloads = os.path.join(work_dir, "database_workload.json")
+    try:
+        with open(records) as f:
+            n_records = sum(1 for _ in f)
+        with open(workloads) as f:
+            targets = sorted({json.loads(line).get("target", "?") for line in f if line.strip()})
+    except OSError as exc:
+        return f"no tuning database in {work_dir} ({exc.strerror})"
+    size = sum(os.path.getsize(os.path.join(work_dir, n)) for n in os.listdir(work_dir))
+    return (
+        f"the same build with MetaScheduleApplyDatabase({work_dir}) after the zero pipeline "
+        f"({n_records} records, {size / 1e6:.1f} MB in the work dir; records for "
+        f"{'; '.join(targets)}: rows of another target keep their defaults), the ratio to the "
+        "default schedules in parentheses."
+    )
 
 
 def main(argv=None) -> int:
@@ -650,6 +714,10 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--isa", choices=["native", *ISA_ENV], default="native",
         help="avx2: every system on its AVX2 code path (an AVX2-only CPU, approximated)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--tuned", default="",
+        help="a tuning work dir: a tuned column for the real models (its records' targets apply)",
     )  # fmt: skip
     parser.add_argument("--output", default=None)
     parser.add_argument("--child", type=int, help=argparse.SUPPRESS)
@@ -681,6 +749,8 @@ def main(argv=None) -> int:
         env["RELAXMLIR_CACHE_DIR"] = cache_dir  # cold builds are cold; the user's cache untouched
         env.update(ISA_ENV.get(args.isa, {}))
         env["RELAXMLIR_BENCH_ISA"] = args.isa
+        if args.tuned:
+            env["RELAXMLIR_BENCH_TUNED"] = os.path.abspath(args.tuned)
         for key in (
             "OMP_NUM_THREADS",
             "OPENBLAS_NUM_THREADS",
@@ -715,7 +785,7 @@ def main(argv=None) -> int:
         blas[threads] = result["blas"]
     shutil.rmtree(cache_dir, ignore_errors=True)
     command = "python scripts/bench.py " + " ".join(a for a in (argv or sys.argv[1:]))
-    text = render(rows, command.strip(), peak_info, blas, unset, args.isa)
+    text = render(rows, command.strip(), peak_info, blas, unset, args.isa, _tuned_note(args.tuned))
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(text)
     print(text)
