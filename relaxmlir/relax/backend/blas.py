@@ -10,8 +10,12 @@ is registered when both the kernels and a BLAS are found.
 
 from __future__ import annotations
 
-from lowering.composite import composite_leaves
-from relaxmlir.relax.backend.patterns import check_matmul, matmul_patterns
+from relaxmlir.relax.backend.patterns import (
+    check_inputs,
+    check_matmul,
+    matmul_inputs,
+    matmul_patterns,
+)
 from relaxmlir.relax.backend.registry import FusionPattern, register_patterns
 from relaxmlir.runtime import libraries
 from relaxmlir.runtime.registry import NativeFunc, register_func
@@ -49,12 +53,7 @@ def codegen(functions: list) -> dict:
     """`relax.ext.blas`: (name, composite, function) -> the native kernel for each name."""
     out = {}
     for name, composite, func_op in functions:
-        want = 3 if "_bias" in composite else 2  # lhs, rhs[, bias]
-        got = len(composite_leaves(func_op))
-        if got != want:  # a user pattern under the blas name that the kernel cannot take
-            raise ValueError(
-                f"blas codegen: '{name}' ({composite}) has {got} inputs, the kernel takes {want}"
-            )
+        check_inputs(CODEGEN, name, composite, func_op, matmul_inputs(composite))
         out[name] = kernel_for(composite)
     return out
 

@@ -21,9 +21,8 @@ from __future__ import annotations
 
 from mlir import ir
 
-from lowering.composite import composite_leaves
 from relaxmlir.ir import attr_value
-from relaxmlir.relax.backend.patterns import matmul_patterns
+from relaxmlir.relax.backend.patterns import check_inputs, matmul_inputs, matmul_patterns
 from relaxmlir.relax.backend.registry import FusionPattern, PatternCheckContext, register_patterns
 from relaxmlir.relax.struct_info import dtype_of
 from relaxmlir.runtime import cublas as cublas_runtime
@@ -106,12 +105,7 @@ def codegen(functions: list) -> dict:
     """`relax.ext.cublas`: (name, composite, function) -> the native kernel for each name."""
     out = {}
     for name, composite, func_op in functions:
-        want = 3 if "_bias" in composite else 2  # lhs, rhs[, bias]
-        got = len(composite_leaves(func_op))
-        if got != want:  # a user pattern under the cublas name that the kernel cannot take
-            raise ValueError(
-                f"cublas codegen: '{name}' ({composite}) has {got} inputs, the kernel takes {want}"
-            )
+        check_inputs(CODEGEN, name, composite, func_op, matmul_inputs(composite))
         ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
         dtype = dtype_of(ir.RankedTensorType(ftype.results[0]).element_type)
         out[name] = kernel_for(composite, dtype)

@@ -21,9 +21,9 @@ from mlir import ir
 
 from dialects import relax as rx
 from lowering import dense
-from lowering.composite import composite_leaves
 from relaxmlir.ir import attr_value
 from relaxmlir.relax.backend.patterns import (
+    check_inputs,
     check_matmul,
     make_conv2d_pattern,
     matmul_patterns,
@@ -242,11 +242,7 @@ def codegen(functions: list) -> dict:
     """`relax.ext.dnnl`: (name, composite, function) -> (kernel, [parameters]) for each name."""
     out = {}
     for name, composite, func_op in functions:
-        want, got = _arity(composite), len(composite_leaves(func_op))
-        if got != want:  # a user pattern under the dnnl name that the kernel cannot take
-            raise ValueError(
-                f"dnnl codegen: '{name}' ({composite}) has {got} inputs, the kernel takes {want}"
-            )
+        check_inputs(CODEGEN, name, composite, func_op, _arity(composite))
         if composite.startswith("dnnl.conv2d"):
             params = _conv2d_call_params(composite, func_op)
         else:

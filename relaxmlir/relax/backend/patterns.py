@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from mlir import ir
 
+from lowering.composite import composite_leaves
 from relaxmlir.ir import attr_value
 from relaxmlir.relax.backend.registry import FusionPattern, PatternCheckContext
 from relaxmlir.relax.dpl import DFPattern, is_op, wildcard
@@ -115,3 +116,18 @@ def check_matmul(ctx: PatternCheckContext) -> bool:
         if list(result.shape) != list(out.shape):
             return False
     return True
+
+
+def check_inputs(codegen: str, name: str, composite: str, func_op, want: int) -> None:
+    """A codegen's guard against a user pattern registered under its name whose composite takes
+    another number of inputs than the kernel (`want`): a ValueError naming both."""
+    got = len(composite_leaves(func_op))
+    if got != want:
+        raise ValueError(
+            f"{codegen} codegen: '{name}' ({composite}) has {got} inputs, the kernel takes {want}"
+        )
+
+
+def matmul_inputs(composite: str) -> int:
+    """lhs, rhs and, for the `_bias` patterns, the bias."""
+    return 3 if "_bias" in composite else 2
