@@ -491,3 +491,19 @@ print("ok")
         env={k: v for k, v in os.environ.items() if k != "OPENBLAS_THREAD_TIMEOUT"},
     )
     assert out.strip() == "ok"
+
+
+@pytest.mark.skipif(not blas_backend.is_available(), reason="no BLAS library")
+def test_codegen_refuses_a_user_pattern_of_another_arity():
+    """A user pattern registered under a library's name whose composite takes other inputs than
+    the kernel it names (here a plain matmul called `blas.matmul_transposed_bias`): RunCodegen
+    says so instead of calling the kernel with missing operands."""
+    mod = _linear_module()
+    lhs, rhs = dpl.wildcard(), dpl.wildcard()
+    pattern = dpl.is_op("relax.matmul")(lhs, dpl.is_op("relax.permute_dims")(rhs))
+    fake = relax.backend.FusionPattern(
+        "blas.matmul_transposed_bias", pattern, {"lhs": lhs, "rhs": rhs}
+    )
+    fused = relax.transform.FuseOpsByPattern([fake], annotate_codegen=True)(mod)
+    with pytest.raises(ValueError, match=r"has 2 inputs, the kernel takes 3"):
+        relax.transform.RunCodegen()(fused)
