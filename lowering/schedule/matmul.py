@@ -426,18 +426,15 @@ def _split_columns(
 ) -> str:
     """Unpacked routes (few rows): split the columns across threads, in whole register tiles;
     with symbolic sizes, a static batch loop (attention heads) with a block per thread."""
-    if not info.static:
+    if not info.static:  # split by the batch, or not at all
         batch = next((d for d in info.batch if (info.ranges[d] or 0) >= opts.threads), None)
         if opts.threads > 1 and batch is not None:
             sizes = [0] * len(info.ranges)
             sizes[batch] = _ceil(info.ranges[batch], opts.threads)
             h, _ = s.tile_forall(h, tile_sizes=sizes)
-        if info.ranges[info.n] is None:
-            return h
+        return h
     threads = _threads_for(info, opts)
     n = info.size(info.n)
-    if not info.static:
-        threads = 1  # split by the batch above, or not at all
     if threads > 1 and n >= threads * t.small_n:
         sizes = [0] * len(info.ranges)
         sizes[info.n] = _ceil(_ceil(n, threads), t.small_n) * t.small_n
