@@ -334,15 +334,13 @@ SYMBOL_LIBRARIES: list[tuple[str, str]] = [
     ("omp_", "openmp"),
     ("mlirAsyncRuntime", "mlir_async"),
     ("memrefCopy", "relaxmlir"),  # runtime.c (strided copies between layouts)
-    ("__trunc", "relaxmlir"),  # runtime.c: narrowing to f16/bf16 that LLVM makes a libcall
-    ("__extendhfsf2", "relaxmlir"),
     ("_mlir_ciface_print", "mlir_c_runner_utils"),
 ]
 
 
 # Conversions LLVM emits as library calls (compiler-rt's names) when the CPU lacks the
-# instruction; they appear only in code generation, so the JIT is handed those runtime.c defines
-# whenever the module holds 16-bit floats.
+# instruction; they appear only in code generation (never as declarations in the module), so
+# every JIT is handed the ones runtime.c defines.
 SOFT_FLOAT_ENTRY_POINTS = ["__truncdfhf2", "__truncsfhf2", "__truncdfbf2", "__truncsfbf2", "__extendhfsf2"]
 
 
