@@ -286,6 +286,7 @@ def _compile_tuned(model, inputs, threads: int, work_dir: str):
     never applied: such kernels keep their defaults)."""
     import torch
 
+    import relaxmlir as rm
     from relaxmlir import relax
     from relaxmlir.frontend import from_exported_program
 
@@ -295,13 +296,7 @@ def _compile_tuned(model, inputs, threads: int, work_dir: str):
         mod = relax.get_pipeline("zero")(from_exported_program(ep))
         mod = relax.transform.MetaScheduleApplyDatabase(work_dir)(mod)
         ex = relax.build(mod, target=target)
-    return relax.VirtualMachine(ex, rm_cpu())["main"]
-
-
-def rm_cpu():
-    import relaxmlir as rm
-
-    return rm.cpu()
+    return relax.VirtualMachine(ex, rm.cpu())["main"]
 
 
 def _compile_relaxmlir(model, inputs, threads: int):
