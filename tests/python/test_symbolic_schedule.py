@@ -195,6 +195,8 @@ def test_bert_with_a_symbolic_sequence_length():
     up to `seq` (torch bounds it by the buffer's 512), the mask and attention follow `seq`; one
     build runs every length, and no matmul falls back to naive loops."""
     transformers = pytest.importorskip("transformers")
+    from test_models_transformers import LastHidden
+
     from relaxmlir.frontend import from_exported_program
 
     torch.manual_seed(0)
@@ -206,15 +208,7 @@ def test_bert_with_a_symbolic_sequence_length():
         vocab_size=100,
     )
 
-    class LastHidden(torch.nn.Module):
-        def __init__(self):
-            super().__init__()
-            self.bert = transformers.BertModel(cfg, add_pooling_layer=False).eval()
-
-        def forward(self, ids):
-            return self.bert(input_ids=ids).last_hidden_state
-
-    model = LastHidden().eval()
+    model = LastHidden(transformers.BertModel(cfg, add_pooling_layer=False).eval()).eval()
     seq = torch.export.Dim("seq", min=2, max=512)
     with torch.no_grad():
         ep = torch.export.export(
