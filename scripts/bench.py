@@ -53,7 +53,7 @@ ISA_ENV = {
         "DNNL_MAX_CPU_ISA": "AVX2",
     }
 }
-ISA_MCPU = {"avx2": "x86-64-v3"}
+ISA_MCPU = {"avx2": "znver3"}
 
 
 def _median_ms(fn, repeat: int, min_time: float = 0.2) -> float:

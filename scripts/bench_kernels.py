@@ -4,6 +4,7 @@
     python scripts/bench_kernels.py                 # 1 and all threads, default workloads
     python scripts/bench_kernels.py --threads 1 --repeat 5 --json out.json
     python scripts/bench_kernels.py --model W6      # per-kernel profile of a bench.py workload
+    python scripts/bench_kernels.py --isa avx2 --model W7a   # as bench.py --isa avx2 builds it
 
 Each thread count runs in its own subprocess with OMP/OPENBLAS/MKL_NUM_THREADS set and the
 kernel scheduled for that many threads, so numpy and the compiled kernel use the same number.
@@ -33,6 +34,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "scripts"))
+from bench import ISA_ENV, ISA_MCPU  # noqa: E402  (scripts/bench.py: one table of forced ISAs)
 
 # name, (m, n, k), transposed B, prepacked B
 WORKLOADS = [
@@ -50,6 +53,14 @@ def _cpu_busy() -> list[int]:
         fields = f.readline().split()[1:]
     values = [int(v) for v in fields]
     return [sum(values) - values[3] - values[4], sum(values)]
+
+
+def _target():
+    """The host, or the CPU that `--isa` names (bench.py's ISA_MCPU), for every build here."""
+    from relaxmlir.target import Target
+
+    isa = os.environ.get("RELAXMLIR_BENCH_ISA", "native")
+    return Target({"kind": "llvm", "mcpu": ISA_MCPU[isa]} if isa in ISA_MCPU else "llvm")
 
 
 def worker(threads: int, repeat: int, names: list[str]) -> list[dict]:
@@ -76,7 +87,7 @@ def worker(threads: int, repeat: int, names: list[str]) -> list[dict]:
                 module = ir.Module.parse(text)
                 use_prepacked_weight(module.body.operations[0].operation, 1, layout)
                 text = str(module)
-        kernel = Kernel.build(text, "mm", schedule=f"threads={threads}")
+        kernel = Kernel.build(text, "mm", schedule=f"threads={threads}", target=_target())
         c, c_np = np.zeros((m, n), np.float32), np.zeros((m, n), np.float32)
         kernel.bind(a, arg_b, c)
         kernel.run()
@@ -121,7 +132,6 @@ def model_worker(threads: int, name: str, naive: bool) -> list[dict]:
     import torch
     from mlir import ir
 
-    sys.path.insert(0, str(ROOT / "scripts"))
     import bench
 
     from lowering.pipelines import llvm_stages
@@ -135,10 +145,11 @@ def model_worker(threads: int, name: str, naive: bool) -> list[dict]:
 
     model, inputs, _, _ = bench.WORKLOADS[name][1]()
     ep = torch.export.export(model, tuple(torch.from_numpy(x) for x in inputs))
-    with Target("llvm"):  # as in relax.build: target-dependent graph passes (conv layouts) run
+    target = _target()
+    with target:  # as in relax.build: target-dependent graph passes (conv layouts) run
         mod = relax.get_pipeline("zero")(from_exported_program(ep)).clone()
     # The stages of relax.build up to the schedule: constant weights reach their kernels packed.
-    stages = dict(llvm_stages(Target("llvm")))
+    stages = dict(llvm_stages(target))
     with scope():
         run_pipeline(
             mod.module, "builtin.module(" + ",".join(stages["graph"] + stages["layout"]) + ")"
@@ -167,7 +178,7 @@ def model_worker(threads: int, name: str, naive: bool) -> list[dict]:
             try:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    kernel = Kernel.build(str(f.op), fname, schedule=sched)
+                    kernel = Kernel.build(str(f.op), fname, schedule=sched, target=target)
             except RuntimeError as exc:  # e.g. a pure reshape: a view in the graph, no kernel
                 row[key], row["rules"] = 0.0, [f"not built standalone: {str(exc)[:60]}"]
                 continue
@@ -205,6 +216,10 @@ def main() -> None:
     parser.add_argument("--json", help="also write the rows to this file")
     parser.add_argument("--model", help="profile the kernels of a bench.py workload (W1..W6)")
     parser.add_argument("--naive", action="store_true", help="with --model: also unscheduled")
+    parser.add_argument(
+        "--isa", choices=["native", *ISA_ENV], default="native",
+        help="build for and run every peer on this ISA's code path (as bench.py --isa)",
+    )
     parser.add_argument("--worker", type=int, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
@@ -225,6 +240,8 @@ def main() -> None:
             "MKL_NUM_THREADS",
         ):
             env[var] = str(threads)
+        env.update(ISA_ENV.get(args.isa, {}))
+        env["RELAXMLIR_BENCH_ISA"] = args.isa
         cmd = [
             sys.executable,
             __file__,

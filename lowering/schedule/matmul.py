@@ -479,6 +479,7 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
 # Conv register tile: partial sums in 3/4 of the vector registers (24 of 32 zmm), and at most one
 # register's lanes of the output's contiguous axis per row.
 CONV_ACCUMULATOR_SHARE = 0.75
+BLOCKED_CONV_CHANNELS = 32  # output channels of a channel-blocked conv's register tile
 
 
 def conv_register_budget(info: OpInfo, opts: ScheduleOptions):
@@ -528,13 +529,15 @@ class ConvSchedule(ScheduleRule):
         # FMAs per load within the accumulator budget. LeNet at 1 thread: 28x28 layer 6 x 4 x 14 lanes
         # 160 -> 56 us (was 7 rows x 16 masked lanes); 10x10 layer 4 x 5 x 10: 147 -> 110 us.
         # Channel-blocked layouts (the vector is a block of output channels): each step loads F
-        # weight vectors and broadcasts R input pixels. F <= 2 keeps the weights of a filter tile
-        # in L2 while the tile sweeps every pixel (8 x 2 streamed 2.4 MB of weights per row pair
-        # on a 256-channel 14x14 layer: 33 GFLOP/s; 2 x 7 reads them once per filter pair: 148).
+        # weight vectors and broadcasts R input pixels. At most 32 output channels per tile
+        # (F <= 2 blocks of 16, F <= 4 of 8) keep the weights of a filter tile in L2 while the
+        # tile sweeps every pixel (8 x 2 x 16 streamed 2.4 MB of weights per row pair on a
+        # 256-channel 14x14 layer: 33 GFLOP/s; 2 x 7 reads them once per filter pair: 148). On
+        # AVX2, 4 x 2 x 8 (8 sums, 6 loads) beats 2 x 2 x 8 (4 sums: FMA latency bound) there.
         blocked = vec in next(d for d in info.operand_dims[:2] if d is not None)  # the weight's
         best = (0.0, 1, 1)
         for f in _divisors(info.ranges[f_dim]) if f_dim is not None else [1]:
-            if blocked and f > 2:
+            if blocked and f * width > BLOCKED_CONV_CHANNELS:
                 continue
             for r in _divisors(info.ranges[y_dim]) if y_dim is not None else [1]:
                 if f * r * regs > accumulators:

@@ -1,6 +1,7 @@
 // RUN: relaxmlir-opt %s --relax-fold-batch-norm '--relax-alter-op-layout{target="llvm -mcpu=x86-64-v4"}' | FileCheck %s --check-prefix=LAYOUT
 // RUN: relaxmlir-opt %s --relax-fold-batch-norm '--relax-alter-op-layout{target="llvm -mcpu=x86-64-v4"}' --relax-legalize-ops --relax-fold-constant --relax-dead-code-elimination --relax-fuse-ops --relax-fuse-tir | FileCheck %s --check-prefix=FUSED
 // RUN: relaxmlir-opt %s --relax-fold-batch-norm '--relax-alter-op-layout{target="llvm -mcpu=x86-64-v3"}' | FileCheck %s --check-prefix=AVX
+// RUN: relaxmlir-opt %s --relax-fold-batch-norm '--relax-alter-op-layout{target="llvm -mcpu=x86-64-v3"}' --relax-legalize-ops --relax-fold-constant --relax-dead-code-elimination --relax-fuse-ops --relax-fuse-tir '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v3" threads=1 strict=true}' | FileCheck %s --check-prefix=AVXTILE
 // RUN: relaxmlir-opt %s --relax-fold-batch-norm --relax-alter-op-layout | FileCheck %s --check-prefix=NOTARGET
 
 // A ResNet basic block's second half: conv -> batch norm -> + identity -> relu. The batch norm
@@ -37,6 +38,10 @@
 
 // AVX2 has 8 lanes: NCHW8c.
 // AVX: "relax.nn_conv2d"{{.*}}data_layout = "NCHW8c"{{.*}}kernel_layout = "OIHW8i8o"
+// Its register tile: 4 blocks of 8 output channels x 2 pixels (8 sums from 4 weight loads and 2
+// broadcasts per step): up to 32 output channels per tile, i.e. 4 blocks of 8 (on 14-pixel rows
+// a limit of 2 blocks left 2 x 2 = 4 sums, bound by FMA latency).
+// AVXTILE: relax.schedule = ["elementwise-8", "conv-4x2x8",
 
 // Without a target (in scope or given) the layout pass leaves the module as it is.
 // NOTARGET-NOT: relax.layout_transform
