@@ -42,8 +42,10 @@ ROOT = Path(__file__).resolve().parents[1]
 BLAS_OVERRIDES = ("OPENBLAS_CORETYPE", "OPENBLAS_L2_SIZE")
 # `--isa avx2` on an AVX-512 machine: what an AVX2-only CPU of the pool runs, every system on its
 # AVX2 code path in the same process: numpy's OpenBLAS on its Haswell kernels, torch's ATen, MKL
-# and oneDNN capped at AVX2, relaxmlir built for x86-64-v3 (8-lane tiles, NCHW8c). The cache and
-# core of the wider CPU stay, so this approximates such a machine; it does not replace one.
+# and oneDNN capped at AVX2, relaxmlir built for this CPU with its wider features off (8-lane
+# tiles, NCHW8c; the CPU's own LLVM scheduling model stays, as an AVX2-only CPU's own model would,
+# where a generic x86-64-v3 build loses LLVM's loop unrolling). The cache and core of the wider
+# CPU stay, so this approximates such a machine; it does not replace one.
 ISA_ENV = {
     "avx2": {
         "OPENBLAS_CORETYPE": "Haswell",
@@ -53,7 +55,20 @@ ISA_ENV = {
         "DNNL_MAX_CPU_ISA": "AVX2",
     }
 }
-ISA_MCPU = {"avx2": "znver3"}
+# Feature-name prefixes each forced ISA turns off in the host's target (-mattr=-...).
+ISA_DROP = {"avx2": ("avx512", "avxvnni", "amx")}
+
+
+def isa_target_spec(isa: str) -> dict:
+    """The host's target dict for `isa` ("native": the host as it is)."""
+    from relaxmlir.target import Target
+
+    spec = {"kind": "llvm"}
+    if isa in ISA_DROP:
+        host = Target("llvm")
+        spec["mcpu"] = host.mcpu
+        spec["mattr"] = sorted("-" + f for f in host.features if f.startswith(ISA_DROP[isa]))
+    return spec
 
 
 def _median_ms(fn, repeat: int, min_time: float = 0.2) -> float:
@@ -273,11 +288,8 @@ def _target(threads: int):
     """The build target of this child: the host, or the CPU that `RELAXMLIR_BENCH_ISA` names."""
     import relaxmlir as rm
 
-    spec = {"kind": "llvm", "num-cores": threads}
-    isa = os.environ.get("RELAXMLIR_BENCH_ISA", "native")
-    if isa in ISA_MCPU:
-        spec["mcpu"] = ISA_MCPU[isa]
-    return rm.target.Target(spec)
+    spec = isa_target_spec(os.environ.get("RELAXMLIR_BENCH_ISA", "native"))
+    return rm.target.Target({**spec, "num-cores": threads})
 
 
 def _compile_tuned(model, inputs, threads: int, work_dir: str):
@@ -602,10 +614,12 @@ def render(
         else f"{' / '.join(BLAS_OVERRIDES)} not set"
     )
     if isa in ISA_ENV:
+        spec = isa_target_spec(isa)
         forced = ", ".join(f"{k}={v}" for k, v in ISA_ENV[isa].items())
         env_note = (
             f"every system on its {isa.upper()} code path on this wider CPU ({forced}; relaxmlir "
-            f"built for -mcpu={ISA_MCPU[isa]}; the peak from {isa.upper()} FMAs): an approximation "
+            f"built for -mcpu={spec['mcpu']} -mattr={','.join(spec['mattr'])}; the peak from "
+            f"{isa.upper()} FMAs): an approximation "
             f"of an {isa.upper()}-only machine, with this CPU's caches and cores"
         )
     peaks = peak_info.get("gflops", {})

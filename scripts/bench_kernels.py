@@ -35,7 +35,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "scripts"))
-from bench import ISA_ENV, ISA_MCPU  # noqa: E402  (scripts/bench.py: one table of forced ISAs)
+from bench import ISA_ENV, isa_target_spec  # noqa: E402  (scripts/bench.py: one table of forced ISAs)
 
 # name, (m, n, k), transposed B, prepacked B
 WORKLOADS = [
@@ -56,11 +56,10 @@ def _cpu_busy() -> list[int]:
 
 
 def _target():
-    """The host, or the CPU that `--isa` names (bench.py's ISA_MCPU), for every build here."""
+    """The host, or the host with `--isa`'s wider features off (bench.py), for every build here."""
     from relaxmlir.target import Target
 
-    isa = os.environ.get("RELAXMLIR_BENCH_ISA", "native")
-    return Target({"kind": "llvm", "mcpu": ISA_MCPU[isa]} if isa in ISA_MCPU else "llvm")
+    return Target(isa_target_spec(os.environ.get("RELAXMLIR_BENCH_ISA", "native")))
 
 
 def worker(threads: int, repeat: int, names: list[str]) -> list[dict]:
