@@ -67,7 +67,8 @@ def worker(threads: int, repeat: int, names: list[str]) -> list[dict]:
     from mlir import ir
 
     from lowering.schedule import pack_weight, use_prepacked_weight
-    from lowering.schedule.runtime import PARALLEL_RUNTIME
+    from lowering.schedule.matmul import micro_tile
+    from relaxmlir.runtime.libraries import parallel_runtime
     from lowering.schedule.testing import Kernel, matmul_text, median_seconds
 
     rng = np.random.default_rng(0)
@@ -81,7 +82,7 @@ def worker(threads: int, repeat: int, names: list[str]) -> list[dict]:
         bt = b.T if transposed else b
         arg_b = b
         if prepacked:
-            arg_b, layout = pack_weight(b, transposed=transposed)
+            arg_b, layout = pack_weight(b, transposed=transposed, nr=micro_tile(_target()).nr)
             with ir.Context():
                 module = ir.Module.parse(text)
                 use_prepacked_weight(module.body.operations[0].operation, 1, layout)
@@ -116,7 +117,7 @@ def worker(threads: int, repeat: int, names: list[str]) -> list[dict]:
                 "compile_s": kernel.compile_s,
                 "max_abs_err": err,
                 "cpu_busy": (busy1[0] - busy0[0]) / max(1, busy1[1] - busy0[1]),
-                "runtime": PARALLEL_RUNTIME,
+                "runtime": parallel_runtime(),
             }
         )
     return rows
