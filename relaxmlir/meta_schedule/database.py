@@ -15,6 +15,12 @@ run loses at most its last line, which is skipped when read back):
   crash, timeout, wrong result). A strategy task's record has `"knobs": {"strategy": name}` and
   times one call of the op's module (whatever kernels the implementation emits).
 
+- `database_decision.json`: one line per confirmed task: `{"key", "target", "knobs",
+  "candidate", "default_us", "candidate_us"}`. The fastest record of a search is the luckiest of
+  many noisy timings, so it is timed again against the default schedule, the two taking turns;
+  `knobs` is what won (the candidate only when it beat the default by the tuner's margin), and
+  it is what the build applies while `candidate` is still the task's fastest record.
+
 Records are only ever looked up with the target they were measured on: a record from another
 CPU (or other features) is never applied.
 """
@@ -28,6 +34,7 @@ from typing import Any
 
 WORKLOADS = "database_workload.json"
 RECORDS = "database_tuning_record.json"
+DECISIONS = "database_decision.json"
 
 
 def _read_lines(path: str) -> list[dict]:
@@ -79,6 +86,11 @@ class JSONDatabase:
             if "key" in r and "target" in r and isinstance(r.get("knobs"), dict):
                 self.records.setdefault((r["key"], r["target"]), []).append(r)
 
+        self.decisions: dict[tuple[str, str], dict] = {}
+        for d in _read_lines(os.path.join(self.work_dir, DECISIONS)):
+            if "key" in d and "target" in d and isinstance(d.get("knobs"), dict):
+                self.decisions[(d["key"], d["target"])] = d  # a later line supersedes
+
     def _append(self, filename: str, item: dict) -> None:
         line = json.dumps(item, sort_keys=True) + "\n"
         with self._lock, open(os.path.join(self.work_dir, filename), "a", encoding="utf-8") as f:
@@ -124,25 +136,57 @@ class JSONDatabase:
         ]
         return min(valid, key=lambda r: r["median_us"]) if valid else None
 
+    def commit_decision(
+        self, key: str, target: str, knobs: dict, candidate: dict, default_us: float | None,
+        candidate_us: float | None,
+    ) -> dict:  # fmt: skip
+        item = {
+            "key": key,
+            "target": target,
+            "knobs": dict(knobs),
+            "candidate": dict(candidate),
+            "default_us": default_us,
+            "candidate_us": candidate_us,
+        }
+        self._append(DECISIONS, item)
+        self.decisions[(key, target)] = item
+        return item
+
+    def decision(self, key: str, target: str) -> dict | None:
+        """The confirmation of the task's current fastest record (None: none, or it was made
+        for a record that a later search has since beaten)."""
+        d, best = self.decisions.get((key, target)), self.best(key, target)
+        if d is None or best is None or knobs_id(d["candidate"]) != knobs_id(best["knobs"]):
+            return None
+        return d
+
+    def chosen(self, key: str, target: str) -> dict | None:
+        """The knobs the build applies: the confirmed decision, else the fastest record."""
+        d = self.decision(key, target)
+        if d is not None:
+            return d["knobs"]
+        best = self.best(key, target)
+        return best["knobs"] if best is not None else None
+
     def best_knobs(self, target: str) -> dict[str, dict]:
-        """key -> knobs of the best record, for every kernel tuned on `target`."""
+        """key -> the knobs to apply (`chosen`), for every kernel tuned on `target`."""
         out = {}
         for key, t in self.records:
             if t == target:
-                rec = self.best(key, t)
-                if rec is not None and not is_strategy_record(rec):
-                    out[key] = rec["knobs"]
+                knobs = self.chosen(key, t)
+                if knobs is not None and not is_strategy_record({"knobs": knobs}):
+                    out[key] = knobs
         return out
 
     def best_strategies(self, target: str) -> dict[str, str]:
-        """workload key -> the fastest implementation's name, for every op call tuned on
+        """workload key -> the implementation to apply (`chosen`), for every op call tuned on
         `target` (the module table `relax.op.strategy.TUNED_ATTR`)."""
         out = {}
         for key, t in self.records:
             if t == target:
-                rec = self.best(key, t)
-                if rec is not None and is_strategy_record(rec):
-                    out[key] = rec["knobs"][STRATEGY_KNOB]
+                knobs = self.chosen(key, t)
+                if knobs is not None and is_strategy_record({"knobs": knobs}):
+                    out[key] = knobs[STRATEGY_KNOB]
         return out
 
     def __len__(self) -> int:

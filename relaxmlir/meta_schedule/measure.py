@@ -96,13 +96,30 @@ def measure(spec):
         call()
         if time.perf_counter() - start > spec["min_s"]:
             break
+    evict = _evictor(spec.get("flush_bytes", 0), spec.get("flush_threads", 1))
     times = []
     start = time.perf_counter()
     while len(times) < spec["repeats"] or (time.perf_counter() - start < spec["min_s"] and len(times) < 1000):
+        evict()
         t = time.perf_counter()
         call()
         times.append((time.perf_counter() - t) * 1e6)
     return {"times_us": times}
+
+
+# Writes `nbytes` of scratch memory from `threads` threads (numpy drops the GIL in the loop),
+# evicting the kernel's data from every core's caches before a timed call: in a model, a layer
+# finds its weights evicted by the layers between its calls.
+def _evictor(nbytes, threads):
+    import numpy as np
+    if not nbytes:
+        return lambda: None
+    parts = [np.zeros(nbytes // 4 // threads, np.float32) for _ in range(threads)]
+    if threads == 1:
+        return lambda: np.add(parts[0], 1.0, out=parts[0])
+    from concurrent.futures import ThreadPoolExecutor
+    pool = ThreadPoolExecutor(threads)
+    return lambda: list(pool.map(lambda p: np.add(p, 1.0, out=p), parts))
 """
 
 RUNNER = (
@@ -306,7 +323,8 @@ def run_candidate(
     )
 
 
-def _run_spec(lib, signature, ref, repeats=10, min_s=0.05, fault=None) -> dict:
+def _run_spec(lib, signature, ref, repeats=10, min_s=0.05, fault=None, flush=(0, 1)) -> dict:
+    """`flush`: (bytes, threads) written before each timed call (0: caches stay warm)."""
     return {
         "lib": lib,
         "ref": ref,
@@ -314,6 +332,8 @@ def _run_spec(lib, signature, ref, repeats=10, min_s=0.05, fault=None) -> dict:
         "min_s": min_s,
         "warmup": 5,
         "fault": fault,
+        "flush_bytes": flush[0],
+        "flush_threads": flush[1],
         **signature,
     }
 
@@ -584,6 +604,7 @@ def build_and_run(
     ref_npz: bytes | None,
     timeout_s: float,
     workload: str = "",
+    flush: tuple[int, int] = (0, 1),
 ) -> dict:
     """Build and time one candidate in a scratch folder of this machine (the unit of work sent
     to a Dask worker). Without `ref_npz` the result carries the outputs as `reference` (npz
@@ -596,7 +617,8 @@ def build_and_run(
         if ref_npz is not None:
             with open(ref, "wb") as f:
                 f.write(ref_npz)
-        out = run_candidate(lib, built, ref, timeout_s)
+        spec = _run_spec(lib, built, ref, flush=flush)
+        out = _child(RUNNER, json.dumps(spec), timeout_s, "run")
         if ref_npz is None and "times_us" in out:
             with open(ref, "rb") as f:
                 out["reference"] = f.read()
@@ -613,6 +635,9 @@ class Measurer:
     timeout_s: float = 60.0
     distributed: str = ""  # a Dask scheduler address: builds and runs go to its workers
     build_timeout_s: float | None = None  # default: 4 x timeout_s
+    # (bytes, threads) of scratch memory written before each timed call, so kernels run with
+    # cold caches as the layers of a large model do (TVM's enable_cpu_cache_flush); 0: warm.
+    flush: tuple[int, int] = (0, 1)
 
     def __post_init__(self):
         self.scratch = tempfile.mkdtemp(prefix="candidates-", dir=self.work_dir)
@@ -637,9 +662,18 @@ class Measurer:
 
     def measure(self, task, candidates: list[dict], target: str) -> list[dict]:
         """[{"knobs", "times_us" | "error"}] for each candidate of `task`, in order."""
+        return [rounds[0] for rounds in self.compare(task, candidates, target, rounds=1)]
+
+    def compare(self, task, candidates: list[dict], target: str, rounds: int) -> list[list[dict]]:
+        """Each candidate built once and timed `rounds` times, the candidates taking turns
+        (a, b, a, b, ...) so that a change of machine state falls on all of them alike:
+        for each candidate, its `rounds` results ({"knobs", "times_us" | "error"})."""
         ref = os.path.join(self.work_dir, f"reference-{task.key}.npz")
         if self.client is not None:
-            return self._measure_distributed(task, candidates, target, ref)
+            per_round = [
+                self._measure_distributed(task, candidates, target, ref) for _ in range(rounds)
+            ]
+            return [list(r) for r in zip(*per_round)]
         self.runner.start()  # its imports overlap the builds
         build_timeout = self.build_timeout_s or self.timeout_s * 4
         jobs = []
@@ -653,20 +687,21 @@ class Measurer:
         # All builds finish before the first measurement: a build running beside a measurement
         # would take the cores it is timed on.
         built_all = [job.result() for _, _, job in jobs]
-        results = []
-        for (knobs, lib, _), built in zip(jobs, built_all):
-            if "error" in built:
-                results.append({"knobs": knobs, "error": built["error"]})
-                continue
-            # The default schedule writes the reference the others are checked against.
-            is_default = knobs == task.default_knobs()
-            if not is_default and not os.path.exists(ref):
-                results.append(
-                    {"knobs": knobs, "error": "no reference result (the default schedule failed)"}
-                )
-                continue
-            spec = _run_spec(lib, built, ref, fault=_fault("run", knobs))
-            results.append({"knobs": knobs, **self.runner.run(spec, self.timeout_s)})
+        results: list[list[dict]] = [[] for _ in candidates]
+        for _ in range(rounds):
+            for i, ((knobs, lib, _), built) in enumerate(zip(jobs, built_all)):
+                if "error" in built:
+                    results[i].append({"knobs": knobs, "error": built["error"]})
+                    continue
+                # The default schedule writes the reference the others are checked against.
+                is_default = knobs == task.default_knobs()
+                if not is_default and not os.path.exists(ref):
+                    error = "no reference result (the default schedule failed)"
+                    results[i].append({"knobs": knobs, "error": error})
+                    continue
+                spec = _run_spec(lib, built, ref, fault=_fault("run", knobs), flush=self.flush)
+                results[i].append({"knobs": knobs, **self.runner.run(spec, self.timeout_s)})
+        for _, lib, _ in jobs:
             try:
                 os.remove(lib)
             except OSError:
@@ -700,6 +735,7 @@ class Measurer:
                 ref_npz,
                 self.timeout_s,
                 _workload(task),
+                tuple(self.flush),
                 pure=False,
             )
             futures.append((knobs, job))

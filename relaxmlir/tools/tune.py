@@ -35,6 +35,11 @@ def _parser() -> argparse.ArgumentParser:
         metavar="ADDRESS",
         help="a Dask scheduler: its workers build and time",
     )
+    p.add_argument(
+        "--cache-flush",
+        action="store_true",
+        help="time kernels with cold caches (the weights of a large model do not stay cached)",
+    )
     return p
 
 
@@ -62,6 +67,7 @@ def main(argv: list[str] | None = None) -> int:
             opts.workers,
             opts.timeout,
             distributed=opts.distributed,
+            cache_flush=opts.cache_flush,
         )
         for t in tasks:
             records = db.records_of(t.key, str(target))
@@ -72,7 +78,15 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             base = default["median_us"] if default and default.get("median_us") else None
             gain = f" ({base / best['median_us']:.2f}x the default)" if base else ""
-            print(f"{t.name}: {len(records)} trials, best {best['median_us']:.1f} us{gain}")
+            line = f"{t.name}: {len(records)} trials, best {best['median_us']:.1f} us{gain}"
+            d = db.decision(t.key, str(target))
+            if d is not None and d["default_us"] and d["candidate_us"]:
+                kept = "kept" if d["knobs"] == d["candidate"] else "default kept"
+                line += (
+                    f"; timed again in turns: {d['candidate_us']:.1f} us against the default's "
+                    f"{d['default_us']:.1f} ({kept})"
+                )
+            print(line)
         return 0
     except ToolError as exc:
         print(f"relaxmlir-tune: error: {exc}", file=sys.stderr)

@@ -48,6 +48,57 @@ def test_database_resumes_and_keeps_targets_apart(tmp_path):
         JSONDatabase("")
 
 
+class _FakeMeasurer:
+    """compare() answers fixed medians: the default's, then the candidate's."""
+
+    def __init__(self, default_us, candidate_us):
+        self.us = (default_us, candidate_us)
+        self.calls = 0
+
+    def compare(self, task, candidates, target, rounds):
+        self.calls += 1
+        return [[{"knobs": k, "times_us": [us]}] * rounds for k, us in zip(candidates, self.us)]
+
+
+def test_confirmation_keeps_a_candidate_only_when_it_beats_the_default(tmp_path):
+    """The searched best is timed again against the default, in turns: within the margin the
+    default is what the build applies; a later, faster record needs its own confirmation."""
+    from relaxmlir.meta_schedule.tune import CONFIRM_MARGIN, confirm
+
+    task = ms.extract_tasks(_mlp(16), Target("llvm"))[0]
+    tstr = str(Target("llvm"))
+    default = task.default_knobs()
+    lucky, better = ({**default, "matmul.mr": v} for v in task.space["matmul.mr"].values[:2])
+    db = JSONDatabase(str(tmp_path))
+    db.commit_record(task.key, tstr, default, [100.0], None)
+    db.commit_record(task.key, tstr, lucky, [80.0], None)  # the luckiest of the search
+    assert db.best_knobs(tstr) == {task.key: lucky}  # unconfirmed: the fastest record
+    within = 100.0 * (1 - CONFIRM_MARGIN / 2)
+    decision = confirm(db, _FakeMeasurer(100.0, within), task, tstr)
+    assert decision["knobs"] == default and decision["candidate"] == lucky
+    assert JSONDatabase(str(tmp_path)).best_knobs(tstr) == {task.key: default}
+    assert confirm(db, _FakeMeasurer(100.0, 1.0), task, tstr) is None  # confirmed already
+    db.commit_record(task.key, tstr, better, [70.0], None)
+    assert db.best_knobs(tstr) == {task.key: better}  # the decision was about another record
+    decision = confirm(db, _FakeMeasurer(100.0, 90.0), task, tstr)
+    assert decision["knobs"] == better and decision["candidate_us"] == 90.0
+    assert JSONDatabase(str(tmp_path)).best_knobs(tstr) == {task.key: better}
+
+
+def test_compare_takes_turns_with_cold_caches(tmp_path):
+    """Measurer.compare builds each candidate once and times it once per round; with a cache
+    flush (written from two threads before every timed call) the times stay valid."""
+    from relaxmlir.meta_schedule.measure import Measurer
+
+    task = ms.extract_tasks(_mlp(16), Target("llvm"))[1]
+    knobs = task.default_knobs()
+    with Measurer(str(tmp_path), 1, timeout_s=30, flush=(1 << 20, 2)) as m:
+        rounds = m.compare(task, [knobs, knobs], str(Target("llvm")), rounds=2)
+        assert m.count == 2  # two builds for four timings
+    assert [len(r) for r in rounds] == [2, 2]
+    assert all(len(r["times_us"]) >= 10 and r["knobs"] == knobs for rs in rounds for r in rs)
+
+
 def test_tasks_have_knobs_and_keys():
     tasks = ms.extract_tasks(_mlp(), Target("llvm"))
     assert len(tasks) == 2 and tasks[0].flops > tasks[1].flops
@@ -129,6 +180,7 @@ def test_relaxmlir_tune_script(tmp_path):
             "2",
             "--work-dir",
             str(tmp_path / "wd"),
+            "--cache-flush",
         ],
         capture_output=True,
         text=True,

@@ -7,14 +7,20 @@ from relaxmlir.transform import Pass
 
 
 def MetaScheduleTuneTIR(
-    work_dir: str, max_trials_global: int, max_trials_per_task: int | None = None
+    work_dir: str,
+    max_trials_global: int,
+    max_trials_per_task: int | None = None,
+    cache_flush: bool = False,
 ) -> Pass:
     """Tune the kernels of the module and record the measurements in `work_dir`; the module
-    itself is returned unchanged (apply the records with `MetaScheduleApplyDatabase`)."""
+    itself is returned unchanged (apply the records with `MetaScheduleApplyDatabase`).
+    `cache_flush`: time the kernels with cold caches (`meta_schedule.tune_tasks`)."""
     from relaxmlir.meta_schedule import tune_tir
 
     def run(mod) -> None:
-        tune_tir(mod, None, work_dir, max_trials_global, max_trials_per_task)
+        tune_tir(
+            mod, None, work_dir, max_trials_global, max_trials_per_task, cache_flush=cache_flush
+        )
 
     return Pass("MetaScheduleTuneTIR", run)
 
