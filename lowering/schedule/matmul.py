@@ -41,6 +41,7 @@ from relaxmlir.target import Target
 
 GEMV_NB = 4  # 1-row register tile: 4 panels of NR = 8 accumulators
 CACHE_ROWS, CACHE_COLS, KC = 128, 256, 256  # cache tiles: rows x cols of C per block, x KC of K
+SPLITS = ("auto", "m", "n")  # the `matmul.split` knob: which dimension the threads divide
 
 
 @dataclass(frozen=True)
@@ -52,6 +53,8 @@ class MicroTile:
     lanes: int
     cache_rows: int = CACHE_ROWS
     cache_cols: int = CACHE_COLS
+    kc: int = KC  # K elements per cache block
+    split: str = "auto"  # what the threads split: "auto" (the rule's choice), "m" or "n"
 
     @property
     def mc(self) -> int:  # row panels per cache block
@@ -87,12 +90,17 @@ def tile_for(opts: ScheduleOptions) -> MicroTile:
     mr = int(opts.knob("matmul.mr", t.mr))
     if not 1 <= mr <= t.mr:
         raise ValueError(f"matmul.mr={mr}: the register tile holds 1..{t.mr} rows on {opts.target}")
+    split = str(opts.knob("matmul.split", "auto"))
+    if split not in SPLITS:
+        raise ValueError(f"matmul.split={split}: expected one of {', '.join(SPLITS)}")
     return MicroTile(
         mr,
         t.nr,
         t.lanes,
         int(opts.knob("matmul.cache_rows", CACHE_ROWS)),
         int(opts.knob("matmul.cache_cols", CACHE_COLS)),
+        int(opts.knob("matmul.kc", KC)),
+        split,
     )
 
 
@@ -216,9 +224,16 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
     if threads > 1:
         sizes = [0] * nloops + inner
         batch_total = int(np.prod([info.size(d) for d in info.batch])) if info.batch else 1
-        if info.batch and batch_total >= threads:
+        # The rule's choice: the batch, else the longer of M and N (in panels); the tuned
+        # `split` knob forces M or N where each thread still gets a whole panel.
+        by_m = m_packed and m_blocks >= n_blocks and m_blocks >= threads
+        if t.split == "m" and m_blocks >= threads:
+            by_m = True
+        elif t.split == "n" and n_blocks % (threads * nb) == 0:
+            by_m = False
+        if info.batch and batch_total >= threads and t.split == "auto":
             sizes[info.batch[0]] = _ceil(info.size(info.batch[0]), threads)
-        elif m_packed and m_blocks >= n_blocks and m_blocks >= threads:
+        elif by_m:
             sizes[info.m] = m_span = _ceil(m_blocks, threads)
         elif n_blocks % (threads * nb) == 0:
             sizes[info.n] = n_span = n_blocks // threads
@@ -230,7 +245,7 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
     cache = [1 if d in info.batch else 0 for d in range(nloops)] + inner
     cache[info.m] = min(t.mc, m_span) if m_packed else 1
     cache[info.n] = _divisor_tile(n_span, t.nc, nb)
-    cache[info.k] = min(KC, info.size(info.k))
+    cache[info.k] = min(t.kc, info.size(info.k))
     order = list(info.batch) + [info.n, info.k, info.m]
     h, _ = s.tile_for(h, cache, interchange=order)
     # Register level: one micro tile (8x32, or 1x32*nb) per step of K, accumulators in registers.

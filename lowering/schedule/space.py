@@ -42,15 +42,23 @@ class Knob:
 
 
 def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
-    from lowering.schedule.matmul import CACHE_COLS, CACHE_ROWS, micro_tile
+    """Register-tile rows, the cache blocks (rows and columns of C, K elements) and, on more
+    than one core, the dimension the threads split."""
+    from lowering.schedule.matmul import CACHE_COLS, CACHE_ROWS, KC, SPLITS, micro_tile
 
     mr = micro_tile(opts.target).mr
     rows = tuple(sorted({v for v in (4, 6, mr) if v <= mr}))
-    return [
+    knobs = [
         Knob("matmul.mr", rows, mr),
         Knob("matmul.cache_rows", (64, CACHE_ROWS, 2 * CACHE_ROWS), CACHE_ROWS),
         Knob("matmul.cache_cols", (CACHE_COLS // 2, CACHE_COLS, 2 * CACHE_COLS), CACHE_COLS),
     ]
+    k = info.size(info.k) if info.k is not None else None
+    if k is not None and k > KC // 2:
+        knobs.append(Knob("matmul.kc", tuple(v for v in (KC // 2, KC, 2 * KC) if v < 2 * k), KC))
+    if opts.threads > 1:
+        knobs.append(Knob("matmul.split", SPLITS, "auto"))
+    return knobs
 
 
 def _threads(opts: ScheduleOptions) -> list[Knob]:

@@ -111,6 +111,30 @@ def test_matmul_two_threads(m, n, k, tb, parallel_everything):
         assert "scf.forall" in str(module)
 
 
+@pytest.mark.parametrize(
+    "knobs",
+    [
+        {"matmul.kc": 128, "matmul.split": "n"},
+        {"matmul.kc": 512, "matmul.split": "m", "matmul.mr": 4},
+        {"matmul.split": "n", "matmul.cache_cols": 128},
+    ],
+    ids=lambda k: ",".join(f"{n.split('.')[-1]}={v}" for n, v in k.items()),
+)
+def test_matmul_tuned_knobs_keep_the_numbers(knobs):
+    """The tuning space's K block and thread split (space.py), on a product whose K (300) is not
+    a multiple of the block and whose M and N panels do not divide evenly between threads."""
+    import json
+
+    m, n, k = 70, 200, 300
+    text = matmul_text(m, n, k).replace(
+        "attributes {relax.prim_func}",
+        f"attributes {{relax.prim_func, relax.schedule_knobs = {json.dumps(json.dumps(knobs))}}}",
+    )
+    a, b, c = rand(m, k), rand(k, n, seed=1), np.zeros((m, n), np.float32)
+    Kernel.build(text, "mm", schedule="threads=2 strict=true")(a, b, c)
+    check(c, a @ b, f"matmul {m}x{n}x{k} with {knobs}")
+
+
 def test_schedule_off_gives_same_numbers():
     text = matmul_text(37, 53, 29, transposed_b=True)
     a, b = rand(37, 29), rand(53, 29, seed=1)

@@ -13,6 +13,13 @@
 // CHECK-SAME: relax.schedule = ["matmul-packed-8x32"]
 // CHECK: scf.forall
 
+// The K cache block and the threads' split: kc = 128 blocks K in two, split = n gives each
+// thread half of the N panels (the rule's own choice on this 256 x 256 product is M).
+// CHECK-LABEL: func.func private @split_n_kc
+// CHECK: scf.forall (%[[T:.+]]) in (2) shared_outs(%{{.*}}) -> (tensor<32x8x8x32xf32>)
+// CHECK: tensor.extract_slice %{{.*}}[0, %{{.*}}, 0, 0] [32, 4, 8, 32]
+// CHECK: scf.for %{{.*}} = %c0 to %c256 step %c128
+
 // A knob outside its legal values is an error naming it (AVX2 holds 6 rows at most).
 // AVX2: error: relax-schedule-cpu: matmul.mr=8: the register tile holds 1..6 rows
 
@@ -37,6 +44,23 @@ func.func private @four_rows(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>, %
 #b = affine_map<(d0, d1, d2) -> (d2, d1)>
 #c = affine_map<(d0, d1, d2) -> (d0, d1)>
 func.func private @default_point(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>, %c: tensor<256x256xf32>) -> tensor<256x256xf32> attributes {relax.prim_func, relax.schedule_knobs = "{\22matmul.mr\22: 8, \22threads\22: 0}"} {
+  %zero = arith.constant 0.0 : f32
+  %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<256x256xf32>) -> tensor<256x256xf32>
+  %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<256x256xf32>, tensor<256x256xf32>) outs(%fill : tensor<256x256xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<256x256xf32>
+  return %r : tensor<256x256xf32>
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func private @split_n_kc(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>, %c: tensor<256x256xf32>) -> tensor<256x256xf32> attributes {relax.prim_func, relax.schedule_knobs = "{\22matmul.kc\22: 128, \22matmul.split\22: \22n\22}"} {
   %zero = arith.constant 0.0 : f32
   %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<256x256xf32>) -> tensor<256x256xf32>
   %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<256x256xf32>, tensor<256x256xf32>) outs(%fill : tensor<256x256xf32>) {
