@@ -271,7 +271,14 @@ def test_strategy_choice_is_tuned_and_applied(tmp_path, capfd, monkeypatch):
     records = db.records_of(task.key, str(target))
     assert {r["knobs"]["strategy"] for r in records} == set(knob.values), records
     assert all(r["error"] is None and r["median_us"] > 0 for r in records), records
+    # What the build applies: the fastest record, once it beat the default again in turns
+    # (tune.confirm), else the default implementation.
     fastest = min(records, key=lambda r: r["median_us"])["knobs"]["strategy"]
+    decision = db.decision(task.key, str(target))
+    assert (decision is None) == (fastest == knob.default), records
+    if decision is not None:
+        assert decision["candidate"] == {"strategy": fastest}
+        fastest = decision["knobs"]["strategy"]
     assert db.best_strategies(str(target)) == {task.key: fastest}, records
     assert task.key not in db.best_knobs(str(target))  # the kernels' table stays the kernels'
     kinds = {w["kind"] for w in map(json.loads, (tmp_path / WORKLOADS).read_text().splitlines())}
@@ -286,10 +293,12 @@ def test_strategy_choice_is_tuned_and_applied(tmp_path, capfd, monkeypatch):
         rf"{re.escape(fastest)} \(plevel \d+; tuned choice, workload {task.key};", err
     ), err
 
-    # A record that makes another implementation the fastest: the build takes it (and says so),
-    # under another compile-cache key (the table is a module attribute, in the module's digest).
+    # A record that makes another implementation the fastest, confirmed against the default:
+    # the build takes it (and says so), under another compile-cache key (the table is a module
+    # attribute, in the module's digest).
     other = next(n for n in ("conv2d_nchw.im2col", "conv2d_nchw.direct") if n != fastest)
     db.commit_record(task.key, str(target), {"strategy": other}, [1e-3], None)
+    db.commit_decision(task.key, str(target), {"strategy": other}, {"strategy": other}, 2.0, 1.0)
     retuned = ms.apply_database(mod, str(tmp_path), target)
     assert module_digest(retuned.module) != module_digest(tuned.module)
     _check_conv(retuned, target)
