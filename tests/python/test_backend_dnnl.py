@@ -489,6 +489,36 @@ def test_strategy_lists_dnnl_below_our_kernels_and_a_user_can_prefer_it(
     assert any("relaxmlir_dnnl_conv2d" in str(f) for f in ex.native_bindings.values())
 
 
+@pytest.mark.parametrize("target", ["llvm", "llvm -mcpu=x86-64-v3"], ids=["host", "avx2"])
+def test_blocked_conv_can_run_in_dnnl(target, capfd, monkeypatch):
+    """A convolution relax-alter-op-layout put in NCHW<b>c (16 or 8 lanes) is still a dnnl
+    candidate (`conv2d_nchwc.dnnl`: layout changes around the NCHW kernel, the weight unblocked
+    at compile time), so tuning can choose oneDNN per convolution; forced here, it matches
+    torch for a unit-stride and a strided convolution."""
+    from relaxmlir.frontend import from_fx
+
+    target = rm.target.Target(target)
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Conv2d(32, 64, 3, 1, 1), torch.nn.ReLU(), torch.nn.Conv2d(64, 64, 3, 2, 1)
+    ).eval()
+    x = torch.randn(2, 32, 10, 10)
+    mod = from_fx(torch.fx.symbolic_trace(model), [(2, 32, 10, 10)], keep_params_as_input=False)
+    force = {strategy.FORCE_CONFIG: {"relax.nn.conv2d": "conv2d_nchwc.dnnl"}}
+    with rm.transform.PassContext(config=force):
+        ex = relax.build(mod, target)
+    err = capfd.readouterr().err
+    assert err.count("conv2d_nchwc.dnnl (plevel") == 2, err
+    assert any("relaxmlir_dnnl_conv2d" in str(f) for f in ex.native_bindings.values())
+    with torch.no_grad():
+        want = model(x).numpy()
+    got = relax.VirtualMachine(ex, rm.cpu())["main"](x.numpy()).numpy()
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
 def test_matmul_strategy_lists_dnnl(capfd, monkeypatch):
     monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
     rng = np.random.default_rng(7)

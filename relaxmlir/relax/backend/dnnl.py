@@ -60,11 +60,7 @@ def weight_digest(value: ir.Value | None) -> int:
     op = value.owner.operation
     if op.name != rx.Constant.name:
         return 0
-    data = np.ascontiguousarray(dense.to_numpy(op.attributes["value"]))
-    h = hashlib.blake2b(digest_size=8)
-    h.update(f"{data.dtype}{data.shape}".encode())
-    h.update(data.tobytes())
-    return (int.from_bytes(h.digest(), "little") >> 1) | 1
+    return _digest(dense.to_numpy(op.attributes["value"]))
 
 
 def conv2d_params(attrs: dict, digest: int = 0, residual_first: bool = False) -> np.ndarray:
@@ -278,6 +274,68 @@ def conv2d_call_supported(call) -> bool:
     c, (o, ci) = _sinfo_dims(data)[1], weight.shape[:2]
     groups = a.get("groups", 1)
     return c is not None and groups >= 1 and o % groups == 0 and ci * groups == c
+
+
+def _blocked_layouts(call) -> int | None:
+    """The block size b of a conv in NCHW<b>c / OIHW<b>i<b>o, else None."""
+    a = call.attrs
+    layout = a.get("data_layout", "NCHW")
+    if not (layout.startswith("NCHW") and layout.endswith("c") and layout[4:-1].isdigit()):
+        return None
+    b = int(layout[4:-1])
+    if a.get("kernel_layout") != f"OIHW{b}i{b}o" or a.get("out_layout") not in (None, "", layout):
+        return None
+    return b
+
+
+def conv2d_blocked_call_supported(call) -> bool:
+    """float32 channel-blocked data (NCHW<b>c, OIHW<b>i<b>o), one group, a constant weight"""
+    data, weight = (a.struct_info for a in call.args)
+    if _blocked_layouts(call) is None or call.attrs.get("groups", 1) != 1:
+        return False
+    if any(getattr(t, "dtype", None) != "float32" for t in (data, weight, call.struct_info)):
+        return False
+    if call.attrs.get("out_dtype") not in (None, "", "float32"):
+        return False
+    return data.ndim == 5 and weight.is_static and _constant_array(call.args[1]) is not None
+
+
+def _constant_array(arg) -> np.ndarray | None:
+    value = _arg_value(arg)
+    if value is None or isinstance(value.owner, ir.Block):
+        return None
+    op = value.owner.operation
+    return dense.to_numpy(op.attributes["value"]) if op.name == rx.Constant.name else None
+
+
+def emit_conv2d_blocked(bb, call):
+    """A channel-blocked `relax.nn.conv2d` through the NCHW dnnl kernel: its input back to NCHW,
+    the constant weight back to OIHW at compile time, and the result to NCHW<b>c again (oneDNN
+    reorders into its own blocked layout inside). What lets oneDNN compete with our blocked
+    kernels per convolution once relax-alter-op-layout has blocked the graph (a tuned choice)."""
+    from relaxmlir.relax.expr import Constant
+    from relaxmlir.relax.op import layout_transform
+    from relaxmlir.relax.struct_info import TensorStructInfo
+
+    del bb
+    b = _blocked_layouts(call)
+    blocked = f"NCHW{b}c"
+    wb = _constant_array(call.args[1])  # (O/b, I/b, KH, KW, b i, b o)
+    ob, ib, kh, kw = wb.shape[:4]
+    w = np.ascontiguousarray(wb.transpose(0, 5, 1, 4, 2, 3).reshape(ob * b, ib * b, kh, kw))
+    x = layout_transform(call.args[0], blocked, "NCHW")
+    n, _, oh, ow, _ = call.struct_info.shape
+    out = TensorStructInfo((n, ob * b, oh, ow), "float32")
+    attrs = {**call.attrs, "data_layout": "NCHW", "kernel_layout": "OIHW", "out_layout": "NCHW"}
+    conv = _emit("conv2d", [x, Constant(w)], conv2d_params(attrs, _digest(w)), out)
+    return layout_transform(conv, "NCHW", blocked)
+
+
+def _digest(data: np.ndarray) -> int:
+    h = hashlib.blake2b(digest_size=8)
+    h.update(f"{data.dtype}{data.shape}".encode())
+    h.update(np.ascontiguousarray(data).tobytes())
+    return (int.from_bytes(h.digest(), "little") >> 1) | 1
 
 
 def matmul_call_supported(call) -> bool:

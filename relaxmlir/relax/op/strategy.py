@@ -434,6 +434,12 @@ def _add_dnnl(s: OpStrategy, op: str) -> None:
             plevel=DNNL_PLEVEL,
             condition=dnnl.conv2d_call_supported,
         )
+        s.add_implementation(  # blocked data: the NCHW kernel between two layout changes
+            emit=dnnl.emit_conv2d_blocked,
+            name="conv2d_nchwc.dnnl",
+            plevel=DNNL_PLEVEL,
+            condition=dnnl.conv2d_blocked_call_supported,
+        )
     else:
         s.add_implementation(
             emit=dnnl.emit_matmul,
