@@ -73,6 +73,66 @@ def test_conv_layouts_match_torch(shape, layout, monkeypatch):
     np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
 
 
+STRIDED = [s for s in SHAPES if s[3] > 1]
+
+
+@pytest.mark.parametrize("layout", ["blocked", "blocked-avx2"])
+@pytest.mark.parametrize("shape", STRIDED, ids=lambda s: "c{}o{}k{}s{}p{}h{}".format(*s))
+def test_strided_conv_per_phase_matches_torch(shape, layout, capfd, monkeypatch):
+    """`conv2d_nchwc.phases` (a tuning candidate: one convolution per input phase with only its
+    taps, the constant weight sliced at compile time), forced, against torch."""
+    from relaxmlir.relax.op import strategy
+
+    cin, cout, k, stride, pad, size = shape
+    target = rm.target.Target(LAYOUTS[layout])
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    model = _model(cin, cout, k, stride, pad)
+    x = torch.randn(2, cin, size, size)
+    mod = from_fx(torch.fx.symbolic_trace(model), [(2, cin, size, size)], keep_params_as_input=False)
+    force = {strategy.FORCE_CONFIG: {"relax.nn.conv2d": "conv2d_nchwc.phases"}}
+    with rm.transform.PassContext(config=force):
+        vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
+    lanes = target.vector_bits // 32
+    if cin % lanes == 0 and cout % lanes == 0:  # blocked, so the strategy applied
+        assert "conv2d_nchwc.phases (plevel 22; forced" in capfd.readouterr().err
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+
+
+def test_strided_conv_per_phase_with_a_weight_argument(capfd, monkeypatch):
+    """The same with the blocked weight a function argument (its taps sliced by a kernel)."""
+    from relaxmlir.relax.op import strategy
+
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 2, 9, 9, 16), dtype=np.float32)
+    w = rng.standard_normal((2, 2, 3, 3, 16, 16), dtype=np.float32) / 20
+    bb = relax.BlockBuilder()
+    xv = relax.Var("x", relax.TensorStructInfo(x.shape, "float32"))
+    wv = relax.Var("w", relax.TensorStructInfo(w.shape, "float32"))
+    with bb.function("main", [xv, wv]):
+        y = bb.emit(
+            relax.op.nn.conv2d(
+                xv, wv, strides=2, padding=1, data_layout="NCHW16c", kernel_layout="OIHW16i16o"
+            )
+        )
+        bb.emit_func_output(y)
+    force = {strategy.FORCE_CONFIG: {"relax.nn.conv2d": "conv2d_nchwc.phases"}}
+    with rm.transform.PassContext(config=force):
+        vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), rm.cpu())
+    # unblocked: x (N, C, H, W), w (O, I, KH, KW)
+    xt = torch.from_numpy(x.transpose(0, 1, 4, 2, 3).reshape(1, 32, 9, 9))
+    wt = torch.from_numpy(w.transpose(0, 5, 1, 4, 2, 3).reshape(32, 32, 3, 3))
+    want = torch.nn.functional.conv2d(xt, wt, stride=2, padding=1).numpy()
+    assert "conv2d_nchwc.phases (plevel 22; forced" in capfd.readouterr().err
+    got = vm["main"](x, w).numpy()  # (1, 2, 5, 5, 16)
+    got = got.transpose(0, 1, 4, 2, 3).reshape(1, 32, 5, 5)
+    np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
 class _Block(torch.nn.Module):
     """conv -> bn -> relu -> max pool -> conv -> bn -> + identity -> relu -> global pool."""
 

@@ -124,6 +124,32 @@ def phase_kernel(kernel: te.Tensor, stride: int) -> te.Tensor:
     return te.compute((ob, cb * p * p, kq, kq, bi, bo), tap, name="T_phase_kernel")
 
 
+def phase_taps(kernel: te.Tensor, stride: int, py: int, px: int) -> te.Tensor:
+    """The taps of a stride-s blocked kernel [O/bo, C/bi, KH, KW, bi, bo] that read input phase
+    (py, px): [O/bo, C/bi, KQy, KQx, bi, bo] with tap (qy, qx) the kernel's (s*qy + py,
+    s*qx + px), KQy = ceil((KH - py) / s): only real taps, no zeros."""
+    ob, cb, kh, kw, bi, bo = kernel.shape
+    s = stride
+    kqy, kqx = -(-(kh - py) // s), -(-(kw - px) // s)
+    return te.compute(
+        (ob, cb, kqy, kqx, bi, bo),
+        lambda f, c, qy, qx, ci, fi: kernel[f, c, s * qy + py, s * qx + px, ci, fi],
+        name="T_phase_taps",
+    )
+
+
+def phase_part(phases: te.Tensor, p: int, py: int, px: int, rows: int, cols: int) -> te.Tensor:
+    """Input phase (py, px) of `phase_split`'s output, its first `rows` x `cols`:
+    [N, C/bi, rows, cols, bi] (the operand of that phase's unit-stride convolution)."""
+    n, cpp, _, _, bi = phases.shape
+    cb, k = cpp // (p * p), py * p + px
+    return te.compute(
+        (n, cb, rows, cols, bi),
+        lambda b, c, y, x, ci: phases[b, c * p * p + k, y, x, ci],
+        name="T_phase_part",
+    )
+
+
 def phase_split(
     data: te.Tensor, kernel_size: int, stride: int, padding: Sequence[int]
 ) -> te.Tensor:
@@ -131,7 +157,8 @@ def phase_split(
     by phase: [N, C/bi * P * P, OH + KQ - 1, OW + KQ - 1, bi], where channel block (c, py, px) row
     y is padded row s*y + py. Input row s*y + (s*q + p) is row y + q of phase p, so a unit-stride
     convolution with the `phase_kernel` computes the strided one (what the register-tiled schedule
-    reads), at the cost of the zero taps (16 for 9 on 3x3 / 2, 64 for 49 on 7x7 / 2, none on 1x1).
+    reads), at the cost of the zero taps (16 for 9 on 3x3 / 2, 64 for 49 on 7x7 / 2, none on
+    1x1); or each phase (`phase_part`) convolved with its own taps (`phase_taps`), summed.
     It is its own kernel: fused into the convolution, its strided reads would become the window's."""
     n, cb, h, w, bi = data.shape
     s, k = stride, kernel_size
