@@ -316,11 +316,11 @@ def run_candidate(
     repeats: int = 10,
     min_s: float = 0.05,
     fault: str | None = None,
+    flush: tuple[int, int] = (0, 1),
 ) -> dict:
     """Time the exported kernel in a fresh process: {"times_us": [...]} or {"error": ...}."""
-    return _child(
-        RUNNER, json.dumps(_run_spec(lib, signature, ref, repeats, min_s, fault)), timeout_s, "run"
-    )
+    spec = _run_spec(lib, signature, ref, repeats, min_s, fault, flush)
+    return _child(RUNNER, json.dumps(spec), timeout_s, "run")
 
 
 def _run_spec(lib, signature, ref, repeats=10, min_s=0.05, fault=None, flush=(0, 1)) -> dict:
@@ -617,8 +617,7 @@ def build_and_run(
         if ref_npz is not None:
             with open(ref, "wb") as f:
                 f.write(ref_npz)
-        spec = _run_spec(lib, built, ref, flush=flush)
-        out = _child(RUNNER, json.dumps(spec), timeout_s, "run")
+        out = run_candidate(lib, built, ref, timeout_s, flush=flush)
         if ref_npz is None and "times_us" in out:
             with open(ref, "rb") as f:
                 out["reference"] = f.read()
