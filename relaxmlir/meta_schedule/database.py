@@ -58,9 +58,19 @@ def _read_lines(path: str) -> list[dict]:
 STRATEGY_KNOB = "strategy"  # the one knob of a strategy task (kernel knobs are "<rule>.<knob>")
 
 
-def is_strategy_record(record: dict) -> bool:
-    knobs = record.get("knobs") or {}
+def is_strategy_knobs(knobs: dict | None) -> bool:
+    """Knobs of a strategy task (one implementation name), not of a kernel."""
+    knobs = knobs or {}
     return set(knobs) == {STRATEGY_KNOB} and isinstance(knobs[STRATEGY_KNOB], str)
+
+
+def is_strategy_record(record: dict) -> bool:
+    return is_strategy_knobs(record.get("knobs"))
+
+
+def median(values: list[float]) -> float:
+    """The upper median of `values` (of a record's times, and of the confirmation's rounds)."""
+    return sorted(values)[len(values) // 2]
 
 
 def knobs_id(knobs: dict) -> str:
@@ -114,7 +124,7 @@ class JSONDatabase:
             "target": target,
             "knobs": dict(knobs),
             "times_us": times,
-            "median_us": times[len(times) // 2] if times and error is None else None,
+            "median_us": median(times) if times and error is None else None,
             "error": error,
         }
         self._append(RECORDS, item)
@@ -174,7 +184,7 @@ class JSONDatabase:
         for key, t in self.records:
             if t == target:
                 knobs = self.chosen(key, t)
-                if knobs is not None and not is_strategy_record({"knobs": knobs}):
+                if knobs is not None and not is_strategy_knobs(knobs):
                     out[key] = knobs
         return out
 
@@ -185,7 +195,7 @@ class JSONDatabase:
         for key, t in self.records:
             if t == target:
                 knobs = self.chosen(key, t)
-                if knobs is not None and is_strategy_record({"knobs": knobs}):
+                if knobs is not None and is_strategy_knobs(knobs):
                     out[key] = knobs[STRATEGY_KNOB]
         return out
 

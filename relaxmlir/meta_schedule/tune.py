@@ -20,7 +20,7 @@ import random
 import sys
 import time
 
-from relaxmlir.meta_schedule.database import JSONDatabase, knobs_id
+from relaxmlir.meta_schedule.database import JSONDatabase, knobs_id, median
 from relaxmlir.meta_schedule.measure import Measurer
 from relaxmlir.meta_schedule.search import CostModel, propose, space_size
 from relaxmlir.meta_schedule.task import Task, extract_tasks
@@ -156,10 +156,6 @@ def tune_tasks(
     return db
 
 
-def _median(values: list[float]) -> float:
-    return sorted(values)[len(values) // 2]
-
-
 def confirm(db: JSONDatabase, measurer: Measurer, task: Task, target: str) -> dict | None:
     """Time the task's fastest record against its default schedule, taking turns, and record
     which of the two the build applies (see the module docstring). None: nothing to confirm
@@ -172,8 +168,8 @@ def confirm(db: JSONDatabase, measurer: Measurer, task: Task, target: str) -> di
     rounds = measurer.compare(task, [default, best["knobs"]], target, CONFIRM_ROUNDS)
     medians = []
     for results in rounds:
-        ok = [_median(r["times_us"]) for r in results if r.get("times_us")]
-        medians.append(_median(ok) if len(ok) == len(results) else None)
+        ok = [median(r["times_us"]) for r in results if r.get("times_us")]
+        medians.append(median(ok) if len(ok) == len(results) else None)
     d_us, c_us = medians
     wins = d_us is not None and c_us is not None and c_us <= (1 - CONFIRM_MARGIN) * d_us
     return db.commit_decision(
