@@ -89,6 +89,16 @@ def value_sinfo(value: ir.Value) -> TensorStructInfo:
     return TensorStructInfo(value_shape(value), value_dtype(value))
 
 
+def arg_constant(arg: Any) -> np.ndarray | None:
+    """The value of a rule's argument (a var bound to an operand) that is a `relax.constant`, as
+    numpy (a weight a strategy re-lays out at compile time), else None."""
+    values = getattr(arg, "values", None)
+    owner = values[0].owner if values else None
+    if owner is None or isinstance(owner, ir.Block) or owner.name != rx.Constant.name:
+        return None
+    return dense.to_numpy(owner.attributes["value"])
+
+
 def _scalar_constant(value: ir.Value) -> Constant | None:
     """A one-element `relax.constant` operand as a `Constant` (rules may fold it as a scalar)."""
     owner = value.owner

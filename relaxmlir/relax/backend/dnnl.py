@@ -22,6 +22,7 @@ from mlir import ir
 from dialects import relax as rx
 from lowering import dense
 from relaxmlir.ir import attr_value
+from relaxmlir.relax.analysis import arg_constant
 from relaxmlir.relax.backend.patterns import (
     check_inputs,
     check_matmul,
@@ -33,6 +34,7 @@ from relaxmlir.relax.backend.registry import FusionPattern, PatternCheckContext,
 from relaxmlir.relax.struct_info import dtype_of
 from relaxmlir.runtime import libraries
 from relaxmlir.runtime.registry import NativeFunc, register_func
+from relaxmlir.topi.layout import channel_block, kernel_blocks
 
 CODEGEN = "dnnl"
 ACTIVATIONS = {
@@ -280,10 +282,11 @@ def _blocked_layouts(call) -> int | None:
     """The block size b of a conv in NCHW<b>c / OIHW<b>i<b>o, else None."""
     a = call.attrs
     layout = a.get("data_layout", "NCHW")
-    if not (layout.startswith("NCHW") and layout.endswith("c") and layout[4:-1].isdigit()):
+    try:
+        b, kernel = channel_block(layout), kernel_blocks(a.get("kernel_layout", "OIHW"))
+    except ValueError:
         return None
-    b = int(layout[4:-1])
-    if a.get("kernel_layout") != f"OIHW{b}i{b}o" or a.get("out_layout") not in (None, "", layout):
+    if not b or kernel != (b, b) or a.get("out_layout") not in (None, "", layout):
         return None
     return b
 
@@ -297,15 +300,7 @@ def conv2d_blocked_call_supported(call) -> bool:
         return False
     if call.attrs.get("out_dtype") not in (None, "", "float32"):
         return False
-    return data.ndim == 5 and weight.is_static and _constant_array(call.args[1]) is not None
-
-
-def _constant_array(arg) -> np.ndarray | None:
-    value = _arg_value(arg)
-    if value is None or isinstance(value.owner, ir.Block):
-        return None
-    op = value.owner.operation
-    return dense.to_numpy(op.attributes["value"]) if op.name == rx.Constant.name else None
+    return data.ndim == 5 and weight.is_static and arg_constant(call.args[1]) is not None
 
 
 def emit_conv2d_blocked(bb, call):
@@ -320,7 +315,7 @@ def emit_conv2d_blocked(bb, call):
     del bb
     b = _blocked_layouts(call)
     blocked = f"NCHW{b}c"
-    wb = _constant_array(call.args[1])  # (O/b, I/b, KH, KW, b i, b o)
+    wb = arg_constant(call.args[1])  # (O/b, I/b, KH, KW, b i, b o)
     ob, ib, kh, kw = wb.shape[:4]
     w = np.ascontiguousarray(wb.transpose(0, 5, 1, 4, 2, 3).reshape(ob * b, ib * b, kh, kw))
     x = layout_transform(call.args[0], blocked, "NCHW")

@@ -390,6 +390,7 @@ def emit_conv2d_nchwc_phases(bb, call: Call):
     default."""
     import numpy as np
 
+    from relaxmlir.relax.analysis import arg_constant
     from relaxmlir.relax.expr import Constant
     from relaxmlir.relax.op import add
     from relaxmlir.topi.nn import blocked
@@ -398,7 +399,7 @@ def emit_conv2d_nchwc_phases(bb, call: Call):
     s, k = a["strides"][0], call.args[1].struct_info.shape[2]
     p = min(s, k)
     _, _, oh, ow, _ = call.struct_info.shape
-    weight = _constant_array(call.args[1])
+    weight = arg_constant(call.args[1])
     phases = bb.call_te(blocked.phase_split, call.args[0], k, s, a["padding"], primfunc_name_hint="phase_split")
     out = None
     for py in range(p):
@@ -417,16 +418,6 @@ def emit_conv2d_nchwc_phases(bb, call: Call):
             )
             out = conv if out is None else add(out, conv)
     return out
-
-
-def _constant_array(arg: Any):
-    """The value of a relax.constant operand as a numpy array, else None."""
-    from lowering import dense
-
-    values = getattr(arg, "values", None)
-    if not values or getattr(values[0].owner, "name", "") != "relax.constant":
-        return None
-    return dense.to_numpy(values[0].owner.attributes["value"])
 
 
 def is_im2col_conv(call: Call) -> bool:
