@@ -44,6 +44,7 @@ from dialects import clone_module
 from lowering import dense
 from relaxmlir.runtime import libraries
 from relaxmlir.runtime.library import METADATA_MAGIC
+from relaxmlir.target import host_cores
 
 RUNTIME_C = os.path.join(os.path.dirname(libraries.__file__), "native", "runtime.c")
 # The mgpu* entry points of CUDA host code, over libcuda.so.1 opened lazily (cuda target only).
@@ -316,10 +317,7 @@ SPLIT_MIN_CHARS = 200_000
 
 def codegen_jobs() -> int:
     """How many llc processes one export runs at once: the cores this process may use."""
-    try:
-        return max(1, len(os.sched_getaffinity(0)))
-    except AttributeError:
-        return max(1, os.cpu_count() or 1)
+    return host_cores()
 
 
 _DEFINE = re.compile(r"^define ([^@]*)@([\w.$-]+)\(", re.M)
