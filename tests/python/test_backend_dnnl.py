@@ -365,16 +365,12 @@ def test_dispatched_call_does_not_enter_python():
     assert not any("_Trampoline" in s or "NativeFunc" in s for s in seen), seen
 
 
-def test_threads_follow_relaxmlir_num_threads():
-    """oneDNN's OpenMP team is as large as ours: RELAXMLIR_NUM_THREADS=3 starts two
-    workers, set_num_threads(1) then runs oneDNN on the calling thread alone."""
-    out = run_python(
-        """
+# A child's first dnnl call (a 3x3 conv of 32 channels), with `tasks()` counting its threads
+# before (`before`) and after it.
+DNNL_CONV_CALL = """
 import os
 import numpy as np
-import relaxmlir as rm
 from relaxmlir.relax.backend import dnnl
-from relaxmlir.runtime import dnnl as dnnl_runtime
 def tasks():
     return len(os.listdir("/proc/self/task"))
 kernel = dnnl.kernel_for("dnnl.conv2d")
@@ -382,6 +378,17 @@ params = dnnl.conv2d_params({"strides": [1, 1], "padding": [1, 1, 1, 1], "dilati
 x, w = np.ones((1, 32, 32, 32), np.float32), np.ones((32, 32, 3, 3), np.float32)
 before = tasks()
 kernel(x, w, params, np.empty((1, 32, 32, 32), np.float32))
+"""
+
+
+def test_threads_follow_relaxmlir_num_threads():
+    """oneDNN's OpenMP team is as large as ours: RELAXMLIR_NUM_THREADS=3 starts two
+    workers, set_num_threads(1) then runs oneDNN on the calling thread alone."""
+    out = run_python(
+        DNNL_CONV_CALL
+        + """
+import relaxmlir as rm
+from relaxmlir.runtime import dnnl as dnnl_runtime
 print(tasks() - before)
 rm.runtime.set_num_threads(1)
 kernel(x, w, params, np.empty((1, 32, 32, 32), np.float32))
@@ -404,17 +411,9 @@ def test_dnnl_and_our_kernels_share_one_openmp_runtime():
     out = run_python(
         "n = 96\n"
         + PARALLEL_MATMUL
+        + DNNL_CONV_CALL
         + """
-import os
-from relaxmlir.relax.backend import dnnl
 from relaxmlir.runtime import libraries
-def tasks():
-    return len(os.listdir("/proc/self/task"))
-kernel = dnnl.kernel_for("dnnl.conv2d")
-params = dnnl.conv2d_params({"strides": [1, 1], "padding": [1, 1, 1, 1], "dilation": [1, 1], "groups": 1})
-x, w = np.ones((1, 32, 32, 32), np.float32), np.ones((32, 32, 3, 3), np.float32)
-before = tasks()
-kernel(x, w, params, np.empty((1, 32, 32, 32), np.float32))
 after_dnnl = tasks()
 f(a, b, np.empty((n, n), np.float32))
 after_ours = tasks()
