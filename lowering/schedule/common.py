@@ -141,6 +141,9 @@ class ScheduleRule:
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
         raise NotImplementedError
 
+    def after_prepare(self, func_op: ir.Operation) -> None:
+        """Rewrites between the two scripts that the transform dialect has no op for."""
+
 
 SCHEDULES: dict[tuple[str, str], ScheduleRule] = {}
 
@@ -327,6 +330,15 @@ def _classify_contraction(info: OpInfo, k: int) -> None:
     )
 
 
+def reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
+    """The `reassociation` attribute of tensor.expand_shape / collapse_shape: which axes of the
+    larger-rank shape make each axis of the smaller."""
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get(
+        [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups]
+    )
+
+
 def linalg_ops(func_op: ir.Operation) -> list[ir.Operation]:
     """The linalg ops of a PrimFunc body, in order. Fills fold into the schedules of their users;
     a prepacked weight's unpack folds into its matmul (or is decomposed by `finalize`)."""
@@ -494,9 +506,12 @@ def finalize(s: Script) -> None:
     )
     s.emit(f"transform.apply_licm to {loops} : {s.ANY}")
     s.emit(f"transform.loop.hoist_loop_invariant_subsets {loops} : {s.ANY}")
+    # Unit dims inside a tile's vectors go too (8x1x32 accumulators of row tiles over C laid
+    # out [M, N/NR, NR]): LLVM allocated the 3-D form worse, spilling an accumulator per step.
     s.patterns(
         "vector.reduction_to_contract",
         "vector.cast_away_vector_leading_one_dim",
+        "vector.drop_unit_dims_with_shape_cast",
         "canonicalization",
     )
     s.patterns("tensor.fold_tensor_subset_ops_into_vector_transfers")
@@ -539,9 +554,7 @@ def legalize_function(func_op: ir.Operation) -> None:
         apply_script(func_op, s)
 
 
-def apply_rules(
-    func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] | None
-) -> list[str]:
+def apply_rules(func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] | None) -> list[str]:
     """Run the rules of the ops in `chosen` (all when None) on `func_op` in place; raises on a
     script failure, leaving `func_op` partly transformed (callers work on a clone)."""
     infos = [classify(op) for op in linalg_ops(func_op)]
@@ -557,6 +570,8 @@ def apply_rules(
     if len(pre.lines) > len(handles):
         apply_script(func_op, pre)
         fold_prepacked(func_op)
+        for rule in {id(r): r for r in rules.values()}.values():
+            rule.after_prepare(func_op)
     main = Script()
     # Match every op first: handles then follow ops that a later rule's patterns rewrite.
     handles = {tag: main.match_tagged(tag) for tag, _ in picked}

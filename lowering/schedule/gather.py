@@ -25,6 +25,8 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import linalg, tensor
 
+from lowering.schedule.common import reassociation
+
 MAX_POINTS = 1 << 22  # iteration spaces evaluated in full (~0.5 s at the cap); larger stay gathers
 
 
@@ -193,21 +195,16 @@ def _view(source: ir.Value, plan) -> ir.Value:
     src_type = ir.RankedTensorType(source.type)
     elem = src_type.element_type
     total = int(np.prod(src_type.shape))
-    i64 = ir.IntegerType.get_signless(64)
-
-    def reassoc(groups):
-        return ir.ArrayAttr.get(
-            [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups]
-        )
-
     v = source
     if list(src_type.shape) != shape:
         if src_type.rank > 1:
             flat = ir.RankedTensorType.get([total], elem)
-            v = tensor.CollapseShapeOp(flat, v, reassoc([list(range(src_type.rank))])).result
+            v = tensor.CollapseShapeOp(flat, v, reassociation([list(range(src_type.rank))])).result
         if shape != [total]:
             t = ir.RankedTensorType.get(shape, elem)
-            v = tensor.ExpandShapeOp(t, v, reassoc([list(range(len(shape)))]), [], shape).result
+            v = tensor.ExpandShapeOp(
+                t, v, reassociation([list(range(len(shape)))]), [], shape
+            ).result
     if offsets != [0] * len(shape) or sizes != shape:
         # Rank-reducing when the last axis is the constant one (strides above 1): its size is 1.
         t = ir.RankedTensorType.get(sizes[: len(plan[3])], elem)
@@ -407,16 +404,9 @@ def _strided_view(source: ir.Value, plans: list, ranges: list[int]) -> tuple[ir.
                 sizes.append(1)
     if expanded != spans:
         t = ir.RankedTensorType.get(expanded, elem)
-        v = tensor.ExpandShapeOp(t, v, _reassociation(groups), [], expanded).result
+        v = tensor.ExpandShapeOp(t, v, reassociation(groups), [], expanded).result
     if sizes != expanded or len(dims) != len(expanded):
         t = ir.RankedTensorType.get([ranges[d] for d in dims], elem)
         zeros, ones = [0] * len(expanded), [1] * len(expanded)
         v = tensor.ExtractSliceOp(t, v, [], [], [], zeros, sizes, ones).result
     return v, dims
-
-
-def _reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get(
-        [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups]
-    )

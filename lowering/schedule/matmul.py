@@ -34,6 +34,7 @@ from lowering.schedule.common import (
     ScheduleOptions,
     ScheduleRule,
     Script,
+    reassociation,
     register_schedule,
 )
 from lowering.schedule.reduction import inner_reduction
@@ -42,6 +43,7 @@ from relaxmlir.target import Target
 GEMV_NB = 4  # 1-row register tile: 4 panels of NR = 8 accumulators
 CACHE_ROWS, CACHE_COLS, KC = 128, 256, 256  # cache tiles: rows x cols of C per block, x KC of K
 SPLITS = ("auto", "m", "n")  # the `matmul.split` knob: which dimension the threads divide
+C_LAYOUTS = ("packed", "inplace")  # the `matmul.c_layout` knob: where the register tiles accumulate
 
 
 @dataclass(frozen=True)
@@ -159,6 +161,11 @@ class MatmulSchedule(ScheduleRule):
             packed = new_op
         s.patterns("canonicalization")  # folds the zero fill into the packed accumulator
         s.tag(packed, info.tag)
+        if mr and _inplace_c(info, opts, t):
+            s.emit(f'transform.annotate {packed} "{INPLACE_ATTR}" : {s.ANY}')
+
+    def after_prepare(self, func_op: ir.Operation) -> None:
+        inplace_accumulators(func_op)
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
         t = tile_for(opts)
@@ -212,7 +219,7 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
     inner = [0, 0] if m_packed else [0]
     a_pack = s.producer(h, 0) if m_packed else None
     b_pack = None if info.b_prepacked else s.producer(h, 1)
-    unpack = s.consumer(h, 0)
+    unpack = None if m_packed and _inplace_c(info, opts, t) else s.consumer(h, 0)
 
     # Tiles that divide their loops keep every tile static (the vectorizer needs static shapes
     # when a register tile spans several panels).
@@ -270,7 +277,11 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
         _schedule_pack(
             s, b_pack, b_outer, info.k, info.n, [t.nr], copy_threads(n_blocks * t.nr * k), t.pack_k
         )
-    _schedule_unpack(s, unpack, info, t, m_packed, copy_threads(batch_size * m_blocks * n_blocks * t.nr))
+    if unpack is None:
+        return f"matmul-packed-{t.mr}x{t.nr * nb}-inplace"
+    _schedule_unpack(
+        s, unpack, info, t, m_packed, copy_threads(batch_size * m_blocks * n_blocks * t.nr)
+    )
     return f"matmul-packed-{t.mr if m_packed else 1}x{t.nr * nb}"
 
 
@@ -371,7 +382,9 @@ def parallel_rows(info: OpInfo, opts: ScheduleOptions) -> tuple[int, int] | None
 
 def _match_generic(s: Script, loop: str) -> str:
     h = s.fresh("in")
-    s.emit(f'{h} = transform.structured.match ops{{["linalg.generic"]}} in {loop} : ({s.ANY}) -> {s.ANY}')
+    s.emit(
+        f'{h} = transform.structured.match ops{{["linalg.generic"]}} in {loop} : ({s.ANY}) -> {s.ANY}'
+    )
     return h
 
 
@@ -436,9 +449,7 @@ def _cast(s: Script, h: str, op_name: str) -> str:
     return c
 
 
-def _split_columns(
-    s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: MicroTile
-) -> str:
+def _split_columns(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: MicroTile) -> str:
     """Unpacked routes (few rows): split the columns across threads, in whole register tiles;
     with symbolic sizes, a static batch loop (attention heads) with a block per thread."""
     if not info.static:  # split by the batch, or not at all
@@ -461,7 +472,9 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
     """Unpacked register tile 1 x 8L x 1: a row of A times a [1, 8L] strip of B per step."""
     nloops = len(info.ranges)
     symbolic_n = info.ranges[info.n] is None
-    n_tile = 4 * t.lanes if symbolic_n else min(t.small_n, _ceil(info.size(info.n), t.lanes) * t.lanes)
+    n_tile = (
+        4 * t.lanes if symbolic_n else min(t.small_n, _ceil(info.size(info.n), t.lanes) * t.lanes)
+    )
     outer = [1 if d in info.batch else 0 for d in range(nloops)]
     outer[info.m], outer[info.n] = 1, n_tile
     h, loops = s.tile_for(h, outer)
@@ -478,7 +491,7 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
     n_loop = loops[sum(1 for d in range(info.n) if outer[d])]
     main, rest = s.fresh("main"), s.fresh("rest")
     s.emit(
-        f'{main}, {rest} = transform.loop.peel {_cast(s, n_loop, "scf.for")} : '
+        f"{main}, {rest} = transform.loop.peel {_cast(s, n_loop, 'scf.for')} : "
         f'(!transform.op<"scf.for">) -> ({s.ANY}, {s.ANY})'
     )
     s.patterns("canonicalization", target=main)  # whole strips: a static n_tile
@@ -714,3 +727,123 @@ def use_prepacked_weight(func_op: ir.Operation, arg_index: int, layout: PackedLa
         func_op.attributes["function_type"] = ir.TypeAttr.get(
             ir.FunctionType.get(inputs, list(ftype.results))
         )
+
+
+# ----------------------------------------------------------------------------------------------
+# Accumulating in the destination
+
+
+INPLACE_ATTR = "relax.c_inplace"  # on a packed contraction whose C panels are views of C
+
+
+def _inplace_c(info: OpInfo, opts: ScheduleOptions, t: MicroTile) -> bool:
+    """Whether the packed route writes its MR x NR tiles straight into C (`inplace_accumulators`),
+    the `matmul.c_layout` knob: when MR and NR divide M and N, C is [M/MR, MR, N/NR, NR] by a
+    reshape alone, so the packed accumulator and its unpack pass are not needed. Not the
+    default: the tiles then load and store MR rows a row of C apart instead of one contiguous
+    block, and on the machines measured (Zen 4/5 with AVX-512 and AVX2) the two forms ran
+    within noise of each other (W3, BERT-base's GEMMs, the whole BERT-base)."""
+    layout = str(opts.knob("matmul.c_layout", "packed"))
+    if layout not in C_LAYOUTS:
+        raise ValueError(f"matmul.c_layout={layout}: expected one of {', '.join(C_LAYOUTS)}")
+    if layout != "inplace" or not info.static:
+        return False
+    return info.size(info.m) % t.mr == 0 and info.size(info.n) % t.nr == 0
+
+
+def inplace_accumulators(func_op: ir.Operation) -> None:
+    """`unpack(contract(A', B', fill(empty packed)), C)` -> `collapse(contract(A', B',
+    expand(fill(C))))` for contractions marked INPLACE_ATTR: the contraction's C map goes from
+    the packed [.., M/MR, N/NR, MR, NR] order to the expanded [.., M/MR, MR, N/NR, NR] one, a
+    view of C itself, so the register tiles load and store C where it lives."""
+    found = []
+
+    def visit(op):
+        op = op.operation
+        if op.name == "linalg.generic" and INPLACE_ATTR in op.attributes:
+            found.append(op)
+            return ir.WalkResult.SKIP
+        return ir.WalkResult.ADVANCE
+
+    func_op.walk(visit)
+    for op in found:
+        _accumulate_in_place(op)
+
+
+def _accumulate_in_place(op: ir.Operation) -> None:
+    del op.attributes[INPLACE_ATTR]
+    uses = list(op.results[0].uses)
+    init = op.operands[len(op.operands) - 1].owner
+    # The accumulator starts as zeros (a packed fill) or as a packed tensor (C += A @ B).
+    if (
+        len(uses) != 1
+        or uses[0].owner.name != "linalg.unpack"
+        or init.name
+        not in (
+            "linalg.fill",
+            "linalg.pack",
+        )
+    ):
+        return  # not what `prepare` leaves: the unpack is lowered as it is (correct, slower)
+    unpack = uses[0].owner
+    if "outer_dims_perm" in unpack.attributes or (
+        init.name == "linalg.pack" and "outer_dims_perm" in init.attributes
+    ):
+        return
+    inner = list(ir.DenseI64ArrayAttr(unpack.attributes["inner_dims_pos"]))
+    dest = unpack.operands[1]
+    dest_type = ir.RankedTensorType(dest.type)
+    packed_shape = ir.RankedTensorType(op.results[0].type).shape
+    rank = dest_type.rank
+    groups, shape, order = [], [], []  # order: packed C axis of each expanded axis
+    for i in range(rank):
+        groups.append([len(shape)])
+        shape.append(packed_shape[i])
+        order.append(i)
+        if i in inner:
+            groups[-1].append(len(shape))
+            shape.append(packed_shape[rank + inner.index(i)])
+            order.append(rank + inner.index(i))
+    if int(np.prod(shape)) != int(np.prod(dest_type.shape)):
+        return  # padded: C is not a reshape of the panels
+    n_in = len(op.operands) - 1
+    maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
+    c_map = ir.AffineMapAttr(maps[n_in]).value
+    nloops = c_map.n_dims
+    exprs = [c_map.results[j] for j in order]
+    new_c_map = ir.AffineMapAttr.get(ir.AffineMap.get(nloops, 0, exprs))
+    elem = dest_type.element_type
+    with ir.InsertionPoint(op), op.location:
+        if init.name == "linalg.fill":
+            start = linalg.fill(init.operands[0], outs=[dest])
+        else:
+            start = init.operands[0]
+        expanded_type = ir.RankedTensorType.get(shape, elem)
+        view = tensor.ExpandShapeOp(expanded_type, start, reassociation(groups), [], shape).result
+        new = linalg.GenericOp(
+            [expanded_type],
+            list(op.operands)[:n_in],
+            [view],
+            ir.ArrayAttr.get(maps[:n_in] + [new_c_map]),
+            op.attributes["iterator_types"],
+        )
+        for name in list(op.attributes):
+            if name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
+                new.operation.attributes[name] = op.attributes[name]
+        old = op.regions[0].blocks[0]
+        block = new.regions[0].blocks.append(*[a.type for a in old.arguments])
+    for i, arg in enumerate(old.arguments):
+        arg.replace_all_uses_with(block.arguments[i])
+    for inner_op in [o.operation for o in old.operations]:
+        inner_op.detach_from_parent()
+        ir.InsertionPoint(block).insert(inner_op)
+    with ir.InsertionPoint(unpack), unpack.location:
+        result = tensor.CollapseShapeOp(dest_type, new.results[0], reassociation(groups)).result
+    unpack.results[0].replace_all_uses_with(result)
+    unpack.erase()
+    op.erase()
+    if not list(init.results[0].uses):
+        empty = init.operands[1].owner
+        init.erase()
+        if empty.name == "tensor.empty" and not list(empty.results[0].uses):
+            empty.erase()

@@ -42,11 +42,11 @@ class Knob:
 
 
 def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
-    """Register-tile rows, the cache blocks (rows and columns of C, K elements) and, on more
-    than one core, the dimension the threads split."""
-    from lowering.schedule.matmul import CACHE_COLS, CACHE_ROWS, KC, SPLITS, micro_tile
+    """Register-tile rows, the cache blocks (rows and columns of C, K elements), on more than
+    one core the dimension the threads split, and where C accumulates when the tiles divide it."""
+    from lowering.schedule.matmul import C_LAYOUTS, CACHE_COLS, CACHE_ROWS, KC, SPLITS, micro_tile
 
-    mr = micro_tile(opts.target).mr
+    mr, nr = micro_tile(opts.target).mr, micro_tile(opts.target).nr
     rows = tuple(sorted({v for v in (4, 6, mr) if v <= mr}))
     knobs = [
         Knob("matmul.mr", rows, mr),
@@ -58,6 +58,9 @@ def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
         knobs.append(Knob("matmul.kc", tuple(v for v in (KC // 2, KC, 2 * KC) if v < 2 * k), KC))
     if opts.threads > 1:
         knobs.append(Knob("matmul.split", SPLITS, "auto"))
+    whole_tiles = info.static and info.size(info.n) % nr == 0
+    if whole_tiles and any(info.size(info.m) % r == 0 for r in rows):
+        knobs.append(Knob("matmul.c_layout", C_LAYOUTS, "packed"))
     return knobs
 
 

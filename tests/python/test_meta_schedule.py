@@ -103,6 +103,8 @@ def test_tasks_have_knobs_and_keys():
     tasks = ms.extract_tasks(_mlp(), Target("llvm"))
     assert len(tasks) == 2 and tasks[0].flops > tasks[1].flops
     assert {"matmul.mr", "matmul.cache_rows", "matmul.cache_cols"} <= set(tasks[0].space)
+    # 64 x 128 outputs: whole 8 x 32 tiles, so C may also accumulate in place
+    assert tasks[0].space["matmul.c_layout"].values == ("packed", "inplace")
     assert tasks[0].default_knobs()["matmul.mr"] == tasks[0].space["matmul.mr"].default
     other = ms.extract_tasks(_mlp(), Target("llvm -mcpu=x86-64-v3"))
     assert {t.key for t in tasks}.isdisjoint(t.key for t in other)  # keys carry the target
@@ -369,9 +371,9 @@ def test_strategy_candidate_not_legalized_as_named_is_a_failed_record(tmp_path):
     db = ms.tune_tasks([task], target, str(tmp_path), max_trials_global=2)
     errors = {r["knobs"]["strategy"]: r["error"] for r in db.records_of(task.key, str(target))}
     assert errors[default] is None
-    assert "legalized with ['conv2d_nchw.direct'], not conv2d_nchw.nope" in errors[
-        "conv2d_nchw.nope"
-    ]
+    assert (
+        "legalized with ['conv2d_nchw.direct'], not conv2d_nchw.nope" in errors["conv2d_nchw.nope"]
+    )
     assert db.best_strategies(str(target)) == {task.key: default}
 
 

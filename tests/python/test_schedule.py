@@ -135,6 +135,53 @@ def test_matmul_tuned_knobs_keep_the_numbers(knobs):
     check(c, a @ b, f"matmul {m}x{n}x{k} with {knobs}")
 
 
+def _with_knobs(text: str, knobs: dict) -> str:
+    import json
+
+    return text.replace(
+        "attributes {relax.prim_func}",
+        f"attributes {{relax.prim_func, relax.schedule_knobs = {json.dumps(json.dumps(knobs))}}}",
+    )
+
+
+def _names_with_knobs(text: str, threads: int = 1) -> list[str]:
+    """The rules' names after the schedule pass, which reads the kernel's knobs attribute."""
+    with ir.Context():
+        module = ir.Module.parse(text)
+        run_pipeline(module, f"builtin.module(relax-schedule-cpu{{threads={threads} strict=true}})")
+        func_op = module.body.operations[0].operation
+        return [ir.StringAttr(a).value for a in ir.ArrayAttr(func_op.attributes[SCHEDULE_ATTR])]
+
+
+@pytest.mark.parametrize(
+    "m,n,k,tb,batch,threads",
+    [(64, 64, 300, False, (), 2), (32, 96, 40, True, (3,), 1), (16, 64, 600, False, (2,), 2)],
+)
+def test_matmul_inplace_c_layout(m, n, k, tb, batch, threads, parallel_everything):
+    """`matmul.c_layout = inplace`: the register tiles accumulate in C (viewed as
+    [M/8, 8, N/32, 32]) over several K blocks and thread panels; C starts at 7 so a missing
+    zero fill shows."""
+    text = _with_knobs(
+        matmul_text(m, n, k, transposed_b=tb, batch=batch), {"matmul.c_layout": "inplace"}
+    )
+    assert _names_with_knobs(text, threads) == ["matmul-packed-8x32-inplace"]
+    a = rand(*batch, m, k)
+    b = rand(*batch, n, k, seed=1) if tb else rand(*batch, k, n, seed=1)
+    c = np.full((*batch, m, n), 7.0, np.float32)
+    Kernel.build(text, "mm", schedule=f"threads={threads} strict=true")(a, b, c)
+    check(c, a @ (np.swapaxes(b, -1, -2) if tb else b), f"in-place matmul {batch}x{m}x{n}x{k}")
+
+
+def test_matmul_inplace_c_layout_needs_whole_tiles():
+    """Rows that the register tile does not divide keep the packed accumulator (C is then not a
+    reshape of the panels); an unknown layout is an error naming the knob."""
+    text = _with_knobs(matmul_text(36, 64, 40), {"matmul.c_layout": "inplace"})
+    assert _names_with_knobs(text) == ["matmul-packed-8x32"]
+    bad = _with_knobs(matmul_text(64, 64, 40), {"matmul.c_layout": "rows"})
+    with pytest.raises(Exception, match="matmul.c_layout=rows: expected one of packed, inplace"):
+        _names_with_knobs(bad)
+
+
 def test_schedule_off_gives_same_numbers():
     text = matmul_text(37, 53, 29, transposed_b=True)
     a, b = rand(37, 29), rand(53, 29, seed=1)

@@ -6,12 +6,12 @@
 // 16 of 32 zmm on AVX-512, 6x16 in 12 of 16 ymm on AVX2, 6x8 in xmm on SSE2).
 // AVX2-LABEL: func.func private @matmul_packed
 // AVX2-SAME: relax.schedule = ["matmul-packed-6x16"]
-// AVX2: scf.for {{.*}} -> (vector<1x1x6x16xf32>)
+// AVX2: scf.for {{.*}} -> (vector<6x16xf32>)
 // AVX2-NOT: vector<32xf32>
 // AVX2-LABEL: func.func private @gemv
 // SSE-LABEL: func.func private @matmul_packed
 // SSE-SAME: relax.schedule = ["matmul-packed-6x8"]
-// SSE: scf.for {{.*}} -> (vector<1x1x6x8xf32>)
+// SSE: scf.for {{.*}} -> (vector<6x8xf32>)
 // SSE-NOT: vector<16xf32>
 // SSE-LABEL: func.func private @gemv
 
@@ -29,7 +29,7 @@
 // CHECK: %[[BPACK:.+]] = {{scf\.for(all)?}} {{.*}} -> (tensor<16x512x32xf32>)
 // CHECK: vector.transfer_read %{{.+}} : tensor<512x512xf32>, vector<16x32xf32>
 // CHECK: scf.forall (%{{.+}}) in (2)
-// CHECK: %[[ACC:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %{{.+}}) -> (vector<1x1x8x32xf32>)
+// CHECK: %[[ACC:.+]] = scf.for {{.*}} iter_args(%{{.+}} = %{{.+}}) -> (vector<8x32xf32>)
 // CHECK: %[[AROW:.+]] = vector.transfer_read %[[APACK]]{{.*}} vector<8xf32>
 // CHECK: %[[BROW:.+]] = vector.transfer_read %[[BPACK]]{{.*}} vector<32xf32>
 // CHECK-COUNT-8: vector.outerproduct %[[BROW]], %{{.+}}, %{{.+}} {kind = #vector.kind<add>} : vector<32xf32>, f32
@@ -56,7 +56,7 @@ func.func private @matmul_packed(%a: tensor<512x512xf32>, %b: tensor<512x512xf32
 // CHECK-SAME: relax.schedule = ["matmul-small-1x128"]
 // CHECK-NOT: scf.forall (
 // CHECK-NOT: linalg.pack
-// CHECK: scf.for {{.*}} -> (vector<1x128xf32>)
+// CHECK: scf.for {{.*}} -> (vector<128xf32>)
 // CHECK: %[[ROW:.+]] = vector.transfer_read %{{.+}} : tensor<784x128xf32>, vector<128xf32>
 // CHECK: vector.outerproduct %[[ROW]], %{{.+}}, %{{.+}} {kind = #vector.kind<add>} : vector<128xf32>, f32
 // CHECK: vector.transfer_write %{{.+}} : vector<128xf32>, tensor<1x128xf32>

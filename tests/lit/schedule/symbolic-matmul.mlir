@@ -11,11 +11,11 @@
 // CHECK: %[[ROWS:.+]] = tensor.dim %arg0, %c0 : tensor<?x256xf32>
 // CHECK: %[[SPLIT:.+]] = affine.apply #{{.+}}()[%[[ROWS]]]
 // CHECK: %[[FULL:.+]] = scf.for %{{.+}} = %c0 to %[[SPLIT]] step %c8 iter_args(%{{.+}} = %{{.+}}) -> (tensor<?x4x32xf32>)
-// CHECK: scf.for {{.*}} -> (vector<8x1x32xf32>)
+// CHECK: scf.for {{.*}} -> (vector<8x32xf32>)
 // CHECK: vector.outerproduct {{.*}} : vector<32xf32>, f32
 // CHECK: scf.for %{{.+}} = %[[SPLIT]] to %[[ROWS]] step %c8 iter_args(%{{.+}} = %[[FULL]]) -> (tensor<?x4x32xf32>)
 // CHECK: scf.for %{{.+}} = %c0 to %{{.+}} step %c1
-// CHECK: scf.for {{.*}} -> (vector<1x4x32xf32>)
+// CHECK: scf.for {{.*}} -> (vector<4x32xf32>)
 
 // With 2 threads the row count is tested at run time: from 16 rows (16 x 128 x 256 MACs, the
 // parallel threshold) the rows are split across threads, below that the serial copy runs.
@@ -26,7 +26,7 @@
 // THREADS: scf.forall (%{{.+}}) in (2)
 // THREADS: } else {
 // THREADS-NOT: scf.forall
-// THREADS: scf.for {{.*}} -> (vector<8x1x32xf32>)
+// THREADS: scf.for {{.*}} -> (vector<8x32xf32>)
 // THREADS: return
 #a = affine_map<(m, n, k) -> (m, k)>
 #b = affine_map<(m, n, k) -> (n, k)>
