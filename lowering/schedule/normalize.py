@@ -6,7 +6,8 @@ each into regular linalg on views (all semantics-preserving, each a no-op where 
 
 1. `pad.raise_pads`: guarded reads -> fill + linalg.copy into the interior;
 2. `gather.raise_gathers`: affine gathers -> collapse/expand/slice views + permutation maps;
-3. `gather.raise_strided_inputs`: non-overlapping windows -> [.., Y, KY, X, KX] views;
+3. `phases.split_strided_convs`: strided convolutions -> unit-stride convs, one per phase;
+   `gather.raise_strided_inputs`: other non-overlapping windows -> [.., Y, KY, X, KX] views;
 4. `drop_unit_dims`: unit loops and constant-0 indices removed (e.g. [1, 128, 256] x [256, 1024]
    becomes a 2-D matmul), then in-place epilogues restored (`fuse_tir.make_inplace`).
 """
@@ -19,12 +20,14 @@ from mlir.dialects import linalg, tensor
 from lowering.schedule.common import Script, apply_script, classify, is_mul_add, linalg_ops
 from lowering.schedule.gather import raise_gathers, raise_strided_inputs
 from lowering.schedule.pad import raise_pads
+from lowering.schedule.phases import split_strided_convs
 
 
 def normalize_function(func_op: ir.Operation) -> None:
     """Steps 1-4 of the module docstring on `func_op` (which must sit in a module)."""
     raise_pads(func_op)
     raise_gathers(func_op)
+    split_strided_convs(func_op)
     if not any(_unit_window_conv(op) for op in linalg_ops(func_op)):  # its 1x1 window stays
         raise_strided_inputs(func_op)
     drop_unit_dims(func_op)
@@ -41,6 +44,7 @@ def drop_unit_dims(func_op: ir.Operation) -> None:
     Not in functions with a one-row contraction (GEMV): without its unit M loop it would be a
     vector-matrix product that no matmul route (nor `pack_greedily`) takes."""
     if any(_one_row_contraction(op) or _unit_window_conv(op) for op in linalg_ops(func_op)):
+        _drop_broadcast_axes(func_op)  # what the other ops still need: their inputs' unit axes
         return
     s = Script()
     s.patterns(
@@ -58,6 +62,55 @@ def drop_unit_dims(func_op: ir.Operation) -> None:
     from lowering.fuse_tir import make_inplace
 
     make_inplace(func_op)
+
+
+def _drop_broadcast_axes(func_op: ir.Operation) -> None:
+    """Inputs of elementwise generics that index a unit axis by the constant 0 (TE's broadcast of
+    a [1, C, 1, 1, c] bias) read a rank-reduced slice instead, so their maps are projected
+    permutations the elementwise rule takes. The loops stay as they are."""
+    for op in linalg_ops(func_op):
+        if op.name != "linalg.generic":
+            continue
+        iterators = [str(t) for t in ir.ArrayAttr(op.attributes["iterator_types"])]
+        if any("reduction" in t for t in iterators):
+            continue
+        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        changed = False
+        for i in range(len(op.operands) - len(op.results)):
+            t = op.operands[i].type
+            if (
+                not isinstance(t, ir.RankedTensorType)
+                or not ir.RankedTensorType(t).has_static_shape
+            ):
+                continue
+            shape = ir.RankedTensorType(t).shape
+            keep = [
+                axis
+                for axis, e in enumerate(maps[i].results)
+                if not (isinstance(e, ir.AffineConstantExpr) and e.value == 0 and shape[axis] == 1)
+            ]
+            if len(keep) == len(shape):
+                continue
+            elem = ir.RankedTensorType(t).element_type
+            with ir.InsertionPoint(op), op.location:
+                reduced = ir.RankedTensorType.get([shape[a] for a in keep], elem)
+                view = tensor.ExtractSliceOp(
+                    reduced,
+                    op.operands[i],
+                    [],
+                    [],
+                    [],
+                    [0] * len(shape),
+                    list(shape),
+                    [1] * len(shape),
+                ).result
+            op.operands[i] = view
+            maps[i] = ir.AffineMap.get(maps[i].n_dims, 0, [maps[i].results[a] for a in keep])
+            changed = True
+        if changed:
+            op.attributes["indexing_maps"] = ir.ArrayAttr.get(
+                [ir.AffineMapAttr.get(m) for m in maps]
+            )
 
 
 def _unit_window_conv(op: ir.Operation) -> bool:

@@ -26,6 +26,8 @@ CASES = [
     (1, 8, 16, 16, 16, 1, 2, 0, 1, 1),  # 1x1 stride 2 (downsample)
     (1, 4, 17, 17, 8, 5, 2, 2, 1, 1),
     (1, 4, 20, 20, 8, 3, 3, 0, 1, 1),  # stride 3
+    (1, 4, 13, 13, 8, 2, 3, 1, 1, 1),  # window shorter than the stride: a phase with no tap
+    (1, 4, 15, 15, 8, 3, 2, 1, 1, 2),  # strided and dilated
     (1, 4, 12, 12, 8, 4, 2, 1, 1, 1),  # even kernel, stride 2
     (1, 8, 14, 14, 8, 3, 1, 1, 8, 1),  # depthwise
     (1, 8, 14, 14, 16, 3, 2, 1, 2, 1),  # grouped, stride 2

@@ -60,7 +60,9 @@ def test_conv_layouts_match_torch(shape, layout, monkeypatch):
         monkeypatch.setenv("RELAXMLIR_ALTER_LAYOUT", "0")
     model = _model(cin, cout, k, stride, pad)
     x = torch.randn(2, cin, size, size)
-    mod = from_fx(torch.fx.symbolic_trace(model), [(2, cin, size, size)], keep_params_as_input=False)
+    mod = from_fx(
+        torch.fx.symbolic_trace(model), [(2, cin, size, size)], keep_params_as_input=False
+    )
     if layout.startswith("blocked") and cin % 8 == 0 and cout % 8 == 0:
         lanes = target.vector_bits // 32
         with target:
@@ -76,11 +78,14 @@ def test_conv_layouts_match_torch(shape, layout, monkeypatch):
 STRIDED = [s for s in SHAPES if s[3] > 1]
 
 
+@pytest.mark.parametrize("impl", ["conv2d_nchwc.phases", "conv2d_nchwc.phased"])
 @pytest.mark.parametrize("layout", ["blocked", "blocked-avx2"])
 @pytest.mark.parametrize("shape", STRIDED, ids=lambda s: "c{}o{}k{}s{}p{}h{}".format(*s))
-def test_strided_conv_per_phase_matches_torch(shape, layout, capfd, monkeypatch):
-    """`conv2d_nchwc.phases` (a tuning candidate: one convolution per input phase with only its
-    taps, the constant weight sliced at compile time), forced, against torch."""
+def test_strided_conv_per_phase_matches_torch(shape, layout, impl, capfd, monkeypatch):
+    """The phase-split tuning candidates, forced, against torch: `conv2d_nchwc.phases` (one
+    convolution per input phase with only its taps, the constant weight sliced at compile time)
+    and `conv2d_nchwc.phased` (the phases' taps zero-padded to one window). The default, the
+    direct kernel split by phase in its schedule, is `test_conv_layouts_match_torch`."""
     from relaxmlir.relax.op import strategy
 
     cin, cout, k, stride, pad, size = shape
@@ -90,13 +95,18 @@ def test_strided_conv_per_phase_matches_torch(shape, layout, capfd, monkeypatch)
     monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
     model = _model(cin, cout, k, stride, pad)
     x = torch.randn(2, cin, size, size)
-    mod = from_fx(torch.fx.symbolic_trace(model), [(2, cin, size, size)], keep_params_as_input=False)
-    force = {strategy.FORCE_CONFIG: {"relax.nn.conv2d": "conv2d_nchwc.phases"}}
+    mod = from_fx(
+        torch.fx.symbolic_trace(model), [(2, cin, size, size)], keep_params_as_input=False
+    )
+    force = {strategy.FORCE_CONFIG: {"relax.nn.conv2d": impl}}
     with rm.transform.PassContext(config=force):
         vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
     lanes = target.vector_bits // 32
     if cin % lanes == 0 and cout % lanes == 0:  # blocked, so the strategy applied
-        assert "conv2d_nchwc.phases (plevel 22; forced" in capfd.readouterr().err
+        assert (
+            f"{impl} (plevel {19 if impl.endswith('phases') else 18}; forced"
+            in capfd.readouterr().err
+        )
     with torch.no_grad():
         want = model(x).numpy()
     np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
@@ -127,7 +137,7 @@ def test_strided_conv_per_phase_with_a_weight_argument(capfd, monkeypatch):
     xt = torch.from_numpy(x.transpose(0, 1, 4, 2, 3).reshape(1, 32, 9, 9))
     wt = torch.from_numpy(w.transpose(0, 5, 1, 4, 2, 3).reshape(32, 32, 3, 3))
     want = torch.nn.functional.conv2d(xt, wt, stride=2, padding=1).numpy()
-    assert "conv2d_nchwc.phases (plevel 22; forced" in capfd.readouterr().err
+    assert "conv2d_nchwc.phases (plevel 19; forced" in capfd.readouterr().err
     got = vm["main"](x, w).numpy()  # (1, 2, 5, 5, 16)
     got = got.transpose(0, 1, 4, 2, 3).reshape(1, 32, 5, 5)
     np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
@@ -178,7 +188,9 @@ def test_layout_transform_op_and_errors():
     want = a.reshape(2, 4, 8, 3, 5).transpose(0, 1, 3, 4, 2)
     np.testing.assert_array_equal(vm["main"](a).numpy(), want)
     with pytest.raises(ValueError, match="do not divide into blocks of 16"):
-        relax.op.layout_transform(relax.Var("w", relax.TensorStructInfo((1, 24, 2, 2), "float32")), "NCHW", "NCHW16c")
+        relax.op.layout_transform(
+            relax.Var("w", relax.TensorStructInfo((1, 24, 2, 2), "float32")), "NCHW", "NCHW16c"
+        )
     with pytest.raises(ValueError, match="unsupported data layout"):
         relax.op.layout_transform(x, "NHWC", "NCHW16c")
     with pytest.raises(NotImplementedError, match="groups"):

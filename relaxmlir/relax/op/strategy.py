@@ -365,9 +365,12 @@ def is_strided_blocked_conv(call: Call) -> bool:
 
 
 def emit_conv2d_nchwc_phased(bb, call: Call):
-    """The kernel's taps sorted by input phase in a call of their own (constant weights: folded
-    at compile time by FoldConstant), the input split by phase in another (an injective kernel,
-    which fusion leaves out of the convolution), then a unit-stride window over the phases."""
+    """`conv2d_nchwc.phased`: the kernel's taps sorted by input phase in a call of their own
+    (constant weights: folded at compile time by FoldConstant), the input split by phase in
+    another (an injective kernel, which fusion leaves out of the convolution), then a
+    unit-stride window over the phases, every phase padded to the longest one's taps (16 for a
+    3x3 / 2 window). A tuning candidate: the direct kernel now does strided windows with their 9
+    taps (ResNet-18's strided 3x3 layers at 1 thread: 1.9 -> 1.1 ms)."""
     from relaxmlir.topi.nn import blocked
 
     a = call.attrs
@@ -384,10 +387,10 @@ def emit_conv2d_nchwc_phases(bb, call: Call):
     the input at the stride), then one unit-stride convolution per phase with only that phase's
     taps (a constant weight is sliced here, at compile time), summed (the sums fuse into the
     last convolution's epilogue). A 3x3 / 2 window does its 9 taps, not the 16 of the phased
-    kernel's zero-padded taps: ResNet-18's strided 3x3 layers at 1 thread 1.8 -> 1.4 ms, the
-    model 0.96x; but 4 kernels to compile per convolution instead of 1 (ResNet-18 builds in
-    4.5 s instead of 3.1), so it is a tuning candidate below the phased kernel, not the
-    default."""
+    kernel's zero-padded taps, but 4 kernels to compile per convolution instead of 1 (ResNet-18
+    built in 4.5 s instead of 3.1) and the input copied by phase: a tuning candidate. The
+    direct kernel's schedule does the same split on views of one kernel's input
+    (`lowering/schedule/phases.py`)."""
     import numpy as np
 
     from relaxmlir.relax.analysis import arg_constant
@@ -497,16 +500,17 @@ def _conv2d_llvm(call: Call, target: Any) -> OpStrategy:
     from relaxmlir import topi
 
     s = OpStrategy()
-    # Above every NCHW implementation: those do not apply to blocked data.
+    # Above every NCHW implementation: those do not apply to blocked data. Strided windows too:
+    # the schedule splits them by phase; the phase-split kernels below are tuning candidates.
     s.add_implementation(
         conv2d_nchwc, name="conv2d_nchwc.direct", plevel=20, condition=is_channel_blocked_conv
     )
     s.add_implementation(
-        emit=emit_conv2d_nchwc_phased, name="conv2d_nchwc.phased", plevel=25,
+        emit=emit_conv2d_nchwc_phased, name="conv2d_nchwc.phased", plevel=18,
         condition=is_strided_blocked_conv,
     )  # fmt: skip
     s.add_implementation(
-        emit=emit_conv2d_nchwc_phases, name="conv2d_nchwc.phases", plevel=22,
+        emit=emit_conv2d_nchwc_phases, name="conv2d_nchwc.phases", plevel=19,
         condition=is_strided_blocked_conv,
     )  # fmt: skip
     s.add_implementation(

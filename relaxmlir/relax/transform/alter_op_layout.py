@@ -249,7 +249,8 @@ def _convertible_conv(op: ir.Operation, lanes: int) -> bool:
         return False
     if ir.IntegerAttr(op.attributes["groups"]).value != 1:
         return False
-    # Strided windows run as unit-stride windows over input phases (conv2d_nchwc.phased)
+    # Equal strides: what the phase-split candidates take (conv2d_nchwc.phased / .phases); the
+    # direct kernel's schedule splits any strided window by phase (lowering/schedule/phases.py)
     sh, sw = _ints(op, "strides")
     if sh != sw or _ints(op, "dilation") != [1, 1]:
         return False

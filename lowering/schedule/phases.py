@@ -1,0 +1,144 @@
+"""Strided convolutions as unit-stride convolutions over strided views (one per input phase).
+
+A stride-s window reads the image at `s * p + r`. No register tile of the conv rule covers that
+read: its rows run along an image axis, and `s * p` is not a projected permutation, so the
+vectorizer refuses it once the window loops are folded. Split the window loop by phase,
+`r = s * q + j` for j in [0, s): the image read becomes `s * (p + q) + j`, i.e. `p + q` on the
+view `image[j::s]` (a strided slice: no copy), and the weight read is `weight[j::s]` along r. Each
+phase is then an ordinary unit-stride convolution with only its own taps (a 3x3 / 2 window:
+2x2 + 2x1 + 1x2 + 1x1 = 9 taps, where zero-padding every phase to 2x2 would do 16), and the
+phases accumulate in turn into the same output (each one's init is the previous one's result).
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from mlir import ir
+from mlir.dialects import tensor
+
+from lowering.schedule.common import is_mul_add
+
+
+def _strided_axis(expr: ir.AffineExpr, iterators: list[str]) -> tuple[int, int, int] | None:
+    """(p, r, s) when `expr` is `s * p + r` (either order) with p parallel, r a reduction, s > 1."""
+    if not isinstance(expr, ir.AffineAddExpr):
+        return None
+    for scaled, plain in ((expr.lhs, expr.rhs), (expr.rhs, expr.lhs)):
+        if not isinstance(plain, ir.AffineDimExpr) or not isinstance(scaled, ir.AffineMulExpr):
+            continue
+        dim, const = scaled.lhs, scaled.rhs
+        if isinstance(dim, ir.AffineConstantExpr):
+            dim, const = const, dim
+        if not isinstance(dim, ir.AffineDimExpr) or not isinstance(const, ir.AffineConstantExpr):
+            continue
+        p, r, s = dim.position, plain.position, const.value
+        if s > 1 and iterators[p] == "parallel" and iterators[r] == "reduction":
+            return p, r, s
+    return None
+
+
+def _plan(op: ir.Operation):
+    """(image operand, weight operand, maps, [(axis, p, r, s)], weight axis of each r, loop
+    ranges) for a strided convolution with static shapes, else None."""
+    if op.name != "linalg.generic" or len(op.operands) != 3 or len(op.results) != 1:
+        return None
+    if not is_mul_add(op):
+        return None
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    iterators = [
+        str(t).split("<")[-1].rstrip(">") for t in ir.ArrayAttr(op.attributes["iterator_types"])
+    ]
+    if not maps[2].is_projected_permutation:
+        return None
+    types = [op.operands[i].type for i in range(3)]
+    if not all(
+        isinstance(t, ir.RankedTensorType) and ir.RankedTensorType(t).has_static_shape
+        for t in types
+    ):
+        return None
+    image = [i for i in (0, 1) if not maps[i].is_projected_permutation]
+    if len(image) != 1:
+        return None
+    image = image[0]
+    weight = 1 - image
+    axes = []
+    for axis, expr in enumerate(maps[image].results):
+        if isinstance(expr, ir.AffineDimExpr):
+            continue
+        found = _strided_axis(expr, iterators)
+        if found is not None:
+            axes.append((axis, *found))
+        elif not isinstance(expr, ir.AffineAddExpr):
+            return None  # something else than a window: not a convolution
+    if not axes:
+        return None
+    ranges = [0] * maps[2].n_dims
+    for i in (weight, 2):
+        shape = ir.RankedTensorType(types[i]).shape
+        for axis, expr in enumerate(maps[i].results):
+            ranges[expr.position] = shape[axis]
+    weight_dims = [e.position for e in maps[weight].results]
+    w_axis = {}
+    for _, p, r, _ in axes:
+        if weight_dims.count(r) != 1 or not ranges[p] or not ranges[r]:
+            return None
+        w_axis[r] = weight_dims.index(r)
+    return image, weight, maps, axes, w_axis, ranges
+
+
+def _strided_slice(value: ir.Value, cuts: dict[int, tuple[int, int, int]]) -> ir.Value:
+    """`value` sliced along each axis in `cuts` ({axis: (offset, size, stride)})."""
+    t = ir.RankedTensorType(value.type)
+    offsets, sizes, strides = [0] * t.rank, list(t.shape), [1] * t.rank
+    for axis, (offset, size, stride) in cuts.items():
+        offsets[axis], sizes[axis], strides[axis] = offset, size, stride
+    result = ir.RankedTensorType.get(sizes, t.element_type)
+    return tensor.ExtractSliceOp(result, value, [], [], [], offsets, sizes, strides).result
+
+
+def split_strided_convs(func_op: ir.Operation) -> int:
+    """Rewrite every strided convolution of `func_op` as its phases (module docstring); returns
+    how many were rewritten."""
+    found = []
+
+    def visit(op):
+        op = op.operation
+        plan = _plan(op)
+        if plan is not None:
+            found.append((op, plan))
+        return ir.WalkResult.SKIP if op.name == "linalg.generic" else ir.WalkResult.ADVANCE
+
+    func_op.walk(visit)
+    for op, (image, weight, maps, axes, w_axis, ranges) in found:
+        n = maps[2].n_dims
+        exprs = list(maps[image].results)
+        for axis, p, r, _ in axes:
+            exprs[axis] = ir.AffineDimExpr.get(p) + ir.AffineDimExpr.get(r)
+        new_maps = list(maps)
+        new_maps[image] = ir.AffineMap.get(n, 0, exprs)
+        map_attr = ir.ArrayAttr.get([ir.AffineMapAttr.get(m) for m in new_maps])
+        acc = op.operands[2]
+        with ir.InsertionPoint(op), op.location:
+            for phase in itertools.product(*[range(s) for *_, s in axes]):
+                taps = [-(-(ranges[r] - j) // s) for (_, _, r, s), j in zip(axes, phase)]
+                if min(taps) <= 0:
+                    continue  # a window shorter than the stride: this phase has no tap
+                image_cuts = {
+                    axis: (j, ranges[p] + q - 1, s)
+                    for (axis, p, _, s), j, q in zip(axes, phase, taps)
+                }
+                weight_cuts = {
+                    w_axis[r]: (j, q, s) for (_, _, r, s), j, q in zip(axes, phase, taps)
+                }
+                image_view = _strided_slice(op.operands[image], image_cuts)
+                weight_view = _strided_slice(op.operands[weight], weight_cuts)
+                piece = op.clone(ir.InsertionPoint(op))
+                piece.operands[image] = image_view
+                piece.operands[weight] = weight_view
+                piece.operands[2] = acc
+                piece.attributes["indexing_maps"] = map_attr
+                acc = piece.results[0]
+        op.results[0].replace_all_uses_with(acc)
+        op.erase()
+    return len(found)
