@@ -246,6 +246,26 @@ def _hf_model(kind, seq=128, batch=1):
             cfg.num_hidden_layers,
             cfg.vocab_size,
         )
+    elif kind == "llama":
+        # GPT-2 small's width and depth in Llama's form: RMSNorm, rotary embeddings, SiLU-gated
+        # MLP, grouped-query attention (12 query heads share 4 key/value heads)
+        cfg = transformers.LlamaConfig(
+            vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
+            num_attention_heads=12, num_key_value_heads=4, max_position_embeddings=512,
+        )  # fmt: skip
+        model = transformers.LlamaModel(cfg)
+        d, layers, vocab = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
+        kv = d * cfg.num_key_value_heads // cfg.num_attention_heads
+        flops = (
+            layers
+            * batch
+            * (
+                2 * seq * (2 * d * d + 2 * d * kv + 3 * d * cfg.intermediate_size)
+                + 4 * seq * seq * d
+            )
+        )
+        ids = np.random.default_rng(0).integers(1, vocab, (batch, seq), dtype=np.int64)
+        return LastHidden(model.eval()).eval(), [ids], flops, None
     else:
         cfg = transformers.GPT2Config()
         model = transformers.GPT2Model(cfg)
@@ -265,8 +285,15 @@ WORKLOADS = {
     "W7b": ("ResNet-18, batch 8, 3x224x224", lambda: _resnet18(8)),
     "W8": ("BERT-base encoder, seq 128, batch 1", lambda: _hf_model("bert")),
     "W9": ("GPT-2 small, seq 128, batch 1", lambda: _hf_model("gpt2")),
+    "W10": ("Llama-style (GPT-2 small size, GQA), seq 128, batch 1", lambda: _hf_model("llama")),
 }
-MODELS = ("W7a", "W7b", "W8", "W9")  # real models: no numpy reference, FLOPs of matmuls/convs only
+MODELS = (
+    "W7a",
+    "W7b",
+    "W8",
+    "W9",
+    "W10",
+)  # real models: no numpy reference, FLOPs of matmuls/convs only
 
 
 def _select(names: list[str]) -> list[str]:
@@ -335,7 +362,7 @@ def _compile_relaxmlir(model, inputs, threads: int):
 
 # Workloads that also run with library codegens (a column each beside our own kernels): blas
 # takes matmuls, dnnl (oneDNN) convolutions and matmuls.
-BLAS_WORKLOADS = ("W2", "W3", "W4", "W6", "W8", "W9")
+BLAS_WORKLOADS = ("W2", "W3", "W4", "W6", "W8", "W9", "W10")
 DNNL_WORKLOADS = ("W3", "W4", "W7a", "W7b")
 LIBRARY_HINTS = {
     "blas": "pip install scipy-openblas32",
@@ -679,8 +706,9 @@ def render(
         "",
         (
             "\\* Real models (random weights, no numpy reference): their FLOPs count only "
-            "convolutions and matmuls (ResNet-18: torch.utils.flop_counter; BERT/GPT-2: QKV/output "
-            "projections, FFN and the full seq x seq attention matmuls, analytically); elementwise "
+            "convolutions and matmuls (ResNet-18: torch.utils.flop_counter; BERT/GPT-2/Llama: "
+            "QKV/output projections, FFN (Llama: its three gated-MLP matmuls) and the full seq x seq "
+            "attention matmuls, analytically); elementwise "
             "ops, norms, softmax and pooling are left out, so `% peak` slightly understates the work."
         ),
         "",
