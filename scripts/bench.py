@@ -71,6 +71,29 @@ def isa_target_spec(isa: str) -> dict:
     return spec
 
 
+def _interleaved_ms(fns: dict, repeat: int, min_time: float = 0.2) -> dict:
+    """The median ms of each call in `fns`, timed in rounds: in every round each call runs once
+    untimed (its caches warm again) and once timed, in turn. On a shared machine a slow stretch
+    (a neighbour, a stolen core) then slows every system alike instead of whichever one was
+    being timed, so the ratios between them hold even when the absolute times move. At least
+    `repeat` rounds, more until each call has had `min_time` seconds, at most 10 x `repeat`."""
+    times = {key: [] for key in fns}
+    for fn in fns.values():
+        fn()  # warm up
+    start = time.perf_counter()
+    rounds = 0
+    while rounds < repeat or (
+        time.perf_counter() - start < min_time * len(fns) and rounds < 10 * repeat
+    ):
+        for key, fn in fns.items():
+            fn()
+            t0 = time.perf_counter()
+            fn()
+            times[key].append(time.perf_counter() - t0)
+        rounds += 1
+    return {key: statistics.median(t) * 1e3 for key, t in times.items()}
+
+
 def _median_ms(fn, repeat: int, min_time: float = 0.2) -> float:
     fn()  # warm up
     times = []
@@ -532,32 +555,31 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
         model, inputs, flops, numpy_fn = make()
         tin = [torch.from_numpy(x) for x in inputs]
         row = {"id": name, "title": title, "threads": threads, "flops": flops}
+        timed = {}  # row key -> the call to time; all timed together, in turns (_interleaved_ms)
         with torch.no_grad():
             reference = model(*tin).numpy()
-            row["torch_ms"] = _median_ms(lambda m=model, t=tin: m(*t), repeat)
-            if numpy_fn is not None:
-                np.testing.assert_allclose(numpy_fn(*inputs), reference, rtol=1e-3, atol=1e-3)
-                row["numpy_ms"] = _median_ms(lambda f=numpy_fn, a=inputs: f(*a), repeat)
+        timed["torch_ms"] = lambda m=model, t=tin: m(*t)
+        if numpy_fn is not None:
+            np.testing.assert_allclose(numpy_fn(*inputs), reference, rtol=1e-3, atol=1e-3)
+            timed["numpy_ms"] = lambda f=numpy_fn, a=inputs: f(*a)
         try:
             fn, (compile_s, cached_s) = _compile_relaxmlir(model, inputs, threads)
             t0 = time.perf_counter()
             out = fn(*inputs).numpy()
             row["first_call_s"] = time.perf_counter() - t0
             np.testing.assert_allclose(out, reference, rtol=1e-3, atol=1e-3)
-            row["relaxmlir_ms"] = _median_ms(lambda f=fn, a=inputs: f(*a), repeat)
+            timed["relaxmlir_ms"] = lambda f=fn, a=inputs: f(*a)
             row["compile_s"], row["cached_s"] = compile_s, cached_s
         except Exception as exc:  # noqa: BLE001  (reported in the table, not fatal)
             row["relaxmlir_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160]}"
-        fn = None
         tuned = os.environ.get("RELAXMLIR_BENCH_TUNED")
         if tuned and name in MODELS:
             try:
                 fn = _compile_tuned(model, inputs, threads, tuned)
                 np.testing.assert_allclose(fn(*inputs).numpy(), reference, rtol=1e-3, atol=1e-3)
-                row["tuned_ms"] = _median_ms(lambda f=fn, a=inputs: f(*a), repeat)
+                timed["tuned_ms"] = lambda f=fn, a=inputs: f(*a)
             except Exception as exc:  # noqa: BLE001  (reported in the table, not fatal)
                 row["tuned_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
-            fn = None
         for lib in [
             c for c, ws in (("blas", BLAS_WORKLOADS), ("dnnl", DNNL_WORKLOADS)) if name in ws
         ]:
@@ -567,10 +589,12 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
                     raise RuntimeError(f"no {lib} library ({LIBRARY_HINTS[lib]})")
                 fn, row[f"{lib}_kernels"] = _compile_blas_dispatch(model, inputs, threads, lib)
                 np.testing.assert_allclose(fn(*inputs).numpy(), reference, rtol=1e-3, atol=1e-3)
-                row[f"{lib}_ms"] = _median_ms(lambda f=fn, a=inputs: f(*a), repeat)
+                timed[f"{lib}_ms"] = lambda f=fn, a=inputs: f(*a)
             except Exception as exc:  # noqa: BLE001  (reported in the table, not fatal)
                 row[f"{lib}_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
-            fn = None
+        with torch.no_grad():
+            row.update(_interleaved_ms(timed, repeat))
+        fn = timed = None
         # torch.compile last: its worker threads and caches must not disturb the other timings
         if torch_compile:
             try:
@@ -663,7 +687,9 @@ def render(
             "the target's num-cores = the row's thread count, one process per thread count."
         ),
         "",
-        "Medians; outputs checked against numpy or torch eager (rtol 1e-3, atol 1e-3) before timing.",
+        "Medians; outputs checked against numpy or torch eager (rtol 1e-3, atol 1e-3) before timing. "
+        "The systems of a row are timed in turns (each round: every system once untimed, once timed), "
+        "so a slow stretch of this shared machine slows them alike; torch.compile is timed after them.",
         "",
         "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | relaxmlir tuned ms | relaxmlir + blas ms | relaxmlir + dnnl ms | build s | cached build s | x numpy | x torch | GFLOP/s | % peak |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
