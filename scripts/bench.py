@@ -71,22 +71,27 @@ def isa_target_spec(isa: str) -> dict:
     return spec
 
 
-def _interleaved_ms(fns: dict, repeat: int, min_time: float = 0.2) -> dict:
-    """The median ms of each call in `fns`, timed in rounds: in every round each call runs once
-    untimed (its caches warm again) and once timed, in turn. On a shared machine a slow stretch
-    (a neighbour, a stolen core) then slows every system alike instead of whichever one was
-    being timed, so the ratios between them hold even when the absolute times move. At least
-    `repeat` rounds, more until each call has had `min_time` seconds, at most 10 x `repeat`."""
+def _interleaved_ms(fns: dict, repeat: int, min_time: float = 0.2, settle: float = 0.0) -> dict:
+    """The median ms of each call in `fns`, timed in rounds: in every round each call runs
+    untimed (its caches warm again; for `settle` seconds at least, so that the thread pool of
+    the system before it, which spins for a while after a call (OpenMP's blocktime, OpenBLAS),
+    has gone idle), then once timed, in turn. On a shared machine a slow stretch (a neighbour, a
+    stolen core) then slows every system alike instead of whichever one was being timed, so the
+    ratios between them hold even when the absolute times move. At least `repeat` rounds, more
+    until each call has had `min_time` seconds, at most 10 x `repeat`."""
     times = {key: [] for key in fns}
     for fn in fns.values():
         fn()  # warm up
     start = time.perf_counter()
     rounds = 0
     while rounds < repeat or (
-        time.perf_counter() - start < min_time * len(fns) and rounds < 10 * repeat
+        time.perf_counter() - start < min_time * len(fns) * (1 + settle) and rounds < 10 * repeat
     ):
         for key, fn in fns.items():
+            until = time.perf_counter() + settle
             fn()
+            while time.perf_counter() < until:
+                fn()
             t0 = time.perf_counter()
             fn()
             times[key].append(time.perf_counter() - t0)
@@ -592,8 +597,8 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
                 timed[f"{lib}_ms"] = lambda f=fn, a=inputs: f(*a)
             except Exception as exc:  # noqa: BLE001  (reported in the table, not fatal)
                 row[f"{lib}_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
-        with torch.no_grad():
-            row.update(_interleaved_ms(timed, repeat))
+        with torch.no_grad():  # thread pools spin ~0.2 s after a call (KMP_BLOCKTIME's default)
+            row.update(_interleaved_ms(timed, repeat, settle=0.25 if threads > 1 else 0.0))
         fn = timed = None
         # torch.compile last: its worker threads and caches must not disturb the other timings
         if torch_compile:
@@ -687,9 +692,12 @@ def render(
             "the target's num-cores = the row's thread count, one process per thread count."
         ),
         "",
-        "Medians; outputs checked against numpy or torch eager (rtol 1e-3, atol 1e-3) before timing. "
-        "The systems of a row are timed in turns (each round: every system once untimed, once timed), "
-        "so a slow stretch of this shared machine slows them alike; torch.compile is timed after them.",
+        (
+            "Medians; outputs checked against numpy or torch eager (rtol 1e-3, atol 1e-3) before timing. "
+            "The systems of a row are timed in turns (each round: every system untimed, for 0.25 s when "
+            "threads > 1 so the previous system's spinning thread pool has gone idle, then once timed), "
+            "so a slow stretch of this shared machine slows them alike; torch.compile is timed after them."
+        ),
         "",
         "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | relaxmlir tuned ms | relaxmlir + blas ms | relaxmlir + dnnl ms | build s | cached build s | x numpy | x torch | GFLOP/s | % peak |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
