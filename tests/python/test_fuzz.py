@@ -283,3 +283,13 @@ def test_fuzz_regression_empty_tile_then_divide():
     schedule's gather raising (IndexError fitting an affine map to no samples). Every op whose
     result is empty now legalizes to a fill."""
     check_relax(Graph(inputs=[Input(shape=(3, 0), dtype='int64', lo=-4, hi=1), Input(shape=(3, 0), dtype='int64', lo=1, hi=3)], nodes=[Node(op='tile', args=(0,), attrs={'repeats': (2,)}), Node(op='floor_divide', args=(2, 1), attrs={}), Node(op='broadcast_to', args=(3,), attrs={'shape': (3, 0)})], outputs=[4], symbols={}, seed=0))  # fmt: skip
+
+
+@pytest.mark.parametrize("n", [1, 3])
+def test_fuzz_regression_variance_over_a_symbolic_axis(n):
+    """torch.var over a symbolic axis: the fx rule multiplied the axis sizes with numpy to get N
+    and failed on the symbol's name (numpy's UFuncNoLoopError, found by test_fuzz_fx_long). N is
+    now counted at run time when an axis is symbolic; n = 1 with correction 1 is 0 / 0 = nan, as
+    in torch."""
+    assert check_fx(Graph(inputs=[Input(shape=('n',), dtype='float32', lo=-2.0, hi=2.0)], nodes=[Node(op='variance', args=(0,), attrs={'axis': [0], 'keepdims': False})], outputs=[1], symbols={'n': n}, seed=0)) == "pass"  # fmt: skip
+    assert check_fx(Graph(inputs=[Input(shape=('n', 4), dtype='float32', lo=-2.0, hi=2.0)], nodes=[Node(op='variance', args=(0,), attrs={'axis': [0], 'keepdims': True})], outputs=[1], symbols={'n': n}, seed=1)) == "pass"  # fmt: skip

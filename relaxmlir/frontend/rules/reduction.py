@@ -104,12 +104,18 @@ def _any_all(op_name: str) -> Rule:
 
 
 def variance(ctx: Importer, x, dim, correction, keepdim: bool):
-    """`sum((x - mean)^2) / (N - correction)` over `dim` (decomposed)."""
+    """`sum((x - mean)^2) / (N - correction)` over `dim` (decomposed). N is a constant when the
+    reduced axes are static, else counted at run time (the sum of ones over them), so a
+    symbolic batch or sequence axis works too."""
     axes = _axes(x, dim) or list(range(ndim(x)))
     centered = emit_binary(ctx, "subtract", x, reduce(ctx, "mean", x, axes, True))
     total = reduce(ctx, "sum", emit_binary(ctx, "multiply", centered, centered), axes, keepdim)
-    count = int(np.prod([shape_of(x)[a] for a in axes]))
-    return emit_binary(ctx, "divide", total, float(max(count - correction, 0)))
+    sizes = [shape_of(x)[a] for a in axes]
+    if all(isinstance(n, (int, np.integer)) for n in sizes):
+        return emit_binary(ctx, "divide", total, float(max(int(np.prod(sizes)) - correction, 0)))
+    count = reduce(ctx, "sum", call(ctx, "ones_like", x), axes, keepdim)
+    denom = emit_binary(ctx, "maximum", emit_binary(ctx, "subtract", count, float(correction)), 0.0)
+    return emit_binary(ctx, "divide", total, denom)
 
 
 def _var_std(is_std: bool) -> Rule:
