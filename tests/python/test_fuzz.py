@@ -293,3 +293,10 @@ def test_fuzz_regression_variance_over_a_symbolic_axis(n):
     in torch."""
     assert check_fx(Graph(inputs=[Input(shape=('n',), dtype='float32', lo=-2.0, hi=2.0)], nodes=[Node(op='variance', args=(0,), attrs={'axis': [0], 'keepdims': False})], outputs=[1], symbols={'n': n}, seed=0)) == "pass"  # fmt: skip
     assert check_fx(Graph(inputs=[Input(shape=('n', 4), dtype='float32', lo=-2.0, hi=2.0)], nodes=[Node(op='variance', args=(0,), attrs={'axis': [0], 'keepdims': True})], outputs=[1], symbols={'n': n}, seed=1)) == "pass"  # fmt: skip
+
+
+def test_fuzz_regression_zero_dim_tensor_does_not_widen():
+    """minimum(int64 0-d sum, int32 tensor) is int32 in torch (a 0-d tensor does not promote a
+    dimensioned tensor of its own category); the importer widened it to int64 (test_fuzz_fx_long)."""
+    assert check_fx(Graph(inputs=[Input(shape=(0, 0, 0), dtype='int32', lo=-2, hi=2)], nodes=[Node(op='tril', args=(0,), attrs={'k': 0}), Node(op='sum', args=(0,), attrs={'axis': None, 'keepdims': False}), Node(op='minimum', args=(2, 0), attrs={})], outputs=[1, 3], symbols={}, seed=0)) == "pass"  # fmt: skip
+    assert check_fx(Graph(inputs=[Input(shape=(2, 3), dtype='int32', lo=-2, hi=2)], nodes=[Node(op='sum', args=(0,), attrs={'axis': None, 'keepdims': False}), Node(op='minimum', args=(1, 0), attrs={})], outputs=[2], symbols={}, seed=0)) == "pass"  # fmt: skip

@@ -91,13 +91,22 @@ def astype(ctx: Importer, x, dtype: str):
     return x if x.struct_info.dtype == dtype else call(ctx, "astype", x, dtype)
 
 
+def _category(dtype: str) -> int:
+    return 0 if dtype == "bool" else 2 if "float" in dtype else 1
+
+
 def binary_operands(ctx: Importer, lhs, rhs):
-    """Scalars become constants of the tensor's dtype; mixed dtypes meet at the wider one."""
+    """Scalars become constants of the tensor's dtype; mixed dtypes meet at the wider one,
+    except that a 0-d tensor does not widen a tensor with dimensions of its own category
+    (torch's rule: int32 tensor vs an int64 0-d sum stays int32)."""
     like = lhs if is_tensor(lhs) else rhs
     lhs, rhs = as_tensor(lhs, like), as_tensor(rhs, like)
     dl, dr = lhs.struct_info.dtype, rhs.struct_info.dtype
     if dl != dr:
         wide = max(dl, dr, key=_DTYPE_RANK.index)
+        scalar_l, scalar_r = ndim(lhs) == 0, ndim(rhs) == 0
+        if scalar_l != scalar_r and _category(dl) == _category(dr):
+            wide = dr if scalar_l else dl
         lhs, rhs = astype(ctx, lhs, wide), astype(ctx, rhs, wide)
     return lhs, rhs
 
