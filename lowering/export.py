@@ -212,10 +212,13 @@ def _inside_function(op: ir.Operation) -> bool:
     return False
 
 
-def detach_constants(module: ir.Module) -> list[tuple[str, ir.DenseElementsAttr]]:
+def detach_constants(
+    module: ir.Module, defined: bool = True
+) -> list[tuple[str, ir.DenseElementsAttr]]:
     """Turn each large constant global `@g` of `module` into a pointer global (an i64 0 that
-    the loader sets) and load the constant's address from it where the code took `@g`'s
-    address; returns (name, value) of the detached constants, in module order.
+    the loader sets; with `defined=False` an external declaration that the JIT binds to a slot
+    of its own) and load the constant's address from it where the code took `@g`'s address;
+    returns (name, value) of the detached constants, in module order.
 
     Linking BERT-base's 440 MB of weights (assembler `.incbin`, then the linker) took ~3 s of
     its build; the bytes are now written once, after the image. Kernels receive weights as
@@ -249,7 +252,8 @@ def detach_constants(module: ir.Module) -> list[tuple[str, ir.DenseElementsAttr]
             if "constant" in glob.attributes:
                 del glob.attributes["constant"]
             glob.attributes["global_type"] = ir.TypeAttr.get(i64)
-            glob.attributes["value"] = ir.IntegerAttr.get(i64, 0)
+            if defined:
+                glob.attributes["value"] = ir.IntegerAttr.get(i64, 0)
             glob.attributes["alignment"] = ir.IntegerAttr.get(i64, 8)
             glob.attributes["linkage"] = ir.Attribute.parse("#llvm.linkage<external>")
             detached.append((name, attr))

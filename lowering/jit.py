@@ -99,15 +99,9 @@ def _detach_constants(module: ir.Module) -> tuple[ir.Module, _Constants]:
         return module, _Constants([])
     copy = clone_module(module)
     with copy.context:
-        detached = detach_constants(copy)
-        names = {name for name, _ in detached}
-        for op in copy.body.operations:  # the slots become declarations: the engine binds them
-            op = op.operation
-            if (
-                op.name == "llvm.mlir.global"
-                and ir.StringAttr(op.attributes["sym_name"]).value in names
-            ):
-                del op.attributes["value"]
+        # the slots are declarations: the engine binds them (a defined one too would be a
+        # duplicate definition, an LLVM fatal error)
+        detached = detach_constants(copy, defined=False)
     return copy, _Constants(detached)
 
 

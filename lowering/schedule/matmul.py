@@ -774,17 +774,11 @@ def _accumulate_in_place(op: ir.Operation) -> None:
     del op.attributes[INPLACE_ATTR]
     uses = list(op.results[0].uses)
     init = op.operands[len(op.operands) - 1].owner
-    # The accumulator starts as zeros (a packed fill) or as a packed tensor (C += A @ B).
-    if (
-        len(uses) != 1
-        or uses[0].owner.name != "linalg.unpack"
-        or init.name
-        not in (
-            "linalg.fill",
-            "linalg.pack",
-        )
-    ):
+    if len(uses) != 1 or uses[0].owner.name != "linalg.unpack":
         return  # not what `prepare` leaves: the unpack is lowered as it is (correct, slower)
+    # The accumulator starts as zeros (a packed fill) or as a packed tensor (C += A @ B).
+    if init.name not in ("linalg.fill", "linalg.pack"):
+        return
     unpack = uses[0].owner
     if "outer_dims_perm" in unpack.attributes or (
         init.name == "linalg.pack" and "outer_dims_perm" in init.attributes

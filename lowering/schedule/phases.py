@@ -17,7 +17,7 @@ import itertools
 from mlir import ir
 from mlir.dialects import tensor
 
-from lowering.schedule.common import is_mul_add
+from lowering.schedule.common import classify, is_mul_add
 
 
 def _strided_axis(expr: ir.AffineExpr, iterators: list[str]) -> tuple[int, int, int] | None:
@@ -45,46 +45,33 @@ def _plan(op: ir.Operation):
         return None
     if not is_mul_add(op):
         return None
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    iterators = [
-        str(t).split("<")[-1].rstrip(">") for t in ir.ArrayAttr(op.attributes["iterator_types"])
-    ]
-    if not maps[2].is_projected_permutation:
-        return None
-    types = [op.operands[i].type for i in range(3)]
-    if not all(
-        isinstance(t, ir.RankedTensorType) and ir.RankedTensorType(t).has_static_shape
-        for t in types
-    ):
-        return None
-    image = [i for i in (0, 1) if not maps[i].is_projected_permutation]
-    if len(image) != 1:
+    info = classify(op)  # loop ranges and iterators (the ranges from the weight and output)
+    dims = info.operand_dims
+    image = [i for i in (0, 1) if dims[i] is None]
+    if len(image) != 1 or dims[2] is None or not info.static:
         return None
     image = image[0]
     weight = 1 - image
+    if not ir.RankedTensorType(op.operands[image].type).has_static_shape:
+        return None
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     axes = []
     for axis, expr in enumerate(maps[image].results):
         if isinstance(expr, ir.AffineDimExpr):
             continue
-        found = _strided_axis(expr, iterators)
+        found = _strided_axis(expr, info.iterators)
         if found is not None:
             axes.append((axis, *found))
         elif not isinstance(expr, ir.AffineAddExpr):
             return None  # something else than a window: not a convolution
     if not axes:
         return None
-    ranges = [0] * maps[2].n_dims
-    for i in (weight, 2):
-        shape = ir.RankedTensorType(types[i]).shape
-        for axis, expr in enumerate(maps[i].results):
-            ranges[expr.position] = shape[axis]
-    weight_dims = [e.position for e in maps[weight].results]
     w_axis = {}
-    for _, p, r, _ in axes:
-        if weight_dims.count(r) != 1 or not ranges[p] or not ranges[r]:
+    for _, _, r, _ in axes:
+        if dims[weight].count(r) != 1:
             return None
-        w_axis[r] = weight_dims.index(r)
-    return image, weight, maps, axes, w_axis, ranges
+        w_axis[r] = dims[weight].index(r)
+    return image, weight, maps, axes, w_axis, info.ranges
 
 
 def _strided_slice(value: ir.Value, cuts: dict[int, tuple[int, int, int]]) -> ir.Value:

@@ -46,7 +46,8 @@ def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
     one core the dimension the threads split, and where C accumulates when the tiles divide it."""
     from lowering.schedule.matmul import C_LAYOUTS, CACHE_COLS, CACHE_ROWS, KC, SPLITS, micro_tile
 
-    mr, nr = micro_tile(opts.target).mr, micro_tile(opts.target).nr
+    tile = micro_tile(opts.target)
+    mr, nr = tile.mr, tile.nr
     rows = tuple(sorted({v for v in (4, 6, mr) if v <= mr}))
     knobs = [
         Knob("matmul.mr", rows, mr),
