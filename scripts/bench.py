@@ -176,10 +176,13 @@ def _transformer(seq, d):
     return model, [x], flops, None
 
 
-def _encoder_flops(batch, seq, d, ffn, layers):
+def _encoder_flops(batch, seq, d, ffn, layers, weights=None):
     """Matmul FLOPs of `layers` transformer layers: QKV + output projections, the two FFN
-    matmuls, and the two attention matmuls (QK^T, PV) over the full seq x seq score matrix."""
-    return layers * batch * (2 * seq * (4 * d * d + 2 * d * ffn) + 4 * seq * seq * d)
+    matmuls, and the two attention matmuls (QK^T, PV) over the full seq x seq score matrix.
+    `weights`: the weight elements every token multiplies per layer, when not the 4 d x d
+    projections and two d x ffn matmuls (grouped-query attention, a gated MLP)."""
+    weights = 4 * d * d + 2 * d * ffn if weights is None else weights
+    return layers * batch * (2 * seq * weights + 4 * seq * seq * d)
 
 
 def _resnet18_module():
@@ -265,6 +268,7 @@ def _hf_model(kind, seq=128, batch=1):
             return self.model(input_ids=ids).last_hidden_state
 
     torch.manual_seed(0)
+    weights = None  # the default layer (BERT, GPT-2)
     if kind == "bert":
         cfg = transformers.BertConfig()
         model = transformers.BertModel(cfg, add_pooling_layer=False)
@@ -282,24 +286,21 @@ def _hf_model(kind, seq=128, batch=1):
             num_attention_heads=12, num_key_value_heads=4, max_position_embeddings=512,
         )  # fmt: skip
         model = transformers.LlamaModel(cfg)
-        d, layers, vocab = cfg.hidden_size, cfg.num_hidden_layers, cfg.vocab_size
-        kv = d * cfg.num_key_value_heads // cfg.num_attention_heads
-        flops = (
-            layers
-            * batch
-            * (
-                2 * seq * (2 * d * d + 2 * d * kv + 3 * d * cfg.intermediate_size)
-                + 4 * seq * seq * d
-            )
+        d, ffn, layers, vocab = (
+            cfg.hidden_size,
+            cfg.intermediate_size,
+            cfg.num_hidden_layers,
+            cfg.vocab_size,
         )
-        ids = np.random.default_rng(0).integers(1, vocab, (batch, seq), dtype=np.int64)
-        return LastHidden(model.eval()).eval(), [ids], flops, None
+        kv = d * cfg.num_key_value_heads // cfg.num_attention_heads
+        weights = 2 * d * d + 2 * d * kv + 3 * d * ffn  # Q, O; K, V; gate, up, down
     else:
         cfg = transformers.GPT2Config()
         model = transformers.GPT2Model(cfg)
         d, ffn, layers, vocab = cfg.n_embd, 4 * cfg.n_embd, cfg.n_layer, cfg.vocab_size
     ids = np.random.default_rng(0).integers(1, vocab, (batch, seq), dtype=np.int64)
-    return LastHidden(model.eval()).eval(), [ids], _encoder_flops(batch, seq, d, ffn, layers), None
+    flops = _encoder_flops(batch, seq, d, ffn, layers, weights)
+    return LastHidden(model.eval()).eval(), [ids], flops, None
 
 
 WORKLOADS = {
@@ -315,13 +316,8 @@ WORKLOADS = {
     "W9": ("GPT-2 small, seq 128, batch 1", lambda: _hf_model("gpt2")),
     "W10": ("Llama-style (GPT-2 small size, GQA), seq 128, batch 1", lambda: _hf_model("llama")),
 }
-MODELS = (
-    "W7a",
-    "W7b",
-    "W8",
-    "W9",
-    "W10",
-)  # real models: no numpy reference, FLOPs of matmuls/convs only
+# real models: no numpy reference, FLOPs of matmuls/convs only
+MODELS = ("W7a", "W7b", "W8", "W9", "W10")
 
 
 def _select(names: list[str]) -> list[str]:
