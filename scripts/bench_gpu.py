@@ -39,7 +39,7 @@ def _matmul(n: int, dtype: str):
     dt = getattr(torch, dtype)
     g = torch.Generator().manual_seed(0)
     inputs = [torch.randn(n, n, generator=g).to(dt), torch.randn(n, n, generator=g).to(dt)]
-    return MatMul().eval(), inputs, 2 * n**3
+    return MatMul().eval(), inputs, 2 * n**3, None
 
 
 def _mlp(batch: int):
@@ -51,7 +51,7 @@ def _mlp(batch: int):
         nn.Linear(784, 1024), nn.ReLU(), nn.Linear(1024, 1024), nn.ReLU(), nn.Linear(1024, 10)
     )
     x = torch.randn(batch, 784, generator=torch.Generator().manual_seed(0))
-    return model.eval(), [x], 2 * batch * (784 * 1024 + 1024 * 1024 + 1024 * 10)
+    return model.eval(), [x], 2 * batch * (784 * 1024 + 1024 * 1024 + 1024 * 10), None
 
 
 def _bert_base(seq: int = 128, batch: int = 1):
@@ -93,7 +93,7 @@ def _bert_base(seq: int = 128, batch: int = 1):
     ids = torch.randint(1, 30522, (batch, seq), generator=torch.Generator().manual_seed(0))
     d, ffn = 768, 3072
     flops = 12 * batch * (2 * seq * (4 * d * d + 2 * d * ffn) + 4 * seq * seq * d)
-    return Bert().eval(), [ids], flops
+    return Bert().eval(), [ids], flops, None
 
 
 def _resnet18(batch: int):
@@ -104,10 +104,41 @@ def _resnet18(batch: int):
 
     torch.manual_seed(0)
     x = torch.randn(batch, 3, 224, 224, generator=torch.Generator().manual_seed(0))
-    return _resnet18_module().eval(), [x], batch * 3_628_000_000  # 1.814 GMACs per image
+    return _resnet18_module().eval(), [x], batch * 3_628_000_000, None  # 1.814 GMACs per image
+
+
+def _elementwise(n: int):
+    """gelu(x * y + z): reads three tensors, writes one; the figure is bytes, not FLOPs."""
+    import torch
+
+    class Fma(torch.nn.Module):
+        def forward(self, x, y, z):
+            return torch.nn.functional.gelu(x * y + z)
+
+    g = torch.Generator().manual_seed(0)
+    inputs = [torch.randn(n, generator=g) for _ in range(3)]
+    return Fma().eval(), inputs, None, 4 * n * 4
+
+
+def _rows(kind: str, rows: int, cols: int):
+    """softmax / layer_norm over the last axis: one read and one write of the tensor."""
+    import torch
+    from torch import nn
+
+    class Softmax(nn.Module):
+        def forward(self, x):
+            return torch.softmax(x, dim=-1)
+
+    torch.manual_seed(0)
+    model = Softmax() if kind == "softmax" else nn.LayerNorm(cols)
+    x = torch.randn(rows, cols, generator=torch.Generator().manual_seed(0))
+    return model.eval(), [x], None, 2 * rows * cols * 4
 
 
 WORKLOADS = {
+    "elementwise": ("gelu(x * y + z), 2^24 f32", lambda: _elementwise(1 << 24)),
+    "softmax": ("softmax 8192 x 4096 f32, last axis", lambda: _rows("softmax", 8192, 4096)),
+    "layer_norm": ("layer_norm 16384 x 768 f32", lambda: _rows("layer_norm", 16384, 768)),
     "matmul_f32": ("matmul 4096^3 f32 (no TF32)", lambda: _matmul(4096, "float32")),
     "matmul_f16": ("matmul 4096^3 f16", lambda: _matmul(4096, "float16")),
     "mlp": ("MLP 784-1024-1024-10, batch 256", lambda: _mlp(256)),
@@ -143,7 +174,7 @@ def export(out: Path, names: list[str], target: str) -> None:
     manifest_path = out / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     for name in names:
-        model, inputs, _ = WORKLOADS[name][1]()
+        model, inputs, *_ = WORKLOADS[name][1]()
         start = time.perf_counter()
         with torch.no_grad():
             ep = torch.export.export(model, tuple(inputs))
@@ -187,7 +218,34 @@ def _time_ms(fn, repeat: int, warmup: int = 3) -> float:
     return statistics.median(times)
 
 
-def run(libs: Path, names: list[str], repeat: int) -> list[dict]:
+def run(libs: Path, names: list[str], repeat: int, timeout: float) -> list[dict]:
+    """Each workload in its own child process: a kernel that faults (or hangs) is reported
+    against its workload, and the CUDA context of the next one starts clean."""
+    import subprocess
+
+    rows = []
+    for name in names:
+        argv = [sys.executable, __file__, "one", "--libs", str(libs), "--repeat", str(repeat), name]
+        try:
+            child = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+        except subprocess.TimeoutExpired:
+            print(f"{name}: no answer in {timeout:.0f} s", flush=True)
+            rows.append({"name": name, "what": WORKLOADS[name][0], "failed": "timed out"})
+            continue
+        lines = child.stdout.strip().splitlines()
+        if child.returncode == 0 and lines:
+            row = json.loads(lines[-1])
+            rows.append(row)
+            print(f"{name}: relaxmlir {row['ours_ms']:.3f} ms, torch {row['torch_ms']:.3f} ms, "
+                  f"max |err| {row['max_err']:.2e}{'' if row['ok'] else ' (MISMATCH)'}", flush=True)  # fmt: skip
+        else:
+            tail = " | ".join((child.stdout + child.stderr).strip().splitlines()[-4:])
+            print(f"{name}: FAILED (exit {child.returncode}): {tail}", flush=True)
+            rows.append({"name": name, "what": WORKLOADS[name][0], "failed": tail[-300:]})
+    return rows
+
+
+def run_one(libs: Path, name: str, repeat: int) -> dict:
     import numpy as np
     import torch
 
@@ -201,10 +259,10 @@ def run(libs: Path, names: list[str], repeat: int) -> list[dict]:
     manifest = json.loads((libs / "manifest.json").read_text())
     dev = rm.cuda(0)
     rows = []
-    for name in names:
+    for name in [name]:
         if name not in manifest:
             raise SystemExit(f"{name}: no library in {libs} (run `bench_gpu.py export` first)")
-        model, inputs, flops = WORKLOADS[name][1]()
+        model, inputs, flops, nbytes = WORKLOADS[name][1]()
         model = model.cuda()
         inputs = [x.cuda() for x in inputs]
         state = dict(model.state_dict())
@@ -230,12 +288,11 @@ def run(libs: Path, names: list[str], repeat: int) -> list[dict]:
         t_ours, t_torch = _time_ms(ours, repeat), _time_ms(theirs, repeat)
         rows.append({
             "name": name, "what": WORKLOADS[name][0], "ours_ms": t_ours, "torch_ms": t_torch,
-            "tflops": flops / t_ours / 1e9, "torch_tflops": flops / t_torch / 1e9,
+            "rate": (flops or nbytes) / t_ours / 1e9, "torch_rate": (flops or nbytes) / t_torch / 1e9,
+            "unit": "TFLOP/s" if flops else "TB/s",
             "max_err": err, "ok": ok,
         })  # fmt: skip
-        print(f"{name}: relaxmlir {t_ours:.3f} ms, torch {t_torch:.3f} ms, max |err| {err:.2e}"
-              f"{'' if ok else ' (MISMATCH)'}", flush=True)  # fmt: skip
-    return rows
+    return rows[0]
 
 
 def write_results(rows: list[dict], path: Path) -> None:
@@ -250,13 +307,16 @@ def write_results(rows: list[dict], path: Path) -> None:
             "same process, same inputs; TF32 off. Produced by `scripts/bench_gpu.py run`."
         ),
         "",
-        "| workload | relaxmlir ms | torch ms | relaxmlir / torch speed | relaxmlir TFLOP/s | torch TFLOP/s | max abs err |",
+        "| workload | relaxmlir ms | torch ms | relaxmlir / torch speed | relaxmlir rate | torch rate | max abs err |",
         "|---|---|---|---|---|---|---|",
     ]
     for r in rows:
+        if "failed" in r:
+            lines.append(f"| {r['what']} | failed: {r['failed']} | | | | | |")
+            continue
         lines.append(
             f"| {r['what']} | {r['ours_ms']:.3f} | {r['torch_ms']:.3f} | {r['torch_ms'] / r['ours_ms']:.2f}x | "
-            f"{r['tflops']:.2f} | {r['torch_tflops']:.2f} | {r['max_err']:.1e}{'' if r['ok'] else ' MISMATCH'} |"
+            f"{r['rate']:.2f} {r['unit']} | {r['torch_rate']:.2f} {r['unit']} | {r['max_err']:.1e}{'' if r['ok'] else ' MISMATCH'} |"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("\n".join(lines) + "\n")
@@ -277,12 +337,20 @@ def main(argv: list[str] | None = None) -> None:
     rn.add_argument("--only")
     rn.add_argument("--repeat", type=int, default=20)
     rn.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "RESULTS_GPU.md")
+    rn.add_argument("--timeout", type=float, default=240, help="seconds per workload")
+    one = sub.add_parser("one", help="one workload, a JSON row on stdout (run's child process)")
+    one.add_argument("--libs", type=Path, required=True)
+    one.add_argument("--repeat", type=int, default=20)
+    one.add_argument("name")
     args = parser.parse_args(argv)
+    if args.command == "one":
+        print(json.dumps(run_one(args.libs, _select(args.name)[0], args.repeat)))
+        return
     names = _select(args.only)
     if args.command == "export":
         export(args.out, names, args.target)
     else:
-        write_results(run(args.libs, names, args.repeat), args.results)
+        write_results(run(args.libs, names, args.repeat, args.timeout), args.results)
 
 
 if __name__ == "__main__":

@@ -184,7 +184,9 @@ def from_dlpack(obj: Any) -> NDArray:
         from relaxmlir.runtime import cuda_driver as cuda
 
         device = Device("cuda", int(obj.__dlpack_device__()[1]))
-        data, device = cuda.from_dlpack_capsule(obj.__dlpack__(stream=cuda.current_stream(device)), obj)
+        # DLPack names CUDA's legacy default stream 1 (0 is reserved and torch refuses it)
+        stream = cuda.current_stream(device) or 1
+        data, device = cuda.from_dlpack_capsule(obj.__dlpack__(stream=stream), obj)
         return NDArray.on_device(data, device)
     bf16 = str(getattr(obj, "dtype", "")) == "torch.bfloat16"
     if bf16 and type(obj).__module__.startswith("torch"):

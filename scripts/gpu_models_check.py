@@ -1,0 +1,121 @@
+#!/usr/bin/env python
+"""The model tests (tests/python/test_models.py's MODELS) on a GPU, in two steps on two machines.
+
+    python scripts/gpu_models_check.py export --out gpu_models     # here: MLIR builds the models
+    python3 scripts/gpu_models_check.py run --libs gpu_models      # on the GPU machine (no MLIR)
+
+`export` imports each model through `from_exported_program` (weights bound as constants: the
+models are small), builds it for `cuda -arch=sm_90`, and writes `<name>.so` and `<name>.npz`
+(the inputs and torch eager's outputs on the CPU). `run` needs numpy and relaxmlir's runtime only:
+it loads each library, runs it on cuda(0) and compares with the stored outputs (the tolerances
+of the CPU model tests); one line per model, exit status 1 if any differs. Each model runs in its
+own child process, so a kernel that faults is reported against its model and the others still run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+RTOL = ATOL = 1e-3  # test_models.py's tolerances (f32 throughout)
+
+
+def export(out: Path, target: str) -> None:
+    import torch
+
+    sys.path.insert(0, str(ROOT / "tests" / "python"))
+    from test_models import MODELS
+
+    from relaxmlir import relax
+    from relaxmlir.frontend import from_exported_program
+
+    out.mkdir(parents=True, exist_ok=True)
+    for name, (make, inputs) in MODELS.items():
+        torch.manual_seed(0)
+        model, args = make().eval(), inputs()
+        mod = from_exported_program(torch.export.export(model, tuple(args)))
+        relax.build(mod, target=target).export_library(str(out / f"{name}.so"))
+        with torch.no_grad():
+            want = model(*args)
+        want = want if isinstance(want, tuple) else (want,)
+        arrays = {f"in{i}": a.numpy() for i, a in enumerate(args)}
+        arrays.update({f"out{i}": w.numpy() for i, w in enumerate(want)})
+        np.savez(out / f"{name}.npz", **arrays)
+        print(f"{name}: built for {target}", flush=True)
+
+
+def run_one(libs: Path, name: str) -> str:
+    """Run one model on cuda(0); returns '' when it matches, else what differs."""
+    import relaxmlir as rm
+    from relaxmlir import runtime
+
+    data = np.load(libs / f"{name}.npz")
+    ins = [data[k] for k in sorted((k for k in data if k.startswith("in")), key=lambda k: int(k[2:]))]
+    outs = [data[k] for k in sorted((k for k in data if k.startswith("out")), key=lambda k: int(k[3:]))]
+    dev = rm.cuda(0)
+    vm = runtime.VirtualMachine(runtime.load_module(str(libs / f"{name}.so")), dev)
+    got = vm["main"](*[rm.nd.array(x, dev) for x in ins])
+    got = got if isinstance(got, (tuple, list)) else (got,)
+    problems = []
+    for i, (g, w) in enumerate(zip(got, outs)):
+        assert g.device == dev, f"output {i} is on {g.device}"
+        g = g.numpy()
+        if g.shape != w.shape or not np.allclose(g, w, rtol=RTOL, atol=ATOL):
+            err = np.max(np.abs(g - w)) if g.shape == w.shape else f"shape {g.shape} vs {w.shape}"
+            problems.append(f"output {i}: max |err| {err}")
+    return "; ".join(problems)
+
+
+def run(libs: Path) -> int:
+    names = sorted(p.stem for p in libs.glob("*.so"))
+    failed = 0
+    for name in names:
+        child = subprocess.run(
+            [sys.executable, __file__, "one", "--libs", str(libs), name],
+            capture_output=True, text=True, timeout=60,
+        )  # fmt: skip
+        if child.returncode == 0:
+            print(f"{name}: ok", flush=True)
+        else:
+            failed += 1
+            tail = (child.stdout + child.stderr).strip().splitlines()[-3:]
+            print(f"{name}: FAILED ({child.returncode}) " + " | ".join(tail), flush=True)
+    print(f"{len(names) - failed} of {len(names)} models match torch")
+    return 1 if failed else 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    sub = parser.add_subparsers(dest="command", required=True)
+    ex = sub.add_parser("export", help="build the libraries (needs MLIR)")
+    ex.add_argument("--out", type=Path, default=ROOT / "gpu_models")
+    ex.add_argument("--target", default="cuda -arch=sm_90")
+    rn = sub.add_parser("run", help="run them on cuda(0) (needs a GPU, not MLIR)")
+    rn.add_argument("--libs", type=Path, default=ROOT / "gpu_models")
+    one = sub.add_parser("one", help="one model (the child process of `run`)")
+    one.add_argument("--libs", type=Path, required=True)
+    one.add_argument("name")
+    args = parser.parse_args(argv)
+    if args.command == "export":
+        export(args.out, args.target)
+        return 0
+    if args.command == "run":
+        return run(args.libs)
+    problem = run_one(args.libs, args.name)
+    if problem:
+        print(problem)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
