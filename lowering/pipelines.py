@@ -134,6 +134,7 @@ def cuda_stages(target: Target) -> "Stages":
         ]),  # fmt: skip
         ("map", [
             "relax-gpu-map",  # each mapped forall -> gpu.launch with the rule's block size
+            "relax-gpu-contract",  # contractions -> shared-memory tiled kernels (Matmul rule)
             "func.func(convert-linalg-to-loops)",  # NVVM lowering wants loops, not linalg
             "canonicalize",
             "cse",

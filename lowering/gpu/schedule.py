@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from lowering.gpu import contract
 from lowering.registry import PassError, register_pass, target_option
 from lowering.schedule.common import (
     PRIM_FUNC_ATTR,
@@ -240,7 +241,17 @@ def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[
         return ("serial", [1, 1, 1]) if "fallback" in enabled else ("", [])
     s = Script()
     handles = [s.match_tagged(tag) for tag in range(len(ops))]
-    if fuse:
+    plan = contract.plan(ops) if fuse and "matmul" in enabled else None
+    if plan is not None:
+        # The Matmul rule's kernel template (contract.py) writes the contraction, its fill and
+        # epilogue after bufferization; any other op gets a Fallback kernel of its own.
+        members = contract.tag(ops, plan)
+        name, dims = "matmul", [1, 1, 1]
+        for i, (h, info) in enumerate(zip(handles, infos)):
+            if i not in members:
+                op_dims = emit_rule(s, h, [], info, RULES["fallback"])
+                dims = [max(a, b) for a, b in zip(dims, op_dims)]
+    elif fuse:
         name = pick_rule(infos, enabled)
         if name is None:
             return "", []

@@ -90,18 +90,28 @@ def test_math_through_libdevice_for_sm80():
     assert schedules(ex) == {"fallback"}
 
 
-def test_matmul_rule_picks_register_tiles():
-    a = relax.Var("a", relax.TensorStructInfo((256, 512), "float32"))
-    b = relax.Var("b", relax.TensorStructInfo((512, 384), "float32"))
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tile"),
+    [(256, 384, 512, (8, 36)), (2048, 2048, 512, (8, 68)), (4096, 4096, 64, (8, 132)), (50, 40, 30, (8, 36))],
+)
+def test_matmul_rule_stages_tiles_through_shared_memory(m, n, k, tile):
+    """The Matmul rule's kernel (lowering/gpu/contract.py): A and B tiles in shared memory (BK x
+    block + 4 padding), one barrier after staging and one after the register-tile FMAs; the
+    tile shrinks when the large one would leave the GPU's multiprocessors idle."""
+    a = relax.Var("a", relax.TensorStructInfo((m, k), "float32"))
+    b = relax.Var("b", relax.TensorStructInfo((k, n), "float32"))
     bb = relax.BlockBuilder()
     with bb.function("main", [a, b]):
         with bb.dataflow():
             out = bb.emit_output(relax.op.matmul(a, b))
         bb.emit_func_output(out)
     ex = relax.build(bb.get(), target="cuda")
-    check_ptx(ex)
+    (ptx,) = check_ptx(ex).values()
     assert schedules(ex) == {"matmul"}
-    assert "relax.gpu_block_dims = array<i64: 16, 16, 1>" in str(ex.lowered)
+    shared = re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", ptx)
+    assert sorted(map(int, shared)) == [tile[0] * tile[1] * 4] * 2
+    assert ptx.count("bar.sync") == 2
+    assert "fma.rn.f32" in ptx and "ld.shared.v" in ptx
 
 
 def test_scalar_result_is_one_thread_kernel():

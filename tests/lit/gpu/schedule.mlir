@@ -16,19 +16,16 @@ func.func private @add(%a: tensor<64x1024xf32>, %b: tensor<64x1024xf32>, %out: t
 
 // -----
 
-// Matmul with a fused bias epilogue: 64x64 output tile per block, 16x16 threads each holding a
-// 4x4 register tile; the fill and the k loop are fused into each thread's tile, which stays in
-// a thread-private temporary until the epilogue writes it.
+// Matmul with a fused bias epilogue: the Matmul rule tags the contraction with its tile (a
+// 256x256 output takes 32x32 blocks: larger ones would leave most multiprocessors idle), its
+// fill and its epilogue ([position, operand carrying the product]); relax-gpu-contract writes
+// the kernel after bufferization (tests/lit/gpu/contract.mlir). Nothing is tiled here.
 // CHECK-LABEL: func.func private @linear
-// CHECK-SAME: relax.gpu_block_dims = array<i64: 16, 16, 1>
 // CHECK-SAME: relax.schedule = ["matmul"]
-// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (4, 4)
-// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (16, 16)
-// CHECK: %[[ACC:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<4x4xf32>)
-// CHECK: %[[SUM:.+]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%{{.+}}, %{{.+}} : tensor<4x256xf32>, tensor<4x256xf32>) outs(%[[ACC]] : tensor<4x4xf32>)
-// CHECK: linalg.generic {{.*}} ins(%[[SUM]], %{{.+}} : tensor<4x4xf32>, tensor<4xf32>)
-// CHECK: } {mapping = [#gpu.thread<y>, #gpu.thread<x>]}
-// CHECK: } {mapping = [#gpu.block<y>, #gpu.block<x>]}
+// CHECK-NOT: scf.forall
+// CHECK: linalg.generic {{.*}} attrs = {relax.gpu_contract_init}
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]{{.*}} attrs = {relax.gpu_contract = "32x32/2x2"}
+// CHECK: linalg.generic {{.*}} attrs = {relax.gpu_contract_epilogue = array<i64: 0, 0>}
 #mk = affine_map<(m, n, k) -> (m, k)>
 #nk = affine_map<(m, n, k) -> (n, k)>
 #mn = affine_map<(m, n, k) -> (m, n)>

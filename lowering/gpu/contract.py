@@ -1,0 +1,550 @@
+"""The contraction kernel of the GPU Matmul rule: block tiles staged through shared memory,
+register tiles per thread, elementwise epilogues applied in registers.
+
+Any linalg contraction takes it: matmul, batch matmul, and convolution as an implicit GEMM. The
+loops of the contraction fall into four roles read from its indexing maps: batch (indexes both
+operands), M (only A), N (only B) and K (reduced). M, N and K may each be several loops (a
+convolution's M is batch x height x width of the output, its K channels x window), so the kernel
+walks linear M / N / K indices and turns them back into loop indices to address each operand
+through its own map: strides, windows and transposed operands need no copy.
+
+Per block (BM x BN outputs, T threads), for each step of BK along K:
+  every thread loads BM*BK/T elements of A and BN*BK/T of B into shared memory (coalesced along
+  the operand's contiguous axis; zeros past the edges), barrier, each thread accumulates its
+  TM x TN register tile from BK rows of both tiles (vector-width groups spread over the tile, so
+  shared reads are conflict-free), barrier.
+Then each thread applies the epilogue (the elementwise ops that consume the result, cloned onto
+its registers) and stores its outputs. The payloads are cloned as written, so the accumulation
+type and any casts are the op's own.
+
+Two halves, as the rest of the GPU pipeline: `plan` picks and tags the ops at the tensor level
+(the Matmul rule of `relax-schedule-gpu`), and `relax-gpu-contract` writes the kernel after
+bufferization, in place of the tagged ops.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import gpu, math, memref, scf
+
+from lowering.gpu import emit
+from lowering.registry import PassError, register_pass
+from lowering.schedule.common import is_mul_add
+
+CONTRACT_ATTR = "relax.gpu_contract"  # on the contraction: its config name
+INIT_ATTR = "relax.gpu_contract_init"  # on the fill whose constant starts the accumulators
+EPILOGUE_ATTR = "relax.gpu_contract_epilogue"  # on each consumer: [position, chained operand]
+
+PAD = 4  # shared rows padded by 4 elements: column-wise stores hit distinct banks (BK = 8)
+MIN_EXTENT = 16  # fewer M or N outputs: the GEMV / one-thread-per-output rules do better
+MANY_BLOCKS = 264  # two waves of an H100/H200 (132 SMs): a smaller tile is taken below this
+
+
+@dataclass(frozen=True)
+class Config:
+    """Block tile BM x BN, thread tile TM x TN, reduction step BK; T = BM*BN/(TM*TN) threads."""
+
+    name: str
+    bm: int
+    bn: int
+    tm: int
+    tn: int
+    bk: int = 8
+
+    @property
+    def threads(self) -> int:
+        return (self.bm // self.tm) * (self.bn // self.tn)
+
+
+# Largest first: `choose` takes the first that still gives MANY_BLOCKS blocks, else the last.
+CONFIGS = (
+    Config("128x128/8x8", 128, 128, 8, 8),
+    Config("64x64/4x4", 64, 64, 4, 4),
+    Config("32x32/2x2", 32, 32, 2, 2),
+)
+
+
+@dataclass
+class Roles:
+    ranges: list[int]
+    batch: list[int]
+    m: list[int]
+    n: list[int]
+    k: list[int]
+
+    def extent(self, dims: list[int]) -> int:
+        total = 1
+        for d in dims:
+            total *= self.ranges[d]
+        return total
+
+
+_ACCUMULATE = {"arith.addf", "arith.addi"}
+_PRODUCT_OPS = {"arith.mulf", "arith.muli", "arith.extf", "arith.extsi", "arith.extui"}
+
+
+def _mul_add_like(op: ir.Operation) -> bool:
+    """Payload `out + f(a, b)` with f built of products and widening casts: f(0, 0) = 0, so the
+    zeros loaded past a tile's edge add nothing."""
+    block = op.regions[0].blocks[0]
+    body = [o.operation for o in block.operations]
+    if len(block.arguments) != 3 or len(body) < 2 or body[-1].name != "linalg.yield":
+        return False
+    last = body[-2]
+    if last.name not in _ACCUMULATE or last.results[0] != body[-1].operands[0]:
+        return False
+    out = block.arguments[2]
+    if sum(1 for v in last.operands if v == out) != 1:
+        return False
+    if any(o.name not in _PRODUCT_OPS for o in body[:-2]):
+        return False
+    return any(o.name in ("arith.mulf", "arith.muli") for o in body[:-2])
+
+
+def roles(op: ir.Operation) -> Roles | None:
+    """The loop roles of a contraction (a linalg.generic with two inputs, one output and a
+    multiply-accumulate payload), or None."""
+    op = op.operation
+    if op.name != "linalg.generic" or len(op.regions[0].blocks[0].arguments) != 3:
+        return None
+    if len(op.operands) != 3 or not _mul_add_like(op):
+        return None
+    maps, its = emit.indexing_maps(op), emit.iterators(op)
+    ranges = emit.loop_ranges(op)
+    if any(r is None for r in ranges):
+        return None
+    parallel = [d for d, t in enumerate(its) if t == "parallel"]
+    out = maps[2]
+    if not all(isinstance(e, ir.AffineDimExpr) for e in out.results):
+        return None
+    out_dims = [e.position for e in out.results]
+    if sorted(out_dims) != parallel:
+        return None
+    try:
+        a_dims, b_dims = emit.map_dims(maps[0]), emit.map_dims(maps[1])
+    except ValueError:
+        return None
+    r = Roles(list(ranges), [], [], [], [])
+    for d in out_dims:  # output order: the fastest M / N loop last
+        if d in a_dims and d in b_dims:
+            r.batch.append(d)
+        elif d in a_dims:
+            r.m.append(d)
+        elif d in b_dims:
+            r.n.append(d)
+        elif ranges[d] == 1:
+            r.m.append(d)  # a unit loop the inputs index by a constant 0
+        else:
+            return None  # an output loop neither input reads (a broadcast)
+    reduced = [d for d, t in enumerate(its) if t == "reduction"]
+    order = [d for d in b_dims + a_dims if d in reduced]
+    r.k = list(dict.fromkeys(order))
+    if sorted(r.k) != reduced or not r.k:
+        return None
+    return r
+
+
+def choose(r: Roles) -> Config | None:
+    m, n, batch = r.extent(r.m), r.extent(r.n), r.extent(r.batch)
+    if m < MIN_EXTENT or n < MIN_EXTENT:
+        return None
+    for cfg in CONFIGS:
+        blocks = -(-m // cfg.bm) * -(-n // cfg.bn) * batch
+        if blocks >= MANY_BLOCKS:
+            return cfg
+    return CONFIGS[-1]
+
+
+# -- planning (tensor level) ----------------------------------------------------------------------
+
+
+def _is_fill(op: ir.Operation) -> bool:
+    """A generalized fill: one scalar input, payload `yield %in`."""
+    if op.name != "linalg.generic" or len(op.operands) != 2:
+        return False
+    if isinstance(op.operands[0].type, ir.ShapedType):
+        return False
+    body = [o.operation for o in op.regions[0].blocks[0].operations]
+    return len(body) == 1 and body[0].operands[0] == op.regions[0].blocks[0].arguments[0]
+
+
+def _identity(amap: ir.AffineMap, shape: list[int]) -> bool:
+    """The identity, up to unit axes indexed by a constant 0 (as the importers write them)."""
+    if amap.n_dims != len(amap.results) or len(shape) != len(amap.results):
+        return False
+    for i, e in enumerate(amap.results):
+        plain = isinstance(e, ir.AffineDimExpr) and e.position == i
+        unit = isinstance(e, ir.AffineConstantExpr) and e.value == 0 and shape[i] == 1
+        if not (plain or unit):
+            return False
+    return True
+
+
+def _users(value: ir.Value, ops: list[ir.Operation]) -> list[ir.Operation]:
+    return [op for op in ops if any(v == value for v in op.operands)]
+
+
+@dataclass
+class Plan:
+    contraction: int  # index into the function's linalg ops
+    init: int | None  # the fill whose constant starts the accumulators
+    epilogue: list[tuple[int, int]]  # (op index, operand that carries the running value)
+    config: Config
+
+
+def plan(ops: list[ir.Operation]) -> Plan | None:
+    """The last contraction of a PrimFunc that the kernel takes, its fill and the elementwise
+    consumers that follow it directly (each the only user of the value before it)."""
+    for c in reversed(range(len(ops))):
+        r = roles(ops[c])
+        if r is None:
+            continue
+        cfg = choose(r)
+        if cfg is None:
+            return None
+        op = ops[c]
+        init_def = op.operands[2].owner
+        init = next((i for i, o in enumerate(ops) if o == init_def and _is_fill(o)), None)
+        if init is not None and len(_users(ops[init].results[0], ops)) != 1:
+            init = None
+        epilogue: list[tuple[int, int]] = []
+        value, shape = op.results[0], ir.ShapedType(op.results[0].type).shape
+        for nxt in range(c + 1, len(ops)):
+            users = _users(value, ops)
+            cand = ops[nxt]
+            if len(users) != 1 or users[0] != cand or not _elementwise(cand, shape):
+                break
+            maps = emit.indexing_maps(cand)
+            slots = [i for i, v in enumerate(cand.operands) if v == value]
+            if len(slots) != 1 or not _identity(maps[slots[0]], shape):
+                break
+            epilogue.append((nxt, slots[0]))
+            value = cand.results[0]
+        return Plan(c, init, epilogue, cfg)
+    return None
+
+
+def _elementwise(op: ir.Operation, shape: list[int]) -> bool:
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return False
+    if any(t != "parallel" for t in emit.iterators(op)):
+        return False
+    maps = emit.indexing_maps(op)
+    if ir.ShapedType(op.results[0].type).shape != shape or not _identity(maps[-1], shape):
+        return False
+    return all(
+        all(isinstance(e, (ir.AffineDimExpr, ir.AffineConstantExpr)) for e in m.results)
+        for m in maps
+    )
+
+
+def tag(ops: list[ir.Operation], p: Plan) -> list[int]:
+    """Mark the plan's ops for `relax-gpu-contract`; returns their indices."""
+    ctx = ops[p.contraction].context
+    ops[p.contraction].attributes[CONTRACT_ATTR] = ir.StringAttr.get(p.config.name, ctx)
+    members = [p.contraction]
+    if p.init is not None:
+        ops[p.init].attributes[INIT_ATTR] = ir.UnitAttr.get(ctx)
+        members.append(p.init)
+    for pos, (i, slot) in enumerate(p.epilogue):
+        ops[i].attributes[EPILOGUE_ATTR] = ir.DenseI64ArrayAttr.get([pos, slot], ctx)
+        members.append(i)
+    return members
+
+
+# -- the kernel (buffers) ------------------------------------------------------------------------
+
+
+def is_tagged(op: ir.Operation) -> bool:
+    return any(a in op.attributes for a in (CONTRACT_ATTR, INIT_ATTR, EPILOGUE_ATTR))
+
+
+def _prim_funcs(module_op: ir.Operation) -> list[ir.Operation]:
+    return [
+        op.operation
+        for op in module_op.regions[0].blocks[0].operations
+        if op.operation.name == "func.func" and len(op.operation.regions[0].blocks)
+    ]
+
+
+def _top_level(func_op: ir.Operation, attr: str) -> list[ir.Operation]:
+    return [
+        op.operation
+        for op in func_op.regions[0].blocks[0].operations
+        if attr in op.operation.attributes
+    ]
+
+
+def _group(func_op: ir.Operation, contraction: ir.Operation):
+    """The fill and the epilogue (in order) tagged with a contraction: those that bufferization
+    kept between its fill and its last consumer."""
+    block_ops = [o.operation for o in func_op.regions[0].blocks[0].operations]
+    at = block_ops.index(contraction)
+    init = None
+    for o in reversed(block_ops[:at]):
+        if INIT_ATTR in o.attributes and o.operands[1] == contraction.operands[2]:
+            init = o
+            break
+    epilogue = []
+    for o in block_ops[at + 1 :]:
+        if EPILOGUE_ATTR in o.attributes:
+            pos, slot = list(ir.DenseI64ArrayAttr(o.attributes[EPILOGUE_ATTR]))
+            if pos != len(epilogue):
+                break
+            epilogue.append((o, slot))
+        elif o.name.startswith("linalg.") or o.name.startswith("scf.") or o.name == "gpu.launch":
+            break
+    return init, epilogue
+
+
+class _Operand:
+    """How one input of the contraction is staged: its map, its own parallel loops (M for A,
+    N for B) and whether consecutive threads walk those (else K) in global memory."""
+
+    def __init__(self, value, amap, own: list[int], r: Roles, block: int, bk: int):
+        self.value, self.map, self.own, self.block, self.bk = value, amap, own, block, bk
+        last = emit.expr_dims(amap.results[-1]) if amap.results else []
+        # walk the operand's own loops fastest unless only K indexes its contiguous axis
+        self.own_fastest = (bool(own) and own[-1] in last) or not (r.k and r.k[-1] in last)
+        self.elem = ir.MemRefType(value.type).element_type
+
+
+def _build(contraction: ir.Operation, init, epilogue, cfg: Config) -> None:
+    r = roles(contraction)
+    if r is None:
+        raise PassError("relax-gpu-contract: the tagged op is no longer a contraction", contraction)
+    maps = emit.indexing_maps(contraction)
+    a_val, b_val, c_val = contraction.operands[0], contraction.operands[1], contraction.operands[2]
+    m_total, n_total, k_total = r.extent(r.m), r.extent(r.n), r.extent(r.k)
+    batch_total = r.extent(r.batch)
+    bm, bn, bk, tm, tn, t = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.threads
+    a = _Operand(a_val, maps[0], r.m, r, bm, bk)
+    b = _Operand(b_val, maps[1], r.n, r, bn, bk)
+    last_out = epilogue[-1][0].operands[-1] if epilogue else c_val
+    out_dims = [e.position for e in maps[2].results]
+    m_fast = bool(r.m) and out_dims[-1] in r.m  # threads run along the output's contiguous axis
+
+    anchor = epilogue[-1][0] if epilogue else contraction
+    _defer_deallocs(contraction, anchor)
+    with contraction.location, ir.InsertionPoint(anchor):
+        grid = [
+            emit.const(-(-n_total // bn)),
+            emit.const(-(-m_total // bm)),
+            emit.const(batch_total),
+        ]
+        sa = emit.shared([bk, bm + PAD], a.elem)
+        sb = emit.shared([bk, bn + PAD], b.elem)
+        _, body = emit.launch(grid, t, [sa, sb])
+        smem_a, smem_b = body.arguments[12], body.arguments[13]
+        with ir.InsertionPoint(body):
+            bx, by, bz, tid = (
+                body.arguments[0],
+                body.arguments[1],
+                body.arguments[2],
+                body.arguments[3],
+            )
+            m0, n0 = emit.mul(by, bm), emit.mul(bx, bn)
+            batch_idx = emit.delinearize(bz, [r.ranges[d] for d in r.batch]) if r.batch else []
+            rows_per, cols_per = bm // tm, bn // tn
+            if m_fast:
+                trow, tcol = emit.rem(tid, rows_per), emit.div(tid, rows_per)
+            else:
+                tcol, trow = emit.rem(tid, cols_per), emit.div(tid, cols_per)
+
+            def loop_dims(m_lin, n_lin, k_lin) -> list[ir.Value]:
+                dims: list[ir.Value | None] = [None] * len(r.ranges)
+                zero = emit.const(0)
+                for group, lin in ((r.m, m_lin), (r.n, n_lin), (r.k, k_lin)):
+                    if not group:
+                        continue
+                    vals = (
+                        emit.delinearize(lin, [r.ranges[d] for d in group])
+                        if lin is not None
+                        else [zero] * len(group)
+                    )
+                    for d, v in zip(group, vals):
+                        dims[d] = v
+                for d, v in zip(r.batch, batch_idx):
+                    dims[d] = v
+                return [v if v is not None else zero for v in dims]
+
+            def offsets(per_thread: int, block: int, base: ir.Value) -> list[ir.Value]:
+                width = min(4, per_thread)
+                groups = per_thread // width
+                stride = block // groups
+                first = emit.mul(base, width)
+                return [
+                    emit.add(first, g * stride + v) for g in range(groups) for v in range(width)
+                ]
+
+            rows, cols = offsets(tm, bm, trow), offsets(tn, bn, tcol)
+
+            # accumulators: the fill's constant, else the output's current values
+            init_vals = []
+            if init is not None:
+                start = init.operands[0]
+                init_vals = [start] * (tm * tn)
+            else:
+                for i in range(tm):
+                    for j in range(tn):
+                        m_lin, n_lin = emit.add(m0, rows[i]), emit.add(n0, cols[j])
+                        inb = emit.both(_bound(m_lin, m_total, bm), _bound(n_lin, n_total, bn))
+                        m_safe = (
+                            emit.select(inb, m_lin, emit.const(0)) if inb is not None else m_lin
+                        )
+                        n_safe = (
+                            emit.select(inb, n_lin, emit.const(0)) if inb is not None else n_lin
+                        )
+                        idx = emit.apply_map(maps[2], loop_dims(m_safe, n_safe, None))
+                        init_vals.append(emit.load(c_val, idx))
+
+            # Software pipelining: the next tile's elements are read from global memory into
+            # registers while this tile is computed from shared memory.
+            def fetch(k0):
+                return _fetch(a, tid, t, m0, k0, m_total, k_total, loop_dims, "m") + _fetch(
+                    b, tid, t, n0, k0, n_total, k_total, loop_dims, "n"
+                )
+
+            first = fetch(emit.const(0))
+            n_a = bm * bk // t  # the first n_a staged values are A's
+            lower, upper, step = emit.const(0), emit.const(k_total), emit.const(bk)
+            loop = scf.ForOp(lower, upper, step, init_vals + [v for v, _, _ in first])
+            with ir.InsertionPoint(loop.body):
+                k0 = loop.induction_variable
+                carried = list(loop.inner_iter_args)
+                accs, staged = carried[: tm * tn], carried[tm * tn :]
+                for (_, ki, oi), v in zip(first[:n_a], staged[:n_a]):
+                    memref.StoreOp(v, smem_a, [ki, oi])
+                for (_, ki, oi), v in zip(first[n_a:], staged[n_a:]):
+                    memref.StoreOp(v, smem_b, [ki, oi])
+                gpu.BarrierOp()
+                ahead = fetch(emit.add(k0, bk))  # past the end: zeros (bound-checked)
+                fused = _is_fma(contraction)
+                for kk in range(bk):
+                    kc = emit.const(kk)
+                    av = [emit.load(smem_a, [kc, rows[i]]) for i in range(tm)]
+                    bv = [emit.load(smem_b, [kc, cols[j]]) for j in range(tn)]
+                    accs = [
+                        math.FmaOp(av[i], bv[j], accs[i * tn + j]).result
+                        if fused
+                        else emit.clone_body(contraction, [av[i], bv[j], accs[i * tn + j]])
+                        for i in range(tm)
+                        for j in range(tn)
+                    ]
+                gpu.BarrierOp()
+                scf.YieldOp(accs + [v for v, _, _ in ahead])
+
+            results = list(loop.results)
+            for i in range(tm):
+                for j in range(tn):
+                    m_lin, n_lin = emit.add(m0, rows[i]), emit.add(n0, cols[j])
+                    inb = emit.both(_bound(m_lin, m_total, bm), _bound(n_lin, n_total, bn))
+                    if inb is None:
+                        _store(
+                            contraction,
+                            epilogue,
+                            results[i * tn + j],
+                            loop_dims(m_lin, n_lin, None),
+                            maps,
+                            last_out,
+                        )
+                    else:
+                        guard = scf.IfOp(inb)
+                        with ir.InsertionPoint(guard.then_block):
+                            _store(
+                                contraction,
+                                epilogue,
+                                results[i * tn + j],
+                                loop_dims(m_lin, n_lin, None),
+                                maps,
+                                last_out,
+                            )
+                            scf.YieldOp([])
+            gpu.TerminatorOp()
+
+
+def _defer_deallocs(first: ir.Operation, anchor: ir.Operation) -> None:
+    """The kernel replaces the ops from `first` to `anchor` and runs at `anchor`: buffers freed
+    in between (the contraction's own result, read by the first consumer) stay alive until after
+    it."""
+    ops = [o.operation for o in first.block.operations]
+    start, end = ops.index(first), ops.index(anchor)
+    for o in ops[start + 1 : end]:
+        if o.name == "memref.dealloc":
+            o.move_after(anchor)
+
+
+def _bound(lin: ir.Value, total: int, block: int) -> ir.Value | None:
+    """lin < total, or None where every tile is whole."""
+    return None if total % block == 0 else emit.less(lin, total)
+
+
+def _fetch(op: _Operand, tid, t, own0, k0, own_total, k_total, loop_dims, role):
+    """This thread's share of one operand tile (own x BK): (value, k row, own column) triples,
+    zeros past the edges. K is always bound-checked: the pipelined read runs one tile ahead."""
+    block, bk = op.block, op.bk
+    out = []
+    for rep in range(block * bk // t):
+        e = emit.add(tid, rep * t)
+        if op.own_fastest:
+            oi, ki = emit.rem(e, block), emit.div(e, block)
+        else:
+            ki, oi = emit.rem(e, bk), emit.div(e, bk)
+        own_lin, k_lin = emit.add(own0, oi), emit.add(k0, ki)
+        inb = emit.both(_bound(own_lin, own_total, block), emit.less(k_lin, k_total))
+        own_lin = emit.select(inb, own_lin, emit.const(0))
+        k_lin = emit.select(inb, k_lin, emit.const(0))
+        dims = loop_dims(own_lin, None, k_lin) if role == "m" else loop_dims(None, own_lin, k_lin)
+        value = emit.load(op.value, emit.apply_map(op.map, dims))
+        out.append((emit.select(inb, value, emit.zero(op.elem)), ki, oi))
+    return out
+
+
+def _is_fma(op: ir.Operation) -> bool:
+    """`out + a * b` on floats of one type: one fused multiply-add (as cuBLAS computes it)."""
+    body = [o.operation for o in op.regions[0].blocks[0].operations]
+    return [o.name for o in body] == ["arith.mulf", "arith.addf", "linalg.yield"] and is_mul_add(op)
+
+
+def _store(contraction, epilogue, acc: ir.Value, dims, maps, last_out) -> None:
+    """Apply the epilogue to one accumulator and store it (the output coordinates are the loops
+    of each elementwise consumer, whose maps are identities on them)."""
+    coords = emit.apply_map(maps[2], dims)
+    value = acc
+    for op, slot in epilogue:
+        args = []
+        block_args = op.regions[0].blocks[0].arguments
+        for i, (operand, amap) in enumerate(zip(op.operands, emit.indexing_maps(op))):
+            if i == slot:
+                args.append(value)
+            elif not isinstance(operand.type, ir.ShapedType):
+                args.append(operand)  # a scalar input
+            elif not list(block_args[i].uses):
+                args.append(emit.zero(block_args[i].type))  # not read (an output's old value)
+            else:
+                args.append(emit.load(operand, emit.apply_map(amap, coords)))
+        value = emit.clone_body(op, args, coords)
+    memref.StoreOp(value, last_out, coords)
+
+
+@register_pass(
+    "relax-gpu-contract",
+    "contractions tagged by relax-schedule-gpu's Matmul rule -> shared-memory tiled kernels "
+    "with their fill and elementwise epilogue folded in",
+)
+def contract_kernels():
+    def run(module_op: ir.Operation) -> None:
+        for func_op in _prim_funcs(module_op):
+            for op in _top_level(func_op, CONTRACT_ATTR):
+                name = ir.StringAttr(op.attributes[CONTRACT_ATTR]).value
+                cfg = next((c for c in CONFIGS if c.name == name), None)
+                if cfg is None:
+                    raise PassError(f"relax-gpu-contract: unknown tile config {name!r}", op)
+                init, epilogue = _group(func_op, op)
+                _build(op, init, epilogue, cfg)
+                for o in [op, *(e for e, _ in epilogue)] + ([init] if init is not None else []):
+                    o.erase()
+
+    return run

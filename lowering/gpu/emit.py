@@ -1,0 +1,195 @@
+"""Writing kernel code inside a `gpu.launch`: index arithmetic from affine maps, loads through
+indexing maps, and linalg payloads cloned onto scalars.
+
+The kernel templates (`contract.py`, `rows.py`) do not tile linalg ops; they write the loops of
+a kernel themselves and evaluate each linalg op's payload per element, so a producer or an
+epilogue costs no buffer: its body is cloned where its value is needed.
+"""
+
+from __future__ import annotations
+
+from mlir import ir
+from mlir.dialects import arith, gpu, memref
+
+WORKGROUP = "#gpu.address_space<workgroup>"
+
+
+def index_type() -> ir.Type:
+    return ir.IndexType.get()
+
+
+def const(value: int) -> ir.Value:
+    return arith.ConstantOp(index_type(), value).result
+
+
+def zero(elem: ir.Type) -> ir.Value:
+    if isinstance(elem, ir.IntegerType):
+        return arith.ConstantOp(elem, 0).result
+    return arith.ConstantOp(elem, 0.0).result
+
+
+def add(a: ir.Value, b: int | ir.Value) -> ir.Value:
+    if isinstance(b, int):
+        if b == 0:
+            return a
+        b = const(b)
+    return arith.AddIOp(a, b).result
+
+
+def mul(a: ir.Value, b: int) -> ir.Value:
+    return a if b == 1 else arith.MulIOp(a, const(b)).result
+
+
+def div(a: ir.Value, b: int) -> ir.Value:
+    return a if b == 1 else arith.DivUIOp(a, const(b)).result
+
+
+def rem(a: ir.Value, b: int) -> ir.Value:
+    return arith.RemUIOp(a, const(b)).result
+
+
+def less(a: ir.Value, b: int) -> ir.Value:
+    return arith.CmpIOp(arith.CmpIPredicate.ult, a, const(b)).result
+
+
+def both(a: ir.Value | None, b: ir.Value | None) -> ir.Value | None:
+    if a is None or b is None:
+        return a if b is None else b
+    return arith.AndIOp(a, b).result
+
+
+def select(cond: ir.Value | None, a: ir.Value, b: ir.Value) -> ir.Value:
+    return a if cond is None else arith.SelectOp(cond, a, b).result
+
+
+def launch(
+    grid: list[ir.Value], threads: int, workgroup: list[ir.Type]
+) -> tuple[gpu.LaunchOp, ir.Block]:
+    """A gpu.launch of `threads` threads in x over `grid` blocks, with static shared buffers."""
+    one = const(1)
+    op = gpu.LaunchOp(tuple(grid), (const(threads), one, one))
+    if workgroup:
+        op.operation.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(64), len(workgroup)
+        )
+    body = op.regions[0].blocks[0]
+    for t in workgroup:
+        body.add_argument(t, op.location)
+    return op, body
+
+
+def shared(shape: list[int], elem: ir.Type) -> ir.MemRefType:
+    return ir.MemRefType.get(shape, elem, memory_space=ir.Attribute.parse(WORKGROUP))
+
+
+def expr(e: ir.AffineExpr, dims: list[ir.Value]) -> ir.Value:
+    """An affine expression over loop dims as index arithmetic (non-negative operands)."""
+    if isinstance(e, ir.AffineDimExpr):
+        return dims[e.position]
+    if isinstance(e, ir.AffineConstantExpr):
+        return const(e.value)
+    if isinstance(e, ir.AffineAddExpr):
+        return arith.AddIOp(expr(e.lhs, dims), expr(e.rhs, dims)).result
+    if isinstance(e, ir.AffineMulExpr):
+        return arith.MulIOp(expr(e.lhs, dims), expr(e.rhs, dims)).result
+    if isinstance(e, ir.AffineFloorDivExpr):
+        return arith.DivUIOp(expr(e.lhs, dims), expr(e.rhs, dims)).result
+    if isinstance(e, ir.AffineModExpr):
+        return arith.RemUIOp(expr(e.lhs, dims), expr(e.rhs, dims)).result
+    raise ValueError(f"unsupported index expression {e}")
+
+
+def apply_map(amap: ir.AffineMap, dims: list[ir.Value]) -> list[ir.Value]:
+    return [expr(e, dims) for e in amap.results]
+
+
+def expr_dims(e: ir.AffineExpr) -> list[int]:
+    """Loop dims an expression reads, in order of appearance."""
+    if isinstance(e, ir.AffineDimExpr):
+        return [e.position]
+    if isinstance(e, (ir.AffineAddExpr, ir.AffineMulExpr, ir.AffineFloorDivExpr, ir.AffineModExpr)):
+        return expr_dims(e.lhs) + [d for d in expr_dims(e.rhs) if d not in expr_dims(e.lhs)]
+    if isinstance(e, ir.AffineConstantExpr):
+        return []
+    raise ValueError(f"unsupported index expression {e}")
+
+
+def map_dims(amap: ir.AffineMap) -> list[int]:
+    out: list[int] = []
+    for e in amap.results:
+        out += [d for d in expr_dims(e) if d not in out]
+    return out
+
+
+def indexing_maps(op: ir.Operation) -> list[ir.AffineMap]:
+    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def iterators(op: ir.Operation) -> list[str]:
+    return [
+        str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])
+    ]
+
+
+def loop_ranges(op: ir.Operation) -> list[int | None]:
+    """Static trip count of each loop of a linalg.generic, read from operands an axis of which is
+    the plain loop dim (tensors or memrefs)."""
+    maps = indexing_maps(op)
+    ranges: list[int | None] = [None] * maps[0].n_dims
+    for value, amap in zip(op.operands, maps):
+        if not isinstance(value.type, ir.ShapedType):
+            continue
+        shape = ir.ShapedType(value.type).shape
+        for axis, e in enumerate(amap.results):
+            known = shape[axis] != ir.ShapedType.get_dynamic_size()
+            if isinstance(e, ir.AffineDimExpr) and ranges[e.position] is None and known:
+                ranges[e.position] = shape[axis]
+    return ranges
+
+
+def delinearize(lin: ir.Value, extents: list[int]) -> list[ir.Value]:
+    """Row-major coordinates of a linear index (the last extent varies fastest)."""
+    out: list[ir.Value] = []
+    for i, extent in enumerate(reversed(extents)):
+        last = i == len(extents) - 1
+        out.append(lin if last else rem(lin, extent))
+        if not last:
+            lin = div(lin, extent)
+    return list(reversed(out))
+
+
+def load(buffer: ir.Value, indices: list[ir.Value]) -> ir.Value:
+    return memref.LoadOp(buffer, indices).result
+
+
+def clone_body(
+    op: ir.Operation, args: list[ir.Value], dims: list[ir.Value] | None = None
+) -> ir.Value:
+    """The value a linalg.generic's payload yields for one element: its block arguments bound to
+    `args` and `linalg.index d` to `dims[d]`; ops are cloned at the current insertion point."""
+    block = op.regions[0].blocks[0]
+    env = {block.arguments[i]: v for i, v in enumerate(args)}
+    for inner in block.operations:
+        inner = inner.operation
+        if inner.name == "linalg.yield":
+            return _lookup(env, inner.operands[0])
+        if inner.name == "linalg.index":
+            if dims is None:
+                raise ValueError("linalg.index in a payload without loop indices")
+            env[inner.results[0]] = dims[ir.IntegerAttr(inner.attributes["dim"]).value]
+            continue
+        new = inner.clone()
+        for i, operand in enumerate(inner.operands):
+            mapped = _lookup(env, operand)
+            if mapped is not operand:
+                new.operands[i] = mapped
+        for old, fresh in zip(inner.results, new.results):
+            env[old] = fresh
+    raise ValueError("linalg payload without a yield")
+
+
+def _lookup(env: dict, value: ir.Value) -> ir.Value:
+    for key, mapped in env.items():
+        if key == value:
+            return mapped
+    return value

@@ -1,0 +1,57 @@
+// RUN: relaxmlir-opt %s --relax-gpu-contract | FileCheck %s
+
+// A 50x40 linear (K = 30) with a bias + ReLU epilogue, tagged as relax-schedule-gpu's Matmul
+// rule leaves it. One launch: 2x2 blocks of 256 threads, A and B tiles in shared memory (8 x
+// 32+4), the first tile read before the K loop and the next one inside it (software
+// pipelining), FMAs on the 2x2 register tile, and the epilogue cloned onto each accumulator
+// behind a bounds check (50 and 40 are not multiples of 32). The fill, the contraction and the
+// epilogue ops are gone.
+// CHECK-LABEL: func.func private @linear
+// CHECK-NOT: linalg.
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.+}} = %c2{{.*}}, %{{.+}} = %c2{{.*}}, %{{.+}} = %c1{{.*}}) threads({{.*}}) in (%{{.+}} = %c256
+// CHECK-SAME: workgroup(%[[SA:.+]] : memref<8x36xf32, #gpu.address_space<workgroup>>, %[[SB:.+]] : memref<8x36xf32, #gpu.address_space<workgroup>>)
+// CHECK: memref.load %arg0
+// CHECK: memref.load %arg1
+// CHECK: scf.for %[[K:.+]] = %{{.+}} to %c30{{.*}} step %c8{{.*}} iter_args
+// CHECK: memref.store %{{.+}}, %[[SA]]
+// CHECK: memref.store %{{.+}}, %[[SB]]
+// CHECK: gpu.barrier
+// CHECK: memref.load %arg0
+// CHECK: memref.load %[[SA]]
+// CHECK: math.fma
+// CHECK: gpu.barrier
+// CHECK: scf.yield
+// CHECK: scf.if
+// CHECK: %[[BIAS:.+]] = memref.load %arg2
+// CHECK: %[[SUM:.+]] = arith.addf %{{.+}}, %[[BIAS]]
+// CHECK: %[[RELU:.+]] = arith.maximumf %[[SUM]]
+// CHECK: memref.store %[[RELU]], %arg3
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.
+// CHECK: return
+#mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+#id = affine_map<(m, n) -> (m, n)>
+#col = affine_map<(m, n) -> (n)>
+#scalar = affine_map<(m, n) -> ()>
+func.func private @linear(%x: memref<50x30xf32>, %w: memref<30x40xf32>, %b: memref<40xf32>, %out: memref<50x40xf32>) attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#scalar, #id], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%out : memref<50x40xf32>) attrs = {relax.gpu_contract_init} {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : memref<50x30xf32>, memref<30x40xf32>) outs(%out : memref<50x40xf32>) attrs = {relax.gpu_contract = "32x32/2x2"} {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#col, #id], iterator_types = ["parallel", "parallel"]} ins(%b : memref<40xf32>) outs(%out : memref<50x40xf32>) attrs = {relax.gpu_contract_epilogue = array<i64: 0, 1>} {
+  ^bb0(%bias: f32, %v: f32):
+    %s = arith.addf %v, %bias : f32
+    %r = arith.maximumf %s, %zero : f32
+    linalg.yield %r : f32
+  }
+  return
+}
