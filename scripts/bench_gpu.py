@@ -218,7 +218,9 @@ def _time_ms(fn, repeat: int, warmup: int = 3) -> float:
     return statistics.median(times)
 
 
-def run(libs: Path, names: list[str], repeat: int, timeout: float) -> list[dict]:
+def run(
+    libs: Path, names: list[str], repeat: int, timeout: float, profile: bool = False
+) -> list[dict]:
     """Each workload in its own child process: a kernel that faults (or hangs) is reported
     against its workload, and the CUDA context of the next one starts clean."""
     import subprocess
@@ -226,13 +228,16 @@ def run(libs: Path, names: list[str], repeat: int, timeout: float) -> list[dict]
     rows = []
     for name in names:
         argv = [sys.executable, __file__, "one", "--libs", str(libs), "--repeat", str(repeat), name]
+        argv += ["--profile"] if profile else []
         try:
-            child = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+            child = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
         except subprocess.TimeoutExpired:
             print(f"{name}: no answer in {timeout:.0f} s", flush=True)
             rows.append({"name": name, "what": WORKLOADS[name][0], "failed": "timed out"})
             continue
         lines = child.stdout.strip().splitlines()
+        for line in lines[:-1]:  # --profile's kernel table
+            print(f"  {line}", flush=True)
         if child.returncode == 0 and lines:
             row = json.loads(lines[-1])
             rows.append(row)
@@ -245,7 +250,32 @@ def run(libs: Path, names: list[str], repeat: int, timeout: float) -> list[dict]
     return rows
 
 
-def run_one(libs: Path, name: str, repeat: int) -> dict:
+def _profile(fn, top: int = 8) -> None:
+    """Our kernels' GPU time in one call, most expensive first (CUPTI sees every launch in the
+    process, the driver-API ones of the library included)."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    fn()
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn()
+        torch.cuda.synchronize()
+    rows = sorted(
+        (
+            (e.key, e.device_time_total, e.count)
+            for e in prof.key_averages()
+            if e.device_time_total > 0
+        ),
+        key=lambda r: -r[1],
+    )
+    total = sum(r[1] for r in rows) or 1.0
+    print(f"profile: {total / 1000:.3f} ms of kernels in {sum(r[2] for r in rows)} launches")
+    for key, us, count in rows[:top]:
+        print(f"{us / 1000:8.3f} ms {100 * us / total:5.1f}% x{count:<3d} {key[:90]}")
+
+
+def run_one(libs: Path, name: str, repeat: int, profile: bool = False) -> dict:
     import numpy as np
     import torch
 
@@ -285,6 +315,8 @@ def run_one(libs: Path, name: str, repeat: int) -> dict:
         err = float(np.max(np.abs(got.numpy().astype(np.float32) - want.float().cpu().numpy())))
         scale = float(want.float().abs().max().cpu()) or 1.0
         ok = err <= tol * max(scale, 1.0)
+        if profile:
+            _profile(ours)
         t_ours, t_torch = _time_ms(ours, repeat), _time_ms(theirs, repeat)
         rows.append({
             "name": name, "what": WORKLOADS[name][0], "ours_ms": t_ours, "torch_ms": t_torch,
@@ -338,19 +370,21 @@ def main(argv: list[str] | None = None) -> None:
     rn.add_argument("--repeat", type=int, default=20)
     rn.add_argument("--results", type=Path, default=ROOT / "benchmarks" / "RESULTS_GPU.md")
     rn.add_argument("--timeout", type=float, default=240, help="seconds per workload")
+    rn.add_argument("--profile", action="store_true", help="print each workload's top kernels")
     one = sub.add_parser("one", help="one workload, a JSON row on stdout (run's child process)")
     one.add_argument("--libs", type=Path, required=True)
     one.add_argument("--repeat", type=int, default=20)
+    one.add_argument("--profile", action="store_true")
     one.add_argument("name")
     args = parser.parse_args(argv)
     if args.command == "one":
-        print(json.dumps(run_one(args.libs, _select(args.name)[0], args.repeat)))
+        print(json.dumps(run_one(args.libs, _select(args.name)[0], args.repeat, args.profile)))
         return
     names = _select(args.only)
     if args.command == "export":
         export(args.out, names, args.target)
     else:
-        write_results(run(args.libs, names, args.repeat, args.timeout), args.results)
+        write_results(run(args.libs, names, args.repeat, args.timeout, args.profile), args.results)
 
 
 if __name__ == "__main__":

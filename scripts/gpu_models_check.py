@@ -44,7 +44,23 @@ def kernel_cases() -> dict:
     def seq(*layers):
         return lambda: nn.Sequential(*layers)
 
+    class Softmax(nn.Module):
+        def forward(self, x):
+            return torch.softmax(x, dim=-1)
+
+    class RmsNorm(nn.Module):
+        def forward(self, x):
+            return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    class RowSum(nn.Module):
+        def forward(self, x):
+            return x.sum(-1) + x.amax(-1)
+
     return {
+        "k_softmax_odd": (Softmax, lambda: [torch.randn(3, 7, 300)]),
+        "k_layer_norm_odd": (lambda: nn.LayerNorm(77), lambda: [torch.randn(5, 77)]),
+        "k_rms_norm": (RmsNorm, lambda: [torch.randn(2, 9, 1000)]),
+        "k_row_sum_max": (RowSum, lambda: [torch.randn(6, 513)]),
         "k_linear_gelu_odd": (seq(nn.Linear(30, 40), nn.GELU()), lambda: [torch.randn(50, 30)]),
         "k_bmm_odd": (Bmm, lambda: [torch.randn(3, 37, 45), torch.randn(3, 45, 29)]),
         "k_matmul_transposed": (MatmulT, lambda: [torch.randn(2, 70, 64), torch.randn(2, 90, 64)]),

@@ -38,7 +38,7 @@ INIT_ATTR = "relax.gpu_contract_init"  # on the fill whose constant starts the a
 EPILOGUE_ATTR = "relax.gpu_contract_epilogue"  # on each consumer: [position, chained operand]
 
 PAD = 4  # shared rows padded by 4 elements: column-wise stores hit distinct banks (BK = 8)
-MIN_EXTENT = 16  # fewer M or N outputs: the GEMV / one-thread-per-output rules do better
+GEMV_ROWS = 4  # schedule.GEMV_MAX_ROWS: at most this many rows is the GEMV rule's
 MANY_BLOCKS = 264  # two waves of an H100/H200 (132 SMs): a smaller tile is taken below this
 
 
@@ -148,8 +148,8 @@ def roles(op: ir.Operation) -> Roles | None:
 
 def choose(r: Roles) -> Config | None:
     m, n, batch = r.extent(r.m), r.extent(r.n), r.extent(r.batch)
-    if m < MIN_EXTENT or n < MIN_EXTENT:
-        return None
+    if m <= GEMV_ROWS:
+        return None  # a handful of rows: the GEMV rule's one thread per output column
     for cfg in CONFIGS:
         blocks = -(-m // cfg.bm) * -(-n // cfg.bn) * batch
         if blocks >= MANY_BLOCKS:
@@ -261,14 +261,6 @@ def is_tagged(op: ir.Operation) -> bool:
     return any(a in op.attributes for a in (CONTRACT_ATTR, INIT_ATTR, EPILOGUE_ATTR))
 
 
-def _prim_funcs(module_op: ir.Operation) -> list[ir.Operation]:
-    return [
-        op.operation
-        for op in module_op.regions[0].blocks[0].operations
-        if op.operation.name == "func.func" and len(op.operation.regions[0].blocks)
-    ]
-
-
 def _top_level(func_op: ir.Operation, attr: str) -> list[ir.Operation]:
     return [
         op.operation
@@ -327,7 +319,7 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config) -> None:
     m_fast = bool(r.m) and out_dims[-1] in r.m  # threads run along the output's contiguous axis
 
     anchor = epilogue[-1][0] if epilogue else contraction
-    _defer_deallocs(contraction, anchor)
+    emit.defer_deallocs(contraction, anchor)
     with contraction.location, ir.InsertionPoint(anchor):
         grid = [
             emit.const(-(-n_total // bn)),
@@ -465,17 +457,6 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config) -> None:
             gpu.TerminatorOp()
 
 
-def _defer_deallocs(first: ir.Operation, anchor: ir.Operation) -> None:
-    """The kernel replaces the ops from `first` to `anchor` and runs at `anchor`: buffers freed
-    in between (the contraction's own result, read by the first consumer) stay alive until after
-    it."""
-    ops = [o.operation for o in first.block.operations]
-    start, end = ops.index(first), ops.index(anchor)
-    for o in ops[start + 1 : end]:
-        if o.name == "memref.dealloc":
-            o.move_after(anchor)
-
-
 def _bound(lin: ir.Value, total: int, block: int) -> ir.Value | None:
     """lin < total, or None where every tile is whole."""
     return None if total % block == 0 else emit.less(lin, total)
@@ -536,7 +517,7 @@ def _store(contraction, epilogue, acc: ir.Value, dims, maps, last_out) -> None:
 )
 def contract_kernels():
     def run(module_op: ir.Operation) -> None:
-        for func_op in _prim_funcs(module_op):
+        for func_op in emit.kernel_funcs(module_op):
             for op in _top_level(func_op, CONTRACT_ATTR):
                 name = ir.StringAttr(op.attributes[CONTRACT_ATTR]).value
                 cfg = next((c for c in CONFIGS if c.name == name), None)

@@ -193,3 +193,22 @@ def _lookup(env: dict, value: ir.Value) -> ir.Value:
         if key == value:
             return mapped
     return value
+
+
+def kernel_funcs(module_op: ir.Operation) -> list[ir.Operation]:
+    """The module's functions with a body (where the kernel passes look for tagged ops)."""
+    return [
+        op.operation
+        for op in module_op.regions[0].blocks[0].operations
+        if op.operation.name == "func.func" and len(op.operation.regions[0].blocks)
+    ]
+
+
+def defer_deallocs(first: ir.Operation, anchor: ir.Operation) -> None:
+    """A kernel replaces the ops from `first` to `anchor` and runs at `anchor`: buffers freed
+    in between (read by the replaced ops) stay alive until after it."""
+    ops = [o.operation for o in first.block.operations]
+    start, end = ops.index(first), ops.index(anchor)
+    for o in ops[start + 1 : end]:
+        if o.name == "memref.dealloc":
+            o.move_after(anchor)

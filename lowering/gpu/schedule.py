@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from lowering.gpu import contract
+from lowering.gpu import contract, rows
 from lowering.registry import PassError, register_pass, target_option
 from lowering.schedule.common import (
     PRIM_FUNC_ATTR,
@@ -52,6 +52,7 @@ class GpuRule:
     block_tile: tuple[int, int]  # (rows, columns) of the root's output per block
     thread_tile: tuple[int, int]  # (rows, columns) per thread: a register tile
     row_per_block: bool = False  # one block per row, threads across the row (reductions)
+    spread: bool = False  # rows share a block when the contiguous axis is shorter than it
 
 
 # Rule name -> parameters. `dl.gpu.Matmul()` etc. select rows of this table.
@@ -61,11 +62,11 @@ RULES: dict[str, GpuRule] = {
     # few rows: one thread per output column, 128 columns per block.
     "gemv": GpuRule("gemv", (1, 128), (1, 1)),
     # one thread per output element, 256 outputs per block, each loops over the reduced axes.
-    "reduction": GpuRule("reduction", (1, 256), (1, 1)),
+    "reduction": GpuRule("reduction", (1, 256), (1, 1), spread=True),
     # one block per row, 256 threads across it.
     "general_reduction": GpuRule("general_reduction", (1, 256), (1, 1), row_per_block=True),
     # one thread per element, 256 per block, thread x along the contiguous axis (coalesced).
-    "fallback": GpuRule("fallback", (1, 256), (1, 1)),
+    "fallback": GpuRule("fallback", (1, 256), (1, 1), spread=True),
 }
 DEFAULT_RULES = ("matmul", "gemv", "reduction", "general_reduction", "fallback")
 GEMV_MAX_ROWS = 4  # a matmul with at most this many rows is a GEMV
@@ -126,6 +127,12 @@ def _tiles(
         block[d] = 1
     rows, cols = rule.block_tile
     trows, tcols = rule.thread_tile
+    if rule.spread and len(inner) == 2 and None not in (info.ranges[inner[0]], info.ranges[inner[1]]):
+        # a short contiguous axis: rows of it share the block (a 58-wide pad gets 4 rows per
+        # block of 232 threads instead of 58 threads)
+        last = info.ranges[inner[1]]
+        if last < cols:
+            rows = max(1, min(info.ranges[inner[0]], cols // last))
     sizes = [rows, cols][-len(inner) :] if inner else []
     per_thread = [trows, tcols][-len(inner) :] if inner else []
     for d, size, t in zip(inner, sizes, per_thread):
@@ -255,7 +262,13 @@ def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[
         name = pick_rule(infos, enabled)
         if name is None:
             return "", []
-        dims = emit_rule(s, handles[-1], list(reversed(handles[:-1])), infos[-1], RULES[name])
+        row_plan = rows.plan(ops) if name in ("general_reduction", "reduction") else None
+        if row_plan is not None:
+            # One block per row (rows.py): tagged here, written after bufferization.
+            rows.tag(ops, row_plan)
+            dims = [rows.threads(row_plan.full, row_plan.rows), 1, 1]
+        else:
+            dims = emit_rule(s, handles[-1], list(reversed(handles[:-1])), infos[-1], RULES[name])
     elif "fallback" not in enabled:
         return "", []
     else:

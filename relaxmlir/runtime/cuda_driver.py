@@ -43,6 +43,12 @@ _SIGNATURES = {
     "cuStreamSynchronize": [ctypes.c_void_p],
     "cuGetErrorString": [ctypes.c_int, ctypes.POINTER(ctypes.c_char_p)],
 }
+# Stream-ordered memory (CUDA 11.2+): allocating and freeing cost no device synchronization,
+# where cuMemFree waits for the whole device (every output freed would stall the next call).
+_ASYNC = {
+    "cuMemAllocAsync": [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t, ctypes.c_void_p],
+    "cuMemFreeAsync": [ctypes.c_uint64, ctypes.c_void_p],
+}
 
 
 class Driver:
@@ -51,6 +57,10 @@ class Driver:
     def __init__(self, lib: ctypes.CDLL):
         self.lib = lib
         for name, argtypes in _SIGNATURES.items():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = argtypes, ctypes.c_int
+        self.stream_ordered = all(hasattr(lib, name) for name in _ASYNC)
+        for name, argtypes in _ASYNC.items() if self.stream_ordered else ():
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = argtypes, ctypes.c_int
         self.check(lib.cuInit(0), "cuInit")
@@ -88,13 +98,21 @@ class Driver:
                 self.lib.cuCtxSetCurrent(self._contexts[device.device_id]), "cuCtxSetCurrent"
             )
 
-    def alloc(self, nbytes: int) -> int:
+    def alloc(self, nbytes: int, stream: int | None = None) -> int:
+        """Device memory; ordered on `stream` when given (and the driver has memory pools)."""
         ptr = ctypes.c_uint64()
-        self.check(self.lib.cuMemAlloc_v2(ctypes.byref(ptr), max(nbytes, 1)), "cuMemAlloc")
+        if stream is not None and self.stream_ordered:
+            code = self.lib.cuMemAllocAsync(ctypes.byref(ptr), max(nbytes, 1), stream)
+            self.check(code, "cuMemAllocAsync")
+        else:
+            self.check(self.lib.cuMemAlloc_v2(ctypes.byref(ptr), max(nbytes, 1)), "cuMemAlloc")
         return ptr.value
 
-    def free(self, ptr: int) -> None:
-        self.lib.cuMemFree_v2(ptr)
+    def free(self, ptr: int, stream: int | None = None) -> None:
+        if stream is not None and self.stream_ordered:
+            self.lib.cuMemFreeAsync(ptr, stream)
+        else:
+            self.lib.cuMemFree_v2(ptr)
 
     def synchronize(self, stream: int | None) -> None:
         if stream:
@@ -167,11 +185,14 @@ class _Allocation:
     def __init__(self, nbytes: int, device: Device):
         drv = driver()
         drv.activate(device)
-        self.ptr = drv.alloc(nbytes)
+        # On the stream work is queued on now (torch's current one when torch drives): the
+        # memory is ready for that work, and freeing it later waits for nothing else.
+        self.stream = current_stream(device)
+        self.ptr = drv.alloc(nbytes, self.stream)
 
     def __del__(self):
         if _DRIVER is not None and getattr(self, "ptr", 0):
-            _DRIVER.free(self.ptr)
+            _DRIVER.free(self.ptr, getattr(self, "stream", None))
 
 
 class DeviceData:
@@ -200,6 +221,8 @@ def upload(host: np.ndarray, device: Device) -> DeviceData:
     host = np.ascontiguousarray(host)
     out = empty(host.shape, host.dtype, device)
     drv = driver()
+    if out.owner.stream:  # the synchronous copy runs on the legacy stream: wait for the memory
+        drv.synchronize(out.owner.stream)
     drv.check(drv.lib.cuMemcpyHtoD_v2(out.ptr, host.ctypes.data, host.nbytes), "cuMemcpyHtoD")
     return out
 

@@ -98,6 +98,11 @@ def conv2d(
 
 
 def _space_to_depth_applies(data, kernel, strides, dilation, groups) -> bool:
+    from relaxmlir.target import Target
+
+    target = Target.current()
+    if target is not None and target.kind == "cuda":
+        return False  # the GPU's contraction kernel reads a strided window through its maps
     static = all(isinstance(d, int) for d in (*data.shape, *kernel.shape))
     sh, sw = strides
     pointwise = tuple(kernel.shape[2:]) == (1, 1)  # a 1x1 strided conv is a subsampled matmul

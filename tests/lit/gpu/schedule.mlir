@@ -73,14 +73,15 @@ func.func private @gemv(%x: tensor<1x512xf32>, %w: tensor<1024x512xf32>, %out: t
 
 // -----
 
-// A row reduction (Reduction): one thread per output row, 256 rows per block.
+// A row reduction (Reduction): one block per row (rows.py), its 256 threads fold the row
+// together. Tagged [position, kind] (0 fill, 3 reduction) with the full shape on the root
+// ([row axes, 512, 1000]); relax-gpu-rows writes the kernel (tests/lit/gpu/rows.mlir).
 // CHECK-LABEL: func.func private @row_sum
+// CHECK-SAME: relax.gpu_block_dims = array<i64: 256, 1, 1>
 // CHECK-SAME: relax.schedule = ["reduction"]
-// CHECK: scf.forall (%{{.+}}) in (2)
-// CHECK: scf.forall (%{{.+}}) in (256)
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]{{.*}} ins(%{{.+}} : tensor<1x1000xf32>)
-// CHECK: } {mapping = [#gpu.thread<x>]}
-// CHECK: } {mapping = [#gpu.block<x>]}
+// CHECK-NOT: scf.forall
+// CHECK: relax.gpu_rows = array<i64: 0, 0>
+// CHECK: relax.gpu_rows = array<i64: 1, 3>, relax.gpu_rows_shape = array<i64: 1, 512, 1000>
 #row = affine_map<(i, j) -> (i, j)>
 #red = affine_map<(i, j) -> (i)>
 func.func private @row_sum(%x: tensor<512x1000xf32>, %out: tensor<512xf32>) -> tensor<512xf32> attributes {relax.prim_func} {
@@ -96,16 +97,15 @@ func.func private @row_sum(%x: tensor<512x1000xf32>, %out: tensor<512xf32>) -> t
 
 // -----
 
-// Softmax's shape (GeneralReduction): an elementwise root fed by a row reduction gets one block
-// per row and 256 threads across it.
+// Softmax's shape (GeneralReduction): an elementwise root (kind 1: full rows) fed by a row
+// reduction; one block per row, 256 threads across it.
 // CHECK-LABEL: func.func private @sub_max
 // CHECK-SAME: relax.gpu_block_dims = array<i64: 256, 1, 1>
 // CHECK-SAME: relax.schedule = ["general_reduction"]
-// CHECK: scf.forall (%{{.+}}, %{{.+}}) in (128, 1)
-// CHECK: scf.forall (%{{.+}}) in (256)
+// CHECK-NOT: scf.forall
+// CHECK: relax.gpu_rows = array<i64: 1, 3>
+// CHECK: relax.gpu_rows = array<i64: 2, 1>, relax.gpu_rows_shape = array<i64: 1, 128, 768>
 // CHECK: math.exp
-// CHECK: } {mapping = [#gpu.thread<x>]}
-// CHECK: } {mapping = [#gpu.block<y>, #gpu.block<x>]}
 #row = affine_map<(i, j) -> (i, j)>
 #red = affine_map<(i, j) -> (i)>
 func.func private @sub_max(%x: tensor<128x768xf32>, %out: tensor<128x768xf32>) -> tensor<128x768xf32> attributes {relax.prim_func} {
