@@ -27,7 +27,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import gpu, math, memref, scf
+from mlir.dialects import arith, gpu, math, memref, scf
 
 from lowering.gpu import emit
 from lowering.registry import PassError, register_pass
@@ -40,6 +40,9 @@ EPILOGUE_ATTR = "relax.gpu_contract_epilogue"  # on each consumer: [position, ch
 PAD = 4  # shared rows padded by 4 elements: column-wise stores hit distinct banks (BK = 8)
 GEMV_ROWS = 4  # schedule.GEMV_MAX_ROWS: at most this many rows is the GEMV rule's
 MANY_BLOCKS = 264  # two waves of an H100/H200 (132 SMs): a smaller tile is taken below this
+MIN_SPLIT_K = 256  # a K split keeps at least this many steps of the reduction
+MAX_SPLITS = 16
+SPLIT_ATTR = "relax.gpu_contract_split"  # on the contraction: K splits (split-K), when > 1
 
 
 @dataclass(frozen=True)
@@ -146,15 +149,18 @@ def roles(op: ir.Operation) -> Roles | None:
     return r
 
 
-def choose(r: Roles) -> Config | None:
-    m, n, batch = r.extent(r.m), r.extent(r.n), r.extent(r.batch)
+def choose(r: Roles) -> tuple[Config, int] | None:
+    """The tile config and the number of K splits: the largest tile that still fills the GPU;
+    when even the smallest leaves it half idle and K is long, K is split over more blocks."""
+    m, n, batch, k = r.extent(r.m), r.extent(r.n), r.extent(r.batch), r.extent(r.k)
     if m <= GEMV_ROWS:
         return None  # a handful of rows: the GEMV rule's one thread per output column
     for cfg in CONFIGS:
         blocks = -(-m // cfg.bm) * -(-n // cfg.bn) * batch
         if blocks >= MANY_BLOCKS:
-            return cfg
-    return CONFIGS[-1]
+            return cfg, 1
+    splits = min(-(-MANY_BLOCKS // blocks), k // MIN_SPLIT_K, MAX_SPLITS)
+    return cfg, max(splits, 1)
 
 
 # -- planning (tensor level) ----------------------------------------------------------------------
@@ -192,6 +198,7 @@ class Plan:
     init: int | None  # the fill whose constant starts the accumulators
     epilogue: list[tuple[int, int]]  # (op index, operand that carries the running value)
     config: Config
+    splits: int = 1
 
 
 def plan(ops: list[ir.Operation]) -> Plan | None:
@@ -201,9 +208,10 @@ def plan(ops: list[ir.Operation]) -> Plan | None:
         r = roles(ops[c])
         if r is None:
             continue
-        cfg = choose(r)
-        if cfg is None:
+        chosen = choose(r)
+        if chosen is None:
             return None
+        cfg, splits = chosen
         op = ops[c]
         init_def = op.operands[2].owner
         init = next((i for i, o in enumerate(ops) if o == init_def and _is_fill(o)), None)
@@ -222,7 +230,7 @@ def plan(ops: list[ir.Operation]) -> Plan | None:
                 break
             epilogue.append((nxt, slots[0]))
             value = cand.results[0]
-        return Plan(c, init, epilogue, cfg)
+        return Plan(c, init, epilogue, cfg, splits)
     return None
 
 
@@ -244,6 +252,9 @@ def tag(ops: list[ir.Operation], p: Plan) -> list[int]:
     """Mark the plan's ops for `relax-gpu-contract`; returns their indices."""
     ctx = ops[p.contraction].context
     ops[p.contraction].attributes[CONTRACT_ATTR] = ir.StringAttr.get(p.config.name, ctx)
+    if p.splits > 1:
+        i64 = ir.IntegerType.get_signless(64, ctx)
+        ops[p.contraction].attributes[SPLIT_ATTR] = ir.IntegerAttr.get(i64, p.splits)
     members = [p.contraction]
     if p.init is not None:
         ops[p.init].attributes[INIT_ATTR] = ir.UnitAttr.get(ctx)
@@ -303,7 +314,34 @@ class _Operand:
         self.elem = ir.MemRefType(value.type).element_type
 
 
-def _build(contraction: ir.Operation, init, epilogue, cfg: Config) -> None:
+class _Tile:
+    """One block's view of the iteration space: the loop indices of (M, N, K) linear positions
+    (delinearized per role) and of its batch."""
+
+    def __init__(self, r: Roles, batch_idx: list[ir.Value]):
+        self.r, self.batch_idx = r, batch_idx
+
+    def split(self, role: str, lin: ir.Value | None) -> list[ir.Value]:
+        group = {"m": self.r.m, "n": self.r.n, "k": self.r.k}[role]
+        if lin is None:
+            return [emit.const(0)] * len(group)
+        return emit.delinearize(lin, [self.r.ranges[d] for d in group]) if group else []
+
+    def dims(self, m: list[ir.Value], n: list[ir.Value], k: list[ir.Value]) -> list[ir.Value]:
+        out: list[ir.Value | None] = [None] * len(self.r.ranges)
+        roles = ((self.r.m, m), (self.r.n, n), (self.r.k, k), (self.r.batch, self.batch_idx))
+        for group, vals in roles:
+            for d, v in zip(group, vals):
+                out[d] = v
+        zero = emit.const(0)
+        return [v if v is not None else zero for v in out]
+
+    def at(self, m_lin: ir.Value, n_lin: ir.Value) -> list[ir.Value]:
+        """Loop indices of one output (K at 0)."""
+        return self.dims(self.split("m", m_lin), self.split("n", n_lin), self.split("k", None))
+
+
+def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int) -> None:
     r = roles(contraction)
     if r is None:
         raise PassError("relax-gpu-contract: the tagged op is no longer a contraction", contraction)
@@ -314,102 +352,83 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config) -> None:
     bm, bn, bk, tm, tn, t = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.threads
     a = _Operand(a_val, maps[0], r.m, r, bm, bk)
     b = _Operand(b_val, maps[1], r.n, r, bn, bk)
+    acc_type = ir.MemRefType(c_val.type).element_type
     last_out = epilogue[-1][0].operands[-1] if epilogue else c_val
     out_dims = [e.position for e in maps[2].results]
     m_fast = bool(r.m) and out_dims[-1] in r.m  # threads run along the output's contiguous axis
+    k_span = -(-k_total // splits // bk) * bk  # each split's K range: whole tiles but the last
 
     anchor = epilogue[-1][0] if epilogue else contraction
     emit.defer_deallocs(contraction, anchor)
     with contraction.location, ir.InsertionPoint(anchor):
+        partials = None
+        if splits > 1:  # split-K: partial sums in a workspace, folded by a second kernel
+            shape = [splits, batch_total, m_total, n_total]
+            partials = memref.AllocOp(ir.MemRefType.get(shape, acc_type), [], []).result
         grid = [
             emit.const(-(-n_total // bn)),
             emit.const(-(-m_total // bm)),
-            emit.const(batch_total),
+            emit.const(batch_total * splits),
         ]
         sa = emit.shared([bk, bm + PAD], a.elem)
         sb = emit.shared([bk, bn + PAD], b.elem)
         _, body = emit.launch(grid, t, [sa, sb])
         smem_a, smem_b = body.arguments[12], body.arguments[13]
         with ir.InsertionPoint(body):
-            bx, by, bz, tid = (
-                body.arguments[0],
-                body.arguments[1],
-                body.arguments[2],
-                body.arguments[3],
-            )
+            bx, by, bz, tid = (body.arguments[i] for i in range(4))
+            split_idx = emit.rem(bz, splits) if splits > 1 else None
+            batch_lin = emit.div(bz, splits)
+            batch_dims = [r.ranges[d] for d in r.batch]
+            tile = _Tile(r, emit.delinearize(batch_lin, batch_dims) if r.batch else [])
             m0, n0 = emit.mul(by, bm), emit.mul(bx, bn)
-            batch_idx = emit.delinearize(bz, [r.ranges[d] for d in r.batch]) if r.batch else []
             rows_per, cols_per = bm // tm, bn // tn
             if m_fast:
                 trow, tcol = emit.rem(tid, rows_per), emit.div(tid, rows_per)
             else:
                 tcol, trow = emit.rem(tid, cols_per), emit.div(tid, cols_per)
+            rows, cols = _offsets(tm, bm, trow), _offsets(tn, bn, tcol)
 
-            def loop_dims(m_lin, n_lin, k_lin) -> list[ir.Value]:
-                dims: list[ir.Value | None] = [None] * len(r.ranges)
-                zero = emit.const(0)
-                for group, lin in ((r.m, m_lin), (r.n, n_lin), (r.k, k_lin)):
-                    if not group:
-                        continue
-                    vals = (
-                        emit.delinearize(lin, [r.ranges[d] for d in group])
-                        if lin is not None
-                        else [zero] * len(group)
-                    )
-                    for d, v in zip(group, vals):
-                        dims[d] = v
-                for d, v in zip(r.batch, batch_idx):
-                    dims[d] = v
-                return [v if v is not None else zero for v in dims]
-
-            def offsets(per_thread: int, block: int, base: ir.Value) -> list[ir.Value]:
-                width = min(4, per_thread)
-                groups = per_thread // width
-                stride = block // groups
-                first = emit.mul(base, width)
-                return [
-                    emit.add(first, g * stride + v) for g in range(groups) for v in range(width)
-                ]
-
-            rows, cols = offsets(tm, bm, trow), offsets(tn, bn, tcol)
-
-            # accumulators: the fill's constant, else the output's current values
-            init_vals = []
-            if init is not None:
-                start = init.operands[0]
-                init_vals = [start] * (tm * tn)
+            # accumulators: the fill's constant, else the output's current values (a split
+            # starts from zero: the second kernel adds the initial value once)
+            if partials is not None:
+                init_vals = [emit.zero(acc_type)] * (tm * tn)
+            elif init is not None:
+                init_vals = [init.operands[0]] * (tm * tn)
             else:
+                init_vals = []
                 for i in range(tm):
                     for j in range(tn):
                         m_lin, n_lin = emit.add(m0, rows[i]), emit.add(n0, cols[j])
-                        inb = emit.both(_bound(m_lin, m_total, bm), _bound(n_lin, n_total, bn))
-                        m_safe = (
-                            emit.select(inb, m_lin, emit.const(0)) if inb is not None else m_lin
-                        )
-                        n_safe = (
-                            emit.select(inb, n_lin, emit.const(0)) if inb is not None else n_lin
-                        )
-                        idx = emit.apply_map(maps[2], loop_dims(m_safe, n_safe, None))
+                        m_in, n_in = _bound(m_lin, m_total, bm), _bound(n_lin, n_total, bn)
+                        m_lin = emit.select(m_in, m_lin, emit.const(0))
+                        n_lin = emit.select(n_in, n_lin, emit.const(0))
+                        idx = emit.apply_map(maps[2], tile.at(m_lin, n_lin))
                         init_vals.append(emit.load(c_val, idx))
 
+            # This thread's share of both tiles, fixed but for K (computed once).
+            stage_a = _Stage(a, tile, "m", tid, t, m0, m_total)
+            stage_b = _Stage(b, tile, "n", tid, t, n0, n_total)
+
+            def fetch(k0):
+                return stage_a.fetch(k0, k_total) + stage_b.fetch(k0, k_total)
+
+            if split_idx is None:
+                lower, upper = emit.const(0), emit.const(k_total)
+            else:
+                lower = arith.MulIOp(split_idx, emit.const(k_span)).result
+                upper = arith.MinUIOp(emit.add(lower, k_span), emit.const(k_total)).result
             # Software pipelining: the next tile's elements are read from global memory into
             # registers while this tile is computed from shared memory.
-            def fetch(k0):
-                return _fetch(a, tid, t, m0, k0, m_total, k_total, loop_dims, "m") + _fetch(
-                    b, tid, t, n0, k0, n_total, k_total, loop_dims, "n"
-                )
-
-            first = fetch(emit.const(0))
-            n_a = bm * bk // t  # the first n_a staged values are A's
-            lower, upper, step = emit.const(0), emit.const(k_total), emit.const(bk)
-            loop = scf.ForOp(lower, upper, step, init_vals + [v for v, _, _ in first])
+            first = fetch(lower)
+            n_a = len(stage_a.slots)
+            loop = scf.ForOp(lower, upper, emit.const(bk), init_vals + first)
             with ir.InsertionPoint(loop.body):
                 k0 = loop.induction_variable
                 carried = list(loop.inner_iter_args)
                 accs, staged = carried[: tm * tn], carried[tm * tn :]
-                for (_, ki, oi), v in zip(first[:n_a], staged[:n_a]):
+                for (ki, oi), v in zip(stage_a.slots, staged[:n_a]):
                     memref.StoreOp(v, smem_a, [ki, oi])
-                for (_, ki, oi), v in zip(first[n_a:], staged[n_a:]):
+                for (ki, oi), v in zip(stage_b.slots, staged[n_a:]):
                     memref.StoreOp(v, smem_b, [ki, oi])
                 gpu.BarrierOp()
                 ahead = fetch(emit.add(k0, bk))  # past the end: zeros (bound-checked)
@@ -426,35 +445,69 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config) -> None:
                         for j in range(tn)
                     ]
                 gpu.BarrierOp()
-                scf.YieldOp(accs + [v for v, _, _ in ahead])
+                scf.YieldOp(accs + ahead)
 
             results = list(loop.results)
             for i in range(tm):
                 for j in range(tn):
                     m_lin, n_lin = emit.add(m0, rows[i]), emit.add(n0, cols[j])
                     inb = emit.both(_bound(m_lin, m_total, bm), _bound(n_lin, n_total, bn))
-                    if inb is None:
-                        _store(
-                            contraction,
-                            epilogue,
-                            results[i * tn + j],
-                            loop_dims(m_lin, n_lin, None),
-                            maps,
-                            last_out,
-                        )
-                    else:
-                        guard = scf.IfOp(inb)
-                        with ir.InsertionPoint(guard.then_block):
-                            _store(
-                                contraction,
-                                epilogue,
-                                results[i * tn + j],
-                                loop_dims(m_lin, n_lin, None),
-                                maps,
-                                last_out,
-                            )
+                    guard = scf.IfOp(inb) if inb is not None else None
+                    with (
+                        ir.InsertionPoint(guard.then_block) if guard else ir.InsertionPoint.current
+                    ):
+                        acc = results[i * tn + j]
+                        if partials is not None:
+                            memref.StoreOp(acc, partials, [split_idx, batch_lin, m_lin, n_lin])
+                        else:
+                            _store(epilogue, acc, tile.at(m_lin, n_lin), maps, last_out)
+                        if guard:
                             scf.YieldOp([])
             gpu.TerminatorOp()
+        if partials is not None:
+            _fold_partials(contraction, init, epilogue, partials, splits, r, maps, last_out)
+            memref.DeallocOp(partials)
+
+
+def _offsets(per_thread: int, block: int, base: ir.Value) -> list[ir.Value]:
+    """A thread's rows (or columns) of the block tile: groups of up to 4 adjacent ones, the
+    groups spread over the tile, so vector reads of consecutive threads hit distinct banks."""
+    width = min(4, per_thread)
+    groups = per_thread // width
+    stride = block // groups
+    first = emit.mul(base, width)
+    return [emit.add(first, g * stride + v) for g in range(groups) for v in range(width)]
+
+
+def _fold_partials(contraction, init, epilogue, partials, splits, r, maps, last_out) -> None:
+    """Second kernel of a split-K contraction: per output, the initial value plus the splits'
+    partial sums (with the payload's own accumulate op), then the epilogue and the store."""
+    body_ops = [o.operation for o in contraction.regions[0].blocks[0].operations]
+    accumulate = body_ops[-2].name  # arith.addf / arith.addi (checked by _mul_add_like)
+    m_total, n_total, batch_total = r.extent(r.m), r.extent(r.n), r.extent(r.batch)
+    total, t = batch_total * m_total * n_total, 256
+    _, body = emit.launch([emit.const(-(-total // t)), emit.const(1), emit.const(1)], t, [])
+    with ir.InsertionPoint(body):
+        lin = emit.add(emit.mul(body.arguments[0], t), body.arguments[3])
+        guard = scf.IfOp(emit.less(lin, total)) if total % t else None
+        with ir.InsertionPoint(guard.then_block) if guard else ir.InsertionPoint.current:
+            bl, m_lin, n_lin = emit.delinearize(lin, [batch_total, m_total, n_total])
+            batch_dims = [r.ranges[d] for d in r.batch]
+            tile = _Tile(r, emit.delinearize(bl, batch_dims) if r.batch else [])
+            dims = tile.at(m_lin, n_lin)
+            if init is not None:
+                acc = init.operands[0]
+            else:
+                acc = emit.load(contraction.operands[2], emit.apply_map(maps[2], dims))
+            for s_i in range(splits):
+                part = emit.load(partials, [emit.const(s_i), bl, m_lin, n_lin])
+                acc = ir.Operation.create(
+                    accumulate, results=[acc.type], operands=[acc, part]
+                ).results[0]
+            _store(epilogue, acc, dims, maps, last_out)
+            if guard:
+                scf.YieldOp([])
+        gpu.TerminatorOp()
 
 
 def _bound(lin: ir.Value, total: int, block: int) -> ir.Value | None:
@@ -462,25 +515,39 @@ def _bound(lin: ir.Value, total: int, block: int) -> ir.Value | None:
     return None if total % block == 0 else emit.less(lin, total)
 
 
-def _fetch(op: _Operand, tid, t, own0, k0, own_total, k_total, loop_dims, role):
-    """This thread's share of one operand tile (own x BK): (value, k row, own column) triples,
-    zeros past the edges. K is always bound-checked: the pipelined read runs one tile ahead."""
-    block, bk = op.block, op.bk
-    out = []
-    for rep in range(block * bk // t):
-        e = emit.add(tid, rep * t)
-        if op.own_fastest:
-            oi, ki = emit.rem(e, block), emit.div(e, block)
-        else:
-            ki, oi = emit.rem(e, bk), emit.div(e, bk)
-        own_lin, k_lin = emit.add(own0, oi), emit.add(k0, ki)
-        inb = emit.both(_bound(own_lin, own_total, block), emit.less(k_lin, k_total))
-        own_lin = emit.select(inb, own_lin, emit.const(0))
-        k_lin = emit.select(inb, k_lin, emit.const(0))
-        dims = loop_dims(own_lin, None, k_lin) if role == "m" else loop_dims(None, own_lin, k_lin)
-        value = emit.load(op.value, emit.apply_map(op.map, dims))
-        out.append((emit.select(inb, value, emit.zero(op.elem)), ki, oi))
-    return out
+class _Stage:
+    """This thread's share of one operand tile (own x BK, own = M for A, N for B): the shared
+    slots it fills and the own-axis part of their indices, computed once; `fetch(k0)` reads the
+    tile at K offset k0 (zeros past the edges; K always bound-checked, since the pipelined read
+    runs one tile ahead)."""
+
+    def __init__(self, op: _Operand, tile: _Tile, role: str, tid, t: int, own0, own_total: int):
+        self.op, self.tile, self.role = op, tile, role
+        block, bk = op.block, op.bk
+        self.slots, self.own = [], []
+        for rep in range(block * bk // t):
+            e = emit.add(tid, rep * t)
+            if op.own_fastest:
+                oi, ki = emit.rem(e, block), emit.div(e, block)
+            else:
+                ki, oi = emit.rem(e, bk), emit.div(e, bk)
+            own_lin = emit.add(own0, oi)
+            own_in = _bound(own_lin, own_total, block)
+            own_lin = emit.select(own_in, own_lin, emit.const(0))
+            self.slots.append((ki, oi))
+            self.own.append((tile.split(role, own_lin), own_in))
+
+    def fetch(self, k0, k_total: int) -> list[ir.Value]:
+        out = []
+        for (ki, _), (own, own_in) in zip(self.slots, self.own):
+            k_lin = emit.add(k0, ki)
+            k_in = emit.less(k_lin, k_total)
+            k = self.tile.split("k", emit.select(k_in, k_lin, emit.const(0)))
+            other = self.tile.split("n" if self.role == "m" else "m", None)
+            m, n = (own, other) if self.role == "m" else (other, own)
+            value = emit.load(self.op.value, emit.apply_map(self.op.map, self.tile.dims(m, n, k)))
+            out.append(emit.select(emit.both(own_in, k_in), value, emit.zero(self.op.elem)))
+        return out
 
 
 def _is_fma(op: ir.Operation) -> bool:
@@ -489,7 +556,7 @@ def _is_fma(op: ir.Operation) -> bool:
     return [o.name for o in body] == ["arith.mulf", "arith.addf", "linalg.yield"] and is_mul_add(op)
 
 
-def _store(contraction, epilogue, acc: ir.Value, dims, maps, last_out) -> None:
+def _store(epilogue, acc: ir.Value, dims, maps, last_out) -> None:
     """Apply the epilogue to one accumulator and store it (the output coordinates are the loops
     of each elementwise consumer, whose maps are identities on them)."""
     coords = emit.apply_map(maps[2], dims)
@@ -524,7 +591,12 @@ def contract_kernels():
                 if cfg is None:
                     raise PassError(f"relax-gpu-contract: unknown tile config {name!r}", op)
                 init, epilogue = _group(func_op, op)
-                _build(op, init, epilogue, cfg)
+                splits = (
+                    ir.IntegerAttr(op.attributes[SPLIT_ATTR]).value
+                    if SPLIT_ATTR in op.attributes
+                    else 1
+                )
+                _build(op, init, epilogue, cfg, splits)
                 for o in [op, *(e for e, _ in epilogue)] + ([init] if init is not None else []):
                     o.erase()
 

@@ -182,13 +182,15 @@ def current_stream(device: Device) -> int:
 class _Allocation:
     """Owns device memory; freed when the last DeviceData holding it goes away."""
 
-    def __init__(self, nbytes: int, device: Device):
+    def __init__(self, nbytes: int, device: Device, stream: int | None = None):
         drv = driver()
-        drv.activate(device)
+        if stream is None:  # (a caller that passes the stream has activated the device)
+            drv.activate(device)
+            stream = current_stream(device)
         # On the stream work is queued on now (torch's current one when torch drives): the
         # memory is ready for that work, and freeing it later waits for nothing else.
-        self.stream = current_stream(device)
-        self.ptr = drv.alloc(nbytes, self.stream)
+        self.stream = stream
+        self.ptr = drv.alloc(nbytes, stream)
 
     def __del__(self):
         if _DRIVER is not None and getattr(self, "ptr", 0):
@@ -209,9 +211,9 @@ class DeviceData:
         return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
 
 
-def empty(shape, dtype: Any, device: Device) -> DeviceData:
+def empty(shape, dtype: Any, device: Device, stream: int | None = None) -> DeviceData:
     data = DeviceData(0, tuple(int(d) for d in shape), np.dtype(dtype), None)
-    data.owner = _Allocation(data.nbytes, device)
+    data.owner = _Allocation(data.nbytes, device, stream)
     data.ptr = data.owner.ptr
     return data
 

@@ -95,19 +95,19 @@ class CudaEntryPoint:
             datas.append(data)
         drv = driver()
         drv.activate(self.device)
+        stream = current_stream(self.device)  # once per call: torch's lookup is not free
         outs = []
         if not dps:
             for spec, dtype in zip(info.results, self.dtypes[len(info.params) :]):
                 shape = tuple(
                     sh.evaluate(d, env) if not isinstance(d, int) else d for d in spec.shape
                 )
-                data = empty(shape, dtype, self.device)
+                data = empty(shape, dtype, self.device, stream)
                 outs.append(NDArray.on_device(data, self.device))
                 datas.append(data)
         for slot, data in zip(self.slots, datas):
             _set_slot(slot, data)
         self._set_device(self.device.device_id)
-        stream = current_stream(self.device)
         self._set_stream(stream)
         for set_stream in self._native_streams:
             set_stream(stream)

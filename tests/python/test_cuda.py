@@ -91,13 +91,19 @@ def test_math_through_libdevice_for_sm80():
 
 
 @pytest.mark.parametrize(
-    ("m", "n", "k", "tile"),
-    [(256, 384, 512, (8, 36)), (2048, 2048, 512, (8, 68)), (4096, 4096, 64, (8, 132)), (50, 40, 30, (8, 36))],
+    ("m", "n", "k", "tile", "splits"),
+    [
+        (256, 384, 512, (8, 36), 2),  # 96 blocks of 32x32: K split in two (split-K)
+        (2048, 2048, 512, (8, 68), 1),
+        (4096, 4096, 64, (8, 132), 1),
+        (50, 40, 30, (8, 36), 1),  # K too short to split
+    ],
 )
-def test_matmul_rule_stages_tiles_through_shared_memory(m, n, k, tile):
+def test_matmul_rule_stages_tiles_through_shared_memory(m, n, k, tile, splits):
     """The Matmul rule's kernel (lowering/gpu/contract.py): A and B tiles in shared memory (BK x
-    block + 4 padding), one barrier after staging and one after the register-tile FMAs; the
-    tile shrinks when the large one would leave the GPU's multiprocessors idle."""
+    block + 4 padding), barriers after staging and after the register-tile FMAs; the tile
+    shrinks when the large one would leave the GPU's multiprocessors idle, and when even the
+    smallest does, K is split over more blocks and a second kernel adds the partial sums."""
     a = relax.Var("a", relax.TensorStructInfo((m, k), "float32"))
     b = relax.Var("b", relax.TensorStructInfo((k, n), "float32"))
     bb = relax.BlockBuilder()
@@ -106,11 +112,13 @@ def test_matmul_rule_stages_tiles_through_shared_memory(m, n, k, tile):
             out = bb.emit_output(relax.op.matmul(a, b))
         bb.emit_func_output(out)
     ex = relax.build(bb.get(), target="cuda")
-    (ptx,) = check_ptx(ex).values()
+    kernels = list(check_ptx(ex).values())
     assert schedules(ex) == {"matmul"}
+    assert len(kernels) == (2 if splits > 1 else 1)  # + the partial sums' fold
+    (ptx,) = [k for k in kernels if ".shared" in k]
     shared = re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", ptx)
     assert sorted(map(int, shared)) == [tile[0] * tile[1] * 4] * 2
-    assert ptx.count("bar.sync") == 2
+    assert ptx.count("bar.sync") >= 2 and ptx.count("bar.sync") % 2 == 0
     assert "fma.rn.f32" in ptx and "ld.shared.v" in ptx
 
 

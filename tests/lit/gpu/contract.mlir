@@ -55,3 +55,44 @@ func.func private @linear(%x: memref<50x30xf32>, %w: memref<30x40xf32>, %b: memr
   }
   return
 }
+
+// Split-K: a 64x64 output with K = 1024 over 2 splits. The tiled kernel's grid z counts the
+// splits, each block folds its 512-long K range from zero and stores partial sums to a
+// workspace; a second kernel adds the fill's value and both partials (the payload's own addf),
+// applies the epilogue and stores. The workspace is freed after it.
+// CHECK-LABEL: func.func private @split
+// CHECK: %[[W:.+]] = memref.alloc() : memref<2x1x64x64xf32>
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.+}} = %c2{{.*}}, %{{.+}} = %c2{{.*}}, %{{.+}} = %c2{{.*}})
+// CHECK: arith.minui
+// CHECK: scf.for
+// CHECK: math.fma
+// CHECK: memref.store %{{.+}}, %[[W]]
+// CHECK: gpu.terminator
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.+}} = %c16{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads({{.*}}) in (%{{.+}} = %c256
+// CHECK: memref.load %[[W]]
+// CHECK: arith.addf
+// CHECK: memref.load %[[W]]
+// CHECK: arith.addf
+// CHECK: math.tanh
+// CHECK: memref.store
+// CHECK: gpu.terminator
+// CHECK: memref.dealloc %[[W]]
+func.func private @split(%x: memref<64x1024xf32>, %w: memref<1024x64xf32>, %out: memref<64x64xf32>) attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  linalg.generic {indexing_maps = [#scalar, #id], iterator_types = ["parallel", "parallel"]} ins(%zero : f32) outs(%out : memref<64x64xf32>) attrs = {relax.gpu_contract_init} {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : memref<64x1024xf32>, memref<1024x64xf32>) outs(%out : memref<64x64xf32>) attrs = {relax.gpu_contract = "32x32/2x2", relax.gpu_contract_split = 2 : i64} {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%out : memref<64x64xf32>) attrs = {relax.gpu_contract_epilogue = array<i64: 0, 0>} {
+  ^bb0(%v: f32):
+    %t = math.tanh %v : f32
+    linalg.yield %t : f32
+  }
+  return
+}
