@@ -275,6 +275,36 @@ def _profile(fn, top: int = 8) -> None:
         print(f"{us / 1000:8.3f} ms {100 * us / total:5.1f}% x{count:<3d} {key[:90]}")
 
 
+def _host_profile(fn, calls: int = 200, top: int = 12) -> None:
+    """Host time per call (no synchronization: the launches queue up) and where it goes."""
+    import cProfile
+    import io
+    import pstats
+    import time
+
+    import torch
+
+    fn()
+    torch.cuda.synchronize()
+    start = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    host_us = (time.perf_counter() - start) / calls * 1e6
+    torch.cuda.synchronize()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        fn()
+    prof.disable()
+    torch.cuda.synchronize()
+    out = io.StringIO()
+    pstats.Stats(prof, stream=out).sort_stats("tottime").print_stats(top)
+    print(f"host: {host_us:.1f} us per call")
+    for line in out.getvalue().splitlines():
+        if line.strip() and ("{" in line or "(" in line) and not line.startswith("   Ordered"):
+            print(line[:150])
+
+
 def run_one(libs: Path, name: str, repeat: int, profile: bool = False) -> dict:
     import numpy as np
     import torch
@@ -317,6 +347,7 @@ def run_one(libs: Path, name: str, repeat: int, profile: bool = False) -> dict:
         ok = err <= tol * max(scale, 1.0)
         if profile:
             _profile(ours)
+            _host_profile(ours)
         t_ours, t_torch = _time_ms(ours, repeat), _time_ms(theirs, repeat)
         rows.append({
             "name": name, "what": WORKLOADS[name][0], "ours_ms": t_ours, "torch_ms": t_torch,

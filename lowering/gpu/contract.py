@@ -155,10 +155,14 @@ def choose(r: Roles) -> tuple[Config, int] | None:
     m, n, batch, k = r.extent(r.m), r.extent(r.n), r.extent(r.batch), r.extent(r.k)
     if m <= GEMV_ROWS:
         return None  # a handful of rows: the GEMV rule's one thread per output column
-    for cfg in CONFIGS:
-        blocks = -(-m // cfg.bm) * -(-n // cfg.bn) * batch
-        if blocks >= MANY_BLOCKS:
-            return cfg, 1
+    def padded(cfg: Config) -> int:  # outputs computed, edges included
+        return -(-m // cfg.bm) * cfg.bm * -(-n // cfg.bn) * cfg.bn
+
+    filling = [c for c in CONFIGS if -(-m // c.bm) * -(-n // c.bn) * batch >= MANY_BLOCKS]
+    if filling:  # the least work past the edges (N = 64 takes 64-wide tiles), then the largest
+        return min(filling, key=padded), 1
+    cfg = CONFIGS[-1]
+    blocks = -(-m // cfg.bm) * -(-n // cfg.bn) * batch
     splits = min(-(-MANY_BLOCKS // blocks), k // MIN_SPLIT_K, MAX_SPLITS)
     return cfg, max(splits, 1)
 

@@ -48,7 +48,10 @@ _SIGNATURES = {
 _ASYNC = {
     "cuMemAllocAsync": [ctypes.POINTER(ctypes.c_uint64), ctypes.c_size_t, ctypes.c_void_p],
     "cuMemFreeAsync": [ctypes.c_uint64, ctypes.c_void_p],
+    "cuDeviceGetDefaultMemPool": [ctypes.POINTER(ctypes.c_void_p), ctypes.c_int],
+    "cuMemPoolSetAttribute": [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p],
 }
+_POOL_RELEASE_THRESHOLD = 4  # CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
 
 
 class Driver:
@@ -91,12 +94,24 @@ class Driver:
                 "cuDevicePrimaryCtxRetain",
             )
             self._contexts[device.device_id] = ctx.value
+            self._keep_pool(ordinal)
         current = ctypes.c_void_p()
         self.check(self.lib.cuCtxGetCurrent(ctypes.byref(current)), "cuCtxGetCurrent")
         if current.value != self._contexts[device.device_id]:
             self.check(
                 self.lib.cuCtxSetCurrent(self._contexts[device.device_id]), "cuCtxSetCurrent"
             )
+
+    def _keep_pool(self, ordinal: ctypes.c_int) -> None:
+        """The device's memory pool keeps what is freed (as torch's caching allocator does):
+        with the default threshold of 0 it returns the memory at every synchronization, and
+        the next call maps it again (a model's workspace on every call)."""
+        if not self.stream_ordered:
+            return
+        pool = ctypes.c_void_p()
+        if self.lib.cuDeviceGetDefaultMemPool(ctypes.byref(pool), ordinal) == 0:
+            keep = ctypes.c_uint64(2**64 - 1)
+            self.lib.cuMemPoolSetAttribute(pool, _POOL_RELEASE_THRESHOLD, ctypes.byref(keep))
 
     def alloc(self, nbytes: int, stream: int | None = None) -> int:
         """Device memory; ordered on `stream` when given (and the driver has memory pools)."""
@@ -285,7 +300,13 @@ DLManagedTensor._fields_ = [
     ("deleter", _DELETER),
 ]
 
-_DL_CODES = {"i": 0, "u": 1, "f": 2, "bf": 4, "b": 6}  # kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool
+_DL_CODES = {
+    "i": 0,
+    "u": 1,
+    "f": 2,
+    "bf": 4,
+    "b": 6,
+}  # kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool
 _CAPSULE_NEW = ctypes.pythonapi.PyCapsule_New
 _CAPSULE_NEW.restype, _CAPSULE_NEW.argtypes = (
     ctypes.py_object,

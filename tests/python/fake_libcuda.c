@@ -1,0 +1,61 @@
+/* A stand-in libcuda.so.1 for tests of the host side of relaxmlir's CUDA calls on machines without
+ * a GPU (tests/python/test_cuda_host.py): every call succeeds, device memory is host memory,
+ * freed blocks are kept for reuse by size (as the driver's pool), launches do nothing. */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+typedef int CUresult;
+static int ctx_token = 1;
+CUresult cuInit(unsigned f) { (void)f; return 0; }
+CUresult cuDeviceGetCount(int *c) { *c = 1; return 0; }
+CUresult cuDeviceGet(int *d, int o) { *d = o; return 0; }
+CUresult cuDevicePrimaryCtxRetain(void **ctx, int d) { (void)d; *ctx = &ctx_token; return 0; }
+static void *current = 0;
+CUresult cuCtxGetCurrent(void **ctx) { *ctx = current; return 0; }
+CUresult cuCtxSetCurrent(void *ctx) { current = ctx; return 0; }
+CUresult cuCtxSynchronize(void) { return 0; }
+CUresult cuMemAlloc_v2(uint64_t *p, size_t n) { *p = (uint64_t)(uintptr_t)malloc(n); return 0; }
+CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
+/* a pool as the driver's: freed blocks are reused by size, never returned to the system */
+#define SLOTS 4096
+static uint64_t pool_ptr[SLOTS]; static size_t pool_size[SLOTS]; static int pool_free[SLOTS]; static int pool_n = 0;
+CUresult cuMemAllocAsync(uint64_t *p, size_t n, void *s) {
+  (void)s;
+  for (int i = 0; i < pool_n; i++) if (pool_free[i] && pool_size[i] == n) { pool_free[i] = 0; *p = pool_ptr[i]; return 0; }
+  *p = (uint64_t)(uintptr_t)malloc(n);
+  if (pool_n < SLOTS) { pool_ptr[pool_n] = *p; pool_size[pool_n] = n; pool_free[pool_n] = 0; pool_n++; }
+  return 0;
+}
+CUresult cuMemFreeAsync(uint64_t p, void *s) {
+  (void)s;
+  for (int i = 0; i < pool_n; i++) if (pool_ptr[i] == p) { pool_free[i] = 1; return 0; }
+  free((void *)(uintptr_t)p); return 0;
+}
+CUresult cuMemcpyHtoD_v2(uint64_t d, const void *s, size_t n) { memcpy((void *)(uintptr_t)d, s, n); return 0; }
+CUresult cuMemcpyDtoH_v2(void *d, uint64_t s, size_t n) { memcpy(d, (void *)(uintptr_t)s, n); return 0; }
+CUresult cuMemcpyDtoD_v2(uint64_t d, uint64_t s, size_t n) { memcpy((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }
+CUresult cuMemcpyAsync(uint64_t d, uint64_t s, size_t n, void *st) { (void)st; memcpy((void *)(uintptr_t)d, (void *)(uintptr_t)s, n); return 0; }
+CUresult cuMemsetD32Async(uint64_t d, unsigned v, size_t n, void *s) { (void)d, (void)v, (void)n, (void)s; return 0; }
+CUresult cuMemsetD16Async(uint64_t d, unsigned short v, size_t n, void *s) { (void)d, (void)v, (void)n, (void)s; return 0; }
+CUresult cuStreamSynchronize(void *s) { (void)s; return 0; }
+CUresult cuGetErrorString(int e, const char **s) { (void)e; *s = "fake"; return 0; }
+static int module_token = 1;
+CUresult cuModuleLoadData(void **m, const void *img) { (void)img; *m = &module_token; return 0; }
+CUresult cuModuleUnload(void *m) { (void)m; return 0; }
+static int fn_token = 1;
+int fake_launches = 0; /* read by the test */
+CUresult cuModuleGetFunction(void **f, void *m, const char *n) { (void)m, (void)n; *f = &fn_token; return 0; }
+CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned smem, void *s, void **params, void **extra) {
+  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)params, (void)extra;
+  fake_launches++;
+  return 0;
+}
+CUresult cuDeviceGetDefaultMemPool(void **pool, int dev) { (void)dev; *pool = &ctx_token; return 0; }
+unsigned long long fake_release_threshold = 0; /* read by the test */
+CUresult cuMemPoolSetAttribute(void *pool, int attr, void *value) {
+  (void)pool;
+  if (attr == 4) fake_release_threshold = *(unsigned long long *)value;
+  return 0;
+}
+

@@ -1,0 +1,84 @@
+"""The host side of a CUDA model call, run on a machine without a GPU over a stand-in driver
+(fake_libcuda.c: memory is host memory, launches are counted, not run): argument checks, the
+fast path for the previous call's arrays, stream-ordered output memory and the memory pool
+that keeps what it frees. Numbers on a real GPU: scripts/bench_gpu.py."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from mlp_models import mlp, params
+
+from relaxmlir import relax
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parents[1]
+
+
+@pytest.fixture(scope="module")
+def fake_driver(tmp_path_factory) -> Path:
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the stand-in libcuda")
+    folder = tmp_path_factory.mktemp("fakecuda")
+    subprocess.run(
+        [
+            cc,
+            "-O1",
+            "-shared",
+            "-fPIC",
+            "-o",
+            str(folder / "libcuda.so.1"),
+            str(HERE / "fake_libcuda.c"),
+        ],
+        check=True,
+    )
+    return folder
+
+
+def test_host_side_of_a_call(fake_driver, tmp_path):
+    ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="cuda")
+    lib = tmp_path / "mlp.so"
+    ex.export_library(str(lib))
+    child = textwrap.dedent(
+        f"""
+        import ctypes, sys
+        import numpy as np
+        import relaxmlir as rm
+        from relaxmlir import runtime
+        fake = ctypes.CDLL("libcuda.so.1")
+        vm = runtime.VirtualMachine(runtime.load_module({str(lib)!r}), rm.cuda(0))
+        x = rm.nd.array(np.ones((4, 784), "float32"), rm.cuda(0))
+        main = vm["main"]
+        first = main(x)
+        launches = ctypes.c_int.in_dll(fake, "fake_launches").value
+        second = main(x)  # the same array: the checked fast path
+        assert main._last is not None and main._last[0][0] is x
+        assert second.shape == (4, 10) and second.device == rm.cuda(0)
+        assert second._cuda.ptr != first._cuda.ptr  # a fresh output per call
+        assert ctypes.c_int.in_dll(fake, "fake_launches").value == 2 * launches > 0
+        other = rm.nd.array(np.ones((4, 784), "float32"), rm.cuda(0))
+        main(other)
+        assert main._last[0][0] is other
+        try:
+            main(rm.nd.array(np.ones((5, 784), "float32"), rm.cuda(0)))
+        except ValueError as err:
+            assert "argument 0" in str(err), err
+        else:
+            raise AssertionError("a wrong shape passed")
+        assert main._last[0][0] is other  # a refused call leaves the fast path as it was
+        threshold = ctypes.c_ulonglong.in_dll(fake, "fake_release_threshold").value
+        assert threshold == 2**64 - 1, threshold  # the pool keeps freed memory
+        print("ok")
+        """
+    )
+    env = {"LD_LIBRARY_PATH": str(fake_driver), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, env=env, check=False
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
