@@ -136,6 +136,7 @@ def cuda_stages(target: Target) -> "Stages":
             "relax-gpu-map",  # each mapped forall -> gpu.launch with the rule's block size
             "relax-gpu-contract",  # contractions -> shared-memory tiled kernels (Matmul rule)
             "relax-gpu-rows",  # softmax / norms / row reductions -> one block per row
+            "relax-gpu-transpose",  # transposing copies -> shared-memory tiles
             "func.func(convert-linalg-to-loops)",  # NVVM lowering wants loops, not linalg
             "canonicalize",
             "cse",

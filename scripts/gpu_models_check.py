@@ -56,7 +56,12 @@ def kernel_cases() -> dict:
         def forward(self, x):
             return x.sum(-1) + x.amax(-1)
 
+    class Transpose(nn.Module):
+        def forward(self, x):
+            return x.permute(0, 2, 1).contiguous() * 2.0
+
     return {
+        "k_transpose_odd": (Transpose, lambda: [torch.randn(3, 50, 70)]),
         "k_softmax_odd": (Softmax, lambda: [torch.randn(3, 7, 300)]),
         "k_layer_norm_odd": (lambda: nn.LayerNorm(77), lambda: [torch.randn(5, 77)]),
         "k_rms_norm": (RmsNorm, lambda: [torch.randn(2, 9, 1000)]),

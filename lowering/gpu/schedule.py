@@ -24,7 +24,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from lowering.gpu import contract, rows
+from lowering.gpu import contract, rows, transpose
 from lowering.registry import PassError, register_pass, target_option
 from lowering.schedule.common import (
     PRIM_FUNC_ATTR,
@@ -263,10 +263,15 @@ def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[
         if name is None:
             return "", []
         row_plan = rows.plan(ops) if name in ("general_reduction", "reduction") else None
+        flip = transpose.plan(ops) if name == "fallback" else None
         if row_plan is not None:
             # One block per row (rows.py): tagged here, written after bufferization.
             rows.tag(ops, row_plan)
             dims = [rows.threads(row_plan.full, row_plan.rows), 1, 1]
+        elif flip is not None:
+            # A transposing copy: through a shared-memory tile (transpose.py).
+            transpose.tag(ops[0], flip)
+            dims = [transpose.TILE * transpose.ROWS, 1, 1]
         else:
             dims = emit_rule(s, handles[-1], list(reversed(handles[:-1])), infos[-1], RULES[name])
     elif "fallback" not in enabled:

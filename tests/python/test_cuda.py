@@ -208,3 +208,22 @@ def test_find_ptxas_search_order(tmp_path, monkeypatch):
     home = fake(tmp_path / "cuda" / "bin" / "ptxas")
     monkeypatch.setenv("CUDA_HOME", str(tmp_path / "cuda"))
     assert codegen.find_ptxas() == home
+
+
+def test_transposing_copy_goes_through_a_shared_tile():
+    """A copy whose input and output run along different axes (a weight's permute_dims): the
+    Fallback rule's transpose kernel (lowering/gpu/transpose.py), coalesced both ways; a copy
+    that keeps the contiguous axis stays one thread per element."""
+    x = relax.Var("x", relax.TensorStructInfo((3, 50, 70), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            flipped = bb.emit(relax.op.permute_dims(x, [0, 2, 1]))
+            kept = bb.emit(relax.op.permute_dims(x, [1, 0, 2]))
+            out = bb.emit_output(relax.Tuple([flipped, kept]))
+        bb.emit_func_output(out)
+    ex = relax.build(bb.get(), target="cuda")
+    kernels = check_ptx(ex)
+    shared = [name for name, ptx in kernels.items() if ".shared" in ptx]
+    assert len(kernels) == 2 and len(shared) == 1
+    assert "bar.sync" in kernels[shared[0]]
