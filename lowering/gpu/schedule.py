@@ -1,21 +1,20 @@
-"""`relax-schedule-gpu`: default GPU schedules for PrimFuncs (DLight's rule set), as transform scripts.
+"""`relax-schedule-gpu`: default GPU schedules for PrimFuncs (DLight's rule set).
 
     relaxmlir-opt kernels.mlir '--relax-schedule-gpu{target="cuda -arch=sm_90"}'
 
-Every rule has the same shape, so a rule is a row of parameters rather than a class: the root op
-of the PrimFunc (the last linalg op, which writes the result) is tiled into an `scf.forall`
-mapped to blocks, every producer is fused into it, the block's tile is tiled again into an
-`scf.forall` mapped to threads and the producers are fused once more. Each thread then computes
-its elements with the producers' loops inlined (a matmul's k loop, a reduction's row); temporaries
-become thread-private buffers (`relax-gpu-private-buffers`). The rule fixes the block tile and the
-threads per block; the block size is recorded on the function for `relax-gpu-map`.
-
 Which rule applies (`pick_rule`): any matmul among the ops -> Matmul (GEMV when the rows are few),
 a reduction root -> Reduction, an elementwise root fed by a reduction -> GeneralReduction
-(softmax, layer norm: one block per row), anything else -> Fallback (one thread per element,
-thread x along the contiguous axis). When fusion fails (ops that are not producers of the root),
-every op gets its own Fallback kernel (launched in order on one stream). A function with a scalar
-result (a full reduction) runs on a single thread ("serial").
+(softmax, layer norm), anything else -> Fallback. A function with a scalar result (a full
+reduction) runs on a single thread ("serial").
+
+The rules that carry the time are kernel templates: the schedule only tags the ops here and a
+pass writes the kernel after bufferization (`contract.py`: contractions through shared memory;
+`rows.py`: one block per row with cooperative reductions; `transpose.py`: transposing copies
+through a shared tile). What no template takes is tiled with transform scripts: the root op (the
+last linalg op) into an `scf.forall` mapped to blocks, its producers fused, tiled again into an
+`scf.forall` mapped to threads; a rule row fixes the block tile and the threads per block (the
+block size is recorded on the function for `relax-gpu-map`). When fusion fails, every op gets its
+own Fallback kernel (launched in order on one stream).
 """
 
 from __future__ import annotations

@@ -14,13 +14,23 @@ def _rule(name: str, doc: str) -> type:
     return type(doc.split(":")[0], (ScheduleRule,), {"__init__": __init__, "__doc__": doc})
 
 
-Matmul = _rule("matmul", "Matmul: 64x64 output tile per block, 4x4 register tile per thread")
-GEMV = _rule("gemv", "GEMV: a matmul with few rows; one thread per output column")
-Reduction = _rule("reduction", "Reduction: one thread per output, looping over the reduced axes")
-GeneralReduction = _rule(
-    "general_reduction", "GeneralReduction: softmax/layer norm; one block per row"
+Matmul = _rule(
+    "matmul",
+    "Matmul: contractions (convolutions too) staged through shared memory, register tiles, "
+    "split-K, epilogue folded in",
 )
-Fallback = _rule("fallback", "Fallback: one thread per element, coalesced along the last axis")
+GEMV = _rule("gemv", "GEMV: a matmul with few rows; one thread per output column")
+Reduction = _rule(
+    "reduction",
+    "Reduction: one block per row over trailing axes, else one thread per output",
+)
+GeneralReduction = _rule(
+    "general_reduction", "GeneralReduction: softmax/layer norm; one block per row, warp shuffles"
+)
+Fallback = _rule(
+    "fallback",
+    "Fallback: one thread per element, coalesced along the last axis; transposes via shared tiles",
+)
 
 
 def apply(module_op, target: Target, names: list[str]) -> None:
