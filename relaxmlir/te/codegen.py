@@ -285,7 +285,9 @@ def _neg(em: Emitter, e: Expr) -> ir.Value:
 def _call(em: Emitter, e: Expr) -> ir.Value:
     x = em.value(e.args[0])
     if e.arg == "abs" and E.kind(e.dtype) != "f":
-        return math.absi(x)
+        # max(x, 0 - x), not math.absi: plain arith vectorizes to any rank (math-to-llvm lowers
+        # absi on 1-D vectors only); abs(INT_MIN) wraps to INT_MIN either way, as in torch
+        return arith.maxsi(x, arith.subi(constant(0, e.dtype), x))
     if E.kind(e.dtype) == "f" and E.bits(e.dtype) < 32 and e.arg not in _NATIVE_HALF:
         # NOTE: libm has no f16/bf16 entry points, so transcendentals run in f32 (as TVM does)
         f32 = ir.F32Type.get()

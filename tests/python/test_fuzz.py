@@ -300,3 +300,11 @@ def test_fuzz_regression_zero_dim_tensor_does_not_widen():
     dimensioned tensor of its own category); the importer widened it to int64 (test_fuzz_fx_long)."""
     assert check_fx(Graph(inputs=[Input(shape=(0, 0, 0), dtype='int32', lo=-2, hi=2)], nodes=[Node(op='tril', args=(0,), attrs={'k': 0}), Node(op='sum', args=(0,), attrs={'axis': None, 'keepdims': False}), Node(op='minimum', args=(2, 0), attrs={})], outputs=[1, 3], symbols={}, seed=0)) == "pass"  # fmt: skip
     assert check_fx(Graph(inputs=[Input(shape=(2, 3), dtype='int32', lo=-2, hi=2)], nodes=[Node(op='sum', args=(0,), attrs={'axis': None, 'keepdims': False}), Node(op='minimum', args=(1, 0), attrs={})], outputs=[2], symbols={}, seed=0)) == "pass"  # fmt: skip
+
+
+def test_fuzz_regression_integer_abs_on_a_2d_vector():
+    """abs of int32 then a sum over the last axis: the CPU schedule vectorized math.absi to
+    vector<2x16xi32>, which math-to-llvm does not lower (1-D only). Integer abs is now
+    max(x, 0 - x), plain arith at any rank (found by test_fuzz_relax_long)."""
+    assert check_relax(Graph([Input((1, 2, 2), "int32", -2, 2)], [Node("abs", (0,)), Node("sum", (1,), {"axis": [2], "keepdims": False})], [2])) == "pass"  # fmt: skip
+    assert check_relax(Graph([Input((3, 40), "int64", -9, 9)], [Node("abs", (0,))], [1])) == "pass"  # fmt: skip
