@@ -155,6 +155,7 @@ def choose(r: Roles) -> tuple[Config, int] | None:
     m, n, batch, k = r.extent(r.m), r.extent(r.n), r.extent(r.batch), r.extent(r.k)
     if m <= GEMV_ROWS:
         return None  # a handful of rows: the GEMV rule's one thread per output column
+
     def padded(cfg: Config) -> int:  # outputs computed, edges included
         return -(-m // cfg.bm) * cfg.bm * -(-n // cfg.bn) * cfg.bn
 
@@ -274,14 +275,6 @@ def tag(ops: list[ir.Operation], p: Plan) -> list[int]:
 
 def is_tagged(op: ir.Operation) -> bool:
     return any(a in op.attributes for a in (CONTRACT_ATTR, INIT_ATTR, EPILOGUE_ATTR))
-
-
-def _top_level(func_op: ir.Operation, attr: str) -> list[ir.Operation]:
-    return [
-        op.operation
-        for op in func_op.regions[0].blocks[0].operations
-        if attr in op.operation.attributes
-    ]
 
 
 def _group(func_op: ir.Operation, contraction: ir.Operation):
@@ -588,8 +581,8 @@ def _store(epilogue, acc: ir.Value, dims, maps, last_out) -> None:
 )
 def contract_kernels():
     def run(module_op: ir.Operation) -> None:
-        for func_op in emit.kernel_funcs(module_op):
-            for op in _top_level(func_op, CONTRACT_ATTR):
+        for func_op, ops in emit.tagged_ops(module_op, CONTRACT_ATTR):
+            for op in ops:
                 name = ir.StringAttr(op.attributes[CONTRACT_ATTR]).value
                 cfg = next((c for c in CONFIGS if c.name == name), None)
                 if cfg is None:

@@ -195,13 +195,22 @@ def _lookup(env: dict, value: ir.Value) -> ir.Value:
     return value
 
 
-def kernel_funcs(module_op: ir.Operation) -> list[ir.Operation]:
-    """The module's functions with a body (where the kernel passes look for tagged ops)."""
-    return [
-        op.operation
-        for op in module_op.regions[0].blocks[0].operations
-        if op.operation.name == "func.func" and len(op.operation.regions[0].blocks)
-    ]
+def tagged_ops(module_op: ir.Operation, attr: str) -> list[tuple[ir.Operation, list[ir.Operation]]]:
+    """(function, its top-level ops carrying `attr`) for each function that has some: what a
+    kernel template's pass replaces."""
+    out = []
+    for func in module_op.regions[0].blocks[0].operations:
+        func = func.operation
+        if func.name != "func.func" or not len(func.regions[0].blocks):
+            continue
+        ops = [
+            o.operation
+            for o in func.regions[0].blocks[0].operations
+            if attr in o.operation.attributes
+        ]
+        if ops:
+            out.append((func, ops))
+    return out
 
 
 def defer_deallocs(first: ir.Operation, anchor: ir.Operation) -> None:

@@ -405,14 +405,7 @@ def _build(k: _Kernel, root: ir.Operation) -> None:
 )
 def row_kernels():
     def run(module_op: ir.Operation) -> None:
-        for func_op in emit.kernel_funcs(module_op):
-            ops = [
-                o.operation
-                for o in func_op.regions[0].blocks[0].operations
-                if ROWS_ATTR in o.operation.attributes
-            ]
-            if not ops:
-                continue
+        for func_op, ops in emit.tagged_ops(module_op, ROWS_ATTR):
             ops.sort(key=lambda o: ir.DenseI64ArrayAttr(o.attributes[ROWS_ATTR])[0])
             root = ops[-1]
             if SHAPE_ATTR not in root.attributes:

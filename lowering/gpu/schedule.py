@@ -126,7 +126,11 @@ def _tiles(
         block[d] = 1
     rows, cols = rule.block_tile
     trows, tcols = rule.thread_tile
-    if rule.spread and len(inner) == 2 and None not in (info.ranges[inner[0]], info.ranges[inner[1]]):
+    if (
+        rule.spread
+        and len(inner) == 2
+        and None not in (info.ranges[inner[0]], info.ranges[inner[1]])
+    ):
         # a short contiguous axis: rows of it share the block (a 58-wide pad gets 4 rows per
         # block of 232 threads instead of 58 threads)
         last = info.ranges[inner[1]]

@@ -158,12 +158,8 @@ def _bound(idx: ir.Value, total: int) -> ir.Value | None:
 )
 def transpose_kernels():
     def run(module_op: ir.Operation) -> None:
-        for func_op in emit.kernel_funcs(module_op):
-            for op in [
-                o.operation
-                for o in func_op.regions[0].blocks[0].operations
-                if TRANSPOSE_ATTR in o.operation.attributes
-            ]:
+        for _, ops in emit.tagged_ops(module_op, TRANSPOSE_ATTR):
+            for op in ops:
                 _build(op)
                 op.erase()
 
