@@ -171,16 +171,6 @@ def choose(r: Roles) -> tuple[Config, int] | None:
 # -- planning (tensor level) ----------------------------------------------------------------------
 
 
-def _is_fill(op: ir.Operation) -> bool:
-    """A generalized fill: one scalar input, payload `yield %in`."""
-    if op.name != "linalg.generic" or len(op.operands) != 2:
-        return False
-    if isinstance(op.operands[0].type, ir.ShapedType):
-        return False
-    body = [o.operation for o in op.regions[0].blocks[0].operations]
-    return len(body) == 1 and body[0].operands[0] == op.regions[0].blocks[0].arguments[0]
-
-
 def _identity(amap: ir.AffineMap, shape: list[int]) -> bool:
     """The identity, up to unit axes indexed by a constant 0 (as the importers write them)."""
     if amap.n_dims != len(amap.results) or len(shape) != len(amap.results):
@@ -219,7 +209,7 @@ def plan(ops: list[ir.Operation]) -> Plan | None:
         cfg, splits = chosen
         op = ops[c]
         init_def = op.operands[2].owner
-        init = next((i for i, o in enumerate(ops) if o == init_def and _is_fill(o)), None)
+        init = next((i for i, o in enumerate(ops) if o == init_def and emit.is_fill(o)), None)
         if init is not None and len(_users(ops[init].results[0], ops)) != 1:
             init = None
         epilogue: list[tuple[int, int]] = []

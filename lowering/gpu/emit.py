@@ -147,6 +147,16 @@ def loop_ranges(op: ir.Operation) -> list[int | None]:
     return ranges
 
 
+def is_fill(op: ir.Operation) -> bool:
+    """A (generalized) fill: a linalg.generic with one scalar input whose payload yields it."""
+    if op.name != "linalg.generic" or len(op.operands) != 2:
+        return False
+    if isinstance(op.operands[0].type, ir.ShapedType):
+        return False
+    body = [o.operation for o in op.regions[0].blocks[0].operations]
+    return len(body) == 1 and body[0].operands[0] == op.regions[0].blocks[0].arguments[0]
+
+
 def delinearize(lin: ir.Value, extents: list[int]) -> list[ir.Value]:
     """Row-major coordinates of a linear index (the last extent varies fastest)."""
     out: list[ir.Value] = []

@@ -67,13 +67,6 @@ def _shape(value: ir.Value) -> list[int]:
     return list(ir.ShapedType(value.type).shape)
 
 
-def _is_fill(op: ir.Operation) -> bool:
-    if len(op.operands) != 2 or isinstance(op.operands[0].type, ir.ShapedType):
-        return False
-    body = [o.operation for o in op.regions[0].blocks[0].operations]
-    return len(body) == 1 and body[0].operands[0] == op.regions[0].blocks[0].arguments[0]
-
-
 def _squeeze(shape: list) -> list:
     return [d for d in shape if d != 1]
 
@@ -154,7 +147,7 @@ def plan(ops: list[ir.Operation]) -> Plan | None:
     for i, op in enumerate(ops):
         out, ranges = _shape(op.results[0]), emit.loop_ranges(op)
         keep, red = _loops(op)
-        if _is_fill(op):
+        if emit.is_fill(op):
             kind = FILL
         elif red:
             kind = REDUCE
@@ -298,10 +291,7 @@ def _writer(ops: list[ir.Operation], i: int, buffer: ir.Value) -> int:
 
 
 def _identity(name: str, t: ir.Type) -> ir.Value:
-    value = IDENTITY[name]
-    if isinstance(t, ir.IntegerType):
-        return arith.ConstantOp(t, value).result
-    return arith.ConstantOp(t, value).result
+    return arith.ConstantOp(t, IDENTITY[name]).result
 
 
 def _combine(name: str, a: ir.Value, b: ir.Value) -> ir.Value:
