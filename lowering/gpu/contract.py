@@ -13,9 +13,12 @@ Per block (BM x BN outputs, T threads), for each step of BK along K:
   the operand's contiguous axis; zeros past the edges), barrier, each thread accumulates its
   TM x TN register tile from BK rows of both tiles (vector-width groups spread over the tile, so
   shared reads are conflict-free), barrier.
-Then each thread applies the epilogue (the elementwise ops that consume the result, cloned onto
-its registers) and stores its outputs. The payloads are cloned as written, so the accumulation
-type and any casts are the op's own.
+The next tile's elements are read from global memory into registers while this one is
+computed (software pipelining). Then each thread applies the epilogue (the elementwise ops that
+consume the result, cloned onto its registers) and stores its outputs. The payloads are cloned
+as written, so the accumulation type and any casts are the op's own. When even the smallest tile
+leaves the GPU half idle and K is long, K is split over more blocks: they store partial sums and
+a second kernel adds them, then applies the epilogue (split-K).
 
 Two halves, as the rest of the GPU pipeline: `plan` picks and tags the ops at the tensor level
 (the Matmul rule of `relax-schedule-gpu`), and `relax-gpu-contract` writes the kernel after
@@ -38,7 +41,7 @@ INIT_ATTR = "relax.gpu_contract_init"  # on the fill whose constant starts the a
 EPILOGUE_ATTR = "relax.gpu_contract_epilogue"  # on each consumer: [position, chained operand]
 
 PAD = 4  # shared rows padded by 4 elements: column-wise stores hit distinct banks (BK = 8)
-GEMV_ROWS = 4  # schedule.GEMV_MAX_ROWS: at most this many rows is the GEMV rule's
+GEMV_ROWS = 4  # = schedule.GEMV_MAX_ROWS (schedule.py imports this module): the GEMV rule's
 MANY_BLOCKS = 264  # two waves of an H100/H200 (132 SMs): a smaller tile is taken below this
 MIN_SPLIT_K = 256  # a K split keeps at least this many steps of the reduction
 MAX_SPLITS = 16
@@ -61,7 +64,8 @@ class Config:
         return (self.bm // self.tm) * (self.bn // self.tn)
 
 
-# Largest first: `choose` takes the first that still gives MANY_BLOCKS blocks, else the last.
+# Largest first: `choose` takes, among those giving MANY_BLOCKS blocks, the one computing the
+# fewest outputs past the problem's edges; when none does, the last one with split-K.
 CONFIGS = (
     Config("128x128/8x8", 128, 128, 8, 8),
     Config("64x64/4x4", 64, 64, 4, 4),
