@@ -144,6 +144,7 @@ def _tiles(
             size = extent if extent is not None else cols  # the whole row in one block
         elif extent is not None:
             size = min(size, extent)
+        size = max(size, 1)  # an empty axis: tiles of 1 (no iteration; the launch is skipped)
         block[d] = size
         threads[d] = max(1, -(-min(size, cols if rule.row_per_block else size) // t))
     if rule.row_per_block and inner:
@@ -290,8 +291,24 @@ def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[
         raise ValueError(f"{name}: block of {dims} threads exceeds the target's limit")
     apply_script(func_op, s)
     _cleanup(func_op)
+    if fuse and _untiled(func_op):
+        # A producer with a second use outside the root (a value read directly and through a
+        # reshape) was fused for one use and kept for the other: the caller schedules every op
+        # on its own instead.
+        raise ValueError("a fused producer is still used outside the root's kernel")
     _untag(func_op)
     return name, dims
+
+
+def _untiled(func_op: ir.Operation) -> bool:
+    """Top-level linalg ops that neither a transform script tiled nor a kernel template took."""
+    templates = (contract.CONTRACT_ATTR, contract.INIT_ATTR, contract.EPILOGUE_ATTR)
+    templates += (rows.ROWS_ATTR, transpose.TRANSPOSE_ATTR)
+    return any(
+        op.operation.name.startswith("linalg.")
+        and not any(a in op.operation.attributes for a in templates)
+        for op in func_op.regions[0].blocks[0].operations
+    )
 
 
 def _cleanup(func_op: ir.Operation) -> None:

@@ -227,3 +227,35 @@ def test_transposing_copy_goes_through_a_shared_tile():
     shared = [name for name, ptx in kernels.items() if ".shared" in ptx]
     assert len(kernels) == 2 and len(shared) == 1
     assert "bar.sync" in kernels[shared[0]]
+
+
+def test_producer_read_twice_gets_its_own_kernel():
+    """square(x) read directly and through a reshape by one broadcast compare: the Fallback
+    rule fused the producer into the root for one use and kept it for the other, which left a
+    linalg op outside any kernel (a build error). Such a function now gets one kernel per op."""
+    x = relax.Var("x", relax.TensorStructInfo((3, 1), "int32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            sq = bb.emit(relax.op.multiply(x, x))
+            flat = bb.emit(relax.op.reshape(sq, (3,)))
+            cmp = bb.emit(relax.op.less_equal(flat, sq))
+            out = bb.emit_output(relax.op.expand_dims(cmp, -2))
+        bb.emit_func_output(out)
+    ex = relax.build(bb.get(), target="cuda")
+    check_ptx(ex)
+    assert schedules(ex) == {"fallback-unfused"}
+
+
+def test_empty_axis_builds():
+    """A tensor with an empty axis (0 x n): the Fallback tiles had size 0 on it, which MLIR's
+    tiling asserts on (the process aborted). Empty axes now take tiles of 1, and the runtime skips
+    a launch whose grid is empty (CUDA refuses it)."""
+    x = relax.Var("x", relax.TensorStructInfo((0, "n"), "float16"))
+    y = relax.Var("y", relax.TensorStructInfo((), "float16"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.floor_divide(x, y))
+        bb.emit_func_output(out)
+    check_ptx(relax.build(bb.get(), target="cuda"))

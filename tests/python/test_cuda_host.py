@@ -82,3 +82,35 @@ def test_host_side_of_a_call(fake_driver, tmp_path):
         [sys.executable, "-c", child], capture_output=True, text=True, env=env, check=False
     )
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+
+
+def test_empty_grid_is_not_launched(fake_driver, tmp_path):
+    """A kernel over an empty tensor has an empty grid, which cuLaunchKernel refuses: the
+    runtime skips the launch (and the call returns an empty array)."""
+    x = relax.Var("x", relax.TensorStructInfo((0, "n"), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.multiply(x, x))
+        bb.emit_func_output(out)
+    lib = tmp_path / "empty.so"
+    relax.build(bb.get(), target="cuda").export_library(str(lib))
+    child = textwrap.dedent(
+        f"""
+        import ctypes
+        import numpy as np
+        import relaxmlir as rm
+        from relaxmlir import runtime
+        fake = ctypes.CDLL("libcuda.so.1")
+        vm = runtime.VirtualMachine(runtime.load_module({str(lib)!r}), rm.cuda(0))
+        out = vm["main"](rm.nd.array(np.ones((0, 5), "float32"), rm.cuda(0)))
+        assert out.shape == (0, 5), out.shape
+        assert ctypes.c_int.in_dll(fake, "fake_launches").value == 0
+        print("ok")
+        """
+    )
+    env = {"LD_LIBRARY_PATH": str(fake_driver), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, env=env, check=False
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr

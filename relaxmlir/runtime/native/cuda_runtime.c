@@ -202,6 +202,8 @@ void mgpuLaunchKernel(void *function, intptr_t gx, intptr_t gy, intptr_t gz, int
                       void **extra, size_t nparams) {
   (void)nparams;
   if (!function || error[0]) return; /* an earlier failure is already recorded */
+  if (gx <= 0 || gy <= 0 || gz <= 0) return; /* an empty tensor: nothing to compute (CUDA
+                                              * refuses a grid with a zero extent) */
   check(cu.cuLaunchKernel((CUfunction)function, (unsigned)gx, (unsigned)gy, (unsigned)gz,
                           (unsigned)bx, (unsigned)by, (unsigned)bz, (unsigned)smem,
                           (CUstream)stream, params, extra),
