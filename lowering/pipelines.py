@@ -137,6 +137,7 @@ def cuda_stages(target: Target) -> "Stages":
             "relax-gpu-contract",  # contractions -> shared-memory tiled kernels (Matmul rule)
             "relax-gpu-rows",  # softmax / norms / row reductions -> one block per row
             "relax-gpu-transpose",  # transposing copies -> shared-memory tiles
+            "relax-gpu-host-copies",  # copies between strided views: a device kernel
             "func.func(convert-linalg-to-loops)",  # NVVM lowering wants loops, not linalg
             "canonicalize",
             "cse",

@@ -5,7 +5,7 @@ side, device copies of constants. In pipeline order (`lowering/pipelines.py`, ro
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, gpu, linalg, llvm, memref
+from mlir.dialects import arith, gpu, linalg, llvm, memref, scf
 
 from lowering.gpu import contract, rows, transpose
 from lowering.gpu.schedule import BLOCK_DIMS_ATTR, prim_funcs
@@ -244,6 +244,68 @@ def _contiguous(mtype: ir.MemRefType) -> bool:
             return False
         expected *= size
     return True
+
+
+def _identity_layout(mtype: ir.MemRefType) -> bool:
+    """What gpu.memcpy lowers: an identity layout (a strided one, even of a single element, is
+    left as an unrealized cast that the LLVM translation cannot handle)."""
+    layout = mtype.layout
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(
+        mtype.rank
+    )
+
+
+def _copy_kernel(copy: ir.Operation) -> None:
+    """A host-side memref.copy between strided views as a device kernel: one thread per element
+    (both buffers live on the device; no driver copy takes a strided view)."""
+    src, dst = copy.operands[0], copy.operands[1]
+    mtype = ir.MemRefType(src.type)
+    index = ir.IndexType.get()
+    threads = 256
+    with copy.location, ir.InsertionPoint(copy):
+        sizes = []
+        for axis, size in enumerate(mtype.shape):
+            if size == ir.ShapedType.get_dynamic_size():
+                sizes.append(memref.DimOp(src, arith.ConstantOp(index, axis).result).result)
+            else:
+                sizes.append(arith.ConstantOp(index, size).result)
+        total = arith.ConstantOp(index, 1).result
+        for size in sizes:
+            total = arith.MulIOp(total, size).result
+        per = arith.ConstantOp(index, threads).result
+        one = arith.ConstantOp(index, 1).result
+        blocks = arith.CeilDivUIOp(total, per).result
+        launch = gpu.LaunchOp((blocks, one, one), (per, one, one))
+        body = launch.regions[0].blocks[0]
+        with ir.InsertionPoint(body):
+            lin = arith.AddIOp(
+                arith.MulIOp(body.arguments[0], per).result, body.arguments[3]
+            ).result
+            inside = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.ult, lin, total).result)
+            with ir.InsertionPoint(inside.then_block):
+                idx, rest = [], lin
+                for size in reversed(sizes):
+                    idx.append(arith.RemUIOp(rest, size).result)
+                    rest = arith.DivUIOp(rest, size).result
+                idx.reverse()
+                memref.StoreOp(memref.LoadOp(src, idx).result, dst, idx)
+                scf.YieldOp([])
+            gpu.TerminatorOp()
+    copy.erase()
+
+
+@register_pass(
+    "relax-gpu-host-copies",
+    "host-side memref.copy between strided views -> a device copy kernel (before outlining)",
+)
+def host_copies():
+    def run(module_op: ir.Operation) -> None:
+        for copy in _host_ops(module_op, ("memref.copy",)):
+            types = [ir.MemRefType(v.type) for v in copy.operands]
+            if not all(_identity_layout(t) for t in types):
+                _copy_kernel(copy)
+
+    return run
 
 
 @register_pass(
