@@ -245,9 +245,13 @@ def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[
     i64 = ir.IntegerType.get_signless(64, func_op.context)
     for tag, op in enumerate(ops):
         op.attributes[SCHED_ID_ATTR] = ir.IntegerAttr.get(i64, tag)
-    if any(not (i.operand_dims[-1] if i.operand_dims else []) for i in infos):
-        # A scalar result (a full reduction) has no parallel axis to spread: the whole function
-        # runs as one thread (relax-gpu-map wraps it in a 1x1x1 launch). Correct, not fast.
+    scalar = any(not (i.operand_dims[-1] if i.operand_dims else []) for i in infos)
+    empty = any(0 in i.ranges for i in infos)
+    if scalar or empty:
+        # A scalar result (a full reduction) has no parallel axis to spread, and MLIR's tiling
+        # asserts on a loop of trip count 0 (an op over an empty axis: its result is its init):
+        # the whole function runs as one thread (relax-gpu-map wraps it in a 1x1x1 launch).
+        # Correct, not fast.
         _untag(func_op)
         return ("serial", [1, 1, 1]) if "fallback" in enabled else ("", [])
     s = Script()

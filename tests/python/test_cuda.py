@@ -248,17 +248,26 @@ def test_producer_read_twice_gets_its_own_kernel():
 
 
 def test_empty_axis_builds():
-    """A tensor with an empty axis (0 x n): the Fallback tiles had size 0 on it, which MLIR's
-    tiling asserts on (the process aborted). Empty axes now take tiles of 1, and the runtime skips
-    a launch whose grid is empty (CUDA refuses it)."""
+    """Ops over an empty axis (a 0 x n operand, a matvec reducing over 0 elements): MLIR's
+    tiling asserts on loops of trip count 0 (the process aborted). Such functions now run as
+    one thread (their results are their inits), and a launch whose grid is empty at run time is
+    skipped (test_cuda_host.py). Found by building fuzz graphs for cuda."""
     x = relax.Var("x", relax.TensorStructInfo((0, "n"), "float16"))
     y = relax.Var("y", relax.TensorStructInfo((), "float16"))
+    a = relax.Var("a", relax.TensorStructInfo(("m", 0), "float32"))
+    v = relax.Var("v", relax.TensorStructInfo((0,), "float32"))
     bb = relax.BlockBuilder()
-    with bb.function("main", [x, y]):
+    with bb.function("main", [x, y, a, v]):
         with bb.dataflow():
-            out = bb.emit_output(relax.op.floor_divide(x, y))
+            q = bb.emit(relax.op.floor_divide(x, y))
+            mv = bb.emit(relax.op.matmul(a, v))
+            out = bb.emit_output(relax.Tuple([q, mv]))
         bb.emit_func_output(out)
-    check_ptx(relax.build(bb.get(), target="cuda"))
+    ex = relax.build(bb.get(), target="cuda")
+    if find_ptxas():
+        for ptx in ptx_sources(ex.lowered).values():
+            assemble(ptx, "sm_90")
+    assert "serial" in schedules(ex)
 
 
 @pytest.mark.parametrize(
