@@ -23,7 +23,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from lowering.gpu import contract, rows, transpose
+from lowering.gpu import contract, emit, rows, transpose
 from lowering.registry import PassError, register_pass, target_option
 from lowering.schedule.common import (
     PRIM_FUNC_ATTR,
@@ -246,7 +246,7 @@ def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[
     for tag, op in enumerate(ops):
         op.attributes[SCHED_ID_ATTR] = ir.IntegerAttr.get(i64, tag)
     scalar = any(not (i.operand_dims[-1] if i.operand_dims else []) for i in infos)
-    empty = any(0 in i.ranges for i in infos)
+    empty = any(0 in emit.loop_ranges(op) for op in ops if op.name == "linalg.generic")
     if scalar or empty:
         # A scalar result (a full reduction) has no parallel axis to spread, and MLIR's tiling
         # asserts on a loop of trip count 0 (an op over an empty axis: its result is its init):

@@ -256,12 +256,15 @@ def test_empty_axis_builds():
     y = relax.Var("y", relax.TensorStructInfo((), "float16"))
     a = relax.Var("a", relax.TensorStructInfo(("m", 0), "float32"))
     v = relax.Var("v", relax.TensorStructInfo((0,), "float32"))
+    p = relax.Var("p", relax.TensorStructInfo((1, 4, 0), "int64"))
+    q = relax.Var("q", relax.TensorStructInfo((1, 0, 1), "int64"))
     bb = relax.BlockBuilder()
-    with bb.function("main", [x, y, a, v]):
+    with bb.function("main", [x, y, a, v, p, q]):
         with bb.dataflow():
-            q = bb.emit(relax.op.floor_divide(x, y))
+            div = bb.emit(relax.op.floor_divide(x, y))
             mv = bb.emit(relax.op.matmul(a, v))
-            out = bb.emit_output(relax.Tuple([q, mv]))
+            bmm = bb.emit(relax.op.matmul(p, q))  # K = 0, read through constant-0 batch maps
+            out = bb.emit_output(relax.Tuple([div, mv, bmm]))
         bb.emit_func_output(out)
     ex = relax.build(bb.get(), target="cuda")
     if find_ptxas():
