@@ -27,6 +27,7 @@ bufferization, in place of the tagged ops.
 
 from __future__ import annotations
 
+import math as pymath
 from dataclasses import dataclass
 
 from mlir import ir
@@ -82,10 +83,7 @@ class Roles:
     k: list[int]
 
     def extent(self, dims: list[int]) -> int:
-        total = 1
-        for d in dims:
-            total *= self.ranges[d]
-        return total
+        return pymath.prod(self.ranges[d] for d in dims)
 
 
 _ACCUMULATE = {"arith.addf", "arith.addi"}
@@ -267,10 +265,6 @@ def tag(ops: list[ir.Operation], p: Plan) -> list[int]:
 # -- the kernel (buffers) ------------------------------------------------------------------------
 
 
-def is_tagged(op: ir.Operation) -> bool:
-    return any(a in op.attributes for a in (CONTRACT_ATTR, INIT_ATTR, EPILOGUE_ATTR))
-
-
 def _group(func_op: ir.Operation, contraction: ir.Operation):
     """The fill and the epilogue (in order) tagged with a contraction: those that bufferization
     kept between its fill and its last consumer."""
@@ -298,7 +292,7 @@ class _Operand:
     N for B) and whether consecutive threads walk those (else K) in global memory."""
 
     def __init__(self, value, amap, own: list[int], r: Roles, block: int, bk: int):
-        self.value, self.map, self.own, self.block, self.bk = value, amap, own, block, bk
+        self.value, self.map, self.block, self.bk = value, amap, block, bk
         last = emit.expr_dims(amap.results[-1]) if amap.results else []
         # walk the operand's own loops fastest unless only K indexes its contiguous axis
         self.own_fastest = (bool(own) and own[-1] in last) or not (r.k and r.k[-1] in last)
@@ -307,10 +301,12 @@ class _Operand:
 
 class _Tile:
     """One block's view of the iteration space: the loop indices of (M, N, K) linear positions
-    (delinearized per role) and of its batch."""
+    (delinearized per role) and of its batch (from the linear batch index)."""
 
-    def __init__(self, r: Roles, batch_idx: list[ir.Value]):
-        self.r, self.batch_idx = r, batch_idx
+    def __init__(self, r: Roles, batch_lin: ir.Value):
+        self.r = r
+        batch_dims = [r.ranges[d] for d in r.batch]
+        self.batch_idx = emit.delinearize(batch_lin, batch_dims) if r.batch else []
 
     def split(self, role: str, lin: ir.Value | None) -> list[ir.Value]:
         group = {"m": self.r.m, "n": self.r.n, "k": self.r.k}[role]
@@ -369,8 +365,7 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int) 
             bx, by, bz, tid = (body.arguments[i] for i in range(4))
             split_idx = emit.rem(bz, splits) if splits > 1 else None
             batch_lin = emit.div(bz, splits)
-            batch_dims = [r.ranges[d] for d in r.batch]
-            tile = _Tile(r, emit.delinearize(batch_lin, batch_dims) if r.batch else [])
+            tile = _Tile(r, batch_lin)
             m0, n0 = emit.mul(by, bm), emit.mul(bx, bn)
             rows_per, cols_per = bm // tm, bn // tn
             if m_fast:
@@ -390,7 +385,7 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int) 
                 for i in range(tm):
                     for j in range(tn):
                         m_lin, n_lin = emit.add(m0, rows[i]), emit.add(n0, cols[j])
-                        m_in, n_in = _bound(m_lin, m_total, bm), _bound(n_lin, n_total, bn)
+                        m_in, n_in = emit.bound(m_lin, m_total, bm), emit.bound(n_lin, n_total, bn)
                         m_lin = emit.select(m_in, m_lin, emit.const(0))
                         n_lin = emit.select(n_in, n_lin, emit.const(0))
                         idx = emit.apply_map(maps[2], tile.at(m_lin, n_lin))
@@ -442,7 +437,7 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int) 
             for i in range(tm):
                 for j in range(tn):
                     m_lin, n_lin = emit.add(m0, rows[i]), emit.add(n0, cols[j])
-                    inb = emit.both(_bound(m_lin, m_total, bm), _bound(n_lin, n_total, bn))
+                    inb = emit.both(emit.bound(m_lin, m_total, bm), emit.bound(n_lin, n_total, bn))
                     guard = scf.IfOp(inb) if inb is not None else None
                     with (
                         ir.InsertionPoint(guard.then_block) if guard else ir.InsertionPoint.current
@@ -483,27 +478,18 @@ def _fold_partials(contraction, init, epilogue, partials, splits, r, maps, last_
         guard = scf.IfOp(emit.less(lin, total)) if total % t else None
         with ir.InsertionPoint(guard.then_block) if guard else ir.InsertionPoint.current:
             bl, m_lin, n_lin = emit.delinearize(lin, [batch_total, m_total, n_total])
-            batch_dims = [r.ranges[d] for d in r.batch]
-            tile = _Tile(r, emit.delinearize(bl, batch_dims) if r.batch else [])
-            dims = tile.at(m_lin, n_lin)
+            dims = _Tile(r, bl).at(m_lin, n_lin)
             if init is not None:
                 acc = init.operands[0]
             else:
                 acc = emit.load(contraction.operands[2], emit.apply_map(maps[2], dims))
             for s_i in range(splits):
                 part = emit.load(partials, [emit.const(s_i), bl, m_lin, n_lin])
-                acc = ir.Operation.create(
-                    accumulate, results=[acc.type], operands=[acc, part]
-                ).results[0]
+                acc = emit.binary(accumulate, acc, part)
             _store(epilogue, acc, dims, maps, last_out)
             if guard:
                 scf.YieldOp([])
         gpu.TerminatorOp()
-
-
-def _bound(lin: ir.Value, total: int, block: int) -> ir.Value | None:
-    """lin < total, or None where every tile is whole."""
-    return None if total % block == 0 else emit.less(lin, total)
 
 
 class _Stage:
@@ -523,7 +509,7 @@ class _Stage:
             else:
                 ki, oi = emit.rem(e, bk), emit.div(e, bk)
             own_lin = emit.add(own0, oi)
-            own_in = _bound(own_lin, own_total, block)
+            own_in = emit.bound(own_lin, own_total, block)
             own_lin = emit.select(own_in, own_lin, emit.const(0))
             self.slots.append((ki, oi))
             self.own.append((tile.split(role, own_lin), own_in))

@@ -58,6 +58,16 @@ def both(a: ir.Value | None, b: ir.Value | None) -> ir.Value | None:
     return arith.AndIOp(a, b).result
 
 
+def bound(lin: ir.Value, total: int, block: int) -> ir.Value | None:
+    """lin < total, or None when `block` divides `total` (every tile is whole)."""
+    return None if total % block == 0 else less(lin, total)
+
+
+def binary(name: str, a: ir.Value, b: ir.Value) -> ir.Value:
+    """`a <name> b` for a binary arith op given by name (a payload's combiner)."""
+    return ir.Operation.create(name, results=[a.type], operands=[a, b]).results[0]
+
+
 def select(cond: ir.Value | None, a: ir.Value, b: ir.Value) -> ir.Value:
     return a if cond is None else arith.SelectOp(cond, a, b).result
 
@@ -182,7 +192,7 @@ def clone_body(
     for inner in block.operations:
         inner = inner.operation
         if inner.name == "linalg.yield":
-            return _lookup(env, inner.operands[0])
+            return env.get(inner.operands[0], inner.operands[0])
         if inner.name == "linalg.index":
             if dims is None:
                 raise ValueError("linalg.index in a payload without loop indices")
@@ -190,19 +200,11 @@ def clone_body(
             continue
         new = inner.clone()
         for i, operand in enumerate(inner.operands):
-            mapped = _lookup(env, operand)
-            if mapped is not operand:
-                new.operands[i] = mapped
+            if operand in env:
+                new.operands[i] = env[operand]
         for old, fresh in zip(inner.results, new.results):
             env[old] = fresh
     raise ValueError("linalg payload without a yield")
-
-
-def _lookup(env: dict, value: ir.Value) -> ir.Value:
-    for key, mapped in env.items():
-        if key == value:
-            return mapped
-    return value
 
 
 def tagged_ops(module_op: ir.Operation, attr: str) -> list[tuple[ir.Operation, list[ir.Operation]]]:

@@ -7,8 +7,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, gpu, linalg, llvm, memref, scf
 
-from lowering.gpu import contract, rows, transpose
-from lowering.gpu.schedule import BLOCK_DIMS_ATTR, prim_funcs
+from lowering.gpu.schedule import BLOCK_DIMS_ATTR, prim_funcs, taken_by_template
 from lowering.registry import PassError, register_pass
 from lowering.schedule.common import SCHEDULE_ATTR, SCRIPT_ERRORS, Script, apply_script
 
@@ -212,9 +211,7 @@ def map_to_gpu():
                 op.operation.name
                 for op in func_op.regions[0].blocks[0].operations
                 if op.operation.name.startswith(("linalg.", "scf.", "memref.load", "memref.store"))
-                and not contract.is_tagged(op.operation)  # relax-gpu-contract's, next
-                and rows.ROWS_ATTR not in op.operation.attributes  # relax-gpu-rows'
-                and transpose.TRANSPOSE_ATTR not in op.operation.attributes
+                and not taken_by_template(op.operation)  # the template passes run next
             ]
             if leftover:
                 raise PassError(

@@ -141,7 +141,7 @@ def plan(ops: list[ir.Operation]) -> Plan | None:
             isinstance(elem, ir.F32Type) or (isinstance(elem, ir.IntegerType) and elem.width == 32)
         ):
             return None  # warp shuffles move 32-bit values
-    if full is None or _product(full[rows:]) < MIN_ROW:
+    if full is None or pymath.prod(full[rows:]) < MIN_ROW:
         return None
     kinds: list[int] = []
     for i, op in enumerate(ops):
@@ -165,8 +165,6 @@ def plan(ops: list[ir.Operation]) -> Plan | None:
             read = bool(list(block_args[j].uses))
             if src >= 0 and kinds[src] != FILL:
                 want = keep + red if kinds[src] == FULL else keep[:rows]
-                if kind == FULL and kinds[src] != FULL:
-                    want = keep[:rows]
                 if not _reads(amap, _shape(value), want, ranges):
                     return None
                 if kind == ROW and kinds[src] == FULL:
@@ -185,13 +183,6 @@ def plan(ops: list[ir.Operation]) -> Plan | None:
     return Plan(kinds, rows, full)
 
 
-def _product(values: list[int]) -> int:
-    total = 1
-    for v in values:
-        total *= v
-    return total
-
-
 def tag(ops: list[ir.Operation], p: Plan) -> None:
     """[position, kind] on each op. Producers are found again on buffers (the latest earlier op
     writing the buffer an operand reads): later rewrites may move an input into the init."""
@@ -202,7 +193,7 @@ def tag(ops: list[ir.Operation], p: Plan) -> None:
 
 
 def threads(full: list[int], rows: int) -> int:
-    return min(256, -(-_product(full[rows:]) // WARP) * WARP)
+    return min(256, -(-pymath.prod(full[rows:]) // WARP) * WARP)
 
 
 # -- the kernel (buffers) ------------------------------------------------------------------------
@@ -218,13 +209,16 @@ class _Kernel:
         self.rows, self.full = rows, full
         self.cols = full[rows:]
         self.reduced: dict[int, ir.Value] = {}
+        # read once: every evaluation point needs them
+        self.loops = [(emit.loop_ranges(op), emit.iterators(op)) for op in ops]
+        self.maps = [emit.indexing_maps(op) for op in ops]
 
     def loops_for(
         self, i: int, coords: list[ir.Value], col: list[ir.Value] | None
     ) -> list[ir.Value]:
         """Loop indices of op i: its non-unit parallel loops take `coords` (full coordinates for
         FULL ops, row coordinates otherwise), reduced loops `col`, unit loops 0."""
-        ranges, its = emit.loop_ranges(self.ops[i]), emit.iterators(self.ops[i])
+        ranges, its = self.loops[i]
         out, r, c = [], iter(coords), iter(col or [])
         zero = emit.const(0)
         for d, t in enumerate(its):
@@ -241,7 +235,7 @@ class _Kernel:
         op, kind = self.ops[i], self.kinds[i]
         block_args = op.regions[0].blocks[0].arguments
         args: list[ir.Value | None] = []
-        for j, (operand, amap) in enumerate(zip(op.operands, emit.indexing_maps(op))):
+        for j, (operand, amap) in enumerate(zip(op.operands, self.maps[i])):
             src = self.producers[i][j]
             if kind == REDUCE and j == len(op.operands) - 1:
                 args.append(None)
@@ -294,18 +288,9 @@ def _identity(name: str, t: ir.Type) -> ir.Value:
     return arith.ConstantOp(t, IDENTITY[name]).result
 
 
-def _combine(name: str, a: ir.Value, b: ir.Value) -> ir.Value:
-    return ir.Operation.create(name, results=[a.type], operands=[a, b]).results[0]
-
-
 def _build(k: _Kernel, root: ir.Operation) -> None:
     rows, cols = k.rows, k.cols
-    n_rows = 1
-    for r in k.full[:rows]:
-        n_rows *= r
-    n_cols = 1
-    for c in cols:
-        n_cols *= c
+    n_rows, n_cols = pymath.prod(k.full[:rows]), pymath.prod(cols)
     t = threads(k.full, rows)
     warps = t // WARP
     reduce_ops = [i for i, kind in enumerate(k.kinds) if kind == REDUCE]
@@ -337,7 +322,7 @@ def _build(k: _Kernel, root: ir.Operation) -> None:
                         arith.ConstantOp(i32, WARP).result,
                         gpu.ShuffleMode.XOR,
                     ).results[0]
-                    part = _combine(name, part, other)
+                    part = emit.binary(name, part, other)
                 first = scf.IfOp(arith.CmpIOp(arith.CmpIPredicate.eq, lane, emit.const(0)).result)
                 with ir.InsertionPoint(first.then_block):
                     memref.StoreOp(part, scratch, [emit.const(slot), warp])
@@ -345,7 +330,7 @@ def _build(k: _Kernel, root: ir.Operation) -> None:
                 gpu.BarrierOp()
                 total = emit.load(scratch, [emit.const(slot), emit.const(0)])
                 for w in range(1, warps):
-                    total = _combine(
+                    total = emit.binary(
                         name, total, emit.load(scratch, [emit.const(slot), emit.const(w)])
                     )
                 init_src = k.producers[i][-1]
@@ -359,7 +344,7 @@ def _build(k: _Kernel, root: ir.Operation) -> None:
                             k.loops_for(i, row, [emit.const(0)] * len(cols)),
                         ),
                     )
-                k.reduced[i] = _combine(name, init, total)
+                k.reduced[i] = emit.binary(name, init, total)
             last = len(k.ops) - 1
             out_buf, out_map = root.operands[-1], emit.indexing_maps(root)[-1]
             if k.kinds[last] == FULL:

@@ -304,13 +304,24 @@ def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[
     return name, dims
 
 
+TEMPLATE_ATTRS = (
+    contract.CONTRACT_ATTR,
+    contract.INIT_ATTR,
+    contract.EPILOGUE_ATTR,
+    rows.ROWS_ATTR,
+    transpose.TRANSPOSE_ATTR,
+)
+
+
+def taken_by_template(op: ir.Operation) -> bool:
+    """A linalg op a kernel template's pass replaces after bufferization (not tiled here)."""
+    return any(a in op.attributes for a in TEMPLATE_ATTRS)
+
+
 def _untiled(func_op: ir.Operation) -> bool:
     """Top-level linalg ops that neither a transform script tiled nor a kernel template took."""
-    templates = (contract.CONTRACT_ATTR, contract.INIT_ATTR, contract.EPILOGUE_ATTR)
-    templates += (rows.ROWS_ATTR, transpose.TRANSPOSE_ATTR)
     return any(
-        op.operation.name.startswith("linalg.")
-        and not any(a in op.operation.attributes for a in templates)
+        op.operation.name.startswith("linalg.") and not taken_by_template(op.operation)
         for op in func_op.regions[0].blocks[0].operations
     )
 

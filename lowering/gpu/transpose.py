@@ -15,6 +15,8 @@ after bufferization.
 
 from __future__ import annotations
 
+import math as pymath
+
 from mlir import ir
 from mlir.dialects import gpu, memref, scf
 
@@ -71,9 +73,7 @@ def _build(op: ir.Operation) -> None:
     value, out = op.operands[src], op.operands[-1]
     elem = ir.MemRefType(value.type).element_type
     rest = [d for d in range(len(ranges)) if d not in (a, b)]
-    rest_total = 1
-    for d in rest:
-        rest_total *= ranges[d]
+    rest_total = pymath.prod(ranges[d] for d in rest)
     with op.location, ir.InsertionPoint(op):
         grid = [
             emit.const(-(-ranges[b] // TILE)),
@@ -97,7 +97,9 @@ def _build(op: ir.Operation) -> None:
                 return out_dims
 
             def guarded(a_idx, b_idx, write) -> None:
-                inb = emit.both(_bound(a_idx, ranges[a]), _bound(b_idx, ranges[b]))
+                inb = emit.both(
+                    emit.bound(a_idx, ranges[a], TILE), emit.bound(b_idx, ranges[b], TILE)
+                )
                 if inb is None:
                     write()
                     return
@@ -125,30 +127,18 @@ def _build(op: ir.Operation) -> None:
 
                 def write(a_idx=a_idx, b_idx=b_idx, row=row) -> None:
                     loops = dims(a_idx, b_idx)
-                    args = []
-                    block_args = op.regions[0].blocks[0].arguments
-                    for i, operand in enumerate(op.operands):
-                        if i == src:
-                            args.append(emit.load(tile, [tx, row]))
-                        elif i == len(op.operands) - 1 or not isinstance(
-                            operand.type, ir.ShapedType
-                        ):
-                            args.append(
-                                operand
-                                if i != len(op.operands) - 1
-                                else emit.zero(block_args[i].type)
-                            )
-                        else:
-                            args.append(emit.load(operand, emit.apply_map(maps[i], loops)))
+                    # the staged input from the tile, scalars as they are (`plan` admits no
+                    # other shaped input), a dummy for the output's old value (not read)
+                    args = [
+                        emit.load(tile, [tx, row]) if i == src else operand
+                        for i, operand in enumerate(op.operands[:-1])
+                    ]
+                    args.append(emit.zero(op.regions[0].blocks[0].arguments[-1].type))
                     result = emit.clone_body(op, args, loops)
                     memref.StoreOp(result, out, emit.apply_map(maps[-1], loops))
 
                 guarded(a_idx, b_idx, write)
             gpu.TerminatorOp()
-
-
-def _bound(idx: ir.Value, total: int) -> ir.Value | None:
-    return None if total % TILE == 0 else emit.less(idx, total)
 
 
 @register_pass(
