@@ -103,7 +103,7 @@ def _drop_input(op: ir.Operation, index: int, new_init: ir.Value) -> None:
         new = linalg.GenericOp(
             [op.results[0].type], inputs, [new_init], ir.ArrayAttr.get(maps), op.attributes["iterator_types"]
         )
-    for name in _attr_names(op):
+    for name in list(op.attributes):
         if name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
             new.attributes[name] = op.attributes[name]  # a schedule's tags (GPU kernel templates)
     block = op.regions[0].blocks[0]
@@ -111,10 +111,6 @@ def _drop_input(op: ir.Operation, index: int, new_init: ir.Value) -> None:
     block.erase_argument(index)
     op.results[0].replace_all_uses_with(new.results[0])
     op.erase()
-
-
-def _attr_names(op: ir.Operation) -> list[str]:
-    return [op.attributes[i].name for i in range(len(op.attributes))]
 
 
 def _empty_like(t: ir.Type, sources: list[ir.Value], before: ir.Operation) -> ir.Value:

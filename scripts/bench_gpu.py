@@ -230,7 +230,9 @@ def run(
         argv = [sys.executable, __file__, "one", "--libs", str(libs), "--repeat", str(repeat), name]
         argv += ["--profile"] if profile else []
         try:
-            child = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, check=False)
+            child = subprocess.run(
+                argv, capture_output=True, text=True, timeout=timeout, check=False
+            )
         except subprocess.TimeoutExpired:
             print(f"{name}: no answer in {timeout:.0f} s", flush=True)
             rows.append({"name": name, "what": WORKLOADS[name][0], "failed": "timed out"})
@@ -318,44 +320,41 @@ def run_one(libs: Path, name: str, repeat: int, profile: bool = False) -> dict:
     torch.backends.cudnn.allow_tf32 = False
     manifest = json.loads((libs / "manifest.json").read_text())
     dev = rm.cuda(0)
-    rows = []
-    for name in [name]:
-        if name not in manifest:
-            raise SystemExit(f"{name}: no library in {libs} (run `bench_gpu.py export` first)")
-        model, inputs, flops, nbytes = WORKLOADS[name][1]()
-        model = model.cuda()
-        inputs = [x.cuda() for x in inputs]
-        state = dict(model.state_dict())
-        weights = [state[key].contiguous() for key in manifest[name]["params"]]
-        vm = runtime.VirtualMachine(runtime.load_module(str(libs / f"{name}.so")), dev)
-        args = [rm.nd.from_dlpack(t) for t in inputs + weights]  # zero copy
+    if name not in manifest:
+        raise SystemExit(f"{name}: no library in {libs} (run `bench_gpu.py export` first)")
+    model, inputs, flops, nbytes = WORKLOADS[name][1]()
+    model = model.cuda()
+    inputs = [x.cuda() for x in inputs]
+    state = dict(model.state_dict())
+    weights = [state[key].contiguous() for key in manifest[name]["params"]]
+    vm = runtime.VirtualMachine(runtime.load_module(str(libs / f"{name}.so")), dev)
+    args = [rm.nd.from_dlpack(t) for t in inputs + weights]  # zero copy
 
-        def ours(vm=vm, args=args):
-            return vm["main"](*args)
+    def ours():
+        return vm["main"](*args)
 
-        def theirs(model=model, inputs=inputs):
-            with torch.no_grad():
-                return model(*inputs)
+    def theirs():
+        with torch.no_grad():
+            return model(*inputs)
 
-        got = ours()
-        got = got[0] if isinstance(got, tuple) else got
-        want = theirs()
-        want = want[0] if isinstance(want, tuple) else want
-        tol = 2e-2 if want.dtype == torch.float16 else 2e-3
-        err = float(np.max(np.abs(got.numpy().astype(np.float32) - want.float().cpu().numpy())))
-        scale = float(want.float().abs().max().cpu()) or 1.0
-        ok = err <= tol * max(scale, 1.0)
-        if profile:
-            _profile(ours)
-            _host_profile(ours)
-        t_ours, t_torch = _time_ms(ours, repeat), _time_ms(theirs, repeat)
-        rows.append({
-            "name": name, "what": WORKLOADS[name][0], "ours_ms": t_ours, "torch_ms": t_torch,
-            "rate": (flops or nbytes) / t_ours / 1e9, "torch_rate": (flops or nbytes) / t_torch / 1e9,
-            "unit": "TFLOP/s" if flops else "TB/s",
-            "max_err": err, "ok": ok,
-        })  # fmt: skip
-    return rows[0]
+    got = ours()
+    got = got[0] if isinstance(got, tuple) else got
+    want = theirs()
+    want = want[0] if isinstance(want, tuple) else want
+    tol = 2e-2 if want.dtype == torch.float16 else 2e-3
+    err = float(np.max(np.abs(got.numpy().astype(np.float32) - want.float().cpu().numpy())))
+    scale = float(want.float().abs().max().cpu()) or 1.0
+    ok = err <= tol * max(scale, 1.0)
+    if profile:
+        _profile(ours)
+        _host_profile(ours)
+    t_ours, t_torch = _time_ms(ours, repeat), _time_ms(theirs, repeat)
+    return {
+        "name": name, "what": WORKLOADS[name][0], "ours_ms": t_ours, "torch_ms": t_torch,
+        "rate": (flops or nbytes) / t_ours / 1e9, "torch_rate": (flops or nbytes) / t_torch / 1e9,
+        "unit": "TFLOP/s" if flops else "TB/s",
+        "max_err": err, "ok": ok,
+    }  # fmt: skip
 
 
 def write_results(rows: list[dict], path: Path) -> None:

@@ -300,13 +300,8 @@ DLManagedTensor._fields_ = [
     ("deleter", _DELETER),
 ]
 
-_DL_CODES = {
-    "i": 0,
-    "u": 1,
-    "f": 2,
-    "bf": 4,
-    "b": 6,
-}  # kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool
+# numpy kind -> DLPack type code: kDLInt, kDLUInt, kDLFloat, kDLBfloat, kDLBool
+_DL_CODES = {"i": 0, "u": 1, "f": 2, "bf": 4, "b": 6}
 _CAPSULE_NEW = ctypes.pythonapi.PyCapsule_New
 _CAPSULE_NEW.restype, _CAPSULE_NEW.argtypes = (
     ctypes.py_object,

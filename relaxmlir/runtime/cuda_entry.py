@@ -103,9 +103,8 @@ class CudaEntryPoint:
                 datas.append(data)
             for slot, data in zip(self.slots, datas):
                 _set_slot(slot, data)
-            immutable = all(
-                isinstance(a, NDArray) for a in args
-            )  # a torch tensor can be re-pointed
+            # NDArrays only: a torch tensor can be re-pointed between calls
+            immutable = all(isinstance(a, NDArray) for a in args)
             self._last = (args, tuple(datas), env) if immutable else None
         drv = driver()
         drv.activate(self.device)
