@@ -51,6 +51,8 @@ COMPUTE_IN_F32 = {
     )
 }  # fmt: skip
 _HALF = ("f16", "bf16")
+# ... except these on cuda, whose kernels read 16-bit operands and accumulate in float32.
+HALF_OPERANDS_ON_CUDA = {rx.mlir_op_name("relax.matmul")}
 
 
 def _is_half(t: ir.Type) -> bool:
@@ -151,16 +153,20 @@ class Legalizer:
             for op in ops:
                 self.legalize(op)
 
-    def legalize(self, op: ir.Operation) -> list[ir.Value]:
-        """Replace `op` by what its rule builds; returns the replacement values."""
+    def legalize(self, op: ir.Operation, widen_half: bool = True) -> list[ir.Value]:
+        """Replace `op` by what its rule builds; returns the replacement values. `widen_half`:
+        16-bit operands of a COMPUTE_IN_F32 op are cast to float32 first."""
         problem = check_op(op)  # a rule trusts the declared types: a wrong one would reach run time
         if problem:
             raise PassError(problem, op)
         if (
-            op.name in COMPUTE_IN_F32
+            widen_half
+            and op.name in COMPUTE_IN_F32
             and op.name not in self.custom
             and any(_is_half(v.type) for v in list(op.operands) + list(op.results))
         ):
+            if op.name in HALF_OPERANDS_ON_CUDA and self.target_kind == "cuda":
+                return self._legalize_f32_accumulate(op)
             return self._legalize_in_f32(op)
         call = as_call(op)
         rule, hook = self.rules.get(op.name), None
@@ -203,6 +209,25 @@ class Legalizer:
             attrs[rx.SHAPE_ATTR] = ir.ArrayAttr.get([sh.to_attr(shape)])
         cast = rx.create(rx.Astype.name, [value], [_with_element(value.type, element)], attrs)
         return self.legalize(cast)[0]
+
+    def _legalize_f32_accumulate(self, op: ir.Operation) -> list[ir.Value]:
+        """A matmul of 16-bit floats on cuda: the operands stay 16-bit (the kernel reads half
+        the bytes; tensor cores take them as they are), the products accumulate in float32
+        (`out_dtype`), and a 16-bit result is cast back once."""
+        (result,) = op.results
+        with ir.InsertionPoint(op), op.location:
+            f32 = ir.F32Type.get()
+            attrs = {name: op.attributes[name] for name in op.attributes}
+            attrs["out_dtype"] = ir.StringAttr.get("float32")
+            wide = _with_element(result.type, f32)
+            inner_op = rx.create(op.name, list(op.operands), [wide], attrs)
+            (inner,) = self.legalize(inner_op, widen_half=False)
+            value = inner
+            if _is_half(result.type):
+                value = self._astype(inner, ir.RankedTensorType(result.type).element_type)
+        result.replace_all_uses_with(value)
+        op.erase()
+        return [value]
 
     def _legalize_in_f32(self, op: ir.Operation) -> list[ir.Value]:
         """`op` on 16-bit floats as the same op in float32 between two casts (COMPUTE_IN_F32)."""

@@ -1,0 +1,852 @@
+"""Run the GPU kernels of a lowered module on the CPU, thread by thread: numeric tests of the
+CUDA target's kernel templates on machines without a GPU.
+
+The input is the module after the CUDA pipeline's "map" stage (`map_stage`): functions on
+memrefs whose kernels are `gpu.launch` regions of scf / arith / math / memref / vector ops,
+barriers, warp shuffles and warp-level `nvgpu.mma.sync`. Every block of the grid runs in turn;
+its threads are Python generators that run until they reach a barrier or a warp collective,
+where they wait for the others (a barrier for every live thread of the block, a shuffle or an
+mma for the 32 lanes of the warp). Collectives follow the PTX ISA: `shfl.sync` lane selection,
+and the m16n8k16 fragment layouts of `mma.sync` (A: register r of lane (g, t) = 4 * g + t holds
+row g + 8 (r % 2), columns 2t + 8 (r // 2) + {0, 1}; B: rows 2t + 8r + {0, 1} of column g;
+C: row g + 8r, columns 2t + {0, 1}).
+
+Floats keep their width (numpy float16 / float32 scalars), so rounding is the kernel's own;
+`math.fma` rounds once. A load or store outside its memref, a barrier that not every thread
+reaches, and an op this interpreter does not know raise InterpretError: a kernel bug shows as
+an error, not as a wrong number. Fresh buffers (memref.alloc, shared memory) start as NaN, so
+a value read before it is written shows in the result.
+
+It is slow (about a microsecond per operation per thread): for tests on small shapes.
+"""
+
+from __future__ import annotations
+
+import math as pymath
+from typing import Any, Callable
+
+import numpy as np
+from mlir import ir
+
+__all__ = ["InterpretError", "run_function"]
+
+
+class InterpretError(Exception):
+    """The kernel did something a GPU would not define, or used an op not interpreted here."""
+
+
+_DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+_MASK = {1: 1, 8: 0xFF, 16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
+_BARRIER, _SHUFFLE, _MMA = "barrier", "shuffle", "mma"
+
+
+def _np_type(t: ir.Type):
+    name = str(t)
+    if name in _DTYPES:
+        return _DTYPES[name]
+    if name == "index" or name.startswith("i"):
+        return int
+    raise InterpretError(f"element type {name} is not interpreted")
+
+
+def _bits(t: ir.Type) -> int:
+    name = str(t)
+    return 64 if name == "index" else int(name[1:])
+
+
+def _signed(v: int, bits: int) -> int:
+    v &= _MASK[bits]
+    return v - (1 << bits) if bits > 1 and v >> (bits - 1) else v
+
+
+class _Compiler:
+    """Turns a function's regions into lists of steps over a per-thread slot list."""
+
+    def __init__(self, module_op: ir.Operation):
+        self.module_op = module_op
+        self.funcs: dict[str, ir.Operation] = {}
+        for op in module_op.regions[0].blocks[0].operations:
+            if op.operation.name == "func.func":
+                self.funcs[ir.StringAttr(op.attributes["sym_name"]).value] = op.operation
+        self.compiled: dict[str, _Function] = {}
+
+    def function(self, name: str) -> _Function:
+        if name not in self.compiled:
+            if name not in self.funcs:
+                raise InterpretError(f"no function @{name} in the module")
+            self.compiled[name] = _Function(self, self.funcs[name])
+        return self.compiled[name]
+
+
+class _Function:
+    def __init__(self, compiler: _Compiler, func_op: ir.Operation):
+        self.compiler = compiler
+        self.slots: dict[Any, int] = {_IDS: 0}  # slot 0: this thread's ids (gpu.thread_id & co.)
+        body = func_op.regions[0].blocks[0]
+        self.args = [self.slot(a) for a in body.arguments]
+        self.body = self.block(body)
+
+    def slot(self, value: ir.Value) -> int:
+        key = value
+        if key not in self.slots:
+            self.slots[key] = len(self.slots)
+        return self.slots[key]
+
+    def block(self, block: ir.Block) -> tuple[list, list[int]]:
+        """(steps, slots of the terminator's operands). A step is (is_generator, callable)."""
+        steps = []
+        ops = [o.operation for o in block.operations]
+        for op in ops[:-1] if ops and _is_terminator(ops[-1]) else ops:
+            steps.append(self.op(op))
+        term = ops[-1] if ops and _is_terminator(ops[-1]) else None
+        return steps, [self.slot(v) for v in term.operands] if term is not None else []
+
+    def op(self, op: ir.Operation):
+        name = op.name
+        ins = [self.slot(v) for v in op.operands]
+        outs = [self.slot(v) for v in op.results]
+        if name in _REGION_OPS:
+            return True, _REGION_OPS[name](self, op, ins, outs)
+        if name in _COLLECTIVES:
+            return True, _COLLECTIVES[name](op, ins, outs)
+        if name in _ID_OPS:
+            return False, _id_op(op, outs, _ID_OPS[name])
+        make = _LEAF.get(name)
+        if make is None:
+            raise InterpretError(f"op '{name}' is not interpreted (at {op.location})")
+        return False, make(op, ins, outs)
+
+
+_IDS = "gpu ids"  # (block x y z, thread x y z, grid x y z, block size x y z) of the thread
+_ID_OPS = {"gpu.block_id": 0, "gpu.thread_id": 3, "gpu.grid_dim": 6, "gpu.block_dim": 9}
+
+
+def _id_op(op: ir.Operation, outs: list[int], base: int):
+    (o,) = outs
+    at = base + "xyz".index(str(op.attributes["dimension"]).split()[-1].strip(">"))
+
+    def step(env):
+        env[o] = env[0][at]
+
+    return step
+
+
+def _is_terminator(op: ir.Operation) -> bool:
+    return op.name in ("scf.yield", "func.return", "gpu.terminator", "scf.condition")
+
+
+def _run(steps, env):
+    """Run compiled steps (a generator: yields at collectives)."""
+    for is_gen, fn in steps:
+        if is_gen:
+            yield from fn(env)
+        else:
+            fn(env)
+
+
+# -- leaf ops -------------------------------------------------------------------------------------
+
+
+def _unary(fn):
+    def make(op, ins, outs):
+        (a,), (o,) = ins, outs
+
+        def step(env):
+            env[o] = fn(env[a])
+
+        return step
+
+    return make
+
+
+def _binary(fn):
+    def make(op, ins, outs):
+        (a, b), (o,) = ins, outs
+
+        def step(env):
+            env[o] = fn(env[a], env[b])
+
+        return step
+
+    return make
+
+
+def _typed_unary(fn):
+    """A math op on a float: computed in float64, rounded to the operand's type."""
+
+    def make(op, ins, outs):
+        (a,), (o,) = ins, outs
+        cast = _np_type(op.results[0].type)
+
+        def step(env):
+            env[o] = cast(fn(float(env[a])))
+
+        return step
+
+    return make
+
+
+def _int_binary(fn, signed: bool):
+    def make(op, ins, outs):
+        (a, b), (o,) = ins, outs
+        bits = _bits(op.results[0].type)
+
+        def step(env):
+            x, y = env[a], env[b]
+            if signed:
+                x, y = _signed(x, bits), _signed(y, bits)
+            else:
+                x, y = x & _MASK[bits], y & _MASK[bits]
+            env[o] = _signed(fn(x, y), bits) if bits > 1 else fn(x, y) & 1
+
+        return step
+
+    return make
+
+
+def _div_trunc(x: int, y: int) -> int:
+    if y == 0:
+        raise InterpretError("integer division by zero")
+    q = abs(x) // abs(y)
+    return q if (x >= 0) == (y >= 0) else -q
+
+
+def _rem_trunc(x: int, y: int) -> int:
+    return x - _div_trunc(x, y) * y
+
+
+def _floordiv(x: int, y: int) -> int:
+    if y == 0:
+        raise InterpretError("integer division by zero")
+    return x // y
+
+
+def _ceildiv(x: int, y: int) -> int:
+    return -_floordiv(-x, y)
+
+
+def _constant(op, ins, outs):
+    (o,) = outs
+    attr = op.attributes["value"]
+    t = op.results[0].type
+    if isinstance(t, ir.VectorType):
+        dense = ir.DenseElementsAttr(attr)
+        if not dense.is_splat:
+            raise InterpretError("non-splat vector constants are not interpreted")
+        elem = _np_type(ir.VectorType(t).element_type)
+        splat = dense.get_splat_value()
+        scalar = splat.value if hasattr(splat, "value") else float(str(splat).split(":")[0])
+        value = np.full(ir.VectorType(t).shape, scalar, dtype=elem)
+    elif isinstance(attr, ir.IntegerAttr) or str(t) == "index" or str(t).startswith("i"):
+        value = ir.IntegerAttr(attr).value
+    else:
+        value = _np_type(t)(ir.FloatAttr(attr).value)
+
+    def step(env):
+        env[o] = value
+
+    return step
+
+
+_CMPI = {
+    0: lambda a, b: a == b, 1: lambda a, b: a != b, 2: lambda a, b: a < b, 3: lambda a, b: a <= b,
+    4: lambda a, b: a > b, 5: lambda a, b: a >= b, 6: lambda a, b: a < b, 7: lambda a, b: a <= b,
+    8: lambda a, b: a > b, 9: lambda a, b: a >= b,
+}  # fmt: skip
+
+
+def _cmpi(op, ins, outs):
+    (a, b), (o,) = ins, outs
+    pred = ir.IntegerAttr(op.attributes["predicate"]).value
+    bits = _bits(op.operands[0].type)
+    test = _CMPI[pred]
+    unsigned = pred >= 6
+
+    def step(env):
+        x, y = env[a], env[b]
+        if unsigned:
+            x, y = x & _MASK[bits], y & _MASK[bits]
+        else:
+            x, y = _signed(x, bits), _signed(y, bits)
+        env[o] = bool(test(x, y))
+
+    return step
+
+
+def _cmpf(op, ins, outs):
+    (a, b), (o,) = ins, outs
+    pred = ir.IntegerAttr(op.attributes["predicate"]).value
+    ordered = {1: "eq", 2: "gt", 3: "ge", 4: "lt", 5: "le", 6: "ne"}
+    unordered = {8: "eq", 9: "gt", 10: "ge", 11: "lt", 12: "le", 13: "ne"}
+    rel = {
+        "eq": lambda x, y: x == y, "gt": lambda x, y: x > y, "ge": lambda x, y: x >= y,
+        "lt": lambda x, y: x < y, "le": lambda x, y: x <= y, "ne": lambda x, y: x != y,
+    }  # fmt: skip
+
+    def step(env):
+        x, y = float(env[a]), float(env[b])
+        nan = pymath.isnan(x) or pymath.isnan(y)
+        if pred == 0:
+            r = False
+        elif pred == 15:
+            r = True
+        elif pred == 7:
+            r = not nan
+        elif pred == 14:
+            r = nan
+        elif pred in ordered:
+            r = not nan and rel[ordered[pred]](x, y)
+        else:
+            r = nan or rel[unordered[pred]](x, y)
+        env[o] = r
+
+    return step
+
+
+def _select(op, ins, outs):
+    (c, a, b), (o,) = ins, outs
+
+    def step(env):
+        env[o] = env[a] if env[c] else env[b]
+
+    return step
+
+
+def _convert(op, ins, outs):
+    (a,), (o,) = ins, outs
+    cast = _np_type(op.results[0].type)
+    src_int = _np_type(op.operands[0].type) is int
+    if cast is int and not src_int:  # fptosi / fptoui: truncation toward zero
+
+        def step(env):
+            env[o] = int(pymath.trunc(float(env[a])))
+
+    elif cast is int:
+
+        def step(env):
+            env[o] = int(env[a])
+
+    else:
+
+        def step(env):
+            env[o] = cast(env[a])
+
+    return step
+
+
+def _fma(op, ins, outs):
+    (a, b, c), (o,) = ins, outs
+    cast = _np_type(op.results[0].type)
+
+    def step(env):  # the product of two f32 is exact in f64: one rounding, as the GPU's fma
+        env[o] = cast(np.float64(env[a]) * np.float64(env[b]) + np.float64(env[c]))
+
+    return step
+
+
+def _check(arr: np.ndarray, idx: tuple, what: str) -> None:
+    for i, n in zip(idx, arr.shape):
+        if not 0 <= i < n:
+            raise InterpretError(
+                f"{what} at {list(idx)} outside a memref of shape {list(arr.shape)}"
+            )
+
+
+def _load(op, ins, outs):
+    m, idx, (o,) = ins[0], ins[1:], outs
+    if op.name == "vector.load":
+        n = ir.VectorType(op.results[0].type).shape[-1]
+
+        def vstep(env):
+            arr, at = env[m], tuple(env[i] for i in idx)
+            _check(arr, at[:-1] + (at[-1] + n - 1,), "vector.load")
+            env[o] = arr[at[:-1] + (slice(at[-1], at[-1] + n),)].copy()
+
+        return vstep
+
+    def step(env):
+        arr, at = env[m], tuple(env[i] for i in idx)
+        _check(arr, at, "memref.load")
+        env[o] = arr[at]
+
+    return step
+
+
+def _store(op, ins, outs):
+    v, m, idx = ins[0], ins[1], ins[2:]
+
+    def step(env):
+        arr, at = env[m], tuple(env[i] for i in idx)
+        _check(arr, at, "memref.store")
+        arr[at] = env[v]
+
+    return step
+
+
+def _alloc(op, ins, outs):
+    (o,) = outs
+    t = ir.MemRefType(op.results[0].type)
+    dyn = list(ins)
+    elem = _np_type(t.element_type)
+
+    def step(env):
+        sizes = iter(env[i] for i in dyn)
+        shape = [next(sizes) if s == ir.ShapedType.get_dynamic_size() else s for s in t.shape]
+        fill = np.nan if elem is not int else 0
+        env[o] = np.full(shape, fill, dtype=elem if elem is not int else np.int64)
+
+    return step
+
+
+def _nothing(op, ins, outs):
+    def step(env):
+        pass
+
+    return step
+
+
+def _view(op, ins, outs):
+    """memref.expand_shape / collapse_shape / cast: a numpy view with the result's shape."""
+    (a,), (o,) = ins[:1], outs
+    t = ir.MemRefType(op.results[0].type)
+    if any(s == ir.ShapedType.get_dynamic_size() for s in t.shape):
+        raise InterpretError(f"{op.name} to a dynamic shape is not interpreted")
+    shape = list(t.shape)
+
+    def step(env):
+        view = env[a].reshape(shape)
+        if not np.shares_memory(view, env[a]) and view.size:
+            raise InterpretError(f"{op.name}: the result is not a view of its source")
+        env[o] = view
+
+    return step
+
+
+def _subview(op, ins, outs):
+    dynamic = ir.ShapedType.get_dynamic_size()
+    src, rest = ins[0], list(ins[1:])
+    (o,) = outs
+    static = [
+        list(ir.DenseI64ArrayAttr(op.attributes[k]))
+        for k in ("static_offsets", "static_sizes", "static_strides")
+    ]
+    rank = ir.MemRefType(op.results[0].type).rank
+
+    def step(env):
+        dyn = iter(env[i] for i in rest)
+        offs, sizes, strides = ([next(dyn) if v == dynamic else v for v in vals] for vals in static)
+        arr = env[src]
+        view = arr[tuple(slice(f, f + s * st, st) for f, s, st in zip(offs, sizes, strides))]
+        if view.ndim != rank:  # rank-reducing: drop the unit axes the result type leaves out
+            keep = list(ir.MemRefType(op.results[0].type).shape)
+            view = view.reshape(keep)
+        env[o] = view
+
+    return step
+
+
+def _copy(op, ins, outs):
+    src, dst = ins
+
+    def step(env):
+        np.copyto(env[dst], env[src])
+
+    return step
+
+
+def _from_elements(op, ins, outs):
+    (o,) = outs
+    t = ir.VectorType(op.results[0].type)
+    elem, shape = _np_type(t.element_type), t.shape
+
+    def step(env):
+        env[o] = np.array([env[i] for i in ins], dtype=elem).reshape(shape)
+
+    return step
+
+
+def _vector_extract(op, ins, outs):
+    src, dyn, (o,) = ins[0], ins[1:], outs
+    pos = list(ir.DenseI64ArrayAttr(op.attributes["static_position"]))
+    dynamic = ir.ShapedType.get_dynamic_size()
+
+    def step(env):
+        it = iter(env[i] for i in dyn)
+        at = tuple(next(it) if p == dynamic else p for p in pos)
+        v = env[src][at]
+        env[o] = v.copy() if isinstance(v, np.ndarray) else v
+
+    return step
+
+
+def _vector_insert(op, ins, outs):
+    val, dst, dyn, (o,) = ins[0], ins[1], ins[2:], outs
+    pos = list(ir.DenseI64ArrayAttr(op.attributes["static_position"]))
+    dynamic = ir.ShapedType.get_dynamic_size()
+
+    def step(env):
+        it = iter(env[i] for i in dyn)
+        at = tuple(next(it) if p == dynamic else p for p in pos)
+        new = env[dst].copy()
+        new[at] = env[val]
+        env[o] = new
+
+    return step
+
+
+def _broadcast(op, ins, outs):
+    (a,), (o,) = ins, outs
+    t = ir.VectorType(op.results[0].type)
+    elem = _np_type(t.element_type)
+
+    def step(env):
+        env[o] = np.broadcast_to(np.asarray(env[a], dtype=elem), t.shape).copy()
+
+    return step
+
+
+def _float_op(fn):
+    """Elementwise float op on scalars or vectors, in the operands' own width."""
+    return _binary(lambda x, y: fn(x, y))
+
+
+_LEAF: dict[str, Callable] = {
+    "arith.constant": _constant,
+    "arith.addi": _int_binary(lambda x, y: x + y, True),
+    "arith.subi": _int_binary(lambda x, y: x - y, True),
+    "arith.muli": _int_binary(lambda x, y: x * y, True),
+    "arith.divui": _int_binary(_floordiv, False),
+    "arith.divsi": _int_binary(_div_trunc, True),
+    "arith.remui": _int_binary(lambda x, y: x % y if y else _floordiv(x, y), False),
+    "arith.remsi": _int_binary(_rem_trunc, True),
+    "arith.floordivsi": _int_binary(_floordiv, True),
+    "arith.ceildivsi": _int_binary(_ceildiv, True),
+    "arith.ceildivui": _int_binary(_ceildiv, False),
+    "arith.andi": _int_binary(lambda x, y: x & y, False),
+    "arith.ori": _int_binary(lambda x, y: x | y, False),
+    "arith.xori": _int_binary(lambda x, y: x ^ y, False),
+    "arith.shli": _int_binary(lambda x, y: x << y, False),
+    "arith.shrui": _int_binary(lambda x, y: x >> y, False),
+    "arith.shrsi": _int_binary(lambda x, y: x >> y, True),
+    "arith.maxsi": _int_binary(max, True),
+    "arith.minsi": _int_binary(min, True),
+    "arith.maxui": _int_binary(max, False),
+    "arith.minui": _int_binary(min, False),
+    "arith.cmpi": _cmpi,
+    "arith.cmpf": _cmpf,
+    "arith.select": _select,
+    "arith.addf": _float_op(lambda x, y: x + y),
+    "arith.subf": _float_op(lambda x, y: x - y),
+    "arith.mulf": _float_op(lambda x, y: x * y),
+    "arith.divf": _float_op(lambda x, y: x / y),
+    "arith.remf": _float_op(np.fmod),
+    "arith.maximumf": _float_op(np.maximum),
+    "arith.minimumf": _float_op(np.minimum),
+    "arith.maxnumf": _float_op(np.fmax),
+    "arith.minnumf": _float_op(np.fmin),
+    "arith.negf": _unary(lambda x: -x),
+    "arith.extf": _convert,
+    "arith.truncf": _convert,
+    "arith.sitofp": _convert,
+    "arith.uitofp": _convert,
+    "arith.fptosi": _convert,
+    "arith.fptoui": _convert,
+    "arith.index_cast": _convert,
+    "arith.index_castui": _convert,
+    "arith.extsi": _convert,
+    "arith.extui": _convert,
+    "arith.trunci": _convert,
+    "math.fma": _fma,
+    "math.exp": _typed_unary(lambda x: pymath.exp(x) if x < 709 else pymath.inf),
+    "math.exp2": _typed_unary(lambda x: 2.0**x if x < 1024 else pymath.inf),
+    "math.log": _typed_unary(
+        lambda x: pymath.log(x) if x > 0 else (-pymath.inf if x == 0 else pymath.nan)
+    ),
+    "math.sqrt": _typed_unary(lambda x: pymath.sqrt(x) if x >= 0 else pymath.nan),
+    "math.rsqrt": _typed_unary(
+        lambda x: 1 / pymath.sqrt(x) if x > 0 else (pymath.inf if x == 0 else pymath.nan)
+    ),
+    "math.tanh": _typed_unary(pymath.tanh),
+    "math.erf": _typed_unary(pymath.erf),
+    "math.absf": _typed_unary(abs),
+    "math.floor": _typed_unary(pymath.floor),
+    "math.ceil": _typed_unary(pymath.ceil),
+    "math.sin": _typed_unary(pymath.sin),
+    "math.cos": _typed_unary(pymath.cos),
+    "memref.load": _load,
+    "vector.load": _load,
+    "memref.store": _store,
+    "memref.alloc": _alloc,
+    "memref.alloca": _alloc,
+    "memref.dealloc": _nothing,
+    "memref.assume_alignment": _nothing,
+    "memref.expand_shape": _view,
+    "memref.collapse_shape": _view,
+    "memref.cast": _view,
+    "memref.subview": _subview,
+    "memref.copy": _copy,
+    "vector.from_elements": _from_elements,
+    "vector.extract": _vector_extract,
+    "vector.insert": _vector_insert,
+    "vector.broadcast": _broadcast,
+    "vector.splat": _broadcast,
+}
+
+
+# -- ops with regions ------------------------------------------------------------------------------
+
+
+def _for(fn: _Function, op, ins, outs):
+    lb, ub, step_, inits = ins[0], ins[1], ins[2], ins[3:]
+    block = op.regions[0].blocks[0]
+    iv, carried = fn.slot(block.arguments[0]), [fn.slot(a) for a in list(block.arguments)[1:]]
+    steps, yielded = fn.block(block)
+
+    def run(env):
+        vals = [env[i] for i in inits]
+        i, hi, st = env[lb], env[ub], env[step_]
+        while i < hi:
+            env[iv] = i
+            for s, v in zip(carried, vals):
+                env[s] = v
+            yield from _run(steps, env)
+            vals = [env[s] for s in yielded]
+            i += st
+        for s, v in zip(outs, vals):
+            env[s] = v
+
+    return run
+
+
+def _if(fn: _Function, op, ins, outs):
+    (cond,) = ins
+    then = fn.block(op.regions[0].blocks[0])
+    other = fn.block(op.regions[1].blocks[0]) if len(op.regions[1].blocks) else ([], [])
+
+    def run(env):
+        steps, yielded = then if env[cond] else other
+        yield from _run(steps, env)
+        for s, y in zip(outs, yielded):
+            env[s] = env[y]
+
+    return run
+
+
+def _call(fn: _Function, op, ins, outs):
+    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+
+    def run(env):
+        target = fn.compiler.function(callee)
+        sub = [None] * len(target.slots)
+        for s, a in zip(target.args, ins):
+            sub[s] = env[a]
+        yield from _run(target.body[0], sub)
+        for s, r in zip(outs, target.body[1]):
+            env[s] = sub[r]
+
+    return run
+
+
+def _launch(fn: _Function, op, ins, outs):
+    body = op.regions[0].blocks[0]
+    args = list(body.arguments)
+    attrs = op.attributes
+    key = "workgroup_attributions"
+    n_work = ir.IntegerAttr(attrs[key]).value if key in attrs else 0
+    ids, sizes_args = [fn.slot(a) for a in args[:6]], [fn.slot(a) for a in args[6:12]]
+    work = [(fn.slot(a), ir.MemRefType(a.type)) for a in args[12 : 12 + n_work]]
+    private = [(fn.slot(a), ir.MemRefType(a.type)) for a in args[12 + n_work :]]
+    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    dims_at = segments[0]  # after the async dependencies: grid x y z, block x y z
+    dims = ins[dims_at : dims_at + 6]
+    steps, _ = fn.block(body)
+
+    def buffer(t):
+        elem = _np_type(t.element_type)
+        return np.full(
+            t.shape, np.nan if elem is not int else 0, dtype=elem if elem is not int else np.int64
+        )
+
+    def run(env):
+        gx, gy, gz, bx, by, bz = (env[d] for d in dims)
+        for kz in range(gz):
+            for ky in range(gy):
+                for kx in range(gx):
+                    shared = [(s, buffer(t)) for s, t in work]
+                    threads = []
+                    for tz in range(bz):
+                        for ty in range(by):
+                            for tx in range(bx):
+                                local = list(env) + [None] * (len(fn.slots) - len(env))
+                                local[0] = (kx, ky, kz, tx, ty, tz, gx, gy, gz, bx, by, bz)
+                                for s, v in zip(ids, (kx, ky, kz, tx, ty, tz)):
+                                    local[s] = v
+                                for s, v in zip(sizes_args, (gx, gy, gz, bx, by, bz)):
+                                    local[s] = v
+                                for s, arr in shared:
+                                    local[s] = arr
+                                for s, t in private:
+                                    local[s] = buffer(t)
+                                threads.append(_run(steps, local))
+                    _schedule(threads, f"gpu.launch at {op.location}")
+        return
+        yield  # a generator, as every region op
+
+    return run
+
+
+_REGION_OPS = {"scf.for": _for, "scf.if": _if, "func.call": _call, "gpu.launch": _launch}
+
+
+# -- collectives ----------------------------------------------------------------------------------
+
+
+def _barrier(op, ins, outs):
+    where = str(op.location)
+    request = (_BARRIER, id(op), where)
+
+    def run(env):
+        yield request
+
+    return run
+
+
+def _shuffle(op, ins, outs):
+    value, offset, width = ins
+    result, valid = outs
+    mode = str(op.attributes["mode"]).split()[-1].strip(">").split(".")[-1]
+
+    def run(env):
+        got = yield (_SHUFFLE, mode, env[value], env[offset], env[width])
+        env[result], env[valid] = got
+
+    return run
+
+
+def _mma(op, ins, outs):
+    a, b, c = ins
+    (o,) = outs
+    shape = list(ir.ArrayAttr(op.attributes["mmaShape"]))
+    if [ir.IntegerAttr(v).value for v in shape] != [16, 8, 16]:
+        raise InterpretError(f"nvgpu.mma.sync of shape {shape} is not interpreted (16x8x16 is)")
+
+    def run(env):
+        env[o] = yield (_MMA, env[a], env[b], env[c])
+
+    return run
+
+
+_COLLECTIVES = {"gpu.barrier": _barrier, "gpu.shuffle": _shuffle, "nvgpu.mma.sync": _mma}
+
+
+def _shuffle_warp(reqs: dict[int, tuple]) -> dict[int, tuple]:
+    out = {}
+    for lane, (_, mode, value, offset, width) in reqs.items():
+        if mode == "xor":
+            src = lane ^ offset
+        elif mode == "down":
+            src = lane + offset
+        elif mode == "up":
+            src = lane - offset
+        elif mode == "idx":
+            src = offset
+        else:
+            raise InterpretError(f"gpu.shuffle mode {mode} is not interpreted")
+        ok = 0 <= src < width and src in reqs
+        out[lane] = (reqs[src][2] if ok else value, ok)
+    return out
+
+
+def _mma_warp(reqs: dict[int, tuple]) -> dict[int, Any]:
+    if sorted(reqs) != list(range(32)):
+        raise InterpretError("nvgpu.mma.sync reached by only some lanes of a warp")
+    a = np.zeros((16, 16), np.float32)
+    b = np.zeros((16, 8), np.float32)
+    c = np.zeros((16, 8), np.float32)
+    for lane, (_, fa, fb, fc) in reqs.items():
+        g, t = lane // 4, lane % 4
+        for r in range(4):
+            for e in range(2):
+                a[g + 8 * (r % 2), 2 * t + 8 * (r // 2) + e] = fa[r][e]
+        for r in range(2):
+            for e in range(2):
+                b[2 * t + 8 * r + e, g] = fb[r][e]
+                c[g + 8 * r, 2 * t + e] = fc[r][e]
+    d = (a.astype(np.float64) @ b.astype(np.float64) + c).astype(np.float32)
+    out = {}
+    for lane, req in reqs.items():
+        g, t = lane // 4, lane % 4
+        frag = np.empty((2, 2), dtype=np.asarray(req[3]).dtype)
+        for r in range(2):
+            for e in range(2):
+                frag[r, e] = d[g + 8 * r, 2 * t + e]
+        out[lane] = frag
+    return out
+
+
+def _schedule(threads: list, where: str) -> None:
+    """Run one block's threads to completion, meeting at barriers and warp collectives."""
+    waiting: dict[int, tuple] = {}
+    live = set(range(len(threads)))
+
+    def advance(i: int, value: Any) -> None:
+        try:
+            waiting[i] = threads[i].send(value)
+        except StopIteration:
+            live.discard(i)
+            waiting.pop(i, None)
+
+    for i in range(len(threads)):
+        advance(i, None)
+    while live:
+        progressed = False
+        # warp collectives: every live lane of a warp waiting on the same kind
+        warps: dict[int, list[int]] = {}
+        for i in live:
+            warps.setdefault(i // 32, []).append(i)
+        for w, lanes in warps.items():
+            kinds = {waiting[i][0] for i in lanes if i in waiting}
+            if len(kinds) != 1 or any(i not in waiting for i in lanes):
+                continue
+            kind = kinds.pop()
+            if kind == _BARRIER:
+                continue
+            reqs = {i - 32 * w: waiting[i] for i in lanes}
+            results = _shuffle_warp(reqs) if kind == _SHUFFLE else _mma_warp(reqs)
+            for lane, value in results.items():
+                advance(32 * w + lane, value)
+            progressed = True
+        if not live:
+            break
+        at_barrier = [waiting[i] for i in live if waiting[i][0] == _BARRIER]
+        if at_barrier and len(at_barrier) == len(live):
+            if len({r[1] for r in at_barrier}) > 1 or len(live) != len(threads):
+                raise InterpretError(
+                    f"{where}: a barrier that not every thread of the block reaches "
+                    f"({len(live)} of {len(threads)} threads live, "
+                    f"{len({r[1] for r in at_barrier})} different barriers)"
+                )
+            for i in sorted(live):
+                advance(i, None)
+            progressed = True
+        if not progressed:
+            kinds = sorted({waiting[i][0] for i in live})
+            raise InterpretError(
+                f"{where}: threads wait at different collectives ({', '.join(kinds)}): a "
+                "barrier or warp operation that not every thread reaches"
+            )
+
+
+def run_function(module_op: ir.Operation, name: str, *arrays: np.ndarray) -> list:
+    """Interpret function `name` of `module_op` (after the CUDA pipeline's map stage) on numpy
+    arrays for its memref arguments (written in place); returns its results."""
+    fn = _Compiler(module_op).function(name)
+    env: list = [None] * len(fn.slots)
+    if len(arrays) != len(fn.args):
+        raise InterpretError(f"@{name} takes {len(fn.args)} arguments, got {len(arrays)}")
+    for s, a in zip(fn.args, arrays):
+        env[s] = a
+    gen = _run(fn.body[0], env)
+    for request in gen:
+        raise InterpretError(f"@{name}: a collective ({request[0]}) outside any gpu.launch")
+    return [env[s] for s in fn.body[1]]

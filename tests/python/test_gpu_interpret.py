@@ -1,0 +1,166 @@
+"""The CUDA kernels, run without a GPU: each module is lowered through the CUDA pipeline's map
+stage and its kernels are interpreted thread by thread (lowering/gpu/interpret.py), then
+compared with numpy. Small shapes with ragged edges; tolerances: float32 1e-4 relative to the
+result's scale, float16 outputs 2e-3 (their own rounding)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from lowering.gpu.interpret import InterpretError, run_function
+from lowering.pipelines import target_pipeline
+from lowering.registry import run_pipeline
+from relaxmlir import relax
+from relaxmlir.relax.pipeline import get_pipeline
+from relaxmlir.scope import scope
+from relaxmlir.target import Target
+
+MAPPED = ["graph", "schedule", "bufferize", "map"]
+
+
+def run_on_gpu_model(mod, *arrays, target="cuda"):
+    """Lower `mod` for `target` through the map stage and interpret `main` on `arrays` (the
+    last is the output, written in place)."""
+    tgt = Target(target)
+    with scope(), tgt:
+        mod = get_pipeline("zero")(mod).clone()
+        run_pipeline(mod.module, "builtin.module(" + ",".join(target_pipeline(tgt, MAPPED)) + ")")
+        run_function(mod.module.operation, "main", *arrays)
+    return mod
+
+
+def function(params, body):
+    """A relax function `main(params)` whose dataflow block is `body(bb, *vars)`."""
+    names = "abcdefgh"
+    vars_ = [relax.Var(names[i], relax.TensorStructInfo(s, d)) for i, (s, d) in enumerate(params)]
+    bb = relax.BlockBuilder()
+    with bb.function("main", vars_):
+        with bb.dataflow():
+            out = bb.emit_output(body(bb, *vars_))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def close(got, want, rtol):
+    scale = max(1.0, float(np.abs(want).max()))
+    np.testing.assert_allclose(got.astype(np.float64), want, atol=rtol * scale, rtol=rtol)
+
+
+@pytest.mark.parametrize(
+    "m, n, k, dtype",
+    [
+        (64, 64, 64, "float32"),  # whole tiles
+        (37, 70, 50, "float32"),  # ragged edges in M, N and K
+        (40, 72, 48, "float16"),  # 16-bit operands, float32 accumulation, one rounding at the end
+        (24, 40, 1024, "float32"),  # split-K: partial sums and the kernel that adds them
+    ],
+)
+def test_matmul_kernel(m, n, k, dtype):
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    c = np.full((m, n), np.nan, dtype)
+    run_on_gpu_model(
+        function([((m, k), dtype), ((k, n), dtype)], lambda bb, x, y: relax.op.matmul(x, y)),
+        a,
+        b,
+        c,
+    )
+    close(c, a.astype(np.float64) @ b.astype(np.float64), 1e-4 if dtype == "float32" else 2e-3)
+
+
+def test_conv_with_bias_relu_epilogue():
+    """An implicit-GEMM convolution (stride 2, padding 1) with its bias + relu epilogue."""
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((2, 3, 9, 11)).astype("float32")
+    w = rng.standard_normal((5, 3, 3, 3)).astype("float32")
+    bias = rng.standard_normal((1, 5, 1, 1)).astype("float32")
+
+    def body(bb, xv, wv, bv):
+        conv = bb.emit(relax.op.nn.conv2d(xv, wv, strides=2, padding=1))
+        return relax.op.nn.relu(bb.emit(relax.op.add(conv, bv)))
+
+    out = np.full((2, 5, 5, 6), np.nan, np.float32)
+    run_on_gpu_model(
+        function([(x.shape, "float32"), (w.shape, "float32"), (bias.shape, "float32")], body),
+        x,
+        w,
+        bias,
+        out,
+    )
+    import torch
+
+    ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=2, padding=1)
+    close(out, np.maximum(ref.numpy() + bias, 0), 1e-4)
+
+
+def test_row_kernels_and_transpose():
+    """softmax, then layer norm (one block per row, warp shuffles), then a transposing copy
+    (a 32x33 shared tile), over rows of 100: neither a multiple of 32 nor of the block."""
+    rng = np.random.default_rng(2)
+    x = rng.standard_normal((37, 100)).astype("float32")
+    g = rng.standard_normal(100).astype("float32")
+
+    def body(bb, xv, gv):
+        s = bb.emit(relax.op.nn.softmax(xv))
+        norm = bb.emit(relax.op.nn.layer_norm(s, gv, gv, axes=[-1]))
+        return relax.op.permute_dims(norm, [1, 0])
+
+    out = np.full((100, 37), np.nan, np.float32)
+    run_on_gpu_model(function([(x.shape, "float32"), (g.shape, "float32")], body), x, g, out)
+    e = np.exp(x - x.max(1, keepdims=True))
+    sm = e / e.sum(1, keepdims=True)
+    ln = (sm - sm.mean(1, keepdims=True)) / np.sqrt(sm.var(1, keepdims=True) + 1e-5) * g + g
+    close(out, ln.T, 1e-4)
+
+
+def test_interpreter_reports_out_of_bounds_and_divergent_barriers():
+    """A kernel bug is an error, not a wrong number."""
+    from mlir import ir
+
+    import dialects
+
+    oob = """
+    func.func @main(%m: memref<4xf32>) {
+      %c1 = arith.constant 1 : index
+      %c8 = arith.constant 8 : index
+      gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1)
+                 threads(%tx, %ty, %tz) in (%a = %c8, %b = %c1, %c = %c1) {
+        %v = memref.load %m[%tx] : memref<4xf32>
+        gpu.terminator
+      }
+      return
+    }"""
+    divergent = """
+    func.func @main(%m: memref<64xf32>) {
+      %c1 = arith.constant 1 : index
+      %c64 = arith.constant 64 : index
+      %c32 = arith.constant 32 : index
+      gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1)
+                 threads(%tx, %ty, %tz) in (%a = %c64, %b = %c1, %c = %c1) {
+        %low = arith.cmpi ult, %tx, %c32 : index
+        scf.if %low {
+          gpu.barrier
+        }
+        %f = arith.constant 1.0 : f32
+        %s, %ok = gpu.shuffle xor %f, %c1_i32, %c32_i32 : f32
+        gpu.terminator
+      }
+      return
+    }""".replace("%c1_i32", "%o").replace("%c32_i32", "%w")
+    divergent = divergent.replace(
+        "%low = arith.cmpi",
+        "%o = arith.constant 1 : i32\n        %w = arith.constant 32 : i32\n        %low = arith.cmpi",
+    )
+    with dialects.get_context():
+        module = ir.Module.parse(oob)
+        with pytest.raises(
+            InterpretError, match=r"memref.load at \[4\] outside a memref of shape \[4\]"
+        ):
+            run_function(module.operation, "main", np.zeros(4, np.float32))
+        module = ir.Module.parse(divergent)
+        with pytest.raises(
+            InterpretError, match="a barrier that not every thread of the block reaches"
+        ):
+            run_function(module.operation, "main", np.zeros(64, np.float32))
