@@ -160,6 +160,8 @@ def cuda_stages(target: Target) -> "Stages":
             "convert-index-to-llvm",
             "canonicalize",
             "cse",
+            # tensor-core fragments: 2-D vectors -> 1-D, nvgpu.mma.sync -> nvvm.mma.sync
+            "gpu.module(convert-nvgpu-to-nvvm)",
             # math.exp/tanh/erf -> libdevice (__nv_expf...), linked in by gpu-module-to-binary
             "gpu.module(convert-gpu-to-nvvm,canonicalize,cse,reconcile-unrealized-casts)",
         ]),  # fmt: skip

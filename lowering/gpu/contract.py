@@ -31,7 +31,7 @@ import math as pymath
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, gpu, math, memref, scf
+from mlir.dialects import arith, gpu, math, memref, nvgpu, scf, vector
 
 from lowering.gpu import emit
 from lowering.registry import PassError, register_pass
@@ -59,10 +59,12 @@ class Config:
     tm: int
     tn: int
     bk: int = 8
+    mma: bool = False  # tensor cores: TM x TN is one warp's tile of 16x8x16 mma.sync steps
 
     @property
     def threads(self) -> int:
-        return (self.bm // self.tm) * (self.bn // self.tn)
+        tiles = (self.bm // self.tm) * (self.bn // self.tn)
+        return tiles * WARP if self.mma else tiles
 
 
 # Largest first: `choose` takes, among those giving MANY_BLOCKS blocks, the one computing the
@@ -72,6 +74,13 @@ CONFIGS = (
     Config("64x64/4x4", 64, 64, 4, 4),
     Config("32x32/2x2", 32, 32, 2, 2),
 )
+# Tensor cores (16-bit operands, float32 accumulators): 8 warps of 64x32, or 4 of 32x32.
+MMA_CONFIGS = (
+    Config("mma128x128/64x32", 128, 128, 64, 32, bk=32, mma=True),
+    Config("mma64x64/32x32", 64, 64, 32, 32, bk=32, mma=True),
+)
+WARP = 32
+MMA_PAD = 8  # shared rows of 16-bit elements padded by 16 bytes
 
 
 @dataclass
@@ -151,7 +160,7 @@ def roles(op: ir.Operation) -> Roles | None:
     return r
 
 
-def choose(r: Roles) -> tuple[Config, int] | None:
+def choose(r: Roles, configs: tuple[Config, ...] = CONFIGS) -> tuple[Config, int] | None:
     """The tile config and the number of K splits: the largest tile that still fills the GPU;
     when even the smallest leaves it half idle and K is long, K is split over more blocks."""
     m, n, batch, k = r.extent(r.m), r.extent(r.n), r.extent(r.batch), r.extent(r.k)
@@ -161,13 +170,29 @@ def choose(r: Roles) -> tuple[Config, int] | None:
     def padded(cfg: Config) -> int:  # outputs computed, edges included
         return -(-m // cfg.bm) * cfg.bm * -(-n // cfg.bn) * cfg.bn
 
-    filling = [c for c in CONFIGS if -(-m // c.bm) * -(-n // c.bn) * batch >= MANY_BLOCKS]
+    filling = [c for c in configs if -(-m // c.bm) * -(-n // c.bn) * batch >= MANY_BLOCKS]
     if filling:  # the least work past the edges (N = 64 takes 64-wide tiles), then the largest
         return min(filling, key=padded), 1
-    cfg = CONFIGS[-1]
+    cfg = configs[-1]
     blocks = -(-m // cfg.bm) * -(-n // cfg.bn) * batch
     splits = min(-(-MANY_BLOCKS // blocks), k // MIN_SPLIT_K, MAX_SPLITS)
     return cfg, max(splits, 1)
+
+
+def tensor_core_operands(op: ir.Operation) -> bool:
+    """`out + extf(a) * extf(b)` with a, b float16 and out float32: what mma.sync m16n8k16
+    computes (products exact in float32, float32 accumulation)."""
+    body = [o.operation for o in op.regions[0].blocks[0].operations]
+    if [o.name for o in body] != [
+        "arith.extf",
+        "arith.extf",
+        "arith.mulf",
+        "arith.addf",
+        "linalg.yield",
+    ]:
+        return False
+    types = [str(ir.ShapedType(v.type).element_type) for v in op.operands]
+    return types == ["f16", "f16", "f32"] and _mul_add_like(op)
 
 
 # -- planning (tensor level) ----------------------------------------------------------------------
@@ -205,7 +230,7 @@ def plan(ops: list[ir.Operation]) -> Plan | None:
         r = roles(ops[c])
         if r is None:
             continue
-        chosen = choose(r)
+        chosen = choose(r, MMA_CONFIGS if tensor_core_operands(ops[c]) else CONFIGS)
         if chosen is None:
             return None
         cfg, splits = chosen
@@ -455,6 +480,175 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int) 
             memref.DeallocOp(partials)
 
 
+def _build_mma(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int) -> None:
+    """The kernel of `_build` on tensor cores: the same block tiles, staging, pipelining,
+    split-K and epilogue, but each warp computes a TM x TN tile with `nvgpu.mma.sync` m16n8k16
+    steps. Fragments are read from shared memory in the PTX layouts: lane (g, t) = (lane / 4,
+    lane % 4) holds A rows g + 8 (r % 2), columns 2t + 8 (r // 2) + e (register r, element e),
+    B rows 2t + 8r + e of column g, and accumulators C rows g + 8r, columns 2t + e."""
+    r = roles(contraction)
+    if r is None:
+        raise PassError("relax-gpu-contract: the tagged op is no longer a contraction", contraction)
+    maps = emit.indexing_maps(contraction)
+    a_val, b_val, c_val = contraction.operands[0], contraction.operands[1], contraction.operands[2]
+    m_total, n_total, k_total = r.extent(r.m), r.extent(r.n), r.extent(r.k)
+    batch_total = r.extent(r.batch)
+    bm, bn, bk, wm, wn, t = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.threads
+    a = _Operand(a_val, maps[0], r.m, r, bm, bk)
+    b = _Operand(b_val, maps[1], r.n, r, bn, bk)
+    acc_type = ir.MemRefType(c_val.type).element_type
+    last_out = epilogue[-1][0].operands[-1] if epilogue else c_val
+    k_span = -(-k_total // splits // bk) * bk
+    tiles_m, tiles_n = wm // 16, wn // 8
+    frag_a = ir.VectorType.get([4, 2], a.elem)
+    frag_b = ir.VectorType.get([2, 2], b.elem)
+    frag_c = ir.VectorType.get([2, 2], acc_type)
+
+    anchor = epilogue[-1][0] if epilogue else contraction
+    emit.defer_deallocs(contraction, anchor)
+    with contraction.location, ir.InsertionPoint(anchor):
+        partials = None
+        if splits > 1:
+            shape = [splits, batch_total, m_total, n_total]
+            partials = memref.AllocOp(ir.MemRefType.get(shape, acc_type), [], []).result
+        grid = [
+            emit.const(-(-n_total // bn)),
+            emit.const(-(-m_total // bm)),
+            emit.const(batch_total * splits),
+        ]
+        sa = emit.shared([bk, bm + MMA_PAD], a.elem)
+        sb = emit.shared([bk, bn + MMA_PAD], b.elem)
+        _, body = emit.launch(grid, t, [sa, sb])
+        smem_a, smem_b = body.arguments[12], body.arguments[13]
+        with ir.InsertionPoint(body):
+            bx, by, bz, tid = (body.arguments[i] for i in range(4))
+            split_idx = emit.rem(bz, splits) if splits > 1 else None
+            batch_lin = emit.div(bz, splits)
+            tile = _Tile(r, batch_lin)
+            m0, n0 = emit.mul(by, bm), emit.mul(bx, bn)
+            warp, lane = emit.div(tid, WARP), emit.rem(tid, WARP)
+            w_m = emit.mul(emit.div(warp, bn // wn), wm)
+            w_n = emit.mul(emit.rem(warp, bn // wn), wn)
+            g, t4 = emit.div(lane, 4), emit.rem(lane, 4)
+            two_t = emit.mul(t4, 2)
+            # block-tile coordinates of this lane's fragment elements
+            a_rows = [
+                [emit.add(emit.add(w_m, g), 16 * i + 8 * h) for h in range(2)]
+                for i in range(tiles_m)
+            ]
+            b_cols = [emit.add(emit.add(w_n, g), 8 * j) for j in range(tiles_n)]
+            c_cols = [
+                [emit.add(emit.add(w_n, two_t), 8 * j + e) for e in range(2)]
+                for j in range(tiles_n)
+            ]
+            c_rows = [
+                [emit.add(emit.add(w_m, g), 16 * i + 8 * h) for h in range(2)]
+                for i in range(tiles_m)
+            ]
+
+            def positions():  # (tile index, register, element, block row, block column)
+                for i in range(tiles_m):
+                    for j in range(tiles_n):
+                        for h in range(2):
+                            for e in range(2):
+                                yield i * tiles_n + j, h, e, c_rows[i][h], c_cols[j][e]
+
+            if partials is not None:
+                starts = {p[:3]: emit.zero(acc_type) for p in positions()}
+            elif init is not None:
+                starts = {p[:3]: init.operands[0] for p in positions()}
+            else:
+                starts = {}
+                for p in positions():
+                    m_lin, n_lin = emit.add(m0, p[3]), emit.add(n0, p[4])
+                    m_in, n_in = emit.bound(m_lin, m_total, bm), emit.bound(n_lin, n_total, bn)
+                    m_lin = emit.select(m_in, m_lin, emit.const(0))
+                    n_lin = emit.select(n_in, n_lin, emit.const(0))
+                    starts[p[:3]] = emit.load(c_val, emit.apply_map(maps[2], tile.at(m_lin, n_lin)))
+            init_vals = [
+                vector.FromElementsOp(
+                    frag_c, [starts[(f, h, e)] for h in range(2) for e in range(2)]
+                ).result
+                for f in range(tiles_m * tiles_n)
+            ]
+
+            stage_a = _Stage(a, tile, "m", tid, t, m0, m_total)
+            stage_b = _Stage(b, tile, "n", tid, t, n0, n_total)
+
+            def fetch(k0):
+                return stage_a.fetch(k0, k_total) + stage_b.fetch(k0, k_total)
+
+            if split_idx is None:
+                lower, upper = emit.const(0), emit.const(k_total)
+            else:
+                lower = arith.MulIOp(split_idx, emit.const(k_span)).result
+                upper = arith.MinUIOp(emit.add(lower, k_span), emit.const(k_total)).result
+            first = fetch(lower)
+            n_a, n_acc = len(stage_a.slots), len(init_vals)
+            loop = scf.ForOp(lower, upper, emit.const(bk), init_vals + first)
+            with ir.InsertionPoint(loop.body):
+                k0 = loop.induction_variable
+                carried = list(loop.inner_iter_args)
+                accs, staged = carried[:n_acc], carried[n_acc:]
+                for (ki, oi), v in zip(stage_a.slots, staged[:n_a]):
+                    memref.StoreOp(v, smem_a, [ki, oi])
+                for (ki, oi), v in zip(stage_b.slots, staged[n_a:]):
+                    memref.StoreOp(v, smem_b, [ki, oi])
+                gpu.BarrierOp()
+                ahead = fetch(emit.add(k0, bk))
+                for kk in range(0, bk, 16):
+                    ks = [emit.add(two_t, kk + 8 * q + e) for q in range(2) for e in range(2)]
+                    frags_a = [
+                        vector.FromElementsOp(
+                            frag_a,
+                            [
+                                emit.load(smem_a, [ks[2 * (q // 2) + e], a_rows[i][q % 2]])
+                                for q in range(4)
+                                for e in range(2)
+                            ],
+                        ).result
+                        for i in range(tiles_m)
+                    ]
+                    frags_b = [
+                        vector.FromElementsOp(
+                            frag_b,
+                            [
+                                emit.load(smem_b, [ks[2 * q + e], b_cols[j]])
+                                for q in range(2)
+                                for e in range(2)
+                            ],
+                        ).result
+                        for j in range(tiles_n)
+                    ]
+                    accs = [
+                        nvgpu.MmaSyncOp(
+                            frag_c, frags_a[i], frags_b[j], accs[i * tiles_n + j], [16, 8, 16]
+                        ).result
+                        for i in range(tiles_m)
+                        for j in range(tiles_n)
+                    ]
+                gpu.BarrierOp()
+                scf.YieldOp(accs + ahead)
+
+            results = list(loop.results)
+            for f, h, e, row, col in positions():
+                m_lin, n_lin = emit.add(m0, row), emit.add(n0, col)
+                inb = emit.both(emit.bound(m_lin, m_total, bm), emit.bound(n_lin, n_total, bn))
+                guard = scf.IfOp(inb) if inb is not None else None
+                with ir.InsertionPoint(guard.then_block) if guard else ir.InsertionPoint.current:
+                    acc = vector.ExtractOp(results[f], [], [h, e]).result
+                    if partials is not None:
+                        memref.StoreOp(acc, partials, [split_idx, batch_lin, m_lin, n_lin])
+                    else:
+                        _store(epilogue, acc, tile.at(m_lin, n_lin), maps, last_out)
+                    if guard:
+                        scf.YieldOp([])
+            gpu.TerminatorOp()
+        if partials is not None:
+            _fold_partials(contraction, init, epilogue, partials, splits, r, maps, last_out)
+            memref.DeallocOp(partials)
+
+
 def _offsets(per_thread: int, block: int, base: ir.Value) -> list[ir.Value]:
     """A thread's rows (or columns) of the block tile: groups of up to 4 adjacent ones, the
     groups spread over the tile, so vector reads of consecutive threads hit distinct banks."""
@@ -564,7 +758,7 @@ def contract_kernels():
         for func_op, ops in emit.tagged_ops(module_op, CONTRACT_ATTR):
             for op in ops:
                 name = ir.StringAttr(op.attributes[CONTRACT_ATTR]).value
-                cfg = next((c for c in CONFIGS if c.name == name), None)
+                cfg = next((c for c in CONFIGS + MMA_CONFIGS if c.name == name), None)
                 if cfg is None:
                     raise PassError(f"relax-gpu-contract: unknown tile config {name!r}", op)
                 init, epilogue = _group(func_op, op)
@@ -573,7 +767,7 @@ def contract_kernels():
                     if SPLIT_ATTR in op.attributes
                     else 1
                 )
-                _build(op, init, epilogue, cfg, splits)
+                (_build_mma if cfg.mma else _build)(op, init, epilogue, cfg, splits)
                 for o in [op, *(e for e, _ in epilogue)] + ([init] if init is not None else []):
                     o.erase()
 

@@ -23,7 +23,8 @@ It is slow (about a microsecond per operation per thread): for tests on small sh
 from __future__ import annotations
 
 import math as pymath
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 from mlir import ir
@@ -319,7 +320,7 @@ def _convert(op, ins, outs):
     if cast is int and not src_int:  # fptosi / fptoui: truncation toward zero
 
         def step(env):
-            env[o] = int(pymath.trunc(float(env[a])))
+            env[o] = pymath.trunc(float(env[a]))
 
     elif cast is int:
 

@@ -70,6 +70,37 @@ def test_matmul_kernel(m, n, k, dtype):
     close(c, a.astype(np.float64) @ b.astype(np.float64), 1e-4 if dtype == "float32" else 2e-3)
 
 
+@pytest.mark.parametrize(
+    "shape, many_blocks, block",
+    [
+        ((2, 40, 72, 48), None, 64),  # batched, ragged M / N / K
+        ((1, 120, 248, 40), 1, 128),  # the large tile, forced (eight warps)
+        ((1, 24, 40, 1024), None, 64),  # split-K over tensor-core partial sums
+    ],
+)
+def test_float16_matmul_on_tensor_cores(monkeypatch, shape, many_blocks, block):
+    """float16 operands, float32 accumulators: warp-level mma.sync m16n8k16 (the fragment
+    layouts of the PTX ISA, interpreted), then the result rounded to float16 once."""
+    from lowering.gpu import contract
+
+    if many_blocks is not None:
+        monkeypatch.setattr(contract, "MANY_BLOCKS", many_blocks)
+    batch, m, n, k = shape
+    rng = np.random.default_rng(3)
+    a = rng.standard_normal((batch, m, k)).astype("float16")
+    b = rng.standard_normal((batch, k, n)).astype("float16")
+    c = np.full((batch, m, n), np.nan, "float16")
+    mod = function(
+        [(a.shape, "float16"), (b.shape, "float16")], lambda bb, x, y: relax.op.matmul(x, y)
+    )
+    lowered = run_on_gpu_model(mod, a, b, c)
+    text = str(lowered.module)
+    assert 'relax.schedule = ["matmul"]' in text and "nvgpu.mma.sync" in text
+    assert text.count("gpu.launch") == (2 if k == 1024 else 1)
+    assert f"memref<32x{block + 8}xf16, #gpu.address_space<workgroup>>" in text  # the tile
+    close(c, a.astype(np.float64) @ b.astype(np.float64), 2e-3)
+
+
 def test_conv_with_bias_relu_epilogue():
     """An implicit-GEMM convolution (stride 2, padding 1) with its bias + relu epilogue."""
     rng = np.random.default_rng(1)
