@@ -25,6 +25,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 RTOL = ATOL = 1e-3  # test_models.py's tolerances (f32 throughout)
+HALF_TOL = 1e-2  # float16 outputs: their own rounding (2^-11) plus a different summation order
 
 
 def kernel_cases() -> dict:
@@ -75,6 +76,19 @@ def kernel_cases() -> dict:
             lambda: [torch.randn(2, 5, 17, 17)],
         ),
         "k_conv_1x1": (seq(nn.Conv2d(16, 32, 1)), lambda: [torch.randn(2, 16, 9, 9)]),
+        # float16 on tensor cores (mma.sync): ragged tiles, batched, and split-K
+        "k_bmm_f16_mma": (
+            Bmm,
+            lambda: [torch.randn(3, 70, 45).half(), torch.randn(3, 45, 90).half()],
+        ),
+        "k_matmul_f16_mma_large": (
+            Bmm,
+            lambda: [torch.randn(1, 1000, 512).half(), torch.randn(1, 512, 1200).half()],
+        ),
+        "k_matmul_f16_mma_split_k": (
+            Bmm,
+            lambda: [torch.randn(1, 24, 2048).half(), torch.randn(1, 2048, 40).half()],
+        ),
     }
 
 
@@ -122,7 +136,13 @@ def run_one(libs: Path, name: str) -> str:
     for i, (g, w) in enumerate(zip(got, outs)):
         assert g.device == dev, f"output {i} is on {g.device}"
         g = g.numpy()
-        if g.shape != w.shape or not np.allclose(g, w, rtol=RTOL, atol=ATOL):
+        if w.dtype == np.float16:  # relative to the output's scale
+            rtol = HALF_TOL
+            atol = HALF_TOL * max(1.0, float(np.abs(w.astype(np.float32)).max(initial=0)))
+        else:
+            rtol, atol = RTOL, ATOL
+        same = g.shape == w.shape
+        if not same or not np.allclose(g.astype(np.float32), w.astype(np.float32), rtol=rtol, atol=atol):
             err = np.max(np.abs(g - w)) if g.shape == w.shape else f"shape {g.shape} vs {w.shape}"
             problems.append(f"output {i}: max |err| {err}")
     return "; ".join(problems)
