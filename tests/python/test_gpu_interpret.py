@@ -101,29 +101,28 @@ def test_float16_matmul_on_tensor_cores(monkeypatch, shape, many_blocks, block):
     close(c, a.astype(np.float64) @ b.astype(np.float64), 2e-3)
 
 
-def test_conv_with_bias_relu_epilogue():
-    """An implicit-GEMM convolution (stride 2, padding 1) with its bias + relu epilogue."""
+@pytest.mark.parametrize("dtype", ["float32", "float16"])
+def test_conv_with_bias_relu_epilogue(dtype):
+    """An implicit-GEMM convolution (stride 2, padding 1) with its bias + relu epilogue; in
+    float16 on tensor cores (float32 accumulators)."""
     rng = np.random.default_rng(1)
-    x = rng.standard_normal((2, 3, 9, 11)).astype("float32")
-    w = rng.standard_normal((5, 3, 3, 3)).astype("float32")
-    bias = rng.standard_normal((1, 5, 1, 1)).astype("float32")
+    x = rng.standard_normal((2, 3, 9, 11)).astype(dtype)
+    w = rng.standard_normal((5, 3, 3, 3)).astype(dtype)
+    bias = rng.standard_normal((1, 5, 1, 1)).astype(dtype)
 
     def body(bb, xv, wv, bv):
         conv = bb.emit(relax.op.nn.conv2d(xv, wv, strides=2, padding=1))
         return relax.op.nn.relu(bb.emit(relax.op.add(conv, bv)))
 
-    out = np.full((2, 5, 5, 6), np.nan, np.float32)
-    run_on_gpu_model(
-        function([(x.shape, "float32"), (w.shape, "float32"), (bias.shape, "float32")], body),
-        x,
-        w,
-        bias,
-        out,
-    )
+    out = np.full((2, 5, 5, 6), np.nan, dtype)
+    mod = function([(x.shape, dtype), (w.shape, dtype), (bias.shape, dtype)], body)
+    text = str(run_on_gpu_model(mod, x, w, bias, out).module)
+    assert ("nvgpu.mma.sync" in text) == (dtype == "float16")
     import torch
 
-    ref = torch.nn.functional.conv2d(torch.from_numpy(x), torch.from_numpy(w), stride=2, padding=1)
-    close(out, np.maximum(ref.numpy() + bias, 0), 1e-4)
+    x64, w64 = torch.from_numpy(x.astype(np.float64)), torch.from_numpy(w.astype(np.float64))
+    ref = torch.nn.functional.conv2d(x64, w64, stride=2, padding=1).numpy()
+    close(out, np.maximum(ref + bias.astype(np.float64), 0), 1e-4 if dtype == "float32" else 2e-3)
 
 
 def test_row_kernels_and_transpose():

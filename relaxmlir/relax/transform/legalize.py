@@ -52,7 +52,7 @@ COMPUTE_IN_F32 = {
 }  # fmt: skip
 _HALF = ("f16", "bf16")
 # ... except these on cuda, whose kernels read 16-bit operands and accumulate in float32.
-HALF_OPERANDS_ON_CUDA = {rx.mlir_op_name("relax.matmul")}
+HALF_OPERANDS_ON_CUDA = {rx.mlir_op_name(n) for n in ("relax.matmul", "relax.nn.conv2d")}
 
 
 def _is_half(t: ir.Type) -> bool:
@@ -211,9 +211,9 @@ class Legalizer:
         return self.legalize(cast)[0]
 
     def _legalize_f32_accumulate(self, op: ir.Operation) -> list[ir.Value]:
-        """A matmul of 16-bit floats on cuda: the operands stay 16-bit (the kernel reads half
-        the bytes; tensor cores take them as they are), the products accumulate in float32
-        (`out_dtype`), and a 16-bit result is cast back once."""
+        """A matmul or convolution of 16-bit floats on cuda: the operands stay 16-bit (the
+        kernel reads half the bytes; tensor cores take them as they are), the products
+        accumulate in float32 (`out_dtype`), and a 16-bit result is cast back once."""
         (result,) = op.results
         with ir.InsertionPoint(op), op.location:
             f32 = ir.F32Type.get()
