@@ -28,7 +28,7 @@ bufferization, in place of the tagged ops.
 from __future__ import annotations
 
 import math as pymath
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlir import ir
 from mlir.dialects import arith, gpu, math, memref, nvgpu, scf, vector
@@ -40,6 +40,7 @@ from lowering.schedule.common import is_mul_add
 CONTRACT_ATTR = "relax.gpu_contract"  # on the contraction: its config name
 INIT_ATTR = "relax.gpu_contract_init"  # on the fill whose constant starts the accumulators
 EPILOGUE_ATTR = "relax.gpu_contract_epilogue"  # on each consumer: [position, chained operand]
+PAD_ATTR = "relax.gpu_contract_pad"  # on the fill and the copy that pad an input: its position
 
 PAD = 4  # shared rows padded by 4 elements: column-wise stores hit distinct banks (BK = 8)
 GEMV_ROWS = 4  # = schedule.GEMV_MAX_ROWS (schedule.py imports this module): the GEMV rule's
@@ -221,6 +222,7 @@ class Plan:
     epilogue: list[tuple[int, int]]  # (op index, operand that carries the running value)
     config: Config
     splits: int = 1
+    pads: list[tuple[int, int, int]] = field(default_factory=list)  # (input, fill, copy) ops
 
 
 def plan(ops: list[ir.Operation]) -> Plan | None:
@@ -252,8 +254,58 @@ def plan(ops: list[ir.Operation]) -> Plan | None:
                 break
             epilogue.append((nxt, slots[0]))
             value = cand.results[0]
-        return Plan(c, init, epilogue, cfg, splits)
+        pads = [p for p in (_padding(ops, op, i) for i in (0, 1)) if p is not None]
+        return Plan(c, init, epilogue, cfg, splits, pads)
     return None
+
+
+def _padding(ops: list[ir.Operation], contraction: ir.Operation, i: int):
+    """(input, fill, copy) when input `i` of the contraction is a padded copy of another tensor
+    and read by nothing else: `insert_slice(copy(src) into extract_slice(fill(c))) into
+    fill(c)` at static offsets, unit strides (what topi's pad becomes). The kernel then reads
+    `src` at the shifted index, and `c` outside it: no padded buffer, no fill or copy kernel."""
+    ins = contraction.operands[i].owner
+    if not isinstance(ins, (ir.Operation, ir.OpView)) or ins.name != "tensor.insert_slice":
+        return None
+    ins = ins.operation
+    if len(ins.operands) != 2 or len(list(ins.results[0].uses)) != 1:
+        return None  # dynamic offsets / sizes / strides, or another reader of the padded value
+    if any(v != 1 for v in ir.DenseI64ArrayAttr(ins.attributes["static_strides"])):
+        return None
+    copy, fill = ins.operands[0].owner, ins.operands[1].owner
+    if not all(isinstance(o, (ir.Operation, ir.OpView)) for o in (copy, fill)):
+        return None
+    copy, fill = copy.operation, fill.operation
+    at = {
+        name: next((k for k, o in enumerate(ops) if o == op), None)
+        for name, op in (("copy", copy), ("fill", fill))
+    }
+    if at["copy"] is None or at["fill"] is None or not emit.is_fill(fill):
+        return None
+    if (
+        copy.name != "linalg.generic"
+        or len(copy.operands) != 2
+        or not _elementwise(copy, _shape(copy))
+    ):
+        return None
+    body = [o.operation for o in copy.regions[0].blocks[0].operations]
+    if len(body) != 1 or body[0].operands[0] != copy.regions[0].blocks[0].arguments[0]:
+        return None  # not a plain copy
+    window = copy.operands[1].owner
+    if not isinstance(window, (ir.Operation, ir.OpView)) or window.name != "tensor.extract_slice":
+        return None
+    window = window.operation
+    if window.operands[0] != fill.results[0] or len(window.operands) != 1:
+        return None
+    if str(window.attributes["static_offsets"]) != str(ins.attributes["static_offsets"]):
+        return None
+    if len([u for u in fill.results[0].uses]) != 2 or len(list(copy.results[0].uses)) != 1:
+        return None
+    return i, at["fill"], at["copy"]
+
+
+def _shape(op: ir.Operation) -> list[int]:
+    return ir.ShapedType(op.results[0].type).shape
 
 
 def _elementwise(op: ir.Operation, shape: list[int]) -> bool:
@@ -284,6 +336,11 @@ def tag(ops: list[ir.Operation], p: Plan) -> list[int]:
     for pos, (i, slot) in enumerate(p.epilogue):
         ops[i].attributes[EPILOGUE_ATTR] = ir.DenseI64ArrayAttr.get([pos, slot], ctx)
         members.append(i)
+    i64 = ir.IntegerType.get_signless(64, ctx)
+    for operand, fill, copy in p.pads:
+        for i in (fill, copy):
+            ops[i].attributes[PAD_ATTR] = ir.IntegerAttr.get(i64, operand)
+            members.append(i)
     return members
 
 
@@ -322,6 +379,94 @@ class _Operand:
         # walk the operand's own loops fastest unless only K indexes its contiguous axis
         self.own_fastest = (bool(own) and own[-1] in last) or not (r.k and r.k[-1] in last)
         self.elem = ir.MemRefType(value.type).element_type
+        self.pad: _Pad | None = None
+
+    def read(self, dims: list[ir.Value]) -> ir.Value:
+        """The element at loop indices `dims`: a load, or through the padding (`_Pad`)."""
+        at = emit.apply_map(self.map, dims)
+        if self.pad is None:
+            return emit.load(self.value, at)
+        p, inside, shifted = self.pad, None, []
+        for i, lo, n, full in zip(at, p.offsets, p.shape, p.padded):
+            j = arith.SubIOp(i, emit.const(lo)).result if lo else i
+            if lo or n != full:  # unsigned: also false where j < 0
+                inside = emit.both(inside, emit.less(j, n))
+            shifted.append(j)
+        if inside is None:
+            return emit.load(p.source, shifted)
+        shifted = [emit.select(inside, j, emit.const(0)) for j in shifted]
+        return emit.select(inside, emit.load(p.source, shifted), p.value)
+
+
+@dataclass
+class _Pad:
+    """An input read through its padding: `source` sits at `offsets` in a `padded`-shaped
+    buffer filled with `value` (which the kernel never materializes)."""
+
+    source: ir.Value
+    offsets: list[int]
+    shape: list[int]
+    padded: list[int]
+    value: ir.Value
+
+
+def _erase_if_unread(buffer: ir.Value) -> None:
+    alloc = buffer.owner
+    users = [u.owner for u in buffer.uses]
+    if isinstance(alloc, ir.Block) or alloc.name != "memref.alloc":
+        return
+    if all(u.name == "memref.dealloc" for u in users):
+        for u in users:
+            u.erase()
+        alloc.operation.erase()
+
+
+def _take_pads(func_op: ir.Operation, contraction: ir.Operation) -> dict[int, _Pad]:
+    """The padded inputs of `contraction` (tagged with PAD_ATTR by `plan`): their fill, copy,
+    window and buffer are erased, the kernel reads the source instead."""
+    out: dict[int, _Pad] = {}
+    for i in (0, 1):
+        block_ops = [o.operation for o in func_op.regions[0].blocks[0].operations]
+        buffer = contraction.operands[i]
+        tagged = [
+            o for o in block_ops
+            if PAD_ATTR in o.attributes and ir.IntegerAttr(o.attributes[PAD_ATTR]).value == i
+        ]  # fmt: skip
+        fill = next((o for o in tagged if emit.is_fill(o) and o.operands[1] == buffer), None)
+        if fill is None:
+            continue
+        # the copy into the window: the tagged linalg copy, or the memref.copy that
+        # bufferization made of it
+        copy = window = None
+        for o in block_ops:
+            target = (
+                o.operands[1]
+                if o.name in ("memref.copy", "linalg.generic") and len(o.operands) == 2
+                else None
+            )
+            owner = target.owner if target is not None else None
+            is_window = (
+                isinstance(owner, (ir.Operation, ir.OpView)) and owner.name == "memref.subview"
+            )
+            if (
+                is_window
+                and owner.operands[0] == buffer
+                and (o.name == "memref.copy" or o in tagged)
+            ):
+                copy, window = o, owner.operation
+        if copy is None or len(window.operands) != 1:
+            raise PassError(
+                "relax-gpu-contract: a padded input lost its shape in bufferization", fill
+            )
+        offsets = list(ir.DenseI64ArrayAttr(window.attributes["static_offsets"]))
+        source = copy.operands[0]
+        out[i] = _Pad(
+            source, offsets, list(ir.MemRefType(source.type).shape),
+            list(ir.MemRefType(buffer.type).shape), fill.operands[0],
+        )  # fmt: skip
+        for o in (copy, window, fill):
+            o.erase()
+    return out
 
 
 class _Tile:
@@ -353,7 +498,7 @@ class _Tile:
         return self.dims(self.split("m", m_lin), self.split("n", n_lin), self.split("k", None))
 
 
-def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int) -> None:
+def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict) -> None:
     r = roles(contraction)
     if r is None:
         raise PassError("relax-gpu-contract: the tagged op is no longer a contraction", contraction)
@@ -364,6 +509,7 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int) 
     bm, bn, bk, tm, tn, t = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.threads
     a = _Operand(a_val, maps[0], r.m, r, bm, bk)
     b = _Operand(b_val, maps[1], r.n, r, bn, bk)
+    a.pad, b.pad = pads.get(0), pads.get(1)
     acc_type = ir.MemRefType(c_val.type).element_type
     last_out = epilogue[-1][0].operands[-1] if epilogue else c_val
     out_dims = [e.position for e in maps[2].results]
@@ -480,7 +626,9 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int) 
             memref.DeallocOp(partials)
 
 
-def _build_mma(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int) -> None:
+def _build_mma(
+    contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict
+) -> None:
     """The kernel of `_build` on tensor cores: the same block tiles, staging, pipelining,
     split-K and epilogue, but each warp computes a TM x TN tile with `nvgpu.mma.sync` m16n8k16
     steps. Fragments are read from shared memory in the PTX layouts: lane (g, t) = (lane / 4,
@@ -496,6 +644,7 @@ def _build_mma(contraction: ir.Operation, init, epilogue, cfg: Config, splits: i
     bm, bn, bk, wm, wn, t = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.threads
     a = _Operand(a_val, maps[0], r.m, r, bm, bk)
     b = _Operand(b_val, maps[1], r.n, r, bn, bk)
+    a.pad, b.pad = pads.get(0), pads.get(1)
     acc_type = ir.MemRefType(c_val.type).element_type
     last_out = epilogue[-1][0].operands[-1] if epilogue else c_val
     k_span = -(-k_total // splits // bk) * bk
@@ -716,7 +865,7 @@ class _Stage:
             k = self.tile.split("k", emit.select(k_in, k_lin, emit.const(0)))
             other = self.tile.split("n" if self.role == "m" else "m", None)
             m, n = (own, other) if self.role == "m" else (other, own)
-            value = emit.load(self.op.value, emit.apply_map(self.op.map, self.tile.dims(m, n, k)))
+            value = self.op.read(self.tile.dims(m, n, k))
             out.append(emit.select(emit.both(own_in, k_in), value, emit.zero(self.op.elem)))
         return out
 
@@ -762,13 +911,17 @@ def contract_kernels():
                 if cfg is None:
                     raise PassError(f"relax-gpu-contract: unknown tile config {name!r}", op)
                 init, epilogue = _group(func_op, op)
+                pads = _take_pads(func_op, op)
                 splits = (
                     ir.IntegerAttr(op.attributes[SPLIT_ATTR]).value
                     if SPLIT_ATTR in op.attributes
                     else 1
                 )
-                (_build_mma if cfg.mma else _build)(op, init, epilogue, cfg, splits)
+                (_build_mma if cfg.mma else _build)(op, init, epilogue, cfg, splits, pads)
+                buffers = [op.operands[i] for i in pads]
                 for o in [op, *(e for e, _ in epilogue)] + ([init] if init is not None else []):
                     o.erase()
+                for buffer in buffers:  # a padded buffer nothing reads any more
+                    _erase_if_unread(buffer)
 
     return run

@@ -29,6 +29,8 @@ from typing import Any
 import numpy as np
 from mlir import ir
 
+from lowering.dense import to_numpy
+
 __all__ = ["InterpretError", "run_function"]
 
 
@@ -112,6 +114,8 @@ class _Function:
             return True, _COLLECTIVES[name](op, ins, outs)
         if name in _ID_OPS:
             return False, _id_op(op, outs, _ID_OPS[name])
+        if name == "memref.get_global":
+            return False, _get_global(self.compiler.module_op)(op, ins, outs)
         make = _LEAF.get(name)
         if make is None:
             raise InterpretError(f"op '{name}' is not interpreted (at {op.location})")
@@ -193,7 +197,7 @@ def _int_binary(fn, signed: bool):
         bits = _bits(op.results[0].type)
 
         def step(env):
-            x, y = env[a], env[b]
+            x, y = int(env[a]), int(env[b])
             if signed:
                 x, y = _signed(x, bits), _signed(y, bits)
             else:
@@ -264,7 +268,7 @@ def _cmpi(op, ins, outs):
     unsigned = pred >= 6
 
     def step(env):
-        x, y = env[a], env[b]
+        x, y = int(env[a]), int(env[b])
         if unsigned:
             x, y = x & _MASK[bits], y & _MASK[bits]
         else:
@@ -323,9 +327,16 @@ def _convert(op, ins, outs):
             env[o] = pymath.trunc(float(env[a]))
 
     elif cast is int:
+        src_bits, dst_bits = _bits(op.operands[0].type), _bits(op.results[0].type)
+        if op.name in ("arith.extui", "arith.index_castui"):
 
-        def step(env):
-            env[o] = int(env[a])
+            def step(env):
+                env[o] = int(env[a]) & _MASK[src_bits]
+
+        else:  # extsi, trunci, index_cast: two's complement at the result's width
+
+            def step(env):
+                env[o] = _signed(int(env[a]), dst_bits) if dst_bits > 1 else int(env[a]) & 1
 
     else:
 
@@ -395,6 +406,71 @@ def _alloc(op, ins, outs):
         shape = [next(sizes) if s == ir.ShapedType.get_dynamic_size() else s for s in t.shape]
         fill = np.nan if elem is not int else 0
         env[o] = np.full(shape, fill, dtype=elem if elem is not int else np.int64)
+
+    return step
+
+
+def _get_global(module_op: ir.Operation):
+    def make(op, ins, outs):
+        (o,) = outs
+        name = ir.FlatSymbolRefAttr(op.attributes["name"]).value
+        glob = next(
+            (
+                g.operation
+                for g in module_op.regions[0].blocks[0].operations
+                if g.operation.name == "memref.global"
+                and ir.StringAttr(g.attributes["sym_name"]).value == name
+            ),
+            None,
+        )
+        if glob is None or "initial_value" not in glob.attributes:
+            raise InterpretError(f"memref.get_global @{name}: no initialized memref.global")
+        shape = ir.MemRefType(op.results[0].type).shape
+        value = np.array(to_numpy(glob.attributes["initial_value"])).reshape(shape)
+
+        def step(env):
+            env[o] = value
+
+        return step
+
+    return make
+
+
+def _affine(e: ir.AffineExpr, n_dims: int) -> Callable:
+    """An affine expression as a function of the operand list (dims, then symbols)."""
+    if isinstance(e, ir.AffineDimExpr):
+        at = e.position
+        return lambda v: v[at]
+    if isinstance(e, ir.AffineSymbolExpr):
+        at = n_dims + e.position
+        return lambda v: v[at]
+    if isinstance(e, ir.AffineConstantExpr):
+        c = e.value
+        return lambda v: c
+    lhs, rhs = _affine(e.lhs, n_dims), _affine(e.rhs, n_dims)
+    if isinstance(e, ir.AffineAddExpr):
+        return lambda v: lhs(v) + rhs(v)
+    if isinstance(e, ir.AffineMulExpr):
+        return lambda v: lhs(v) * rhs(v)
+    if isinstance(e, ir.AffineModExpr):
+        return lambda v: lhs(v) % rhs(v)
+    if isinstance(e, ir.AffineFloorDivExpr):
+        return lambda v: lhs(v) // rhs(v)
+    if isinstance(e, ir.AffineCeilDivExpr):
+        return lambda v: -(-lhs(v) // rhs(v))
+    raise InterpretError(f"affine expression {e} is not interpreted")
+
+
+def _affine_apply(op, ins, outs):
+    amap = ir.AffineMapAttr(op.attributes["map"]).value
+    fns = [_affine(e, amap.n_dims) for e in amap.results]
+    pick = {"affine.apply": None, "affine.min": min, "affine.max": max}[op.name]
+    (o,) = outs
+
+    def step(env):
+        vals = [int(env[i]) for i in ins]
+        results = [f(vals) for f in fns]
+        env[o] = results[0] if pick is None else pick(results)
 
     return step
 
@@ -574,6 +650,9 @@ _LEAF: dict[str, Callable] = {
     "math.ceil": _typed_unary(pymath.ceil),
     "math.sin": _typed_unary(pymath.sin),
     "math.cos": _typed_unary(pymath.cos),
+    "affine.apply": _affine_apply,
+    "affine.min": _affine_apply,
+    "affine.max": _affine_apply,
     "memref.load": _load,
     "vector.load": _load,
     "memref.store": _store,

@@ -308,6 +308,7 @@ TEMPLATE_ATTRS = (
     contract.CONTRACT_ATTR,
     contract.INIT_ATTR,
     contract.EPILOGUE_ATTR,
+    contract.PAD_ATTR,
     rows.ROWS_ATTR,
     transpose.TRANSPOSE_ATTR,
 )

@@ -103,8 +103,8 @@ def test_float16_matmul_on_tensor_cores(monkeypatch, shape, many_blocks, block):
 
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_conv_with_bias_relu_epilogue(dtype):
-    """An implicit-GEMM convolution (stride 2, padding 1) with its bias + relu epilogue; in
-    float16 on tensor cores (float32 accumulators)."""
+    """An implicit-GEMM convolution (stride 2, padding 1) with its bias + relu epilogue, the
+    padding folded into the image loads; in float16 on tensor cores (float32 accumulators)."""
     rng = np.random.default_rng(1)
     x = rng.standard_normal((2, 3, 9, 11)).astype(dtype)
     w = rng.standard_normal((5, 3, 3, 3)).astype(dtype)
@@ -118,6 +118,8 @@ def test_conv_with_bias_relu_epilogue(dtype):
     mod = function([(x.shape, dtype), (w.shape, dtype), (bias.shape, dtype)], body)
     text = str(run_on_gpu_model(mod, x, w, bias, out).module)
     assert ("nvgpu.mma.sync" in text) == (dtype == "float16")
+    # the padding is read through (zeros outside the image): one kernel, no padded buffer
+    assert text.count("gpu.launch") == 1 and "memref.alloc" not in text
     import torch
 
     x64, w64 = torch.from_numpy(x.astype(np.float64)), torch.from_numpy(w.astype(np.float64))
@@ -194,3 +196,24 @@ def test_interpreter_reports_out_of_bounds_and_divergent_barriers():
             InterpretError, match="a barrier that not every thread of the block reaches"
         ):
             run_function(module.operation, "main", np.zeros(64, np.float32))
+
+
+@pytest.mark.parametrize("name", ["resnet", "gpt_block", "mobilenet_v2_block_s2"])
+def test_model_networks(name):
+    """Networks of test_models.py (the ones gpu_models_check.py runs on a GPU) on the
+    interpreted kernels: padded convolutions read through their padding, batch norm, residual
+    adds, depthwise stride-2 convolutions, attention, softmax, layer norm, GELU."""
+    import torch
+    from test_models import MODELS
+
+    from relaxmlir.frontend import from_exported_program
+
+    make, inputs = MODELS[name]
+    torch.manual_seed(0)
+    model, args = make().eval(), inputs()
+    mod = from_exported_program(torch.export.export(model, tuple(args)))
+    with torch.no_grad():
+        want = model(*args).numpy()
+    got = np.full(want.shape, np.nan, want.dtype)
+    run_on_gpu_model(mod, *[a.numpy() for a in args], got)
+    close(got, want.astype(np.float64), 1e-4)
