@@ -665,8 +665,9 @@ def _build_mma(
             emit.const(-(-m_total // bm)),
             emit.const(batch_total * splits),
         ]
-        sa = emit.shared([bk, bm + MMA_PAD], a.elem)
-        sb = emit.shared([bk, bn + MMA_PAD], b.elem)
+        # K runs along the shared rows: a fragment's 8x8 pieces are 16-byte rows (ldmatrix)
+        sa = emit.shared([bm, bk + MMA_PAD], a.elem)
+        sb = emit.shared([bn, bk + MMA_PAD], b.elem)
         _, body = emit.launch(grid, t, [sa, sb])
         smem_a, smem_b = body.arguments[12], body.arguments[13]
         with ir.InsertionPoint(body):
@@ -680,12 +681,16 @@ def _build_mma(
             w_n = emit.mul(emit.rem(warp, bn // wn), wn)
             g, t4 = emit.div(lane, 4), emit.rem(lane, 4)
             two_t = emit.mul(t4, 2)
-            # block-tile coordinates of this lane's fragment elements
-            a_rows = [
-                [emit.add(emit.add(w_m, g), 16 * i + 8 * h) for h in range(2)]
-                for i in range(tiles_m)
-            ]
-            b_cols = [emit.add(emit.add(w_n, g), 8 * j) for j in range(tiles_n)]
+            # ldmatrix: lane l gives the address of row l % 8 of 8x8 piece l // 8; the pieces of
+            # an A fragment are (rows 0-7 | 8-15) x (K 0-7 | 8-15), column-major; of a B
+            # fragment, K 0-7 and 8-15 of the tile's 8 columns
+            piece, row8 = emit.div(lane, 8), emit.rem(lane, 8)
+            a_row = emit.add(emit.mul(emit.rem(piece, 2), 8), row8)
+            a_col = emit.mul(emit.div(piece, 2), 8)
+            b_col = emit.mul(emit.rem(piece, 2), 8)
+            a_rows = [emit.add(emit.add(w_m, a_row), 16 * i) for i in range(tiles_m)]
+            b_rows = [emit.add(emit.add(w_n, row8), 8 * j) for j in range(tiles_n)]
+            # accumulators: lane (g, t) holds rows g + 8h, columns 2t + e of each 16x8 tile
             c_cols = [
                 [emit.add(emit.add(w_n, two_t), 8 * j + e) for e in range(2)]
                 for j in range(tiles_n)
@@ -740,32 +745,21 @@ def _build_mma(
                 carried = list(loop.inner_iter_args)
                 accs, staged = carried[:n_acc], carried[n_acc:]
                 for (ki, oi), v in zip(stage_a.slots, staged[:n_a]):
-                    memref.StoreOp(v, smem_a, [ki, oi])
+                    memref.StoreOp(v, smem_a, [oi, ki])
                 for (ki, oi), v in zip(stage_b.slots, staged[n_a:]):
-                    memref.StoreOp(v, smem_b, [ki, oi])
+                    memref.StoreOp(v, smem_b, [oi, ki])
                 gpu.BarrierOp()
                 ahead = fetch(emit.add(k0, bk))
                 for kk in range(0, bk, 16):
-                    ks = [emit.add(two_t, kk + 8 * q + e) for q in range(2) for e in range(2)]
                     frags_a = [
-                        vector.FromElementsOp(
-                            frag_a,
-                            [
-                                emit.load(smem_a, [ks[2 * (q // 2) + e], a_rows[i][q % 2]])
-                                for q in range(4)
-                                for e in range(2)
-                            ],
+                        nvgpu.LdMatrixOp(
+                            frag_a, smem_a, [a_rows[i], emit.add(a_col, kk)], False, 4
                         ).result
                         for i in range(tiles_m)
                     ]
                     frags_b = [
-                        vector.FromElementsOp(
-                            frag_b,
-                            [
-                                emit.load(smem_b, [ks[2 * q + e], b_cols[j]])
-                                for q in range(2)
-                                for e in range(2)
-                            ],
+                        nvgpu.LdMatrixOp(
+                            frag_b, smem_b, [b_rows[j], emit.add(b_col, kk)], False, 2
                         ).result
                         for j in range(tiles_n)
                     ]

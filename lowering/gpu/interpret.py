@@ -3,11 +3,12 @@ CUDA target's kernel templates on machines without a GPU.
 
 The input is the module after the CUDA pipeline's "map" stage (`map_stage`): functions on
 memrefs whose kernels are `gpu.launch` regions of scf / arith / math / memref / vector ops,
-barriers, warp shuffles and warp-level `nvgpu.mma.sync`. Every block of the grid runs in turn;
+barriers, warp shuffles and warp-level `nvgpu.ldmatrix` / `nvgpu.mma.sync`. Every block of the grid runs in turn;
 its threads are Python generators that run until they reach a barrier or a warp collective,
-where they wait for the others (a barrier for every live thread of the block, a shuffle or an
-mma for the 32 lanes of the warp). Collectives follow the PTX ISA: `shfl.sync` lane selection,
-and the m16n8k16 fragment layouts of `mma.sync` (A: register r of lane (g, t) = 4 * g + t holds
+where they wait for the others (a barrier for every thread of the block, a shuffle, ldmatrix
+or mma for the 32 lanes of the warp). Collectives follow the PTX ISA: `shfl.sync` lane selection,
+`ldmatrix` (lanes 8q..8q+7 address the rows of 8x8 piece q; lane (g, t) receives row g,
+columns 2t, 2t+1 of each piece), and the m16n8k16 fragment layouts of `mma.sync` (A: register r of lane (g, t) = 4 * g + t holds
 row g + 8 (r % 2), columns 2t + 8 (r // 2) + {0, 1}; B: rows 2t + 8r + {0, 1} of column g;
 C: row g + 8r, columns 2t + {0, 1}).
 
@@ -40,7 +41,7 @@ class InterpretError(Exception):
 
 _DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
 _MASK = {1: 1, 8: 0xFF, 16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
-_BARRIER, _SHUFFLE, _MMA = "barrier", "shuffle", "mma"
+_BARRIER, _SHUFFLE, _MMA, _LDMATRIX = "barrier", "shuffle", "mma", "ldmatrix"
 
 
 def _np_type(t: ir.Type):
@@ -816,7 +817,24 @@ def _mma(op, ins, outs):
     return run
 
 
-_COLLECTIVES = {"gpu.barrier": _barrier, "gpu.shuffle": _shuffle, "nvgpu.mma.sync": _mma}
+def _ldmatrix(op, ins, outs):
+    m, idx, (o,) = ins[0], ins[1:], outs
+    tiles = ir.IntegerAttr(op.attributes["numTiles"]).value
+    transpose = ir.BoolAttr(op.attributes["transpose"]).value
+    shape = ir.VectorType(op.results[0].type).shape
+
+    def run(env):
+        env[o] = yield (_LDMATRIX, env[m], tuple(env[i] for i in idx), tiles, transpose, shape)
+
+    return run
+
+
+_COLLECTIVES = {
+    "gpu.barrier": _barrier,
+    "gpu.shuffle": _shuffle,
+    "nvgpu.mma.sync": _mma,
+    "nvgpu.ldmatrix": _ldmatrix,
+}
 
 
 def _shuffle_warp(reqs: dict[int, tuple]) -> dict[int, tuple]:
@@ -864,6 +882,30 @@ def _mma_warp(reqs: dict[int, tuple]) -> dict[int, Any]:
     return out
 
 
+def _ldmatrix_warp(reqs: dict[int, tuple]) -> dict[int, Any]:
+    """ldmatrix: lanes 8q .. 8q + 7 give the rows of 8x8 piece q (8 consecutive 16-bit elements
+    from their address); lane (g, t) receives elements (g, 2t), (g, 2t + 1) of every piece (of
+    its transpose with .trans)."""
+    if sorted(reqs) != list(range(32)):
+        raise InterpretError("nvgpu.ldmatrix reached by only some lanes of a warp")
+    tiles, transpose, shape = reqs[0][3], reqs[0][4], reqs[0][5]
+    pieces = []
+    for q in range(tiles):
+        rows = []
+        for lane in range(8 * q, 8 * q + 8):
+            arr, at = reqs[lane][1], reqs[lane][2]
+            _check(arr, at[:-1] + (at[-1] + 7,), "nvgpu.ldmatrix row")
+            rows.append(arr[at[:-1] + (slice(at[-1], at[-1] + 8),)])
+        piece = np.stack(rows)
+        pieces.append(piece.T if transpose else piece)
+    out = {}
+    for lane in reqs:
+        g, t = lane // 4, lane % 4
+        frag = np.stack([p[g, 2 * t : 2 * t + 2] for p in pieces]).reshape(shape)
+        out[lane] = frag
+    return out
+
+
 def _schedule(threads: list, where: str) -> None:
     """Run one block's threads to completion, meeting at barriers and warp collectives."""
     waiting: dict[int, tuple] = {}
@@ -892,7 +934,8 @@ def _schedule(threads: list, where: str) -> None:
             if kind == _BARRIER:
                 continue
             reqs = {i - 32 * w: waiting[i] for i in lanes}
-            results = _shuffle_warp(reqs) if kind == _SHUFFLE else _mma_warp(reqs)
+            warp_op = {_SHUFFLE: _shuffle_warp, _MMA: _mma_warp, _LDMATRIX: _ldmatrix_warp}[kind]
+            results = warp_op(reqs)
             for lane, value in results.items():
                 advance(32 * w + lane, value)
             progressed = True

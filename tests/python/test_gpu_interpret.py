@@ -79,8 +79,9 @@ def test_matmul_kernel(m, n, k, dtype):
     ],
 )
 def test_float16_matmul_on_tensor_cores(monkeypatch, shape, many_blocks, block):
-    """float16 operands, float32 accumulators: warp-level mma.sync m16n8k16 (the fragment
-    layouts of the PTX ISA, interpreted), then the result rounded to float16 once."""
+    """float16 operands, float32 accumulators: fragments loaded by ldmatrix, warp-level
+    mma.sync m16n8k16 (both as the PTX ISA defines them, interpreted), then the result rounded
+    to float16 once."""
     from lowering.gpu import contract
 
     if many_blocks is not None:
@@ -97,7 +98,8 @@ def test_float16_matmul_on_tensor_cores(monkeypatch, shape, many_blocks, block):
     text = str(lowered.module)
     assert 'relax.schedule = ["matmul"]' in text and "nvgpu.mma.sync" in text
     assert text.count("gpu.launch") == (2 if k == 1024 else 1)
-    assert f"memref<32x{block + 8}xf16, #gpu.address_space<workgroup>>" in text  # the tile
+    assert f"memref<{block}x40xf16, #gpu.address_space<workgroup>>" in text  # the tile, K rows
+    assert "nvgpu.ldmatrix" in text  # fragments: one ldmatrix per A (x4) and B (x2) fragment
     close(c, a.astype(np.float64) @ b.astype(np.float64), 2e-3)
 
 
