@@ -96,3 +96,50 @@ func.func private @split(%x: memref<64x1024xf32>, %w: memref<1024x64xf32>, %out:
   }
   return
 }
+
+// A convolution (padding 1) whose input is padded as topi writes it and bufferization leaves
+// it: a zero-filled buffer and a copy of the image into its interior window. The kernel reads
+// the image itself at the shifted index (y - 1, x - 1; one unsigned compare per padded axis
+// covers both edges) and the fill's value outside it: the buffer, the fill and the copy are gone.
+// CHECK-LABEL: func.func private @padded_conv
+// CHECK-NOT: memref.alloc
+// CHECK-NOT: memref.copy
+// CHECK: gpu.launch
+// CHECK: %[[Y:.+]] = arith.subi %{{.+}}, %c1
+// CHECK: %[[INY:.+]] = arith.cmpi ult, %[[Y]], %c6
+// CHECK: %[[X:.+]] = arith.subi %{{.+}}, %c1
+// CHECK: %[[INX:.+]] = arith.cmpi ult, %[[X]], %c6
+// CHECK: %[[IN:.+]] = arith.andi %[[INY]], %[[INX]]
+// CHECK: %[[V:.+]] = memref.load %arg0[
+// CHECK: arith.select %[[IN]], %[[V]], %cst
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.
+// CHECK-NOT: memref.dealloc
+// CHECK: return
+#pad_scalar = affine_map<(d0, d1, d2, d3) -> ()>
+#pad_id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#conv_in = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>
+#conv_w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
+#conv_out = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
+func.func private @padded_conv(%arg0: memref<1x4x6x6xf32>, %arg1: memref<8x4x3x3xf32>, %arg2: memref<1x8x6x6xf32>) attributes {relax.prim_func} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x4x8x8xf32>
+  linalg.generic {indexing_maps = [#pad_scalar, #pad_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%cst : f32) outs(%alloc : memref<1x4x8x8xf32>) attrs = {relax.gpu_contract_pad = 0 : i64} {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  %subview = memref.subview %alloc[0, 0, 1, 1] [1, 4, 6, 6] [1, 1, 1, 1] : memref<1x4x8x8xf32> to memref<1x4x6x6xf32, strided<[256, 64, 8, 1], offset: 9>>
+  memref.copy %arg0, %subview : memref<1x4x6x6xf32> to memref<1x4x6x6xf32, strided<[256, 64, 8, 1], offset: 9>>
+  linalg.generic {indexing_maps = [#pad_scalar, #pad_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%cst : f32) outs(%arg2 : memref<1x8x6x6xf32>) attrs = {relax.gpu_contract_init} {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#conv_in, #conv_w, #conv_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%alloc, %arg1 : memref<1x4x8x8xf32>, memref<8x4x3x3xf32>) outs(%arg2 : memref<1x8x6x6xf32>) attrs = {relax.gpu_contract = "32x32/2x2"} {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %0 = arith.mulf %in, %in_0 : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  memref.dealloc %alloc : memref<1x4x8x8xf32>
+  return
+}
