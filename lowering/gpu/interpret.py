@@ -31,6 +31,7 @@ import numpy as np
 from mlir import ir
 
 from lowering.dense import to_numpy
+from relaxmlir.runtime.dtype import np_dtype
 
 __all__ = ["InterpretError", "run_function"]
 
@@ -40,6 +41,10 @@ class InterpretError(Exception):
 
 
 _DTYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+try:
+    _DTYPES["bf16"] = np_dtype("bfloat16").type  # ml_dtypes, where installed
+except TypeError:
+    pass
 _MASK = {1: 1, 8: 0xFF, 16: 0xFFFF, 32: 0xFFFFFFFF, 64: 0xFFFFFFFFFFFFFFFF}
 _BARRIER, _SHUFFLE, _MMA, _LDMATRIX = "barrier", "shuffle", "mma", "ldmatrix"
 
@@ -185,7 +190,8 @@ def _typed_unary(fn):
         cast = _np_type(op.results[0].type)
 
         def step(env):
-            env[o] = cast(fn(float(env[a])))
+            x = float(env[a])
+            env[o] = cast(x if pymath.isnan(x) else fn(x))  # NaN in, NaN out
 
         return step
 
@@ -391,22 +397,43 @@ def _store(op, ins, outs):
     def step(env):
         arr, at = env[m], tuple(env[i] for i in idx)
         _check(arr, at, "memref.store")
-        arr[at] = env[v]
+        value = env[v]
+        if arr.dtype.kind in "iu":  # two's complement at the array's width
+            value = np.array(int(value) & _MASK[8 * arr.dtype.itemsize], np.uint64).astype(
+                arr.dtype
+            )
+        arr[at] = value
 
     return step
+
+
+_INT_ARRAYS = {1: np.bool_, 8: np.int8, 16: np.int16, 32: np.int32, 64: np.int64}
+
+
+def _array_dtype(t: ir.Type):
+    """numpy dtype of a buffer of element type `t` (integers at their width)."""
+    elem = _np_type(t)
+    return _INT_ARRAYS[_bits(t)] if elem is int else elem
+
+
+def _new_buffer(shape, t: ir.Type) -> np.ndarray:
+    dtype = _array_dtype(t)
+    return (
+        np.full(shape, np.nan, dtype)
+        if dtype not in _INT_ARRAYS.values()
+        else np.zeros(shape, dtype)
+    )
 
 
 def _alloc(op, ins, outs):
     (o,) = outs
     t = ir.MemRefType(op.results[0].type)
     dyn = list(ins)
-    elem = _np_type(t.element_type)
 
     def step(env):
         sizes = iter(env[i] for i in dyn)
         shape = [next(sizes) if s == ir.ShapedType.get_dynamic_size() else s for s in t.shape]
-        fill = np.nan if elem is not int else 0
-        env[o] = np.full(shape, fill, dtype=elem if elem is not int else np.int64)
+        env[o] = _new_buffer(shape, t.element_type)
 
     return step
 
@@ -523,11 +550,20 @@ def _subview(op, ins, outs):
     return step
 
 
+def _dim(op, ins, outs):
+    (m, d), (o,) = ins, outs
+
+    def step(env):
+        env[o] = env[m].shape[env[d]]
+
+    return step
+
+
 def _copy(op, ins, outs):
     src, dst = ins
 
     def step(env):
-        np.copyto(env[dst], env[src])
+        np.copyto(env[dst], env[src], casting="unsafe")
 
     return step
 
@@ -647,10 +683,35 @@ _LEAF: dict[str, Callable] = {
     "math.tanh": _typed_unary(pymath.tanh),
     "math.erf": _typed_unary(pymath.erf),
     "math.absf": _typed_unary(abs),
-    "math.floor": _typed_unary(pymath.floor),
-    "math.ceil": _typed_unary(pymath.ceil),
+    "math.floor": _typed_unary(lambda x: float(np.floor(x))),
+    "math.ceil": _typed_unary(lambda x: float(np.ceil(x))),
     "math.sin": _typed_unary(pymath.sin),
     "math.cos": _typed_unary(pymath.cos),
+    "math.tan": _typed_unary(pymath.tan),
+    "math.atan": _typed_unary(pymath.atan),
+    "math.asin": _typed_unary(lambda x: pymath.asin(x) if -1 <= x <= 1 else pymath.nan),
+    "math.acos": _typed_unary(lambda x: pymath.acos(x) if -1 <= x <= 1 else pymath.nan),
+    "math.sinh": _typed_unary(
+        lambda x: pymath.sinh(x) if abs(x) < 710 else pymath.copysign(pymath.inf, x)
+    ),
+    "math.cosh": _typed_unary(lambda x: pymath.cosh(x) if abs(x) < 710 else pymath.inf),
+    "math.asinh": _typed_unary(pymath.asinh),
+    "math.log2": _typed_unary(
+        lambda x: pymath.log2(x) if x > 0 else (-pymath.inf if x == 0 else pymath.nan)
+    ),
+    "math.log10": _typed_unary(
+        lambda x: pymath.log10(x) if x > 0 else (-pymath.inf if x == 0 else pymath.nan)
+    ),
+    "math.log1p": _typed_unary(
+        lambda x: pymath.log1p(x) if x > -1 else (-pymath.inf if x == -1 else pymath.nan)
+    ),
+    "math.expm1": _typed_unary(lambda x: pymath.expm1(x) if x < 709 else pymath.inf),
+    "math.trunc": _typed_unary(lambda x: float(np.trunc(x))),
+    "math.round": _typed_unary(lambda x: float(np.copysign(np.floor(abs(x) + 0.5), x))),
+    "math.roundeven": _typed_unary(lambda x: float(np.rint(x))),
+    "math.powf": _float_op(np.power),
+    "math.atan2": _float_op(np.arctan2),
+    "math.copysign": _float_op(np.copysign),
     "affine.apply": _affine_apply,
     "affine.min": _affine_apply,
     "affine.max": _affine_apply,
@@ -666,6 +727,7 @@ _LEAF: dict[str, Callable] = {
     "memref.cast": _view,
     "memref.subview": _subview,
     "memref.copy": _copy,
+    "memref.dim": _dim,
     "vector.from_elements": _from_elements,
     "vector.extract": _vector_extract,
     "vector.insert": _vector_insert,
@@ -743,10 +805,7 @@ def _launch(fn: _Function, op, ins, outs):
     steps, _ = fn.block(body)
 
     def buffer(t):
-        elem = _np_type(t.element_type)
-        return np.full(
-            t.shape, np.nan if elem is not int else 0, dtype=elem if elem is not int else np.int64
-        )
+        return _new_buffer(t.shape, t.element_type)
 
     def run(env):
         gx, gy, gz, bx, by, bz = (env[d] for d in dims)
@@ -969,7 +1028,7 @@ def run_function(module_op: ir.Operation, name: str, *arrays: np.ndarray) -> lis
         raise InterpretError(f"@{name} takes {len(fn.args)} arguments, got {len(arrays)}")
     for s, a in zip(fn.args, arrays):
         env[s] = a
-    gen = _run(fn.body[0], env)
-    for request in gen:
-        raise InterpretError(f"@{name}: a collective ({request[0]}) outside any gpu.launch")
+    with np.errstate(all="ignore"):  # IEEE results (inf, NaN), as the GPU computes them
+        for request in _run(fn.body[0], env):
+            raise InterpretError(f"@{name}: a collective ({request[0]}) outside any gpu.launch")
     return [env[s] for s in fn.body[1]]

@@ -3,7 +3,8 @@
 Each random graph (tests/python/fuzz_graphs.py: elementwise ops with broadcasting, reductions,
 matmul, shape ops, softmax/layer_norm, where/comparisons, casts; size-0/1 and symbolic dims;
 float32/float16/bfloat16/int32/int64/bool/uint8) is built with the BlockBuilder and compared
-with numpy, and traced by fx, imported with `from_fx` and compared with torch eager. A graph the
+with numpy (on the CPU, and for cuda with its kernels interpreted), and traced by fx, imported
+with `from_fx` and compared with torch eager. A graph the
 project rejects must raise NotImplementedError or ValueError naming what is unsupported; any
 other exception, or a wrong answer, fails.
 
@@ -135,6 +136,34 @@ def test_fuzz_relax(family, data):
     check_relax(g)
 
 
+def check_cuda(g: Graph) -> str:
+    """The BlockBuilder graph built for cuda through the map stage, its kernels interpreted on
+    the CPU thread by thread (lowering/gpu/interpret.py), against numpy."""
+    from test_gpu_interpret import run_on_gpu_model
+
+    arrays = g.input_arrays()
+    want = reference(g, arrays)
+    outs = [
+        np.full(w.shape, np.nan, w.dtype) if w.dtype.kind == "f" else np.zeros_like(w) for w in want
+    ]
+    try:
+        run_on_gpu_model(to_relax(g), *arrays, *outs)
+    except REJECTED as exc:
+        _rejected(exc)
+        return "rejected"
+    _compare(outs, want, g, "cuda kernels (interpreted) vs numpy")
+    return "pass"
+
+
+@pytest.mark.parametrize("family", list(FAMILIES))
+@SHORT
+@given(data=st.data())
+def test_fuzz_cuda(family, data):
+    g = data.draw(graphs(family=family))
+    note(g.test_code("check_cuda"))
+    check_cuda(g)
+
+
 @pytest.mark.parametrize("family", list(FAMILIES))
 @SHORT
 @given(data=st.data())
@@ -150,6 +179,14 @@ def test_fuzz_fx(family, data):
 def test_fuzz_relax_long(g):
     note(g.test_code("check_relax"))
     check_relax(g)
+
+
+@pytest.mark.slow
+@LONG
+@given(graphs())
+def test_fuzz_cuda_long(g):
+    note(g.test_code("check_cuda"))
+    check_cuda(g)
 
 
 @pytest.mark.slow
