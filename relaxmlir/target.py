@@ -80,6 +80,9 @@ KINDS: dict[str, dict[str, type]] = {
     "cuda": {
         "arch": str, "max-threads-per-block": int, "max-shared-memory-per-block": int,
         "thread-warp-size": int, "num-cores": int,
+        # 1: float32 matmuls may run on tensor cores in TF32 (10-bit mantissa products, float32
+        # sums), as torch.backends.cuda.matmul.allow_tf32; off by default, as in torch
+        "allow-tf32": int,
     },
 }  # fmt: skip
 DEVICE_OF_KIND = {"llvm": "cpu", "cuda": "cuda"}

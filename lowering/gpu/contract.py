@@ -60,7 +60,8 @@ class Config:
     tm: int
     tn: int
     bk: int = 8
-    mma: bool = False  # tensor cores: TM x TN is one warp's tile of 16x8x16 mma.sync steps
+    mma: bool = False  # tensor cores: TM x TN is one warp's tile of mma.sync steps
+    tf32: bool = False  # float32 operands as TF32: 16x8x8 steps (else 16-bit ones, 16x8x16)
 
     @property
     def threads(self) -> int:
@@ -80,8 +81,14 @@ MMA_CONFIGS = (
     Config("mma128x128/64x32", 128, 128, 64, 32, bk=32, mma=True),
     Config("mma64x64/32x32", 64, 64, 32, 32, bk=32, mma=True),
 )
+# float32 on tensor cores as TF32, where the target allows it ("allow-tf32").
+TF32_CONFIGS = (
+    Config("tf32 128x128/64x32", 128, 128, 64, 32, bk=32, mma=True, tf32=True),
+    Config("tf32 64x64/32x32", 64, 64, 32, 32, bk=32, mma=True, tf32=True),
+)
 WARP = 32
-MMA_PAD = 8  # shared rows of 16-bit elements padded by 16 bytes
+MMA_PAD = 8  # shared rows of 16-bit elements padded by 16 bytes (ldmatrix rows stay aligned)
+TF32_PAD = 4  # ... of float32 by 4: the 8 rows a fragment load touches hit distinct banks
 
 
 @dataclass
@@ -180,6 +187,12 @@ def choose(r: Roles, configs: tuple[Config, ...] = CONFIGS) -> tuple[Config, int
     return cfg, max(splits, 1)
 
 
+def tf32_operands(op: ir.Operation) -> bool:
+    """`out + a * b` all in float32: TF32 tensor cores can take it when the target allows."""
+    types = [str(ir.ShapedType(v.type).element_type) for v in op.operands]
+    return types == ["f32", "f32", "f32"] and _is_fma(op)
+
+
 def tensor_core_operands(op: ir.Operation) -> bool:
     """`out + extf(a) * extf(b)` with a, b float16 and out float32: what mma.sync m16n8k16
     computes (products exact in float32, float32 accumulation)."""
@@ -225,14 +238,22 @@ class Plan:
     pads: list[tuple[int, int, int]] = field(default_factory=list)  # (input, fill, copy) ops
 
 
-def plan(ops: list[ir.Operation]) -> Plan | None:
+def configs_for(op: ir.Operation, allow_tf32: bool) -> tuple[Config, ...]:
+    if tensor_core_operands(op):
+        return MMA_CONFIGS
+    if allow_tf32 and tf32_operands(op):
+        return TF32_CONFIGS
+    return CONFIGS
+
+
+def plan(ops: list[ir.Operation], allow_tf32: bool = False) -> Plan | None:
     """The last contraction of a PrimFunc that the kernel takes, its fill and the elementwise
     consumers that follow it directly (each the only user of the value before it)."""
     for c in reversed(range(len(ops))):
         r = roles(ops[c])
         if r is None:
             continue
-        chosen = choose(r, MMA_CONFIGS if tensor_core_operands(ops[c]) else CONFIGS)
+        chosen = choose(r, configs_for(ops[c], allow_tf32))
         if chosen is None:
             return None
         cfg, splits = chosen
@@ -631,7 +652,9 @@ def _build_mma(
 ) -> None:
     """The kernel of `_build` on tensor cores: the same block tiles, staging, pipelining,
     split-K and epilogue, but each warp computes a TM x TN tile with `nvgpu.mma.sync` m16n8k16
-    steps. Fragments are read from shared memory in the PTX layouts: lane (g, t) = (lane / 4,
+    steps (16-bit operands; m16n8k8 with float32 operands read as TF32, where the target allows:
+    A fragments then hold rows g + 8 (r % 2), column t + 4 (r // 2), B rows t + 4r, read from
+    shared memory one element per register). Fragments are read from shared memory in the PTX layouts: lane (g, t) = (lane / 4,
     lane % 4) holds A rows g + 8 (r % 2), columns 2t + 8 (r // 2) + e (register r, element e),
     B rows 2t + 8r + e of column g, and accumulators C rows g + 8r, columns 2t + e."""
     r = roles(contraction)
@@ -649,8 +672,11 @@ def _build_mma(
     last_out = epilogue[-1][0].operands[-1] if epilogue else c_val
     k_span = -(-k_total // splits // bk) * bk
     tiles_m, tiles_n = wm // 16, wn // 8
-    frag_a = ir.VectorType.get([4, 2], a.elem)
-    frag_b = ir.VectorType.get([2, 2], b.elem)
+    tf32 = cfg.tf32
+    kstep = 8 if tf32 else 16
+    frag_a = ir.VectorType.get([4, 1] if tf32 else [4, 2], a.elem)
+    frag_b = ir.VectorType.get([2, 1] if tf32 else [2, 2], b.elem)
+    pad = TF32_PAD if tf32 else MMA_PAD
     frag_c = ir.VectorType.get([2, 2], acc_type)
 
     anchor = epilogue[-1][0] if epilogue else contraction
@@ -666,8 +692,8 @@ def _build_mma(
             emit.const(batch_total * splits),
         ]
         # K runs along the shared rows: a fragment's 8x8 pieces are 16-byte rows (ldmatrix)
-        sa = emit.shared([bm, bk + MMA_PAD], a.elem)
-        sb = emit.shared([bn, bk + MMA_PAD], b.elem)
+        sa = emit.shared([bm, bk + pad], a.elem)
+        sb = emit.shared([bn, bk + pad], b.elem)
         _, body = emit.launch(grid, t, [sa, sb])
         smem_a, smem_b = body.arguments[12], body.arguments[13]
         with ir.InsertionPoint(body):
@@ -690,6 +716,7 @@ def _build_mma(
             b_col = emit.mul(emit.rem(piece, 2), 8)
             a_rows = [emit.add(emit.add(w_m, a_row), 16 * i) for i in range(tiles_m)]
             b_rows = [emit.add(emit.add(w_n, row8), 8 * j) for j in range(tiles_n)]
+            b_cols = [emit.add(emit.add(w_n, g), 8 * j) for j in range(tiles_n)]  # TF32 loads
             # accumulators: lane (g, t) holds rows g + 8h, columns 2t + e of each 16x8 tile
             c_cols = [
                 [emit.add(emit.add(w_n, two_t), 8 * j + e) for e in range(2)]
@@ -750,22 +777,51 @@ def _build_mma(
                     memref.StoreOp(v, smem_b, [oi, ki])
                 gpu.BarrierOp()
                 ahead = fetch(emit.add(k0, bk))
-                for kk in range(0, bk, 16):
-                    frags_a = [
-                        nvgpu.LdMatrixOp(
-                            frag_a, smem_a, [a_rows[i], emit.add(a_col, kk)], False, 4
-                        ).result
-                        for i in range(tiles_m)
-                    ]
-                    frags_b = [
-                        nvgpu.LdMatrixOp(
-                            frag_b, smem_b, [b_rows[j], emit.add(b_col, kk)], False, 2
-                        ).result
-                        for j in range(tiles_n)
-                    ]
+                for kk in range(0, bk, kstep):
+                    if tf32:  # lane (g, t): A rows g + 8 (r % 2), K t + 4 (r // 2); B K t + 4r
+                        frags_a = [
+                            vector.FromElementsOp(
+                                frag_a,
+                                [
+                                    emit.load(
+                                        smem_a, [c_rows[i][q % 2], emit.add(t4, kk + 4 * (q // 2))]
+                                    )
+                                    for q in range(4)
+                                ],
+                            ).result
+                            for i in range(tiles_m)
+                        ]
+                        frags_b = [
+                            vector.FromElementsOp(
+                                frag_b,
+                                [
+                                    emit.load(smem_b, [b_cols[j], emit.add(t4, kk + 4 * q)])
+                                    for q in range(2)
+                                ],
+                            ).result
+                            for j in range(tiles_n)
+                        ]
+                    else:
+                        frags_a = [
+                            nvgpu.LdMatrixOp(
+                                frag_a, smem_a, [a_rows[i], emit.add(a_col, kk)], False, 4
+                            ).result
+                            for i in range(tiles_m)
+                        ]
+                        frags_b = [
+                            nvgpu.LdMatrixOp(
+                                frag_b, smem_b, [b_rows[j], emit.add(b_col, kk)], False, 2
+                            ).result
+                            for j in range(tiles_n)
+                        ]
                     accs = [
                         nvgpu.MmaSyncOp(
-                            frag_c, frags_a[i], frags_b[j], accs[i * tiles_n + j], [16, 8, 16]
+                            frag_c,
+                            frags_a[i],
+                            frags_b[j],
+                            accs[i * tiles_n + j],
+                            [16, 8, kstep],
+                            tf32Enabled=tf32 or None,
                         ).result
                         for i in range(tiles_m)
                         for j in range(tiles_n)
@@ -901,7 +957,9 @@ def contract_kernels():
         for func_op, ops in emit.tagged_ops(module_op, CONTRACT_ATTR):
             for op in ops:
                 name = ir.StringAttr(op.attributes[CONTRACT_ATTR]).value
-                cfg = next((c for c in CONFIGS + MMA_CONFIGS if c.name == name), None)
+                cfg = next(
+                    (c for c in CONFIGS + MMA_CONFIGS + TF32_CONFIGS if c.name == name), None
+                )
                 if cfg is None:
                     raise PassError(f"relax-gpu-contract: unknown tile config {name!r}", op)
                 init, epilogue = _group(func_op, op)

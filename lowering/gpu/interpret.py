@@ -8,9 +8,10 @@ its threads are Python generators that run until they reach a barrier or a warp 
 where they wait for the others (a barrier for every thread of the block, a shuffle, ldmatrix
 or mma for the 32 lanes of the warp). Collectives follow the PTX ISA: `shfl.sync` lane selection,
 `ldmatrix` (lanes 8q..8q+7 address the rows of 8x8 piece q; lane (g, t) receives row g,
-columns 2t, 2t+1 of each piece), and the m16n8k16 fragment layouts of `mma.sync` (A: register r of lane (g, t) = 4 * g + t holds
+columns 2t, 2t+1 of each piece), and the fragment layouts of `mma.sync` m16n8k16 (A: register r of lane (g, t) = 4 * g + t holds
 row g + 8 (r % 2), columns 2t + 8 (r // 2) + {0, 1}; B: rows 2t + 8r + {0, 1} of column g;
-C: row g + 8r, columns 2t + {0, 1}).
+C: row g + 8r, columns 2t + {0, 1}) and m16n8k8 in TF32 (A: row g + 8 (r % 2), column
+t + 4 (r // 2); B: row t + 4r, column g; operands with their low 13 mantissa bits dropped).
 
 Floats keep their width (numpy float16 / float32 scalars), so rounding is the kernel's own;
 `math.fma` rounds once. A load or store outside its memref, a barrier that not every thread
@@ -866,12 +867,13 @@ def _shuffle(op, ins, outs):
 def _mma(op, ins, outs):
     a, b, c = ins
     (o,) = outs
-    shape = list(ir.ArrayAttr(op.attributes["mmaShape"]))
-    if [ir.IntegerAttr(v).value for v in shape] != [16, 8, 16]:
-        raise InterpretError(f"nvgpu.mma.sync of shape {shape} is not interpreted (16x8x16 is)")
+    shape = [ir.IntegerAttr(v).value for v in ir.ArrayAttr(op.attributes["mmaShape"])]
+    tf32 = "tf32Enabled" in op.attributes
+    if shape != ([16, 8, 8] if tf32 else [16, 8, 16]):
+        raise InterpretError(f"nvgpu.mma.sync of shape {shape} is not interpreted")
 
     def run(env):
-        env[o] = yield (_MMA, env[a], env[b], env[c])
+        env[o] = yield (_MMA, env[a], env[b], env[c], tf32)
 
     return run
 
@@ -914,21 +916,39 @@ def _shuffle_warp(reqs: dict[int, tuple]) -> dict[int, tuple]:
     return out
 
 
+def _tf32(x: np.ndarray) -> np.ndarray:
+    """float32 as the tensor cores read it in TF32: the low 13 mantissa bits dropped."""
+    return (np.asarray(x, np.float32).view(np.uint32) & np.uint32(0xFFFFE000)).view(np.float32)
+
+
 def _mma_warp(reqs: dict[int, tuple]) -> dict[int, Any]:
+    """mma.sync m16n8k16 (16-bit operands) or m16n8k8 (TF32): the warp's fragments gathered into
+    A, B and C as the PTX ISA lays them out, D = A B + C in float32, scattered back."""
     if sorted(reqs) != list(range(32)):
         raise InterpretError("nvgpu.mma.sync reached by only some lanes of a warp")
-    a = np.zeros((16, 16), np.float32)
-    b = np.zeros((16, 8), np.float32)
+    tf32 = reqs[0][4]
+    k = 8 if tf32 else 16
+    a = np.zeros((16, k), np.float32)
+    b = np.zeros((k, 8), np.float32)
     c = np.zeros((16, 8), np.float32)
-    for lane, (_, fa, fb, fc) in reqs.items():
+    for lane, (_, fa, fb, fc, _) in reqs.items():
         g, t = lane // 4, lane % 4
         for r in range(4):
+            if tf32:  # a_r: row g + 8 (r % 2), column t + 4 (r // 2)
+                a[g + 8 * (r % 2), t + 4 * (r // 2)] = fa[r][0]
+                continue
             for e in range(2):
                 a[g + 8 * (r % 2), 2 * t + 8 * (r // 2) + e] = fa[r][e]
         for r in range(2):
+            if tf32:  # b_r: row t + 4r, column g
+                b[t + 4 * r, g] = fb[r][0]
+            else:
+                for e in range(2):
+                    b[2 * t + 8 * r + e, g] = fb[r][e]
             for e in range(2):
-                b[2 * t + 8 * r + e, g] = fb[r][e]
                 c[g + 8 * r, 2 * t + e] = fc[r][e]
+    if tf32:
+        a, b = _tf32(a), _tf32(b)
     d = (a.astype(np.float64) @ b.astype(np.float64) + c).astype(np.float32)
     out = {}
     for lane, req in reqs.items():

@@ -256,7 +256,8 @@ def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[
         return ("serial", [1, 1, 1]) if "fallback" in enabled else ("", [])
     s = Script()
     handles = [s.match_tagged(tag) for tag in range(len(ops))]
-    plan = contract.plan(ops) if fuse and "matmul" in enabled else None
+    tf32 = bool(target.get("allow-tf32", 0))
+    plan = contract.plan(ops, tf32) if fuse and "matmul" in enabled else None
     if plan is not None:
         # The Matmul rule's kernel template (contract.py) writes the contraction, its fill and
         # epilogue after bufferization; any other op gets a Fallback kernel of its own.

@@ -103,6 +103,26 @@ def test_float16_matmul_on_tensor_cores(monkeypatch, shape, many_blocks, block):
     close(c, a.astype(np.float64) @ b.astype(np.float64), 2e-3)
 
 
+@pytest.mark.parametrize("allow", [0, 1])
+def test_float32_matmul_on_tf32_tensor_cores_when_allowed(allow):
+    """`allow-tf32` (off by default, as torch's allow_tf32): float32 operands go to the tensor
+    cores in TF32 (m16n8k8, 10-bit mantissas, float32 sums): within TF32's error of float64,
+    and the default build stays exact float32 FMAs."""
+    rng = np.random.default_rng(4)
+    m, n, k = 40, 72, 44
+    a = rng.standard_normal((m, k)).astype("float32")
+    b = rng.standard_normal((k, n)).astype("float32")
+    c = np.full((m, n), np.nan, np.float32)
+    mod = function([((m, k), "float32"), ((k, n), "float32")], lambda bb, x, y: relax.op.matmul(x, y))
+    target = {"kind": "cuda", "arch": "sm_90", **({"allow-tf32": 1} if allow else {})}
+    text = str(run_on_gpu_model(mod, a, b, c, target=target).module)
+    assert ("tf32Enabled" in text) == bool(allow)
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    err = np.abs(c - want).max() / np.abs(want).max()
+    assert err < (2e-3 if allow else 1e-6)
+    assert allow == 0 or err > 1e-6  # TF32's truncation shows: the tensor cores ran
+
+
 @pytest.mark.parametrize("dtype", ["float32", "float16"])
 def test_conv_with_bias_relu_epilogue(dtype):
     """An implicit-GEMM convolution (stride 2, padding 1) with its bias + relu epilogue, the
