@@ -3,6 +3,7 @@
 
     python scripts/gpu_models_check.py export --out gpu_models     # here: MLIR builds the models
     python3 scripts/gpu_models_check.py run --libs gpu_models      # on the GPU machine (no MLIR)
+    python scripts/gpu_models_check.py interpret [names]           # here: kernels interpreted
 
 `export` imports each model (and the kernel cases below) through `from_exported_program` (weights bound as constants: the
 models are small), builds it for `cuda -arch=sm_90`, and writes `<name>.so` and `<name>.npz`
@@ -132,10 +133,15 @@ def run_one(libs: Path, name: str) -> str:
     vm = runtime.VirtualMachine(runtime.load_module(str(libs / f"{name}.so")), dev)
     got = vm["main"](*[rm.nd.array(x, dev) for x in ins])
     got = got if isinstance(got, (tuple, list)) else (got,)
-    problems = []
-    for i, (g, w) in enumerate(zip(got, outs)):
+    for i, g in enumerate(got):
         assert g.device == dev, f"output {i} is on {g.device}"
-        g = g.numpy()
+    return compare([g.numpy() for g in got], outs)
+
+
+def compare(got: list, want: list) -> str:
+    """'' when every output matches its expected value, else what differs."""
+    problems = []
+    for i, (g, w) in enumerate(zip(got, want)):
         if w.dtype == np.float16:  # relative to the output's scale
             rtol = HALF_TOL
             atol = HALF_TOL * max(1.0, float(np.abs(w.astype(np.float32)).max(initial=0)))
@@ -143,9 +149,43 @@ def run_one(libs: Path, name: str) -> str:
             rtol, atol = RTOL, ATOL
         same = g.shape == w.shape
         if not same or not np.allclose(g.astype(np.float32), w.astype(np.float32), rtol=rtol, atol=atol):
-            err = np.max(np.abs(g - w)) if g.shape == w.shape else f"shape {g.shape} vs {w.shape}"
+            err = np.max(np.abs(g - w)) if same else f"shape {g.shape} vs {w.shape}"
             problems.append(f"output {i}: max |err| {err}")
     return "; ".join(problems)
+
+
+def interpret(target: str, only: list[str]) -> int:
+    """The same networks and cases, their kernels interpreted on this CPU (no GPU): a check
+    of the GPU code before a device session."""
+    import torch
+
+    sys.path.insert(0, str(ROOT / "tests" / "python"))
+    from test_models import MODELS
+
+    from relaxmlir.frontend import from_exported_program
+    from relaxmlir.tools.gpu_interpret import interpret as run_interpreted
+
+    failed = 0
+    cases = {**MODELS, **kernel_cases()}
+    names = [n for n in cases if not only or n in only]
+    for name in names:
+        make, inputs = cases[name]
+        torch.manual_seed(0)
+        model, args = make().eval(), inputs()
+        mod = from_exported_program(torch.export.export(model, tuple(args)))
+        with torch.no_grad():
+            want = model(*args)
+        want = [w.numpy() for w in (want if isinstance(want, tuple) else (want,))]
+        got = [np.full(w.shape, np.nan, w.dtype) if w.dtype.kind == "f" else np.zeros_like(w) for w in want]
+        try:
+            run_interpreted(mod, *[a.numpy() for a in args], *got, target=target)
+            problem = compare(got, want)
+        except Exception as exc:  # noqa: BLE001  (reported against its case; the rest still run)
+            problem = f"{type(exc).__name__}: {str(exc)[:300]}"
+        failed += bool(problem)
+        print(f"{name}: {'FAILED ' + problem if problem else 'ok'}", flush=True)
+    print(f"{len(names) - failed} of {len(names)} models match torch (interpreted kernels)")
+    return 1 if failed else 0
 
 
 def run(libs: Path) -> int:
@@ -176,6 +216,9 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--target", default="cuda -arch=sm_90")
     rn = sub.add_parser("run", help="run them on cuda(0) (needs a GPU, not MLIR)")
     rn.add_argument("--libs", type=Path, default=ROOT / "gpu_models")
+    it = sub.add_parser("interpret", help="interpret the kernels on this CPU (needs MLIR, no GPU)")
+    it.add_argument("--target", default="cuda -arch=sm_90")
+    it.add_argument("names", nargs="*", help="only these models / cases")
     one = sub.add_parser("one", help="one model (the child process of `run`)")
     one.add_argument("--libs", type=Path, required=True)
     one.add_argument("name")
@@ -185,6 +228,8 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     if args.command == "run":
         return run(args.libs)
+    if args.command == "interpret":
+        return interpret(args.target, args.names)
     problem = run_one(args.libs, args.name)
     if problem:
         print(problem)

@@ -9,25 +9,14 @@ import numpy as np
 import pytest
 
 from lowering.gpu.interpret import InterpretError, run_function
-from lowering.pipelines import target_pipeline
-from lowering.registry import run_pipeline
 from relaxmlir import relax
-from relaxmlir.relax.pipeline import get_pipeline
-from relaxmlir.scope import scope
-from relaxmlir.target import Target
-
-MAPPED = ["graph", "schedule", "bufferize", "map"]
+from relaxmlir.tools.gpu_interpret import interpret
 
 
 def run_on_gpu_model(mod, *arrays, target="cuda"):
     """Lower `mod` for `target` through the map stage and interpret `main` on `arrays` (the
-    last is the output, written in place)."""
-    tgt = Target(target)
-    with scope(), tgt:
-        mod = get_pipeline("zero")(mod).clone()
-        run_pipeline(mod.module, "builtin.module(" + ",".join(target_pipeline(tgt, MAPPED)) + ")")
-        run_function(mod.module.operation, "main", *arrays)
-    return mod
+    last ones are the outputs, written in place)."""
+    return interpret(mod, *arrays, target=target)
 
 
 def function(params, body):
@@ -113,7 +102,9 @@ def test_float32_matmul_on_tf32_tensor_cores_when_allowed(allow):
     a = rng.standard_normal((m, k)).astype("float32")
     b = rng.standard_normal((k, n)).astype("float32")
     c = np.full((m, n), np.nan, np.float32)
-    mod = function([((m, k), "float32"), ((k, n), "float32")], lambda bb, x, y: relax.op.matmul(x, y))
+    mod = function(
+        [((m, k), "float32"), ((k, n), "float32")], lambda bb, x, y: relax.op.matmul(x, y)
+    )
     target = {"kind": "cuda", "arch": "sm_90", **({"allow-tf32": 1} if allow else {})}
     text = str(run_on_gpu_model(mod, a, b, c, target=target).module)
     assert ("tf32Enabled" in text) == bool(allow)
