@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""The model tests (tests/python/test_models.py's MODELS) on a GPU, in two steps on two machines.
+"""The model tests (tests/python/test_models.py's MODELS, the 2-layer transformers of
+test_models_transformers.py) and kernel edge cases on a GPU, in two steps on two machines.
 
     python scripts/gpu_models_check.py export --out gpu_models     # here: MLIR builds the models
     python3 scripts/gpu_models_check.py run --libs gpu_models      # on the GPU machine (no MLIR)
@@ -26,6 +27,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 RTOL = ATOL = 1e-3  # test_models.py's tolerances (f32 throughout)
+# Cases too large to interpret in minutes (~10^8 multiply-adds): `interpret` runs them only
+# when named.
+TOO_LARGE_TO_INTERPRET = {"k_linear_large", "k_matmul_f16_mma_large"}
 HALF_TOL = 1e-2  # float16 outputs: their own rounding (2^-11) plus a different summation order
 
 
@@ -93,17 +97,36 @@ def kernel_cases() -> dict:
     }
 
 
-def export(out: Path, target: str) -> None:
-    import torch
+def transformer_cases() -> dict:
+    """The 2-layer transformers models of test_models_transformers.py (GPT-2, BERT, ViT, T5
+    encoder, Llama with grouped-query attention), where transformers is installed."""
+    try:
+        from test_models_transformers import MODELS as TRANSFORMERS
+        from test_models_transformers import LastHidden, example_input
+    except ImportError:
+        return {}
 
+    def case(make, key):
+        return (lambda: LastHidden(make(), key), lambda: [example_input(key)])
+
+    return {f"t_{name}": case(make, key) for name, (make, key) in TRANSFORMERS.items()}
+
+
+def all_cases() -> dict:
     sys.path.insert(0, str(ROOT / "tests" / "python"))
     from test_models import MODELS
+
+    return {**MODELS, **kernel_cases(), **transformer_cases()}
+
+
+def export(out: Path, target: str) -> None:
+    import torch
 
     from relaxmlir import relax
     from relaxmlir.frontend import from_exported_program
 
     out.mkdir(parents=True, exist_ok=True)
-    for name, (make, inputs) in {**MODELS, **kernel_cases()}.items():
+    for name, (make, inputs) in all_cases().items():
         torch.manual_seed(0)
         model, args = make().eval(), inputs()
         mod = from_exported_program(torch.export.export(model, tuple(args)))
@@ -159,15 +182,12 @@ def interpret(target: str, only: list[str]) -> int:
     of the GPU code before a device session."""
     import torch
 
-    sys.path.insert(0, str(ROOT / "tests" / "python"))
-    from test_models import MODELS
-
     from relaxmlir.frontend import from_exported_program
     from relaxmlir.tools.gpu_interpret import interpret as run_interpreted
 
     failed = 0
-    cases = {**MODELS, **kernel_cases()}
-    names = [n for n in cases if not only or n in only]
+    cases = all_cases()
+    names = [n for n in cases if n in only or (not only and n not in TOO_LARGE_TO_INTERPRET)]
     for name in names:
         make, inputs = cases[name]
         torch.manual_seed(0)

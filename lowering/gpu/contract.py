@@ -31,7 +31,7 @@ import math as pymath
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import arith, gpu, math, memref, nvgpu, scf, vector
+from mlir.dialects import arith, gpu, llvm, math, memref, nvgpu, nvvm, scf, vector
 
 from lowering.gpu import emit
 from lowering.registry import PassError, register_pass
@@ -206,7 +206,7 @@ def tensor_core_operands(op: ir.Operation) -> bool:
     ]:
         return False
     types = [str(ir.ShapedType(v.type).element_type) for v in op.operands]
-    return types == ["f16", "f16", "f32"] and _mul_add_like(op)
+    return types[2] == "f32" and types[0] == types[1] in ("f16", "bf16") and _mul_add_like(op)
 
 
 # -- planning (tensor level) ----------------------------------------------------------------------
@@ -814,15 +814,9 @@ def _build_mma(
                             ).result
                             for j in range(tiles_n)
                         ]
+                    mma = _mma_bf16 if str(a.elem) == "bf16" else _mma_sync
                     accs = [
-                        nvgpu.MmaSyncOp(
-                            frag_c,
-                            frags_a[i],
-                            frags_b[j],
-                            accs[i * tiles_n + j],
-                            [16, 8, kstep],
-                            tf32Enabled=tf32 or None,
-                        ).result
+                        mma(frag_c, frags_a[i], frags_b[j], accs[i * tiles_n + j], kstep, tf32)
                         for i in range(tiles_m)
                         for j in range(tiles_n)
                     ]
@@ -846,6 +840,42 @@ def _build_mma(
         if partials is not None:
             _fold_partials(contraction, init, epilogue, partials, splits, r, maps, last_out)
             memref.DeallocOp(partials)
+
+
+def _mma_sync(frag_c, a, b, c, kstep: int, tf32: bool) -> ir.Value:
+    return nvgpu.MmaSyncOp(frag_c, a, b, c, [16, 8, kstep], tf32Enabled=tf32 or None).result
+
+
+def _mma_bf16(frag_c, a, b, c, kstep: int, tf32: bool) -> ir.Value:
+    """mma.sync m16n8k16 on bfloat16 fragments, written as NVVM (nvgpu.mma.sync lowers f16
+    but not bf16): each pair of bf16 is one 32-bit register, the accumulators four floats."""
+    i32 = ir.IntegerType.get_signless(32)
+
+    def registers(frag: ir.Value, rows: int) -> list[ir.Value]:
+        out = []
+        for r in range(rows):
+            two = vector.ExtractOp(frag, [], [r]).result
+            word = vector.BitCastOp(ir.VectorType.get([1], i32), two).result
+            out.append(vector.ExtractOp(word, [], [0]).result)
+        return out
+
+    f32 = ir.F32Type.get()
+    accs = [vector.ExtractOp(c, [], [h, e]).result for h in range(2) for e in range(2)]
+    struct = ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>")
+    attr = ir.Attribute.parse
+    d = nvvm.MmaOp(
+        struct,
+        attr("#nvvm.shape<m = 16, n = 8, k = 16>"),
+        attr("#nvvm.mma_layout<row>"),
+        attr("#nvvm.mma_layout<col>"),
+        registers(a, 4),
+        registers(b, 2),
+        accs,
+        multiplicandAPtxType=attr("#nvvm.mma_type<bf16>"),
+        multiplicandBPtxType=attr("#nvvm.mma_type<bf16>"),
+    ).result
+    parts = [llvm.ExtractValueOp(f32, d, [q]).result for q in range(4)]
+    return vector.FromElementsOp(frag_c, parts).result
 
 
 def _offsets(per_thread: int, block: int, base: ir.Value) -> list[ir.Value]:

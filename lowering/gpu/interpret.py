@@ -609,6 +609,27 @@ def _vector_insert(op, ins, outs):
     return step
 
 
+def _bitcast(op, ins, outs):
+    (a,), (o,) = ins, outs
+    t = ir.VectorType(op.results[0].type)
+    dtype = _array_dtype(t.element_type)
+
+    def step(env):
+        env[o] = np.ascontiguousarray(env[a]).view(dtype).reshape(t.shape)
+
+    return step
+
+
+def _extractvalue(op, ins, outs):
+    (a,), (o,) = ins, outs
+    (at,) = list(ir.DenseI64ArrayAttr(op.attributes["position"]))
+
+    def step(env):
+        env[o] = env[a][at]
+
+    return step
+
+
 def _broadcast(op, ins, outs):
     (a,), (o,) = ins, outs
     t = ir.VectorType(op.results[0].type)
@@ -733,6 +754,8 @@ _LEAF: dict[str, Callable] = {
     "vector.extract": _vector_extract,
     "vector.insert": _vector_insert,
     "vector.broadcast": _broadcast,
+    "vector.bitcast": _bitcast,
+    "llvm.extractvalue": _extractvalue,
     "vector.splat": _broadcast,
 }
 
@@ -878,6 +901,37 @@ def _mma(op, ins, outs):
     return run
 
 
+def _nvvm_mma(op, ins, outs):
+    """nvvm.mma.sync m16n8k16 on bf16 pairs packed in i32 registers (A: 4, B: 2), f32 C (4):
+    the same fragments as nvgpu's, returned as a 4-float struct."""
+    if str(op.attributes["shape"]) != "#nvvm.shape<m = 16, n = 8, k = 16>":
+        raise InterpretError(f"nvvm.mma.sync {op.attributes['shape']} is not interpreted")
+    types = {str(op.attributes[k]) for k in ("multiplicandAPtxType", "multiplicandBPtxType")}
+    if types != {"#nvvm.mma_type<bf16>"}:
+        raise InterpretError(f"nvvm.mma.sync on {types} is not interpreted")
+    bf16 = _DTYPES.get("bf16")
+    if bf16 is None:
+        raise InterpretError("nvvm.mma.sync on bf16 needs ml_dtypes")
+    (o,) = outs
+
+    def unpack(words):  # each i32 holds two bf16, the first in the low half
+        return np.array(words, np.uint32).view(bf16).reshape(len(words), 2)
+
+    def run(env):
+        a, b, c = [env[i] for i in ins[:4]], [env[i] for i in ins[4:6]], [env[i] for i in ins[6:]]
+        frag_c = np.array(c, np.float32).reshape(2, 2)
+        d = yield (
+            _MMA,
+            unpack([int(x) & _MASK[32] for x in a]),
+            unpack([int(x) & _MASK[32] for x in b]),
+            frag_c,
+            False,
+        )
+        env[o] = tuple(np.float32(x) for x in d.reshape(4))
+
+    return run
+
+
 def _ldmatrix(op, ins, outs):
     m, idx, (o,) = ins[0], ins[1:], outs
     tiles = ir.IntegerAttr(op.attributes["numTiles"]).value
@@ -895,6 +949,7 @@ _COLLECTIVES = {
     "gpu.shuffle": _shuffle,
     "nvgpu.mma.sync": _mma,
     "nvgpu.ldmatrix": _ldmatrix,
+    "nvvm.mma.sync": _nvvm_mma,
 }
 
 

@@ -294,14 +294,16 @@ def test_strided_host_copies_become_device_kernels(graph):
     check_ptx(ex)
 
 
-@pytest.mark.parametrize("op", ["matmul", "conv2d"])
-def test_float16_contraction_runs_on_tensor_cores(op):
+@pytest.mark.parametrize(
+    "op, dtype", [("matmul", "float16"), ("conv2d", "float16"), ("matmul", "bfloat16")]
+)
+def test_16bit_contraction_runs_on_tensor_cores(op, dtype):
     """A float16 matmul (or convolution, as an implicit GEMM) is one kernel: 16-bit operands
     staged in shared memory, warp-level mma.sync m16n8k16 with float32 accumulators, the result
     rounded to float16 in the epilogue (numerics: test_gpu_interpret.py)."""
     shapes = {"matmul": ((256, 96), (96, 200)), "conv2d": ((4, 16, 20, 20), (32, 16, 3, 3))}[op]
-    a = relax.Var("a", relax.TensorStructInfo(shapes[0], "float16"))
-    b = relax.Var("b", relax.TensorStructInfo(shapes[1], "float16"))
+    a = relax.Var("a", relax.TensorStructInfo(shapes[0], dtype))
+    b = relax.Var("b", relax.TensorStructInfo(shapes[1], dtype))
     bb = relax.BlockBuilder()
     with bb.function("main", [a, b]):
         with bb.dataflow():
@@ -314,6 +316,7 @@ def test_float16_contraction_runs_on_tensor_cores(op):
     kernels = check_ptx(ex)
     assert "matmul" in schedules(ex)
     ptx = next(p for p in kernels.values() if "mma.sync" in p)
-    assert "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32" in ptx
-    assert "cvt.rn.f16.f32" in ptx  # the one rounding of the result
+    t = "bf16" if dtype == "bfloat16" else "f16"
+    assert f"mma.sync.aligned.m16n8k16.row.col.f32.{t}.{t}.f32" in ptx
+    assert f"cvt.rn.{t}.f32" in ptx  # the one rounding of the result
     assert not re.search(r"ld\.global(\.nc)?\.f32", ptx)  # operands are read as 16 bits

@@ -60,14 +60,15 @@ def test_matmul_kernel(m, n, k, dtype):
 
 
 @pytest.mark.parametrize(
-    "shape, many_blocks, block",
+    "shape, many_blocks, block, dtype",
     [
-        ((2, 40, 72, 48), None, 64),  # batched, ragged M / N / K
-        ((1, 120, 248, 40), 1, 128),  # the large tile, forced (eight warps)
-        ((1, 24, 40, 1024), None, 64),  # split-K over tensor-core partial sums
+        ((2, 40, 72, 48), None, 64, "float16"),  # batched, ragged M / N / K
+        ((1, 120, 248, 40), 1, 128, "float16"),  # the large tile, forced (eight warps)
+        ((1, 24, 40, 1024), None, 64, "float16"),  # split-K over tensor-core partial sums
+        ((2, 40, 72, 48), None, 64, "bfloat16"),  # bf16: nvvm.mma.sync on packed registers
     ],
 )
-def test_float16_matmul_on_tensor_cores(monkeypatch, shape, many_blocks, block):
+def test_16bit_matmul_on_tensor_cores(monkeypatch, shape, many_blocks, block, dtype):
     """float16 operands, float32 accumulators: fragments loaded by ldmatrix, warp-level
     mma.sync m16n8k16 (both as the PTX ISA defines them, interpreted), then the result rounded
     to float16 once."""
@@ -75,21 +76,23 @@ def test_float16_matmul_on_tensor_cores(monkeypatch, shape, many_blocks, block):
 
     if many_blocks is not None:
         monkeypatch.setattr(contract, "MANY_BLOCKS", many_blocks)
+    from relaxmlir.runtime.dtype import np_dtype
+
     batch, m, n, k = shape
     rng = np.random.default_rng(3)
-    a = rng.standard_normal((batch, m, k)).astype("float16")
-    b = rng.standard_normal((batch, k, n)).astype("float16")
-    c = np.full((batch, m, n), np.nan, "float16")
-    mod = function(
-        [(a.shape, "float16"), (b.shape, "float16")], lambda bb, x, y: relax.op.matmul(x, y)
-    )
+    a = rng.standard_normal((batch, m, k)).astype(np_dtype(dtype))
+    b = rng.standard_normal((batch, k, n)).astype(np_dtype(dtype))
+    c = np.full((batch, m, n), np.nan, np_dtype(dtype))
+    mod = function([(a.shape, dtype), (b.shape, dtype)], lambda bb, x, y: relax.op.matmul(x, y))
     lowered = run_on_gpu_model(mod, a, b, c)
     text = str(lowered.module)
-    assert 'relax.schedule = ["matmul"]' in text and "nvgpu.mma.sync" in text
+    mma = "nvvm.mma.sync" if dtype == "bfloat16" else "nvgpu.mma.sync"
+    assert 'relax.schedule = ["matmul"]' in text and mma in text
     assert text.count("gpu.launch") == (2 if k == 1024 else 1)
-    assert f"memref<{block}x40xf16, #gpu.address_space<workgroup>>" in text  # the tile, K rows
+    elem = "bf16" if dtype == "bfloat16" else "f16"
+    assert f"memref<{block}x40x{elem}, #gpu.address_space<workgroup>>" in text  # K along rows
     assert "nvgpu.ldmatrix" in text  # fragments: one ldmatrix per A (x4) and B (x2) fragment
-    close(c, a.astype(np.float64) @ b.astype(np.float64), 2e-3)
+    close(c, a.astype(np.float64) @ b.astype(np.float64), 2e-3 if dtype == "float16" else 8e-3)
 
 
 @pytest.mark.parametrize("allow", [0, 1])
