@@ -678,6 +678,12 @@ def _build_mma(
     frag_b = ir.VectorType.get([2, 1] if tf32 else [2, 2], b.elem)
     pad = TF32_PAD if tf32 else MMA_PAD
     frag_c = ir.VectorType.get([2, 2], acc_type)
+    # 16-byte staging vectors along each operand's contiguous axis where it allows; the shared
+    # tile keeps that axis contiguous (rows along M / N when K is contiguous, else along K,
+    # read back transposed by ldmatrix.trans)
+    vec_a = None if tf32 else _vector_axis(a, r, r.m)
+    vec_b = None if tf32 else _vector_axis(b, r, r.n)
+    own_rows_a, own_rows_b = vec_a != "own", vec_b != "own"
 
     anchor = epilogue[-1][0] if epilogue else contraction
     emit.defer_deallocs(contraction, anchor)
@@ -691,9 +697,9 @@ def _build_mma(
             emit.const(-(-m_total // bm)),
             emit.const(batch_total * splits),
         ]
-        # K runs along the shared rows: a fragment's 8x8 pieces are 16-byte rows (ldmatrix)
-        sa = emit.shared([bm, bk + pad], a.elem)
-        sb = emit.shared([bn, bk + pad], b.elem)
+        # a fragment's 8x8 pieces are 16-byte rows of the shared tiles (ldmatrix)
+        sa = emit.shared([bm, bk + pad] if own_rows_a else [bk, bm + pad], a.elem)
+        sb = emit.shared([bn, bk + pad] if own_rows_b else [bk, bn + pad], b.elem)
         _, body = emit.launch(grid, t, [sa, sb])
         smem_a, smem_b = body.arguments[12], body.arguments[13]
         with ir.InsertionPoint(body):
@@ -716,6 +722,14 @@ def _build_mma(
             b_col = emit.mul(emit.rem(piece, 2), 8)
             a_rows = [emit.add(emit.add(w_m, a_row), 16 * i) for i in range(tiles_m)]
             b_rows = [emit.add(emit.add(w_n, row8), 8 * j) for j in range(tiles_n)]
+            # ... from K-row tiles, transposed: piece q's rows are K, its columns M (N)
+            a_krow = emit.add(emit.mul(emit.div(piece, 2), 8), row8)
+            a_mcols = [
+                emit.add(emit.add(w_m, emit.mul(emit.rem(piece, 2), 8)), 16 * i)
+                for i in range(tiles_m)
+            ]
+            b_krow = emit.add(emit.mul(emit.rem(piece, 2), 8), row8)
+            b_ncols = [emit.add(w_n, 8 * j) for j in range(tiles_n)]
             b_cols = [emit.add(emit.add(w_n, g), 8 * j) for j in range(tiles_n)]  # TF32 loads
             # accumulators: lane (g, t) holds rows g + 8h, columns 2t + e of each 16x8 tile
             c_cols = [
@@ -753,8 +767,13 @@ def _build_mma(
                 for f in range(tiles_m * tiles_n)
             ]
 
-            stage_a = _Stage(a, tile, "m", tid, t, m0, m_total)
-            stage_b = _Stage(b, tile, "n", tid, t, n0, n_total)
+            def stage(op, role, own0, total, axis):
+                if axis is not None:
+                    return _VectorStage(op, tile, role, tid, t, own0, total, axis)
+                return _Stage(op, tile, role, tid, t, own0, total)
+
+            stage_a = stage(a, "m", m0, m_total, vec_a)
+            stage_b = stage(b, "n", n0, n_total, vec_b)
 
             def fetch(k0):
                 return stage_a.fetch(k0, k_total) + stage_b.fetch(k0, k_total)
@@ -771,10 +790,8 @@ def _build_mma(
                 k0 = loop.induction_variable
                 carried = list(loop.inner_iter_args)
                 accs, staged = carried[:n_acc], carried[n_acc:]
-                for (ki, oi), v in zip(stage_a.slots, staged[:n_a]):
-                    memref.StoreOp(v, smem_a, [oi, ki])
-                for (ki, oi), v in zip(stage_b.slots, staged[n_a:]):
-                    memref.StoreOp(v, smem_b, [oi, ki])
+                stage_a.store(staged[:n_a], smem_a, own_rows_a)
+                stage_b.store(staged[n_a:], smem_b, own_rows_b)
                 gpu.BarrierOp()
                 ahead = fetch(emit.add(k0, bk))
                 for kk in range(0, bk, kstep):
@@ -806,11 +823,19 @@ def _build_mma(
                             nvgpu.LdMatrixOp(
                                 frag_a, smem_a, [a_rows[i], emit.add(a_col, kk)], False, 4
                             ).result
+                            if own_rows_a
+                            else nvgpu.LdMatrixOp(
+                                frag_a, smem_a, [emit.add(a_krow, kk), a_mcols[i]], True, 4
+                            ).result
                             for i in range(tiles_m)
                         ]
                         frags_b = [
                             nvgpu.LdMatrixOp(
                                 frag_b, smem_b, [b_rows[j], emit.add(b_col, kk)], False, 2
+                            ).result
+                            if own_rows_b
+                            else nvgpu.LdMatrixOp(
+                                frag_b, smem_b, [emit.add(b_krow, kk), b_ncols[j]], True, 2
                             ).result
                             for j in range(tiles_n)
                         ]
@@ -937,6 +962,12 @@ class _Stage:
             self.slots.append((ki, oi))
             self.own.append((tile.split(role, own_lin), own_in))
 
+    def store(self, values: list[ir.Value], smem: ir.Value, own_rows: bool) -> None:
+        """Write fetched values to the shared tile: rows along the operand's own axis (K
+        contiguous), else rows along K."""
+        for (ki, oi), v in zip(self.slots, values):
+            memref.StoreOp(v, smem, [oi, ki] if own_rows else [ki, oi])
+
     def fetch(self, k0, k_total: int) -> list[ir.Value]:
         out = []
         for (ki, _), (own, own_in) in zip(self.slots, self.own):
@@ -948,6 +979,86 @@ class _Stage:
             value = self.op.read(self.tile.dims(m, n, k))
             out.append(emit.select(emit.both(own_in, k_in), value, emit.zero(self.op.elem)))
         return out
+
+
+VECTOR = 8  # 16-bit elements per staging vector: 16 bytes (ld.global.v4 / st.shared.v4)
+
+
+def _vector_axis(op: _Operand, r: Roles, own: list[int]) -> str | None:
+    """Where 16-byte vectors can stage `op`: along K ("k") or its own M / N loop ("own") when
+    that loop is the operand's contiguous axis and a multiple of VECTOR long (a vector never
+    straddles an edge or a row), on a plain contiguous buffer; else None (element by element)."""
+    t = ir.MemRefType(op.value.type)
+    if op.pad is not None or ir.ShapedType.get_dynamic_size() in t.shape:
+        return None
+    if not t.shape or t.shape[-1] % VECTOR or str(op.elem) not in ("f16", "bf16"):
+        return None
+    layout = t.layout
+    if not isinstance(layout, ir.AffineMapAttr) or layout.value != ir.AffineMap.get_identity(
+        t.rank
+    ):
+        return None  # a strided view
+    last = op.map.results[-1] if op.map.results else None
+    if not isinstance(last, ir.AffineDimExpr):
+        return None
+    d = last.position
+    if sum(d in emit.expr_dims(e) for e in op.map.results) != 1 or r.ranges[d] % VECTOR:
+        return None
+    if r.k and d == r.k[-1]:
+        return "k"
+    if own and d == own[-1]:
+        return "own"
+    return None
+
+
+class _VectorStage:
+    """`_Stage` in 16-byte vectors along the operand's contiguous axis (`_vector_axis`): each
+    vector lands in one row of the shared tile (rows along the own axis when the vectors run
+    along K, along K when they run along the own axis). The buffer starts on a 16-byte boundary
+    (the runtime copies an input that does not: cuda_entry.ALIGNMENT) and VECTOR divides its
+    rows, so every vector is 16-byte aligned."""
+
+    def __init__(
+        self, op: _Operand, tile: _Tile, role: str, tid, t: int, own0, own_total: int, axis: str
+    ):
+        self.op, self.tile, self.role, self.axis = op, tile, role, axis
+        block, bk = op.block, op.bk
+        self.vtype = ir.VectorType.get([VECTOR], op.elem)
+        per_row = (bk if axis == "k" else block) // VECTOR
+        self.slots, self.parts = [], []
+        for rep in range(block * bk // VECTOR // t):
+            e = emit.add(tid, rep * t)
+            row, col = emit.div(e, per_row), emit.mul(emit.rem(e, per_row), VECTOR)
+            oi, ki = (row, col) if axis == "k" else (col, row)
+            own_lin = emit.add(own0, oi)
+            own_in = emit.bound(own_lin, own_total, block)
+            own_lin = emit.select(own_in, own_lin, emit.const(0))
+            self.slots.append((row, col))
+            self.parts.append((tile.split(role, own_lin), own_in, ki))
+        base = memref.ExtractAlignedPointerAsIndexOp(op.value).result
+        self.aligned = arith.CmpIOp(
+            arith.CmpIPredicate.eq, emit.rem(base, 16), emit.const(0)
+        ).result
+
+    def fetch(self, k0, k_total: int) -> list[ir.Value]:
+        zero = emit.zero(self.op.elem)
+        zeros = vector.BroadcastOp(self.vtype, zero).result
+        out = []
+        for own, own_in, ki in self.parts:
+            k_lin = emit.add(k0, ki)
+            k_in = emit.less(k_lin, k_total)
+            k = self.tile.split("k", emit.select(k_in, k_lin, emit.const(0)))
+            other = self.tile.split("n" if self.role == "m" else "m", None)
+            m, n = (own, other) if self.role == "m" else (other, own)
+            at = emit.apply_map(self.op.map, self.tile.dims(m, n, k))
+            value = vector.LoadOp(self.vtype, self.op.value, at, alignment=16).result
+            ok = emit.both(own_in, k_in)
+            out.append(arith.SelectOp(ok, value, zeros).result if ok is not None else value)
+        return out
+
+    def store(self, values: list[ir.Value], smem: ir.Value, own_rows: bool) -> None:
+        for (row, col), v in zip(self.slots, values):
+            vector.StoreOp(v, smem, [row, col], alignment=16)
 
 
 def _is_fma(op: ir.Operation) -> bool:

@@ -376,10 +376,14 @@ def _load(op, ins, outs):
     m, idx, (o,) = ins[0], ins[1:], outs
     if op.name == "vector.load":
         n = ir.VectorType(op.results[0].type).shape[-1]
+        key = "alignment"
+        alignment = ir.IntegerAttr(op.attributes[key]).value if key in op.attributes else 0
 
         def vstep(env):
             arr, at = env[m], tuple(env[i] for i in idx)
             _check(arr, at[:-1] + (at[-1] + n - 1,), "vector.load")
+            if alignment:
+                _aligned(arr, at, alignment, "vector.load")
             env[o] = arr[at[:-1] + (slice(at[-1], at[-1] + n),)].copy()
 
         return vstep
@@ -418,12 +422,20 @@ def _array_dtype(t: ir.Type):
 
 
 def _new_buffer(shape, t: ir.Type) -> np.ndarray:
-    dtype = _array_dtype(t)
-    return (
-        np.full(shape, np.nan, dtype)
-        if dtype not in _INT_ARRAYS.values()
-        else np.zeros(shape, dtype)
-    )
+    """A fresh buffer on a 256-byte boundary (as device allocations), NaN where float."""
+    dtype = np.dtype(_array_dtype(t))
+    count = int(np.prod(shape, dtype=np.int64))
+    raw = np.empty(count * dtype.itemsize + 256, np.uint8)
+    start = -raw.__array_interface__["data"][0] % 256
+    out = raw[start : start + count * dtype.itemsize].view(dtype).reshape(shape)
+    out[...] = np.nan if dtype.kind in "fV" else 0
+    return out
+
+
+def _aligned(arr: np.ndarray, at: tuple, alignment: int, what: str) -> None:
+    address = arr.__array_interface__["data"][0] + sum(i * s for i, s in zip(at, arr.strides))
+    if address % alignment:
+        raise InterpretError(f"{what} at {list(at)}: address not {alignment}-byte aligned")
 
 
 def _alloc(op, ins, outs):
@@ -547,6 +559,32 @@ def _subview(op, ins, outs):
             keep = list(ir.MemRefType(op.results[0].type).shape)
             view = view.reshape(keep)
         env[o] = view
+
+    return step
+
+
+def _vector_store(op, ins, outs):
+    v, m, idx = ins[0], ins[1], ins[2:]
+    n = ir.VectorType(op.operands[0].type).shape[-1]
+    key = "alignment"
+    alignment = ir.IntegerAttr(op.attributes[key]).value if key in op.attributes else 0
+
+    def step(env):
+        arr, at = env[m], tuple(env[i] for i in idx)
+        _check(arr, at[:-1] + (at[-1] + n - 1,), "vector.store")
+        if alignment:
+            _aligned(arr, at, alignment, "vector.store")
+        arr[at[:-1] + (slice(at[-1], at[-1] + n),)] = env[v]
+
+    return step
+
+
+def _aligned_pointer(op, ins, outs):
+    """The buffer's address (its numpy data pointer), for alignment tests."""
+    (m,), (o,) = ins, outs
+
+    def step(env):
+        env[o] = env[m].__array_interface__["data"][0]
 
     return step
 
@@ -750,6 +788,8 @@ _LEAF: dict[str, Callable] = {
     "memref.subview": _subview,
     "memref.copy": _copy,
     "memref.dim": _dim,
+    "memref.extract_aligned_pointer_as_index": _aligned_pointer,
+    "vector.store": _vector_store,
     "vector.from_elements": _from_elements,
     "vector.extract": _vector_extract,
     "vector.insert": _vector_insert,

@@ -10,10 +10,21 @@ import numpy as np
 
 from relaxmlir.runtime import libraries, memref_abi
 from relaxmlir.runtime import shape as sh
-from relaxmlir.runtime.cuda_driver import CudaError, DeviceData, current_stream, driver, empty
+from relaxmlir.runtime.cuda_driver import (
+    CudaError,
+    DeviceData,
+    copy_into,
+    current_stream,
+    driver,
+    empty,
+)
 from relaxmlir.runtime.device import Device
 from relaxmlir.runtime.dtype import np_dtype
 from relaxmlir.runtime.ndarray import NDArray
+
+# Kernels read and write contiguous buffers in 16-byte vectors: a buffer must start on a
+# 16-byte boundary (device allocations start on 256 or more; a view at an odd offset may not).
+ALIGNMENT = 16
 
 
 def _device_data(value: Any, device: Device, what: str) -> DeviceData:
@@ -100,11 +111,25 @@ class CudaEntryPoint:
                 problem = sh.bind(spec.shape, data.shape, env)
                 if problem:
                     raise ValueError(self._error(f"{what} has shape {data.shape}: {problem}"))
+                if data.ptr % ALIGNMENT:
+                    if i >= len(info.params):
+                        raise ValueError(
+                            self._error(
+                                f"{what}: an output must start on a {ALIGNMENT}-byte boundary "
+                                "(this one is a view at an odd offset); pass a fresh array"
+                            )
+                        )
+                    aligned = empty(data.shape, data.dtype, self.device)  # an input: copied
+                    copy_into(aligned, data, self.device)
+                    data = aligned
                 datas.append(data)
             for slot, data in zip(self.slots, datas):
                 _set_slot(slot, data)
-            # NDArrays only: a torch tensor can be re-pointed between calls
-            immutable = all(isinstance(a, NDArray) for a in args)
+            # NDArrays only (a torch tensor can be re-pointed between calls), and no input
+            # read through an aligned copy (its source can change)
+            immutable = all(isinstance(a, NDArray) for a in args) and all(
+                d.ptr == _device_data(a, self.device, "").ptr for a, d in zip(args, datas)
+            )
             self._last = (args, tuple(datas), env) if immutable else None
         drv = driver()
         drv.activate(self.device)

@@ -116,3 +116,72 @@ def test_empty_grid_is_not_launched(fake_driver, tmp_path):
         [sys.executable, "-c", child], capture_output=True, text=True, env=env, check=False
     )
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+
+
+def test_unaligned_input_is_copied_unaligned_output_refused(fake_driver, tmp_path):
+    """Kernels stage contiguous buffers in 16-byte vectors, so an input view that starts at an
+    odd offset is copied to an aligned buffer first (its bytes arrive intact), and an output
+    there is refused with the reason; the previous call's fast path is not kept for it."""
+    a = relax.Var("a", relax.TensorStructInfo((64, 32), "float16"))
+    b = relax.Var("b", relax.TensorStructInfo((32, 64), "float16"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [a, b]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.matmul(a, b))
+        bb.emit_func_output(out)
+    lib = tmp_path / "mm16.so"
+    relax.build(bb.get(), target="cuda").export_library(str(lib))
+    from relaxmlir import te
+
+    ta, tb = (
+        te.placeholder((64, 32), "float16", name="A"),
+        te.placeholder((32, 64), "float16", name="B"),
+    )
+    k = te.reduce_axis((0, 32), name="k")
+    tc = te.compute((64, 64), lambda i, j: te.sum(ta[i, k] * tb[k, j], axis=k), name="C")
+    prim = tmp_path / "prim16.so"  # a primitive function: its entry writes into its last argument
+    relax.build(te.create_prim_func([ta, tb, tc]), target="cuda").export_library(str(prim))
+    child = textwrap.dedent(
+        f"""
+        import ctypes
+        import numpy as np
+        import relaxmlir as rm
+        from relaxmlir import runtime
+        from relaxmlir.runtime.cuda_driver import DeviceData
+        from relaxmlir.runtime.ndarray import NDArray
+        dev = rm.cuda(0)
+        vm = runtime.VirtualMachine(runtime.load_module({str(lib)!r}), dev)
+        big = rm.nd.array(np.arange(64 * 32 + 1, dtype="float16"), dev)
+        odd = DeviceData(big._cuda.ptr + 2, (64, 32), np.dtype("float16"), big)  # a view, +2 bytes
+        x = NDArray.on_device(odd, dev)
+        y = rm.nd.array(np.ones((32, 64), "float16"), dev)
+        seen = []
+        real = runtime.cuda_entry.copy_into
+        def spy(dst, src, device):
+            seen.append((dst.ptr % 16, src.ptr))
+            real(dst, src, device)
+        runtime.cuda_entry.copy_into = spy
+        vm["main"](x, y)
+        assert len(seen) == 1 and seen[0] == (0, odd.ptr), seen
+        fake_copy = np.empty((64, 32), "float16")
+        ctypes.memmove(fake_copy.ctypes.data, odd.ptr, fake_copy.nbytes)
+        assert np.array_equal(fake_copy.ravel(), np.arange(1, 64 * 32 + 1, dtype="float16"))
+        assert vm["main"]._last is None  # an input read through a copy: no fast path
+        pvm = runtime.VirtualMachine(runtime.load_module({str(prim)!r}), dev)
+        name = next(iter(pvm.executable.infos))
+        big_out = rm.nd.array(np.zeros(64 * 64 + 1, "float16"), dev)
+        odd_out = NDArray.on_device(DeviceData(big_out._cuda.ptr + 2, (64, 64), np.dtype("float16"), big_out), dev)
+        try:
+            pvm[name](x, y, odd_out)
+        except ValueError as err:
+            assert "16-byte boundary" in str(err) and "argument 2" in str(err), err
+        else:
+            raise AssertionError("an unaligned output passed")
+        print("ok")
+        """
+    )
+    env = {"LD_LIBRARY_PATH": str(fake_driver), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, env=env, check=False
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr

@@ -233,3 +233,25 @@ def test_model_networks(name):
     got = np.full(want.shape, np.nan, want.dtype)
     run_on_gpu_model(mod, *[a.numpy() for a in args], got)
     close(got, want.astype(np.float64), 1e-4)
+
+
+def test_vector_staging_assumes_aligned_buffers():
+    """16-bit operands are staged in 16-byte vectors (ld.global.v4 + st.shared.v4, ldmatrix
+    .trans for a [K, N] B): the kernel takes 16-byte aligned buffers (the runtime copies an
+    unaligned input first), and the interpreter holds it to that."""
+    m, n, k = 40, 72, 48
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((m, k)).astype("float16")
+    b = rng.standard_normal((k, n)).astype("float16")
+    mod = function(
+        [((m, k), "float16"), ((k, n), "float16")], lambda bb, x, y: relax.op.matmul(x, y)
+    )
+    c = np.full((m, n), np.nan, "float16")
+    text = str(run_on_gpu_model(mod, a, b, c).module)
+    assert "vector.load" in text and "{alignment = 16 : i64}" in text and "transpose = true" in text
+    close(c, a.astype(np.float64) @ b.astype(np.float64), 2e-3)
+    raw = np.empty(m * k + 1, "float16")
+    odd = raw[1:].reshape(m, k)  # starts 2 bytes past an aligned address
+    odd[...] = a
+    with pytest.raises(InterpretError, match="not 16-byte aligned"):
+        run_on_gpu_model(mod, odd, b, c)
