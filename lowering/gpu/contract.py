@@ -583,9 +583,10 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, 
                         idx = emit.apply_map(maps[2], tile.at(m_lin, n_lin))
                         init_vals.append(emit.load(c_val, idx))
 
-            # This thread's share of both tiles, fixed but for K (computed once).
-            stage_a = _Stage(a, tile, "m", tid, t, m0, m_total)
-            stage_b = _Stage(b, tile, "n", tid, t, n0, n_total)
+            # This thread's share of both tiles, fixed but for K (computed once): 16-byte
+            # vectors along an operand's contiguous axis where it allows, else elements.
+            stage_a = _stage(a, tile, "m", tid, t, m0, m_total, _vector_axis(a, r, r.m))
+            stage_b = _stage(b, tile, "n", tid, t, n0, n_total, _vector_axis(b, r, r.n))
 
             def fetch(k0):
                 return stage_a.fetch(k0, k_total) + stage_b.fetch(k0, k_total)
@@ -604,10 +605,8 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, 
                 k0 = loop.induction_variable
                 carried = list(loop.inner_iter_args)
                 accs, staged = carried[: tm * tn], carried[tm * tn :]
-                for (ki, oi), v in zip(stage_a.slots, staged[:n_a]):
-                    memref.StoreOp(v, smem_a, [ki, oi])
-                for (ki, oi), v in zip(stage_b.slots, staged[n_a:]):
-                    memref.StoreOp(v, smem_b, [ki, oi])
+                stage_a.store(staged[:n_a], smem_a, own_rows=False)  # shared rows along K
+                stage_b.store(staged[n_a:], smem_b, own_rows=False)
                 gpu.BarrierOp()
                 ahead = fetch(emit.add(k0, bk))  # past the end: zeros (bound-checked)
                 fused = _is_fma(contraction)
@@ -767,13 +766,8 @@ def _build_mma(
                 for f in range(tiles_m * tiles_n)
             ]
 
-            def stage(op, role, own0, total, axis):
-                if axis is not None:
-                    return _VectorStage(op, tile, role, tid, t, own0, total, axis)
-                return _Stage(op, tile, role, tid, t, own0, total)
-
-            stage_a = stage(a, "m", m0, m_total, vec_a)
-            stage_b = stage(b, "n", n0, n_total, vec_b)
+            stage_a = _stage(a, tile, "m", tid, t, m0, m_total, vec_a)
+            stage_b = _stage(b, tile, "n", tid, t, n0, n_total, vec_b)
 
             def fetch(k0):
                 return stage_a.fetch(k0, k_total) + stage_b.fetch(k0, k_total)
@@ -981,17 +975,19 @@ class _Stage:
         return out
 
 
-VECTOR = 8  # 16-bit elements per staging vector: 16 bytes (ld.global.v4 / st.shared.v4)
+VECTOR_BYTES = 16  # per staging vector (ld.global.v4 / st.shared.v4)
+LANES = {"f16": 8, "bf16": 8, "f32": 4}  # elements per staging vector
 
 
 def _vector_axis(op: _Operand, r: Roles, own: list[int]) -> str | None:
     """Where 16-byte vectors can stage `op`: along K ("k") or its own M / N loop ("own") when
-    that loop is the operand's contiguous axis and a multiple of VECTOR long (a vector never
+    that loop is the operand's contiguous axis and a multiple of the vector long (a vector never
     straddles an edge or a row), on a plain contiguous buffer; else None (element by element)."""
     t = ir.MemRefType(op.value.type)
-    if op.pad is not None or ir.ShapedType.get_dynamic_size() in t.shape:
+    width = LANES.get(str(op.elem))
+    if op.pad is not None or width is None or ir.ShapedType.get_dynamic_size() in t.shape:
         return None
-    if not t.shape or t.shape[-1] % VECTOR or str(op.elem) not in ("f16", "bf16"):
+    if not t.shape or t.shape[-1] % width:
         return None
     layout = t.layout
     if not isinstance(layout, ir.AffineMapAttr) or layout.value != ir.AffineMap.get_identity(
@@ -1002,7 +998,7 @@ def _vector_axis(op: _Operand, r: Roles, own: list[int]) -> str | None:
     if not isinstance(last, ir.AffineDimExpr):
         return None
     d = last.position
-    if sum(d in emit.expr_dims(e) for e in op.map.results) != 1 or r.ranges[d] % VECTOR:
+    if sum(d in emit.expr_dims(e) for e in op.map.results) != 1 or r.ranges[d] % width:
         return None
     if r.k and d == r.k[-1]:
         return "k"
@@ -1015,30 +1011,28 @@ class _VectorStage:
     """`_Stage` in 16-byte vectors along the operand's contiguous axis (`_vector_axis`): each
     vector lands in one row of the shared tile (rows along the own axis when the vectors run
     along K, along K when they run along the own axis). The buffer starts on a 16-byte boundary
-    (the runtime copies an input that does not: cuda_entry.ALIGNMENT) and VECTOR divides its
-    rows, so every vector is 16-byte aligned."""
+    (the runtime copies an input that does not: cuda_entry.ALIGNMENT) and the vector divides its
+    rows, so every vector is 16-byte aligned. When the shared tile's rows run the other way
+    (the FMA kernel's K rows, vectors along K), a vector's elements go to consecutive rows."""
 
     def __init__(
         self, op: _Operand, tile: _Tile, role: str, tid, t: int, own0, own_total: int, axis: str
     ):
         self.op, self.tile, self.role, self.axis = op, tile, role, axis
         block, bk = op.block, op.bk
-        self.vtype = ir.VectorType.get([VECTOR], op.elem)
-        per_row = (bk if axis == "k" else block) // VECTOR
+        width = LANES[str(op.elem)]
+        self.vtype = ir.VectorType.get([width], op.elem)
+        per_row = (bk if axis == "k" else block) // width
         self.slots, self.parts = [], []
-        for rep in range(block * bk // VECTOR // t):
+        for rep in range(block * bk // width // t):
             e = emit.add(tid, rep * t)
-            row, col = emit.div(e, per_row), emit.mul(emit.rem(e, per_row), VECTOR)
+            row, col = emit.div(e, per_row), emit.mul(emit.rem(e, per_row), width)
             oi, ki = (row, col) if axis == "k" else (col, row)
             own_lin = emit.add(own0, oi)
             own_in = emit.bound(own_lin, own_total, block)
             own_lin = emit.select(own_in, own_lin, emit.const(0))
             self.slots.append((row, col))
             self.parts.append((tile.split(role, own_lin), own_in, ki))
-        base = memref.ExtractAlignedPointerAsIndexOp(op.value).result
-        self.aligned = arith.CmpIOp(
-            arith.CmpIPredicate.eq, emit.rem(base, 16), emit.const(0)
-        ).result
 
     def fetch(self, k0, k_total: int) -> list[ir.Value]:
         zero = emit.zero(self.op.elem)
@@ -1051,14 +1045,27 @@ class _VectorStage:
             other = self.tile.split("n" if self.role == "m" else "m", None)
             m, n = (own, other) if self.role == "m" else (other, own)
             at = emit.apply_map(self.op.map, self.tile.dims(m, n, k))
-            value = vector.LoadOp(self.vtype, self.op.value, at, alignment=16).result
+            value = vector.LoadOp(self.vtype, self.op.value, at, alignment=VECTOR_BYTES).result
             ok = emit.both(own_in, k_in)
             out.append(arith.SelectOp(ok, value, zeros).result if ok is not None else value)
         return out
 
     def store(self, values: list[ir.Value], smem: ir.Value, own_rows: bool) -> None:
+        along_rows = (self.axis == "k") == own_rows  # the vector runs along a shared row
+        width = ir.VectorType(self.vtype).shape[0]
         for (row, col), v in zip(self.slots, values):
-            vector.StoreOp(v, smem, [row, col], alignment=16)
+            if along_rows:
+                vector.StoreOp(v, smem, [row, col], alignment=VECTOR_BYTES)
+                continue
+            for lane in range(width):
+                element = vector.ExtractOp(v, [], [lane]).result
+                memref.StoreOp(element, smem, [emit.add(col, lane), row])
+
+
+def _stage(op: _Operand, tile: _Tile, role: str, tid, t: int, own0, total: int, axis: str | None):
+    if axis is not None and op.block * op.bk % (LANES[str(op.elem)] * t) == 0:
+        return _VectorStage(op, tile, role, tid, t, own0, total, axis)
+    return _Stage(op, tile, role, tid, t, own0, total)
 
 
 def _is_fma(op: ir.Operation) -> bool:

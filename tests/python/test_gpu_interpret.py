@@ -59,6 +59,25 @@ def test_matmul_kernel(m, n, k, dtype):
     close(c, a.astype(np.float64) @ b.astype(np.float64), 1e-4 if dtype == "float32" else 2e-3)
 
 
+def test_float32_matmul_vector_staging(monkeypatch):
+    """The FMA kernel's large tile (forced) stages float32 in 16-byte vectors: B [K, N] straight
+    into its K rows, A [M, K] scattered from its vectors over four K rows; ragged M and N."""
+    from lowering.gpu import contract
+
+    monkeypatch.setattr(contract, "CONFIGS", contract.CONFIGS[:1])
+    m, n, k = 130, 136, 44
+    rng = np.random.default_rng(6)
+    a = rng.standard_normal((m, k)).astype("float32")
+    b = rng.standard_normal((k, n)).astype("float32")
+    c = np.full((m, n), np.nan, np.float32)
+    mod = function(
+        [((m, k), "float32"), ((k, n), "float32")], lambda bb, x, y: relax.op.matmul(x, y)
+    )
+    text = str(run_on_gpu_model(mod, a, b, c).module)
+    assert text.count("vector.load") == 4 and "memref<8x132xf32" in text  # 128 + 4: the big tile
+    close(c, a.astype(np.float64) @ b.astype(np.float64), 1e-4)
+
+
 @pytest.mark.parametrize(
     "shape, many_blocks, block, dtype",
     [
