@@ -10,9 +10,11 @@ through its own map: strides, windows and transposed operands need no copy.
 
 Per block (BM x BN outputs, T threads), for each step of BK along K:
   every thread loads BM*BK/T elements of A and BN*BK/T of B into shared memory (coalesced along
-  the operand's contiguous axis; zeros past the edges), barrier, each thread accumulates its
-  TM x TN register tile from BK rows of both tiles (vector-width groups spread over the tile, so
-  shared reads are conflict-free), barrier.
+  the operand's contiguous axis, in 16-byte vectors where that axis allows; zeros past the
+  edges; a padded input read through its padding), barrier, each thread accumulates its TM x TN
+  register tile from BK rows of both tiles (vector-width groups spread over the tile, so shared
+  reads are conflict-free), barrier. With 16-bit operands (and float32 where the target allows
+  TF32) each warp computes its tile on tensor cores instead (`_build_mma`).
 The next tile's elements are read from global memory into registers while this one is
 computed (software pipelining). Then each thread applies the epilogue (the elementwise ops that
 consume the result, cloned onto its registers) and stores its outputs. The payloads are cloned
@@ -650,12 +652,15 @@ def _build_mma(
     contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict
 ) -> None:
     """The kernel of `_build` on tensor cores: the same block tiles, staging, pipelining,
-    split-K and epilogue, but each warp computes a TM x TN tile with `nvgpu.mma.sync` m16n8k16
-    steps (16-bit operands; m16n8k8 with float32 operands read as TF32, where the target allows:
-    A fragments then hold rows g + 8 (r % 2), column t + 4 (r // 2), B rows t + 4r, read from
-    shared memory one element per register). Fragments are read from shared memory in the PTX layouts: lane (g, t) = (lane / 4,
-    lane % 4) holds A rows g + 8 (r % 2), columns 2t + 8 (r // 2) + e (register r, element e),
-    B rows 2t + 8r + e of column g, and accumulators C rows g + 8r, columns 2t + e."""
+    split-K and epilogue, but each warp computes a TM x TN tile of mma.sync steps.
+
+    16-bit operands: m16n8k16 (`nvgpu.mma.sync`; bf16 as `nvvm.mma.sync`, which nvgpu does not
+    lower), fragments by ldmatrix from shared tiles whose contiguous axis is the operand's own
+    (.trans where that is M or N). Lane (g, t) = (lane / 4, lane % 4) then holds A rows
+    g + 8 (r % 2), columns 2t + 8 (r // 2) + e (register r, element e), B rows 2t + 8r + e of
+    column g. float32 operands as TF32 (where the target allows): m16n8k8, A rows g + 8 (r % 2),
+    column t + 4 (r // 2), B rows t + 4r, read from shared memory one element per register.
+    Accumulators: rows g + 8r, columns 2t + e, float32."""
     r = roles(contraction)
     if r is None:
         raise PassError("relax-gpu-contract: the tagged op is no longer a contraction", contraction)
