@@ -521,96 +521,157 @@ class _Tile:
         return self.dims(self.split("m", m_lin), self.split("n", n_lin), self.split("k", None))
 
 
-def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict) -> None:
-    r = roles(contraction)
-    if r is None:
-        raise PassError("relax-gpu-contract: the tagged op is no longer a contraction", contraction)
-    maps = emit.indexing_maps(contraction)
-    a_val, b_val, c_val = contraction.operands[0], contraction.operands[1], contraction.operands[2]
-    m_total, n_total, k_total = r.extent(r.m), r.extent(r.n), r.extent(r.k)
-    batch_total = r.extent(r.batch)
-    bm, bn, bk, tm, tn, t = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.threads
-    a = _Operand(a_val, maps[0], r.m, r, bm, bk)
-    b = _Operand(b_val, maps[1], r.n, r, bn, bk)
-    a.pad, b.pad = pads.get(0), pads.get(1)
-    acc_type = ir.MemRefType(c_val.type).element_type
-    last_out = epilogue[-1][0].operands[-1] if epilogue else c_val
-    out_dims = [e.position for e in maps[2].results]
-    m_fast = bool(r.m) and out_dims[-1] in r.m  # threads run along the output's contiguous axis
-    k_span = -(-k_total // splits // bk) * bk  # each split's K range: whole tiles but the last
+class _Job:
+    """One contraction's kernel as `_build` and `_build_mma` write it: the roles and operands,
+    the split-K workspace, the block's place in the grid, the first value of an accumulator,
+    the staged operand tiles and their K range, and where each result goes."""
 
-    anchor = epilogue[-1][0] if epilogue else contraction
-    emit.defer_deallocs(contraction, anchor)
-    with contraction.location, ir.InsertionPoint(anchor):
-        partials = None
-        if splits > 1:  # split-K: partial sums in a workspace, folded by a second kernel
-            shape = [splits, batch_total, m_total, n_total]
-            partials = memref.AllocOp(ir.MemRefType.get(shape, acc_type), [], []).result
+    def __init__(self, contraction, init, epilogue, cfg: Config, splits: int, pads: dict):
+        r = roles(contraction)
+        if r is None:
+            raise PassError(
+                "relax-gpu-contract: the tagged op is no longer a contraction", contraction
+            )
+        self.contraction, self.init, self.epilogue, self.cfg, self.splits = (
+            contraction,
+            init,
+            epilogue,
+            cfg,
+            splits,
+        )
+        self.r, self.maps = r, emit.indexing_maps(contraction)
+        self.c_val = contraction.operands[2]
+        self.m_total, self.n_total, self.k_total = r.extent(r.m), r.extent(r.n), r.extent(r.k)
+        self.batch_total = r.extent(r.batch)
+        self.a = _Operand(contraction.operands[0], self.maps[0], r.m, r, cfg.bm, cfg.bk)
+        self.b = _Operand(contraction.operands[1], self.maps[1], r.n, r, cfg.bn, cfg.bk)
+        self.a.pad, self.b.pad = pads.get(0), pads.get(1)
+        self.acc_type = ir.MemRefType(self.c_val.type).element_type
+        self.last_out = epilogue[-1][0].operands[-1] if epilogue else self.c_val
+        # each split's K range: whole tiles but the last
+        self.k_span = -(-self.k_total // splits // cfg.bk) * cfg.bk
+        self.anchor = epilogue[-1][0] if epilogue else contraction
+        emit.defer_deallocs(contraction, self.anchor)
+        self.partials = None
+
+    def launch(self, shared: list[ir.Type]) -> ir.Block:
+        """The kernel's launch (at the anchor), with a split-K workspace when K is split; enters
+        nothing: the caller writes the body."""
+        cfg = self.cfg
+        if self.splits > 1:  # partial sums in a workspace, folded by a second kernel
+            shape = [self.splits, self.batch_total, self.m_total, self.n_total]
+            self.partials = memref.AllocOp(ir.MemRefType.get(shape, self.acc_type), [], []).result
         grid = [
-            emit.const(-(-n_total // bn)),
-            emit.const(-(-m_total // bm)),
-            emit.const(batch_total * splits),
+            emit.const(-(-self.n_total // cfg.bn)),
+            emit.const(-(-self.m_total // cfg.bm)),
+            emit.const(self.batch_total * self.splits),
         ]
-        sa = emit.shared([bk, bm + PAD], a.elem)
-        sb = emit.shared([bk, bn + PAD], b.elem)
-        _, body = emit.launch(grid, t, [sa, sb])
+        _, body = emit.launch(grid, cfg.threads, shared)
+        return body
+
+    def place(self, body: ir.Block) -> None:
+        """The block's coordinates (inside the launch body): its split, batch and tile."""
+        bx, by, bz, self.tid = (body.arguments[i] for i in range(4))
+        self.split_idx = emit.rem(bz, self.splits) if self.splits > 1 else None
+        self.batch_lin = emit.div(bz, self.splits)
+        self.tile = _Tile(self.r, self.batch_lin)
+        self.m0, self.n0 = emit.mul(by, self.cfg.bm), emit.mul(bx, self.cfg.bn)
+
+    def start(self, row: ir.Value, col: ir.Value) -> ir.Value:
+        """The first value of the accumulator at block position (row, col): the fill's constant,
+        else the output's current value (a split starts from zero: the second kernel adds the
+        initial value once)."""
+        if self.partials is not None:
+            return emit.zero(self.acc_type)
+        if self.init is not None:
+            return self.init.operands[0]
+        m_lin, n_lin = emit.add(self.m0, row), emit.add(self.n0, col)
+        m_in = emit.bound(m_lin, self.m_total, self.cfg.bm)
+        n_in = emit.bound(n_lin, self.n_total, self.cfg.bn)
+        m_lin = emit.select(m_in, m_lin, emit.const(0))
+        n_lin = emit.select(n_in, n_lin, emit.const(0))
+        return emit.load(self.c_val, emit.apply_map(self.maps[2], self.tile.at(m_lin, n_lin)))
+
+    def stage(self, vec_a: str | None, vec_b: str | None) -> None:
+        """This thread's share of both operand tiles, fixed but for K (computed once)."""
+        t = self.cfg.threads
+        self.stage_a = _stage(self.a, self.tile, "m", self.tid, t, self.m0, self.m_total, vec_a)
+        self.stage_b = _stage(self.b, self.tile, "n", self.tid, t, self.n0, self.n_total, vec_b)
+
+    def fetch(self, k0) -> list[ir.Value]:
+        return self.stage_a.fetch(k0, self.k_total) + self.stage_b.fetch(k0, self.k_total)
+
+    def k_bounds(self) -> tuple[ir.Value, ir.Value]:
+        if self.split_idx is None:
+            return emit.const(0), emit.const(self.k_total)
+        lower = arith.MulIOp(self.split_idx, emit.const(self.k_span)).result
+        upper = arith.MinUIOp(emit.add(lower, self.k_span), emit.const(self.k_total)).result
+        return lower, upper
+
+    def finish(self, acc: ir.Value, row: ir.Value, col: ir.Value) -> None:
+        """Store the result at block position (row, col) where it is inside the output: a
+        partial sum, or through the epilogue."""
+        m_lin, n_lin = emit.add(self.m0, row), emit.add(self.n0, col)
+        inb = emit.both(
+            emit.bound(m_lin, self.m_total, self.cfg.bm),
+            emit.bound(n_lin, self.n_total, self.cfg.bn),
+        )
+        guard = scf.IfOp(inb) if inb is not None else None
+        with ir.InsertionPoint(guard.then_block) if guard else ir.InsertionPoint.current:
+            if self.partials is not None:
+                memref.StoreOp(acc, self.partials, [self.split_idx, self.batch_lin, m_lin, n_lin])
+            else:
+                _store(self.epilogue, acc, self.tile.at(m_lin, n_lin), self.maps, self.last_out)
+            if guard:
+                scf.YieldOp([])
+
+    def close(self) -> None:
+        """After the launch: the split-K fold and the workspace's release."""
+        if self.partials is not None:
+            _fold_partials(
+                self.contraction, self.init, self.epilogue, self.partials, self.splits, self.r,
+                self.maps, self.last_out,
+            )  # fmt: skip
+            memref.DeallocOp(self.partials)
+
+
+def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict) -> None:
+    job = _Job(contraction, init, epilogue, cfg, splits, pads)
+    r, a, b = job.r, job.a, job.b
+    bm, bn, bk, tm, tn = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn
+    out_dims = [e.position for e in job.maps[2].results]
+    m_fast = bool(r.m) and out_dims[-1] in r.m  # threads run along the output's contiguous axis
+
+    with contraction.location, ir.InsertionPoint(job.anchor):
+        body = job.launch(
+            [emit.shared([bk, bm + PAD], a.elem), emit.shared([bk, bn + PAD], b.elem)]
+        )
         smem_a, smem_b = body.arguments[12], body.arguments[13]
         with ir.InsertionPoint(body):
-            bx, by, bz, tid = (body.arguments[i] for i in range(4))
-            split_idx = emit.rem(bz, splits) if splits > 1 else None
-            batch_lin = emit.div(bz, splits)
-            tile = _Tile(r, batch_lin)
-            m0, n0 = emit.mul(by, bm), emit.mul(bx, bn)
+            job.place(body)
             rows_per, cols_per = bm // tm, bn // tn
             if m_fast:
-                trow, tcol = emit.rem(tid, rows_per), emit.div(tid, rows_per)
+                trow, tcol = emit.rem(job.tid, rows_per), emit.div(job.tid, rows_per)
             else:
-                tcol, trow = emit.rem(tid, cols_per), emit.div(tid, cols_per)
+                tcol, trow = emit.rem(job.tid, cols_per), emit.div(job.tid, cols_per)
             rows, cols = _offsets(tm, bm, trow), _offsets(tn, bn, tcol)
-
-            # accumulators: the fill's constant, else the output's current values (a split
-            # starts from zero: the second kernel adds the initial value once)
-            if partials is not None:
-                init_vals = [emit.zero(acc_type)] * (tm * tn)
-            elif init is not None:
-                init_vals = [init.operands[0]] * (tm * tn)
-            else:
-                init_vals = []
-                for i in range(tm):
-                    for j in range(tn):
-                        m_lin, n_lin = emit.add(m0, rows[i]), emit.add(n0, cols[j])
-                        m_in, n_in = emit.bound(m_lin, m_total, bm), emit.bound(n_lin, n_total, bn)
-                        m_lin = emit.select(m_in, m_lin, emit.const(0))
-                        n_lin = emit.select(n_in, n_lin, emit.const(0))
-                        idx = emit.apply_map(maps[2], tile.at(m_lin, n_lin))
-                        init_vals.append(emit.load(c_val, idx))
-
-            # This thread's share of both tiles, fixed but for K (computed once): 16-byte
-            # vectors along an operand's contiguous axis where it allows, else elements.
-            stage_a = _stage(a, tile, "m", tid, t, m0, m_total, _vector_axis(a, r, r.m))
-            stage_b = _stage(b, tile, "n", tid, t, n0, n_total, _vector_axis(b, r, r.n))
-
-            def fetch(k0):
-                return stage_a.fetch(k0, k_total) + stage_b.fetch(k0, k_total)
-
-            if split_idx is None:
-                lower, upper = emit.const(0), emit.const(k_total)
-            else:
-                lower = arith.MulIOp(split_idx, emit.const(k_span)).result
-                upper = arith.MinUIOp(emit.add(lower, k_span), emit.const(k_total)).result
+            init_vals = [job.start(rows[i], cols[j]) for i in range(tm) for j in range(tn)]
+            # 16-byte vectors along an operand's contiguous axis where it allows, else elements
+            job.stage(_vector_axis(a, r, r.m), _vector_axis(b, r, r.n))
+            lower, upper = job.k_bounds()
             # Software pipelining: the next tile's elements are read from global memory into
             # registers while this tile is computed from shared memory.
-            first = fetch(lower)
-            n_a = len(stage_a.slots)
+            first = job.fetch(lower)
+            n_a = len(job.stage_a.slots)
             loop = scf.ForOp(lower, upper, emit.const(bk), init_vals + first)
             with ir.InsertionPoint(loop.body):
                 k0 = loop.induction_variable
                 carried = list(loop.inner_iter_args)
                 accs, staged = carried[: tm * tn], carried[tm * tn :]
-                stage_a.store(staged[:n_a], smem_a, own_rows=False)  # shared rows along K
-                stage_b.store(staged[n_a:], smem_b, own_rows=False)
+                job.stage_a.store(staged[:n_a], smem_a, own_rows=False)  # shared rows along K
+                job.stage_b.store(staged[n_a:], smem_b, own_rows=False)
                 gpu.BarrierOp()
-                ahead = fetch(emit.add(k0, bk))  # past the end: zeros (bound-checked)
+                ahead = job.fetch(emit.add(k0, bk))  # past the end: zeros (bound-checked)
                 fused = _is_fma(contraction)
                 for kk in range(bk):
                     kc = emit.const(kk)
@@ -625,27 +686,12 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, 
                     ]
                 gpu.BarrierOp()
                 scf.YieldOp(accs + ahead)
-
             results = list(loop.results)
             for i in range(tm):
                 for j in range(tn):
-                    m_lin, n_lin = emit.add(m0, rows[i]), emit.add(n0, cols[j])
-                    inb = emit.both(emit.bound(m_lin, m_total, bm), emit.bound(n_lin, n_total, bn))
-                    guard = scf.IfOp(inb) if inb is not None else None
-                    with (
-                        ir.InsertionPoint(guard.then_block) if guard else ir.InsertionPoint.current
-                    ):
-                        acc = results[i * tn + j]
-                        if partials is not None:
-                            memref.StoreOp(acc, partials, [split_idx, batch_lin, m_lin, n_lin])
-                        else:
-                            _store(epilogue, acc, tile.at(m_lin, n_lin), maps, last_out)
-                        if guard:
-                            scf.YieldOp([])
+                    job.finish(results[i * tn + j], rows[i], cols[j])
             gpu.TerminatorOp()
-        if partials is not None:
-            _fold_partials(contraction, init, epilogue, partials, splits, r, maps, last_out)
-            memref.DeallocOp(partials)
+        job.close()
 
 
 def _build_mma(
@@ -661,27 +707,16 @@ def _build_mma(
     column g. float32 operands as TF32 (where the target allows): m16n8k8, A rows g + 8 (r % 2),
     column t + 4 (r // 2), B rows t + 4r, read from shared memory one element per register.
     Accumulators: rows g + 8r, columns 2t + e, float32."""
-    r = roles(contraction)
-    if r is None:
-        raise PassError("relax-gpu-contract: the tagged op is no longer a contraction", contraction)
-    maps = emit.indexing_maps(contraction)
-    a_val, b_val, c_val = contraction.operands[0], contraction.operands[1], contraction.operands[2]
-    m_total, n_total, k_total = r.extent(r.m), r.extent(r.n), r.extent(r.k)
-    batch_total = r.extent(r.batch)
-    bm, bn, bk, wm, wn, t = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn, cfg.threads
-    a = _Operand(a_val, maps[0], r.m, r, bm, bk)
-    b = _Operand(b_val, maps[1], r.n, r, bn, bk)
-    a.pad, b.pad = pads.get(0), pads.get(1)
-    acc_type = ir.MemRefType(c_val.type).element_type
-    last_out = epilogue[-1][0].operands[-1] if epilogue else c_val
-    k_span = -(-k_total // splits // bk) * bk
+    job = _Job(contraction, init, epilogue, cfg, splits, pads)
+    r, a, b = job.r, job.a, job.b
+    bm, bn, bk, wm, wn = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn
     tiles_m, tiles_n = wm // 16, wn // 8
     tf32 = cfg.tf32
     kstep = 8 if tf32 else 16
     frag_a = ir.VectorType.get([4, 1] if tf32 else [4, 2], a.elem)
     frag_b = ir.VectorType.get([2, 1] if tf32 else [2, 2], b.elem)
     pad = TF32_PAD if tf32 else MMA_PAD
-    frag_c = ir.VectorType.get([2, 2], acc_type)
+    frag_c = ir.VectorType.get([2, 2], job.acc_type)
     # 16-byte staging vectors along each operand's contiguous axis where it allows; the shared
     # tile keeps that axis contiguous (rows along M / N when K is contiguous, else along K,
     # read back transposed by ldmatrix.trans)
@@ -689,30 +724,15 @@ def _build_mma(
     vec_b = None if tf32 else _vector_axis(b, r, r.n)
     own_rows_a, own_rows_b = vec_a != "own", vec_b != "own"
 
-    anchor = epilogue[-1][0] if epilogue else contraction
-    emit.defer_deallocs(contraction, anchor)
-    with contraction.location, ir.InsertionPoint(anchor):
-        partials = None
-        if splits > 1:
-            shape = [splits, batch_total, m_total, n_total]
-            partials = memref.AllocOp(ir.MemRefType.get(shape, acc_type), [], []).result
-        grid = [
-            emit.const(-(-n_total // bn)),
-            emit.const(-(-m_total // bm)),
-            emit.const(batch_total * splits),
-        ]
+    with contraction.location, ir.InsertionPoint(job.anchor):
         # a fragment's 8x8 pieces are 16-byte rows of the shared tiles (ldmatrix)
         sa = emit.shared([bm, bk + pad] if own_rows_a else [bk, bm + pad], a.elem)
         sb = emit.shared([bn, bk + pad] if own_rows_b else [bk, bn + pad], b.elem)
-        _, body = emit.launch(grid, t, [sa, sb])
+        body = job.launch([sa, sb])
         smem_a, smem_b = body.arguments[12], body.arguments[13]
         with ir.InsertionPoint(body):
-            bx, by, bz, tid = (body.arguments[i] for i in range(4))
-            split_idx = emit.rem(bz, splits) if splits > 1 else None
-            batch_lin = emit.div(bz, splits)
-            tile = _Tile(r, batch_lin)
-            m0, n0 = emit.mul(by, bm), emit.mul(bx, bn)
-            warp, lane = emit.div(tid, WARP), emit.rem(tid, WARP)
+            job.place(body)
+            warp, lane = emit.div(job.tid, WARP), emit.rem(job.tid, WARP)
             w_m = emit.mul(emit.div(warp, bn // wn), wm)
             w_n = emit.mul(emit.rem(warp, bn // wn), wn)
             g, t4 = emit.div(lane, 4), emit.rem(lane, 4)
@@ -752,18 +772,7 @@ def _build_mma(
                             for e in range(2):
                                 yield i * tiles_n + j, h, e, c_rows[i][h], c_cols[j][e]
 
-            if partials is not None:
-                starts = {p[:3]: emit.zero(acc_type) for p in positions()}
-            elif init is not None:
-                starts = {p[:3]: init.operands[0] for p in positions()}
-            else:
-                starts = {}
-                for p in positions():
-                    m_lin, n_lin = emit.add(m0, p[3]), emit.add(n0, p[4])
-                    m_in, n_in = emit.bound(m_lin, m_total, bm), emit.bound(n_lin, n_total, bn)
-                    m_lin = emit.select(m_in, m_lin, emit.const(0))
-                    n_lin = emit.select(n_in, n_lin, emit.const(0))
-                    starts[p[:3]] = emit.load(c_val, emit.apply_map(maps[2], tile.at(m_lin, n_lin)))
+            starts = {p[:3]: job.start(p[3], p[4]) for p in positions()}
             init_vals = [
                 vector.FromElementsOp(
                     frag_c, [starts[(f, h, e)] for h in range(2) for e in range(2)]
@@ -771,28 +780,19 @@ def _build_mma(
                 for f in range(tiles_m * tiles_n)
             ]
 
-            stage_a = _stage(a, tile, "m", tid, t, m0, m_total, vec_a)
-            stage_b = _stage(b, tile, "n", tid, t, n0, n_total, vec_b)
-
-            def fetch(k0):
-                return stage_a.fetch(k0, k_total) + stage_b.fetch(k0, k_total)
-
-            if split_idx is None:
-                lower, upper = emit.const(0), emit.const(k_total)
-            else:
-                lower = arith.MulIOp(split_idx, emit.const(k_span)).result
-                upper = arith.MinUIOp(emit.add(lower, k_span), emit.const(k_total)).result
-            first = fetch(lower)
-            n_a, n_acc = len(stage_a.slots), len(init_vals)
+            job.stage(vec_a, vec_b)
+            lower, upper = job.k_bounds()
+            first = job.fetch(lower)
+            n_a, n_acc = len(job.stage_a.slots), len(init_vals)
             loop = scf.ForOp(lower, upper, emit.const(bk), init_vals + first)
             with ir.InsertionPoint(loop.body):
                 k0 = loop.induction_variable
                 carried = list(loop.inner_iter_args)
                 accs, staged = carried[:n_acc], carried[n_acc:]
-                stage_a.store(staged[:n_a], smem_a, own_rows_a)
-                stage_b.store(staged[n_a:], smem_b, own_rows_b)
+                job.stage_a.store(staged[:n_a], smem_a, own_rows_a)
+                job.stage_b.store(staged[n_a:], smem_b, own_rows_b)
                 gpu.BarrierOp()
-                ahead = fetch(emit.add(k0, bk))
+                ahead = job.fetch(emit.add(k0, bk))
                 for kk in range(0, bk, kstep):
                     if tf32:  # lane (g, t): A rows g + 8 (r % 2), K t + 4 (r // 2); B K t + 4r
                         frags_a = [
@@ -849,21 +849,9 @@ def _build_mma(
 
             results = list(loop.results)
             for f, h, e, row, col in positions():
-                m_lin, n_lin = emit.add(m0, row), emit.add(n0, col)
-                inb = emit.both(emit.bound(m_lin, m_total, bm), emit.bound(n_lin, n_total, bn))
-                guard = scf.IfOp(inb) if inb is not None else None
-                with ir.InsertionPoint(guard.then_block) if guard else ir.InsertionPoint.current:
-                    acc = vector.ExtractOp(results[f], [], [h, e]).result
-                    if partials is not None:
-                        memref.StoreOp(acc, partials, [split_idx, batch_lin, m_lin, n_lin])
-                    else:
-                        _store(epilogue, acc, tile.at(m_lin, n_lin), maps, last_out)
-                    if guard:
-                        scf.YieldOp([])
+                job.finish(vector.ExtractOp(results[f], [], [h, e]).result, row, col)
             gpu.TerminatorOp()
-        if partials is not None:
-            _fold_partials(contraction, init, epilogue, partials, splits, r, maps, last_out)
-            memref.DeallocOp(partials)
+        job.close()
 
 
 def _mma_sync(frag_c, a, b, c, kstep: int, tf32: bool) -> ir.Value:
