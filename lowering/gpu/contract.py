@@ -817,27 +817,17 @@ def _build_mma(
                             ).result
                             for j in range(tiles_n)
                         ]
-                    else:
+                    else:  # ldmatrix: rows along the own axis directly, K rows transposed
                         frags_a = [
-                            nvgpu.LdMatrixOp(
-                                frag_a, smem_a, [a_rows[i], emit.add(a_col, kk)], False, 4
-                            ).result
-                            if own_rows_a
-                            else nvgpu.LdMatrixOp(
-                                frag_a, smem_a, [emit.add(a_krow, kk), a_mcols[i]], True, 4
-                            ).result
+                            _ldmatrix(frag_a, smem_a, own_rows_a, 4, [a_rows[i], emit.add(a_col, kk)],
+                                      [emit.add(a_krow, kk), a_mcols[i]])
                             for i in range(tiles_m)
-                        ]
+                        ]  # fmt: skip
                         frags_b = [
-                            nvgpu.LdMatrixOp(
-                                frag_b, smem_b, [b_rows[j], emit.add(b_col, kk)], False, 2
-                            ).result
-                            if own_rows_b
-                            else nvgpu.LdMatrixOp(
-                                frag_b, smem_b, [emit.add(b_krow, kk), b_ncols[j]], True, 2
-                            ).result
+                            _ldmatrix(frag_b, smem_b, own_rows_b, 2, [b_rows[j], emit.add(b_col, kk)],
+                                      [emit.add(b_krow, kk), b_ncols[j]])
                             for j in range(tiles_n)
-                        ]
+                        ]  # fmt: skip
                     mma = _mma_bf16 if str(a.elem) == "bf16" else _mma_sync
                     accs = [
                         mma(frag_c, frags_a[i], frags_b[j], accs[i * tiles_n + j], kstep, tf32)
@@ -852,6 +842,13 @@ def _build_mma(
                 job.finish(vector.ExtractOp(results[f], [], [h, e]).result, row, col)
             gpu.TerminatorOp()
         job.close()
+
+
+def _ldmatrix(frag, smem, own_rows: bool, pieces: int, direct: list, transposed: list) -> ir.Value:
+    """A fragment of `pieces` 8x8 pieces: from a tile with rows along the operand's own axis
+    (lane addresses `direct`), else from K rows, transposed (`transposed`)."""
+    at, trans = (direct, False) if own_rows else (transposed, True)
+    return nvgpu.LdMatrixOp(frag, smem, at, trans, pieces).result
 
 
 def _mma_sync(frag_c, a, b, c, kstep: int, tf32: bool) -> ir.Value:

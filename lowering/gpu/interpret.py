@@ -372,19 +372,27 @@ def _check(arr: np.ndarray, idx: tuple, what: str) -> None:
             )
 
 
+def _alignment(op: ir.Operation) -> int:
+    key = "alignment"
+    return ir.IntegerAttr(op.attributes[key]).value if key in op.attributes else 0
+
+
+def _window(arr: np.ndarray, at: tuple, n: int, alignment: int, what: str) -> tuple:
+    """The index of n elements from `at` along the last axis, checked in bounds (and aligned)."""
+    _check(arr, at[:-1] + (at[-1] + n - 1,), what)
+    if alignment:
+        _aligned(arr, at, alignment, what)
+    return at[:-1] + (slice(at[-1], at[-1] + n),)
+
+
 def _load(op, ins, outs):
     m, idx, (o,) = ins[0], ins[1:], outs
     if op.name == "vector.load":
-        n = ir.VectorType(op.results[0].type).shape[-1]
-        key = "alignment"
-        alignment = ir.IntegerAttr(op.attributes[key]).value if key in op.attributes else 0
+        n, alignment = ir.VectorType(op.results[0].type).shape[-1], _alignment(op)
 
         def vstep(env):
-            arr, at = env[m], tuple(env[i] for i in idx)
-            _check(arr, at[:-1] + (at[-1] + n - 1,), "vector.load")
-            if alignment:
-                _aligned(arr, at, alignment, "vector.load")
-            env[o] = arr[at[:-1] + (slice(at[-1], at[-1] + n),)].copy()
+            arr = env[m]
+            env[o] = arr[_window(arr, tuple(env[i] for i in idx), n, alignment, op.name)].copy()
 
         return vstep
 
@@ -565,16 +573,11 @@ def _subview(op, ins, outs):
 
 def _vector_store(op, ins, outs):
     v, m, idx = ins[0], ins[1], ins[2:]
-    n = ir.VectorType(op.operands[0].type).shape[-1]
-    key = "alignment"
-    alignment = ir.IntegerAttr(op.attributes[key]).value if key in op.attributes else 0
+    n, alignment = ir.VectorType(op.operands[0].type).shape[-1], _alignment(op)
 
     def step(env):
-        arr, at = env[m], tuple(env[i] for i in idx)
-        _check(arr, at[:-1] + (at[-1] + n - 1,), "vector.store")
-        if alignment:
-            _aligned(arr, at, alignment, "vector.store")
-        arr[at[:-1] + (slice(at[-1], at[-1] + n),)] = env[v]
+        arr = env[m]
+        arr[_window(arr, tuple(env[i] for i in idx), n, alignment, op.name)] = env[v]
 
     return step
 

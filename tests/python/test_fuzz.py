@@ -78,17 +78,22 @@ def _rejected(exc: Exception) -> str:
     return message
 
 
-def check_relax(g: Graph) -> str:
-    """The BlockBuilder graph, built and run, against numpy; "rejected" or "pass"."""
+def _check_against_numpy(g: Graph, run, where: str) -> str:
+    """`run(module, inputs, expected)` -> results, against numpy; "rejected" or "pass"."""
     arrays = g.input_arrays()
     want = reference(g, arrays)
     try:
-        got = _run(to_relax(g), arrays)
+        got = run(to_relax(g), arrays, want)
     except REJECTED as exc:
         _rejected(exc)
         return "rejected"
-    _compare(got, want, g, "relax vs numpy")
+    _compare(got, want, g, where)
     return "pass"
+
+
+def check_relax(g: Graph) -> str:
+    """The BlockBuilder graph, built and run, against numpy; "rejected" or "pass"."""
+    return _check_against_numpy(g, lambda mod, arrays, want: _run(mod, arrays), "relax vs numpy")
 
 
 def _torch(a: np.ndarray) -> torch.Tensor:
@@ -141,18 +146,15 @@ def check_cuda(g: Graph) -> str:
     the CPU thread by thread (lowering/gpu/interpret.py), against numpy."""
     from test_gpu_interpret import run_on_gpu_model
 
-    arrays = g.input_arrays()
-    want = reference(g, arrays)
-    outs = [
-        np.full(w.shape, np.nan, w.dtype) if w.dtype.kind == "f" else np.zeros_like(w) for w in want
-    ]
-    try:
-        run_on_gpu_model(to_relax(g), *arrays, *outs)
-    except REJECTED as exc:
-        _rejected(exc)
-        return "rejected"
-    _compare(outs, want, g, "cuda kernels (interpreted) vs numpy")
-    return "pass"
+    def run(mod, arrays, want):
+        outs = [
+            np.full(w.shape, np.nan, w.dtype) if w.dtype.kind == "f" else np.zeros_like(w)
+            for w in want
+        ]
+        run_on_gpu_model(mod, *arrays, *outs)
+        return outs
+
+    return _check_against_numpy(g, run, "cuda kernels (interpreted) vs numpy")
 
 
 @pytest.mark.parametrize("family", list(FAMILIES))
