@@ -143,3 +143,53 @@ func.func private @padded_conv(%arg0: memref<1x4x6x6xf32>, %arg1: memref<8x4x3x3
   memref.dealloc %alloc : memref<1x4x8x8xf32>
   return
 }
+
+// A float16 matmul (40x32 @ 32x24, float32 accumulators, the rounding to float16 as its
+// epilogue) on the tensor-core tile: 4 warps; A [M, K] staged in 16-byte vectors into rows
+// of M (K contiguous: 64 x 32+8), B [K, N] into rows of K (N contiguous: 32 x 64+8);
+// fragments by ldmatrix (B transposed), mma.sync m16n8k16, and each accumulator element
+// rounded and stored behind the bounds check (40 and 24 are not multiples of 64).
+// CHECK-LABEL: func.func private @matmul_f16_mma
+// CHECK: gpu.launch blocks({{.*}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads({{.*}}) in (%{{.+}} = %c128
+// CHECK-SAME: workgroup(%[[SA:.+]] : memref<64x40xf16, #gpu.address_space<workgroup>>, %[[SB:.+]] : memref<32x72xf16, #gpu.address_space<workgroup>>)
+// CHECK: vector.load %arg0[{{.*}}] {alignment = 16 : i64} : memref<40x32xf16>, vector<8xf16>
+// CHECK: vector.load %arg1[{{.*}}] {alignment = 16 : i64} : memref<32x24xf16>, vector<8xf16>
+// CHECK: scf.for
+// CHECK: vector.store %{{.+}}, %[[SA]]
+// CHECK: vector.store %{{.+}}, %[[SB]]
+// CHECK: gpu.barrier
+// CHECK: nvgpu.ldmatrix %[[SA]]{{.*}} {numTiles = 4 : i32, transpose = false}
+// CHECK: nvgpu.ldmatrix %[[SB]]{{.*}} {numTiles = 2 : i32, transpose = true}
+// CHECK: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
+// CHECK: gpu.barrier
+// CHECK: scf.if
+// CHECK: arith.truncf %{{.+}} : f32 to f16
+// CHECK: memref.store %{{.+}}, %arg2
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.
+#mm16_a = affine_map<(m, n, k) -> (m, k)>
+#mm16_b = affine_map<(m, n, k) -> (k, n)>
+#mm16_c = affine_map<(m, n, k) -> (m, n)>
+func.func private @matmul_f16_mma(%arg0: memref<40x32xf16>, %arg1: memref<32x24xf16>, %arg2: memref<40x24xf16>) attributes {relax.prim_func} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<40x24xf32>
+  linalg.generic {indexing_maps = [#scalar, #id], iterator_types = ["parallel", "parallel"]} ins(%cst : f32) outs(%alloc : memref<40x24xf32>) attrs = {relax.gpu_contract_init} {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#mm16_a, #mm16_b, #mm16_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : memref<40x32xf16>, memref<32x24xf16>) outs(%alloc : memref<40x24xf32>) attrs = {relax.gpu_contract = "mma64x64/32x32"} {
+  ^bb0(%in: f16, %in_0: f16, %out: f32):
+    %0 = arith.extf %in : f16 to f32
+    %1 = arith.extf %in_0 : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%alloc : memref<40x24xf32>) outs(%arg2 : memref<40x24xf16>) attrs = {relax.gpu_contract_epilogue = array<i64: 0, 0>} {
+  ^bb0(%in: f32, %out: f16):
+    %0 = arith.truncf %in : f32 to f16
+    linalg.yield %0 : f16
+  }
+  memref.dealloc %alloc : memref<40x24xf32>
+  return
+}
