@@ -274,3 +274,37 @@ def test_vector_staging_assumes_aligned_buffers():
     odd[...] = a
     with pytest.raises(InterpretError, match="not 16-byte aligned"):
         run_on_gpu_model(mod, odd, b, c)
+
+
+@pytest.mark.parametrize(
+    "dtype, batch, transpose", [("float32", (), "b"), ("float16", (2,), "b"), ("float32", (), "a")]
+)
+def test_matmul_reads_a_transposed_operand_in_place(dtype, batch, transpose):
+    """x @ w.T with a weight passed at run time (permute_dims of an argument, as nn.Linear
+    imports with keep_params_as_input): the contraction reads w through its map, so the
+    transposed copy and its kernel are gone (one kernel); 16-bit operands stay on tensor cores."""
+    from relaxmlir.runtime.dtype import np_dtype
+
+    m, n, k = 40, 72, 48
+    rng = np.random.default_rng(7)
+    a_shape = (*batch, k, m) if transpose == "a" else (*batch, m, k)
+    b_shape = (*batch, n, k) if transpose == "b" else (*batch, k, n)
+    a = rng.standard_normal(a_shape).astype(np_dtype(dtype))
+    b = rng.standard_normal(b_shape).astype(np_dtype(dtype))
+    rank = len(batch) + 2
+    swap = [*range(rank - 2), rank - 1, rank - 2]
+
+    def body(bb, x, y):
+        if transpose == "a":
+            return relax.op.matmul(bb.emit(relax.op.permute_dims(x, swap)), y)
+        return relax.op.matmul(x, bb.emit(relax.op.permute_dims(y, swap)))
+
+    c = np.full((*batch, m, n), np.nan, np_dtype(dtype))
+    text = str(
+        run_on_gpu_model(function([(a_shape, dtype), (b_shape, dtype)], body), a, b, c).module
+    )
+    assert text.count("gpu.launch") == 1  # no transpose kernel
+    assert ("nvgpu.mma.sync" in text) == (dtype == "float16")
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    want = (np.swapaxes(a64, -1, -2) @ b64) if transpose == "a" else a64 @ np.swapaxes(b64, -1, -2)
+    close(c, want, 1e-4 if dtype == "float32" else 2e-3)

@@ -19,15 +19,15 @@ from lowering.dataflow import graph_functions
 from lowering.dedupe import body_key
 from lowering.registry import PassError, register_pass
 from lowering.verify import check_op
-from relaxmlir.relax.analysis import as_call, value_shape
+from relaxmlir import topi
+from relaxmlir.relax.analysis import as_call, value_shape, value_sinfo
 from relaxmlir.relax.block_builder import BlockBuilder, to_attribute
-from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple
+from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var
 from relaxmlir.relax.op import strategy
 from relaxmlir.relax.struct_info import DTYPE_ATTR, MARKED_DTYPES, dtype_of, flatten
 from relaxmlir.relax.transform.legalize_ops import LEGALIZE_RULES, LegalizeRule
 from relaxmlir.target import Target
 from relaxmlir.transform import Pass
-
 
 # Ops that torch computes in float32 for float16/bfloat16 tensors (CPU accumulation type):
 # products and convolutions, reductions and normalizations, and activations built of several
@@ -65,6 +65,38 @@ def _with_element(t: ir.Type, element: ir.Type) -> ir.Type:
 
 class MissingRuleError(PassError):
     """A high-level op has no legalization rule (raised as NotImplementedError by the API)."""
+
+
+MATMUL = rx.mlir_op_name("relax.matmul")
+PERMUTE_DIMS = rx.mlir_op_name("relax.permute_dims")
+
+
+def _transposed_operands(ops: list[ir.Operation]) -> dict[int, list]:
+    """Matmuls (of more than a GEMV's rows, static) with an operand that is `permute_dims`
+    swapping the last two axes, by the index of their first such permute_dims:
+    {permute index: [(matmul index, {operand: permute index})]}."""
+    from lowering.gpu.schedule import GEMV_MAX_ROWS
+
+    out: dict[int, list] = {}
+    for at, op in enumerate(ops):
+        if op.name != MATMUL:
+            continue
+        folded = {}
+        for i, v in enumerate(op.operands):
+            owner = v.owner
+            if isinstance(owner, ir.Block) or owner.name != PERMUTE_DIMS:
+                continue
+            rank = ir.RankedTensorType(v.type).rank
+            axes = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(owner.attributes["axes"])]
+            producer = next((p for p in range(at) if ops[p] == owner.operation), None)
+            if producer is not None and rank >= 2 and axes == [*range(rank - 2), rank - 1, rank - 2]:
+                folded[i] = producer
+        x = ir.RankedTensorType(op.operands[0].type)
+        rows = x.shape[-2] if x.rank >= 2 else 1
+        static = all(d != ir.ShapedType.get_dynamic_size() for d in x.shape)
+        if folded and static and rows > GEMV_MAX_ROWS:
+            out.setdefault(min(folded.values()), []).append((at, folded))
+    return out
 
 
 def tvm_name(op_name: str) -> str:
@@ -150,7 +182,17 @@ class Legalizer:
                 return ir.WalkResult.ADVANCE
 
             func_op.walk(collect)
-            for op in ops:
+            # cuda: a matmul reading a transposed argument is legalized first, while the
+            # permute_dims still names its input (see _transposed_operands)
+            early = _transposed_operands(ops) if self.target_kind == "cuda" else {}
+            done: set[int] = set()
+            for at, op in enumerate(ops):
+                if at in done:
+                    continue
+                for mm, folded in early.get(at, []):
+                    sources = {i: ops[p].operands[0] for i, p in folded.items()}
+                    self._legalize_matmul_transposed(ops[mm], sources)
+                    done.add(mm)
                 self.legalize(op)
 
     def legalize(self, op: ir.Operation, widen_half: bool = True) -> list[ir.Value]:
@@ -225,6 +267,33 @@ class Legalizer:
             value = inner
             if _is_half(result.type):
                 value = self._astype(inner, ir.RankedTensorType(result.type).element_type)
+        result.replace_all_uses_with(value)
+        op.erase()
+        return [value]
+
+    def _legalize_matmul_transposed(self, op: ir.Operation, folded: dict) -> list[ir.Value]:
+        """A matmul reading a transposed operand's source directly (topi's transpose_a / _b):
+        the contraction kernel reads through any map, so the transposed copy is not computed
+        (it goes with dead-code elimination when nothing else reads it). 16-bit operands keep
+        their width and accumulate in float32, as `_legalize_f32_accumulate`."""
+        (result,) = op.results
+        call = as_call(op)
+        args = list(call.args)
+        for i, source in folded.items():
+            args[i] = Var(f"arg{i}", value_sinfo(source))
+            args[i].values = [source]
+        half = _is_half(result.type) or any(_is_half(v.type) for v in op.operands)
+        out_dtype = "float32" if half else call.attrs["out_dtype"]
+        self.bb.op_hint = "matmul"
+        with ir.InsertionPoint(op), op.location:
+            new = self.bb.call_te(
+                topi.matmul, args[0], args[1], transpose_a=0 in folded, transpose_b=1 in folded,
+                out_dtype=out_dtype,
+            )  # fmt: skip
+            # 16-bit: the float32 result as the call built it, then one rounding
+            (value,) = self.materialize(new, None) if half else self.materialize(new, op)
+            if half and _is_half(result.type):
+                value = self._astype(value, ir.RankedTensorType(result.type).element_type)
         result.replace_all_uses_with(value)
         op.erase()
         return [value]
