@@ -71,17 +71,21 @@ def _squeeze(shape: list) -> list:
     return [d for d in shape if d != 1]
 
 
-def _reads(amap: ir.AffineMap, shape: list[int], want: list[int], ranges: list) -> bool:
+def _reads(
+    amap: ir.AffineMap, shape: list[int], want: list[int], ranges: list, broadcast: bool = False
+) -> bool:
     """`amap` indexes the non-unit axes of a value of `shape` by exactly the loops `want`, in
-    order, and its unit axes by 0 (a constant or a loop of trip count 1)."""
+    order (`broadcast`: by some of them, in order: an input read by every row, as a GEMV's
+    vector), and its unit axes by 0 (a constant or a loop of trip count 1)."""
     res = list(amap.results)
     if len(res) != len(shape):
         return False
     plain = [e for e, n in zip(res, shape) if n != 1]
     units = [e for e, n in zip(res, shape) if n == 1]
-    if len(plain) != len(want) or any(
-        not (isinstance(e, ir.AffineDimExpr) and e.position == d) for e, d in zip(plain, want)
-    ):
+    if not all(isinstance(e, ir.AffineDimExpr) for e in plain):
+        return False
+    dims = [e.position for e in plain]
+    if dims != want and not (broadcast and dims == [d for d in want if d in dims]):
         return False
     return all(
         (isinstance(e, ir.AffineConstantExpr) and e.value == 0)
@@ -129,7 +133,7 @@ def plan(ops: list[ir.Operation]) -> Plan | None:
             return None
         for value, amap in zip(op.operands[:-1], maps[:-1]):
             if isinstance(value.type, ir.ShapedType) and not _reads(
-                amap, _shape(value), keep + red, ranges
+                amap, _shape(value), keep + red, ranges, broadcast=True
             ):
                 return None
         shape = [ranges[d] for d in keep + red]

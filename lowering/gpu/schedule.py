@@ -100,6 +100,17 @@ APPLIES = {
 }
 
 
+def _dot_rows(infos: list[OpInfo]) -> bool:
+    """A GEMV whose matrix runs along K (x @ w.T with w [N, K]): each output is a dot product
+    of two contiguous rows, which the row template (one block per output, warp shuffles)
+    reads coalesced; one thread per output column would stride through w."""
+    matmul = next((i for i in reversed(infos) if i.pattern == "matmul"), None)
+    if matmul is None or matmul.k is None:
+        return False
+    b_dims = matmul.operand_dims[1] if len(matmul.operand_dims) > 1 else None
+    return bool(b_dims) and b_dims[-1] == matmul.k
+
+
 def pick_rule(infos: list[OpInfo], enabled: tuple[str, ...]) -> str | None:
     """The first rule of `enabled` (in its order, as DLight tries its rules) that applies."""
     return next((name for name in enabled if APPLIES[name](infos)), None)
@@ -271,7 +282,11 @@ def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[
         name = pick_rule(infos, enabled)
         if name is None:
             return "", []
-        row_plan = rows.plan(ops) if name in ("general_reduction", "reduction") else None
+        row_plan = (
+            rows.plan(ops)
+            if name in ("general_reduction", "reduction") or (name == "gemv" and _dot_rows(infos))
+            else None
+        )
         flip = transpose.plan(ops) if name == "fallback" else None
         if row_plan is not None:
             # One block per row (rows.py): tagged here, written after bufferization.

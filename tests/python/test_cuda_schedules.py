@@ -156,7 +156,8 @@ def test_models_match_torch(name: str):
     make, inputs = MODELS[name]
     model, args = make().eval(), inputs()
     got, scheduled = _run(import_model(model, args, "ep"), *[a.numpy() for a in args])
-    assert "#gpu.block<x>" in scheduled and "#gpu.thread<x>" in scheduled
+    mapped = "#gpu.block<x>" in scheduled and "#gpu.thread<x>" in scheduled
+    assert mapped or "relax.gpu_" in scheduled  # mapped foralls, or ops a kernel template takes
     with torch.no_grad():
         want = model(*args)
     np.testing.assert_allclose(got[0].numpy(), want.numpy(), rtol=1e-4, atol=1e-4, err_msg=name)

@@ -5,6 +5,8 @@ result's scale, float16 outputs 2e-3 (their own rounding)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 
@@ -308,3 +310,43 @@ def test_matmul_reads_a_transposed_operand_in_place(dtype, batch, transpose):
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     want = (np.swapaxes(a64, -1, -2) @ b64) if transpose == "a" else a64 @ np.swapaxes(b64, -1, -2)
     close(c, want, 1e-4 if dtype == "float32" else 2e-3)
+
+
+@pytest.mark.parametrize(
+    "m, k, dtype, transposed, rows_kernel",
+    [
+        (1, 200, "float32", True, True),  # x @ w.T, w [N, K]: dot products of contiguous rows
+        (3, 300, "float16", True, True),  # a few rows, 16-bit operands (float32 sums)
+        (1, 200, "float32", False, False),  # w [K, N]: one thread per output column (coalesced)
+        (2, 20, "float32", True, False),  # rows shorter than a warp's worth: per-output loops
+    ],
+)
+def test_gemv_kernels(m, k, dtype, transposed, rows_kernel):
+    """GEMVs (at most 4 rows) by the layout of their matrix: with K contiguous, one block per
+    output and warp shuffles (the row template), reading w [N, K] in place; else one thread
+    per output column."""
+    from relaxmlir.runtime.dtype import np_dtype
+
+    n = 96
+    rng = np.random.default_rng(8)
+    x = rng.standard_normal((m, k)).astype(np_dtype(dtype))
+    w_shape = (n, k) if transposed else (k, n)
+    w = rng.standard_normal(w_shape).astype(np_dtype(dtype))
+
+    def body(bb, a, b):
+        return relax.op.matmul(a, bb.emit(relax.op.permute_dims(b, [1, 0])) if transposed else b)
+
+    c = np.full((m, n), np.nan, np_dtype(dtype))
+    text = str(
+        run_on_gpu_model(function([((m, k), dtype), (w_shape, dtype)], body), x, w, c).module
+    )
+    # (a 16-bit GEMV's float32 payload with its rounding epilogue is classified as a row
+    # reduction: the same row kernel)
+    assert re.search(r'relax.schedule = \["(gemv|general_reduction)"\]', text)
+    assert text.count("gpu.launch") == 1 and ("gpu.shuffle" in text) == rows_kernel
+    w64 = w.astype(np.float64)
+    close(
+        c,
+        x.astype(np.float64) @ (w64.T if transposed else w64),
+        1e-4 if dtype == "float32" else 2e-3,
+    )

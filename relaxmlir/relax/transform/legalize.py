@@ -72,11 +72,10 @@ PERMUTE_DIMS = rx.mlir_op_name("relax.permute_dims")
 
 
 def _transposed_operands(ops: list[ir.Operation]) -> dict[int, list]:
-    """Matmuls (of more than a GEMV's rows, static) with an operand that is `permute_dims`
-    swapping the last two axes, by the index of their first such permute_dims:
-    {permute index: [(matmul index, {operand: permute index})]}."""
-    from lowering.gpu.schedule import GEMV_MAX_ROWS
-
+    """Matmuls (static rows) with an operand that is `permute_dims` swapping the last two axes,
+    by the index of their first such permute_dims: {permute index: [(matmul index, {operand:
+    permute index})]}. (A GEMV's [N, K] matrix then goes to the row template: dot products of
+    contiguous rows.)"""
     out: dict[int, list] = {}
     for at, op in enumerate(ops):
         if op.name != MATMUL:
@@ -92,9 +91,8 @@ def _transposed_operands(ops: list[ir.Operation]) -> dict[int, list]:
             if producer is not None and rank >= 2 and axes == [*range(rank - 2), rank - 1, rank - 2]:
                 folded[i] = producer
         x = ir.RankedTensorType(op.operands[0].type)
-        rows = x.shape[-2] if x.rank >= 2 else 1
         static = all(d != ir.ShapedType.get_dynamic_size() for d in x.shape)
-        if folded and static and rows > GEMV_MAX_ROWS:
+        if folded and static:
             out.setdefault(min(folded.values()), []).append((at, folded))
     return out
 
@@ -273,9 +271,10 @@ class Legalizer:
 
     def _legalize_matmul_transposed(self, op: ir.Operation, folded: dict) -> list[ir.Value]:
         """A matmul reading a transposed operand's source directly (topi's transpose_a / _b):
-        the contraction kernel reads through any map, so the transposed copy is not computed
-        (it goes with dead-code elimination when nothing else reads it). 16-bit operands keep
-        their width and accumulate in float32, as `_legalize_f32_accumulate`."""
+        the contraction (or, for a GEMV, the row) kernel reads through any map, so the
+        transposed copy is not computed (it goes with dead-code elimination when nothing else
+        reads it). 16-bit operands keep their width and accumulate in float32, as
+        `_legalize_f32_accumulate`."""
         (result,) = op.results
         call = as_call(op)
         args = list(call.args)

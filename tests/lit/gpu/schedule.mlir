@@ -51,15 +51,42 @@ func.func private @linear(%x: tensor<256x256xf32>, %w: tensor<256x256xf32>, %b: 
 
 // -----
 
-// A single row (batch-1 linear) is a GEMV: 128 outputs per block, one thread each.
+// A single row (batch-1 linear) is a GEMV. With the matrix as [K, N]: 128 outputs per
+// block, one thread each (consecutive threads read consecutive columns).
 // CHECK-LABEL: func.func private @gemv
 // CHECK-SAME: relax.gpu_block_dims = array<i64: 128, 1, 1>
 // CHECK-SAME: relax.schedule = ["gemv"]
 // CHECK: scf.forall (%{{.+}}, %{{.+}}) in (1, 8)
 #mk = affine_map<(m, n, k) -> (m, k)>
+#kn = affine_map<(m, n, k) -> (k, n)>
+#mn = affine_map<(m, n, k) -> (m, n)>
+func.func private @gemv(%x: tensor<1x512xf32>, %w: tensor<512x1024xf32>, %out: tensor<1x1024xf32>) -> tensor<1x1024xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%out : tensor<1x1024xf32>) -> tensor<1x1024xf32>
+  %mm = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<1x512xf32>, tensor<512x1024xf32>) outs(%f : tensor<1x1024xf32>) {
+  ^bb0(%a: f32, %c: f32, %acc: f32):
+    %p = arith.mulf %a, %c : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x1024xf32>
+  return %mm : tensor<1x1024xf32>
+}
+
+// -----
+
+// With the matrix as [N, K] (x @ w.T) each output is a dot product of two contiguous rows:
+// the row template takes it (tagged here, written after bufferization: one block of 256
+// threads per output, warp shuffles), the vector x read by every row.
+// CHECK-LABEL: func.func private @gemv_rows
+// CHECK-SAME: relax.gpu_block_dims = array<i64: 256, 1, 1>
+// CHECK-SAME: relax.schedule = ["gemv"]
+// CHECK: linalg.generic {{.*}} attrs = {relax.gpu_rows = array<i64: 0, 0>}
+// CHECK: linalg.generic {{.*}} attrs = {relax.gpu_rows = array<i64: 1, 3>, relax.gpu_rows_shape = array<i64: 1, 1024, 512>}
+// CHECK-NOT: scf.forall
+#mk = affine_map<(m, n, k) -> (m, k)>
 #nk = affine_map<(m, n, k) -> (n, k)>
 #mn = affine_map<(m, n, k) -> (m, n)>
-func.func private @gemv(%x: tensor<1x512xf32>, %w: tensor<1024x512xf32>, %out: tensor<1x1024xf32>) -> tensor<1x1024xf32> attributes {relax.prim_func} {
+func.func private @gemv_rows(%x: tensor<1x512xf32>, %w: tensor<1024x512xf32>, %out: tensor<1x1024xf32>) -> tensor<1x1024xf32> attributes {relax.prim_func} {
   %zero = arith.constant 0.0 : f32
   %f = linalg.fill ins(%zero : f32) outs(%out : tensor<1x1024xf32>) -> tensor<1x1024xf32>
   %mm = linalg.generic {indexing_maps = [#mk, #nk, #mn], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<1x512xf32>, tensor<1024x512xf32>) outs(%f : tensor<1x1024xf32>) {
