@@ -103,6 +103,7 @@ class CudaEntryPoint:
         else:
             env: dict[str, int] = {}
             datas = []
+            copied = False  # an input read through an aligned copy
             for i, (arg, spec, dtype) in enumerate(zip(args, specs, self.dtypes)):
                 what = f"argument {i} ('{spec.name}')"
                 data = _device_data(arg, self.device, what)
@@ -121,15 +122,13 @@ class CudaEntryPoint:
                         )
                     aligned = empty(data.shape, data.dtype, self.device)  # an input: copied
                     copy_into(aligned, data, self.device)
-                    data = aligned
+                    data, copied = aligned, True
                 datas.append(data)
             for slot, data in zip(self.slots, datas):
                 _set_slot(slot, data)
             # NDArrays only (a torch tensor can be re-pointed between calls), and no input
             # read through an aligned copy (its source can change)
-            immutable = all(isinstance(a, NDArray) for a in args) and all(
-                d.ptr == _device_data(a, self.device, "").ptr for a, d in zip(args, datas)
-            )
+            immutable = not copied and all(isinstance(a, NDArray) for a in args)
             self._last = (args, tuple(datas), env) if immutable else None
         drv = driver()
         drv.activate(self.device)
