@@ -41,6 +41,16 @@ def fake_driver(tmp_path_factory) -> Path:
     return folder
 
 
+def _run_child(fake_driver: Path, child: str) -> None:
+    """Run `child` (Python source printing "ok") over the stand-in driver, in a process of its
+    own: libcuda.so.1 is found on LD_LIBRARY_PATH."""
+    env = {"LD_LIBRARY_PATH": str(fake_driver), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+    run = subprocess.run(
+        [sys.executable, "-c", child], capture_output=True, text=True, env=env, check=False
+    )
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+
+
 def test_host_side_of_a_call(fake_driver, tmp_path):
     ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="cuda")
     lib = tmp_path / "mlp.so"
@@ -77,11 +87,7 @@ def test_host_side_of_a_call(fake_driver, tmp_path):
         print("ok")
         """
     )
-    env = {"LD_LIBRARY_PATH": str(fake_driver), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    run = subprocess.run(
-        [sys.executable, "-c", child], capture_output=True, text=True, env=env, check=False
-    )
-    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+    _run_child(fake_driver, child)
 
 
 def test_empty_grid_is_not_launched(fake_driver, tmp_path):
@@ -111,11 +117,7 @@ def test_empty_grid_is_not_launched(fake_driver, tmp_path):
         print("ok")
         """
     )
-    env = {"LD_LIBRARY_PATH": str(fake_driver), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    run = subprocess.run(
-        [sys.executable, "-c", child], capture_output=True, text=True, env=env, check=False
-    )
-    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+    _run_child(fake_driver, child)
 
 
 def test_unaligned_input_is_copied_unaligned_output_refused(fake_driver, tmp_path):
@@ -180,8 +182,4 @@ def test_unaligned_input_is_copied_unaligned_output_refused(fake_driver, tmp_pat
         print("ok")
         """
     )
-    env = {"LD_LIBRARY_PATH": str(fake_driver), "PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
-    run = subprocess.run(
-        [sys.executable, "-c", child], capture_output=True, text=True, env=env, check=False
-    )
-    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+    _run_child(fake_driver, child)
