@@ -184,6 +184,7 @@ def interpret(target: str, only: list[str]) -> int:
 
     from relaxmlir.frontend import from_exported_program
     from relaxmlir.tools.gpu_interpret import interpret as run_interpreted
+    from relaxmlir.tools.gpu_interpret import outputs_like
 
     failed = 0
     cases = all_cases()
@@ -196,7 +197,7 @@ def interpret(target: str, only: list[str]) -> int:
         with torch.no_grad():
             want = model(*args)
         want = [w.numpy() for w in (want if isinstance(want, tuple) else (want,))]
-        got = [np.full(w.shape, np.nan, w.dtype) if w.dtype.kind == "f" else np.zeros_like(w) for w in want]
+        got = outputs_like(want)
         try:
             run_interpreted(mod, *[a.numpy() for a in args], *got, target=target)
             problem = compare(got, want)

@@ -1,17 +1,19 @@
 """Run the GPU kernels of a lowered module on the CPU, thread by thread: numeric tests of the
 CUDA target's kernel templates on machines without a GPU.
 
-The input is the module after the CUDA pipeline's "map" stage (`map_stage`): functions on
+The input is the module after the CUDA pipeline's "map" stage
+(`relaxmlir.tools.gpu_interpret.interpret` lowers a relax module that far): functions on
 memrefs whose kernels are `gpu.launch` regions of scf / arith / math / memref / vector ops,
-barriers, warp shuffles and warp-level `nvgpu.ldmatrix` / `nvgpu.mma.sync`. Every block of the grid runs in turn;
-its threads are Python generators that run until they reach a barrier or a warp collective,
-where they wait for the others (a barrier for every thread of the block, a shuffle, ldmatrix
-or mma for the 32 lanes of the warp). Collectives follow the PTX ISA: `shfl.sync` lane selection,
-`ldmatrix` (lanes 8q..8q+7 address the rows of 8x8 piece q; lane (g, t) receives row g,
-columns 2t, 2t+1 of each piece), and the fragment layouts of `mma.sync` m16n8k16 (A: register r of lane (g, t) = 4 * g + t holds
-row g + 8 (r % 2), columns 2t + 8 (r // 2) + {0, 1}; B: rows 2t + 8r + {0, 1} of column g;
-C: row g + 8r, columns 2t + {0, 1}) and m16n8k8 in TF32 (A: row g + 8 (r % 2), column
-t + 4 (r // 2); B: row t + 4r, column g; operands with their low 13 mantissa bits dropped).
+barriers, warp shuffles and warp-level `ldmatrix` / `mma.sync`. Every block of the grid runs
+in turn; its threads are Python generators that run until they reach a barrier or a warp
+collective, where they wait for the others (a barrier for every thread of the block, a
+shuffle, ldmatrix or mma for the 32 lanes of the warp). Collectives follow the PTX ISA:
+`shfl.sync` lane selection, `ldmatrix` (lanes 8q..8q+7 address the rows of 8x8 piece q; lane
+(g, t) receives row g, columns 2t, 2t+1 of each piece), and the fragment layouts of
+`mma.sync` m16n8k16 (A: register r of lane (g, t) = 4 * g + t holds row g + 8 (r % 2),
+columns 2t + 8 (r // 2) + {0, 1}; B: rows 2t + 8r + {0, 1} of column g; C: row g + 8r,
+columns 2t + {0, 1}) and m16n8k8 in TF32 (A: row g + 8 (r % 2), column t + 4 (r // 2); B: row
+t + 4r, column g; operands with their low 13 mantissa bits dropped).
 
 Floats keep their width (numpy float16 / float32 scalars), so rounding is the kernel's own;
 `math.fma` rounds once. A load or store outside its memref, a barrier that not every thread
@@ -582,16 +584,6 @@ def _vector_store(op, ins, outs):
     return step
 
 
-def _aligned_pointer(op, ins, outs):
-    """The buffer's address (its numpy data pointer), for alignment tests."""
-    (m,), (o,) = ins, outs
-
-    def step(env):
-        env[o] = env[m].__array_interface__["data"][0]
-
-    return step
-
-
 def _dim(op, ins, outs):
     (m, d), (o,) = ins, outs
 
@@ -621,30 +613,36 @@ def _from_elements(op, ins, outs):
     return step
 
 
-def _vector_extract(op, ins, outs):
-    src, dyn, (o,) = ins[0], ins[1:], outs
+def _position(op: ir.Operation, dyn: list[int]) -> Callable:
+    """vector.extract / insert: the position, static entries with the dynamic ones filled in."""
     pos = list(ir.DenseI64ArrayAttr(op.attributes["static_position"]))
     dynamic = ir.ShapedType.get_dynamic_size()
 
-    def step(env):
+    def at(env) -> tuple:
         it = iter(env[i] for i in dyn)
-        at = tuple(next(it) if p == dynamic else p for p in pos)
-        v = env[src][at]
+        return tuple(next(it) if p == dynamic else p for p in pos)
+
+    return at
+
+
+def _vector_extract(op, ins, outs):
+    src, (o,) = ins[0], outs
+    at = _position(op, ins[1:])
+
+    def step(env):
+        v = env[src][at(env)]
         env[o] = v.copy() if isinstance(v, np.ndarray) else v
 
     return step
 
 
 def _vector_insert(op, ins, outs):
-    val, dst, dyn, (o,) = ins[0], ins[1], ins[2:], outs
-    pos = list(ir.DenseI64ArrayAttr(op.attributes["static_position"]))
-    dynamic = ir.ShapedType.get_dynamic_size()
+    val, dst, (o,) = ins[0], ins[1], outs
+    at = _position(op, ins[2:])
 
     def step(env):
-        it = iter(env[i] for i in dyn)
-        at = tuple(next(it) if p == dynamic else p for p in pos)
         new = env[dst].copy()
-        new[at] = env[val]
+        new[at(env)] = env[val]
         env[o] = new
 
     return step
@@ -682,11 +680,6 @@ def _broadcast(op, ins, outs):
     return step
 
 
-def _float_op(fn):
-    """Elementwise float op on scalars or vectors, in the operands' own width."""
-    return _binary(lambda x, y: fn(x, y))
-
-
 _LEAF: dict[str, Callable] = {
     "arith.constant": _constant,
     "arith.addi": _int_binary(lambda x, y: x + y, True),
@@ -712,15 +705,15 @@ _LEAF: dict[str, Callable] = {
     "arith.cmpi": _cmpi,
     "arith.cmpf": _cmpf,
     "arith.select": _select,
-    "arith.addf": _float_op(lambda x, y: x + y),
-    "arith.subf": _float_op(lambda x, y: x - y),
-    "arith.mulf": _float_op(lambda x, y: x * y),
-    "arith.divf": _float_op(lambda x, y: x / y),
-    "arith.remf": _float_op(np.fmod),
-    "arith.maximumf": _float_op(np.maximum),
-    "arith.minimumf": _float_op(np.minimum),
-    "arith.maxnumf": _float_op(np.fmax),
-    "arith.minnumf": _float_op(np.fmin),
+    "arith.addf": _binary(lambda x, y: x + y),
+    "arith.subf": _binary(lambda x, y: x - y),
+    "arith.mulf": _binary(lambda x, y: x * y),
+    "arith.divf": _binary(lambda x, y: x / y),
+    "arith.remf": _binary(np.fmod),
+    "arith.maximumf": _binary(np.maximum),
+    "arith.minimumf": _binary(np.minimum),
+    "arith.maxnumf": _binary(np.fmax),
+    "arith.minnumf": _binary(np.fmin),
     "arith.negf": _unary(lambda x: -x),
     "arith.extf": _convert,
     "arith.truncf": _convert,
@@ -772,9 +765,9 @@ _LEAF: dict[str, Callable] = {
     "math.trunc": _typed_unary(lambda x: float(np.trunc(x))),
     "math.round": _typed_unary(lambda x: float(np.copysign(np.floor(abs(x) + 0.5), x))),
     "math.roundeven": _typed_unary(lambda x: float(np.rint(x))),
-    "math.powf": _float_op(np.power),
-    "math.atan2": _float_op(np.arctan2),
-    "math.copysign": _float_op(np.copysign),
+    "math.powf": _binary(np.power),
+    "math.atan2": _binary(np.arctan2),
+    "math.copysign": _binary(np.copysign),
     "affine.apply": _affine_apply,
     "affine.min": _affine_apply,
     "affine.max": _affine_apply,
@@ -791,7 +784,6 @@ _LEAF: dict[str, Callable] = {
     "memref.subview": _subview,
     "memref.copy": _copy,
     "memref.dim": _dim,
-    "memref.extract_aligned_pointer_as_index": _aligned_pointer,
     "vector.store": _vector_store,
     "vector.from_elements": _from_elements,
     "vector.extract": _vector_extract,
@@ -884,7 +876,7 @@ def _launch(fn: _Function, op, ins, outs):
                     for tz in range(bz):
                         for ty in range(by):
                             for tx in range(bx):
-                                local = list(env) + [None] * (len(fn.slots) - len(env))
+                                local = list(env)
                                 local[0] = (kx, ky, kz, tx, ty, tz, gx, gy, gz, bx, by, bz)
                                 for s, v in zip(ids, (kx, ky, kz, tx, ty, tz)):
                                     local[s] = v
@@ -1071,8 +1063,7 @@ def _ldmatrix_warp(reqs: dict[int, tuple]) -> dict[int, Any]:
         rows = []
         for lane in range(8 * q, 8 * q + 8):
             arr, at = reqs[lane][1], reqs[lane][2]
-            _check(arr, at[:-1] + (at[-1] + 7,), "nvgpu.ldmatrix row")
-            rows.append(arr[at[:-1] + (slice(at[-1], at[-1] + 8),)])
+            rows.append(arr[_window(arr, at, 8, 0, "nvgpu.ldmatrix row")])
         piece = np.stack(rows)
         pieces.append(piece.T if transpose else piece)
     out = {}

@@ -20,6 +20,15 @@ from relaxmlir.target import Target
 MAPPED = ["graph", "schedule", "bufferize", "map"]
 
 
+def outputs_like(expected: list[np.ndarray]) -> list[np.ndarray]:
+    """Output arrays for `interpret` shaped as the `expected` ones: NaN where float (a value the
+    kernels never write shows), zeros otherwise."""
+    return [
+        np.full(w.shape, np.nan, w.dtype) if w.dtype.kind == "f" else np.zeros_like(w)
+        for w in expected
+    ]
+
+
 def interpret(mod: IRModule, *arrays: np.ndarray, target: Any = "cuda") -> IRModule:
     """Lower `mod` for `target` (a cuda target) through the map stage and interpret its `main`
     on `arrays`: its inputs, then one array per output, written in place. Returns the lowered

@@ -146,11 +146,10 @@ def check_cuda(g: Graph) -> str:
     the CPU thread by thread (lowering/gpu/interpret.py), against numpy."""
     from test_gpu_interpret import run_on_gpu_model
 
+    from relaxmlir.tools.gpu_interpret import outputs_like
+
     def run(mod, arrays, want):
-        outs = [
-            np.full(w.shape, np.nan, w.dtype) if w.dtype.kind == "f" else np.zeros_like(w)
-            for w in want
-        ]
+        outs = outputs_like(want)
         run_on_gpu_model(mod, *arrays, *outs)
         return outs
 
