@@ -299,11 +299,8 @@ def _padding(ops: list[ir.Operation], contraction: ir.Operation, i: int):
     if not all(isinstance(o, (ir.Operation, ir.OpView)) for o in (copy, fill)):
         return None
     copy, fill = copy.operation, fill.operation
-    at = {
-        name: next((k for k, o in enumerate(ops) if o == op), None)
-        for name, op in (("copy", copy), ("fill", fill))
-    }
-    if at["copy"] is None or at["fill"] is None or not emit.is_fill(fill):
+    index = {o: k for k, o in enumerate(ops)}
+    if copy not in index or fill not in index or not emit.is_fill(fill):
         return None
     if (
         copy.name != "linalg.generic"
@@ -324,7 +321,7 @@ def _padding(ops: list[ir.Operation], contraction: ir.Operation, i: int):
         return None
     if len([u for u in fill.results[0].uses]) != 2 or len(list(copy.results[0].uses)) != 1:
         return None
-    return i, at["fill"], at["copy"]
+    return i, index[fill], index[copy]
 
 
 def _shape(op: ir.Operation) -> list[int]:
@@ -519,6 +516,23 @@ class _Tile:
     def at(self, m_lin: ir.Value, n_lin: ir.Value) -> list[ir.Value]:
         """Loop indices of one output (K at 0)."""
         return self.dims(self.split("m", m_lin), self.split("n", n_lin), self.split("k", None))
+
+    def own(self, role: str, own0, oi, total: int, block: int) -> tuple[list[ir.Value], ir.Value]:
+        """An operand's own (M or N) loop indices at tile offset `oi` from `own0` (0 past the
+        problem's edge) and whether that is inside it (None: always)."""
+        own_lin = emit.add(own0, oi)
+        own_in = emit.bound(own_lin, total, block)
+        return self.split(role, emit.select(own_in, own_lin, emit.const(0))), own_in
+
+    def operand(self, role: str, own, k0, ki, k_total: int) -> tuple[list[ir.Value], ir.Value]:
+        """Loop indices of an operand element (own indices `own`, K position k0 + ki, 0 past
+        the end) and whether that K is inside: the pipelined read runs one tile ahead."""
+        k_lin = emit.add(k0, ki)
+        k_in = emit.less(k_lin, k_total)
+        k = self.split("k", emit.select(k_in, k_lin, emit.const(0)))
+        other = self.split("n" if role == "m" else "m", None)
+        m, n = (own, other) if role == "m" else (other, own)
+        return self.dims(m, n, k), k_in
 
 
 class _Job:
@@ -940,11 +954,8 @@ class _Stage:
                 oi, ki = emit.rem(e, block), emit.div(e, block)
             else:
                 ki, oi = emit.rem(e, bk), emit.div(e, bk)
-            own_lin = emit.add(own0, oi)
-            own_in = emit.bound(own_lin, own_total, block)
-            own_lin = emit.select(own_in, own_lin, emit.const(0))
             self.slots.append((ki, oi))
-            self.own.append((tile.split(role, own_lin), own_in))
+            self.own.append(tile.own(role, own0, oi, own_total, block))
 
     def store(self, values: list[ir.Value], smem: ir.Value, own_rows: bool) -> None:
         """Write fetched values to the shared tile: rows along the operand's own axis (K
@@ -955,12 +966,8 @@ class _Stage:
     def fetch(self, k0, k_total: int) -> list[ir.Value]:
         out = []
         for (ki, _), (own, own_in) in zip(self.slots, self.own):
-            k_lin = emit.add(k0, ki)
-            k_in = emit.less(k_lin, k_total)
-            k = self.tile.split("k", emit.select(k_in, k_lin, emit.const(0)))
-            other = self.tile.split("n" if self.role == "m" else "m", None)
-            m, n = (own, other) if self.role == "m" else (other, own)
-            value = self.op.read(self.tile.dims(m, n, k))
+            dims, k_in = self.tile.operand(self.role, own, k0, ki, k_total)
+            value = self.op.read(dims)
             out.append(emit.select(emit.both(own_in, k_in), value, emit.zero(self.op.elem)))
         return out
 
@@ -1018,23 +1025,16 @@ class _VectorStage:
             e = emit.add(tid, rep * t)
             row, col = emit.div(e, per_row), emit.mul(emit.rem(e, per_row), width)
             oi, ki = (row, col) if axis == "k" else (col, row)
-            own_lin = emit.add(own0, oi)
-            own_in = emit.bound(own_lin, own_total, block)
-            own_lin = emit.select(own_in, own_lin, emit.const(0))
             self.slots.append((row, col))
-            self.parts.append((tile.split(role, own_lin), own_in, ki))
+            self.parts.append((*tile.own(role, own0, oi, own_total, block), ki))
 
     def fetch(self, k0, k_total: int) -> list[ir.Value]:
         zero = emit.zero(self.op.elem)
         zeros = vector.BroadcastOp(self.vtype, zero).result
         out = []
         for own, own_in, ki in self.parts:
-            k_lin = emit.add(k0, ki)
-            k_in = emit.less(k_lin, k_total)
-            k = self.tile.split("k", emit.select(k_in, k_lin, emit.const(0)))
-            other = self.tile.split("n" if self.role == "m" else "m", None)
-            m, n = (own, other) if self.role == "m" else (other, own)
-            at = emit.apply_map(self.op.map, self.tile.dims(m, n, k))
+            dims, k_in = self.tile.operand(self.role, own, k0, ki, k_total)
+            at = emit.apply_map(self.op.map, dims)
             value = vector.LoadOp(self.vtype, self.op.value, at, alignment=VECTOR_BYTES).result
             ok = emit.both(own_in, k_in)
             out.append(arith.SelectOp(ok, value, zeros).result if ok is not None else value)
