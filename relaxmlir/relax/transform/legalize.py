@@ -76,6 +76,7 @@ def _transposed_operands(ops: list[ir.Operation]) -> dict[int, list]:
     by the index of their first such permute_dims: {permute index: [(matmul index, {operand:
     permute index})]}. (A GEMV's [N, K] matrix then goes to the row template: dot products of
     contiguous rows.)"""
+    index = {op: at for at, op in enumerate(ops)}
     out: dict[int, list] = {}
     for at, op in enumerate(ops):
         if op.name != MATMUL:
@@ -87,7 +88,7 @@ def _transposed_operands(ops: list[ir.Operation]) -> dict[int, list]:
                 continue
             rank = ir.RankedTensorType(v.type).rank
             axes = [ir.IntegerAttr(a).value for a in ir.ArrayAttr(owner.attributes["axes"])]
-            producer = next((p for p in range(at) if ops[p] == owner.operation), None)
+            producer = index.get(owner.operation)
             if producer is not None and rank >= 2 and axes == [*range(rank - 2), rank - 1, rank - 2]:
                 folded[i] = producer
         x = ir.RankedTensorType(op.operands[0].type)
@@ -95,6 +96,14 @@ def _transposed_operands(ops: list[ir.Operation]) -> dict[int, list]:
         if folded and static:
             out.setdefault(min(folded.values()), []).append((at, folded))
     return out
+
+
+def _replace(op: ir.Operation, values: list[ir.Value]) -> list[ir.Value]:
+    """Every use of `op`'s results goes to `values`; `op` is erased."""
+    for old, value in zip(op.results, values):
+        old.replace_all_uses_with(value)
+    op.erase()
+    return values
 
 
 def tvm_name(op_name: str) -> str:
@@ -236,10 +245,14 @@ class Legalizer:
             )
         if hook is not None and isinstance(new, Call) and isinstance(new.attrs.get("callee"), GlobalVar):
             hook(rx.lookup_symbol(self.module_op, new.attrs["callee"].name_hint))
-        for old, value in zip(op.results, values):
-            old.replace_all_uses_with(value)
-        op.erase()
-        return values
+        return _replace(op, values)
+
+    def _narrow(self, value: ir.Value, like: ir.Type) -> ir.Value:
+        """`value` computed in float32 for a result of type `like`: cast back once when that is
+        16-bit, else as it is."""
+        if not _is_half(like):
+            return value
+        return self._astype(value, ir.RankedTensorType(like).element_type)
 
     def _astype(self, value: ir.Value, element: ir.Type) -> ir.Value:
         """A legalized `relax.astype` of `value` to `element` at the insertion point."""
@@ -262,12 +275,8 @@ class Legalizer:
             wide = _with_element(result.type, f32)
             inner_op = rx.create(op.name, list(op.operands), [wide], attrs)
             (inner,) = self.legalize(inner_op, widen_half=False)
-            value = inner
-            if _is_half(result.type):
-                value = self._astype(inner, ir.RankedTensorType(result.type).element_type)
-        result.replace_all_uses_with(value)
-        op.erase()
-        return [value]
+            value = self._narrow(inner, result.type)
+        return _replace(op, [value])
 
     def _legalize_matmul_transposed(self, op: ir.Operation, folded: dict) -> list[ir.Value]:
         """A matmul reading a transposed operand's source directly (topi's transpose_a / _b):
@@ -291,11 +300,8 @@ class Legalizer:
             )  # fmt: skip
             # 16-bit: the float32 result as the call built it, then one rounding
             (value,) = self.materialize(new, None) if half else self.materialize(new, op)
-            if half and _is_half(result.type):
-                value = self._astype(value, ir.RankedTensorType(result.type).element_type)
-        result.replace_all_uses_with(value)
-        op.erase()
-        return [value]
+            value = self._narrow(value, result.type)
+        return _replace(op, [value])
 
     def _legalize_in_f32(self, op: ir.Operation) -> list[ir.Value]:
         """`op` on 16-bit floats as the same op in float32 between two casts (COMPUTE_IN_F32)."""
@@ -308,14 +314,8 @@ class Legalizer:
                 if name in attrs and ir.StringAttr(attrs[name]).value in ("float16", "bfloat16"):
                     attrs[name] = ir.StringAttr.get("float32")
             inner = self.legalize(rx.create(op.name, operands, types, attrs))
-            values = [
-                self._astype(v, ir.RankedTensorType(r.type).element_type) if _is_half(r.type) else v
-                for v, r in zip(inner, op.results)
-            ]
-        for old, value in zip(op.results, values):
-            old.replace_all_uses_with(value)
-        op.erase()
-        return values
+            values = [self._narrow(v, r.type) for v, r in zip(inner, op.results)]
+        return _replace(op, values)
 
     def materialize(self, expr: Expr, op: ir.Operation | None = None) -> list[ir.Value]:
         """The values of `expr` at the insertion point; `op` is the op being replaced (its
