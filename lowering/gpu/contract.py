@@ -16,7 +16,9 @@ Per block (BM x BN outputs, T threads), for each step of BK along K:
   reads are conflict-free), barrier. With 16-bit operands (and float32 where the target allows
   TF32) each warp computes its tile on tensor cores instead (`_build_mma`).
 The next tile's elements are read from global memory into registers while this one is
-computed (software pipelining). Then each thread applies the epilogue (the elementwise ops that
+computed (software pipelining); on tensor cores, where both operands stage in 16-byte vectors,
+cp.async copies them straight into a ring of shared tiles instead, several tiles ahead
+(`_async_pipeline`). Then each thread applies the epilogue (the elementwise ops that
 consume the result, cloned onto its registers) and stores its outputs. The payloads are cloned
 as written, so the accumulation type and any casts are the op's own. When even the smallest tile
 leaves the GPU half idle and K is long, K is split over more blocks: they store partial sums and
@@ -711,8 +713,10 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, 
 def _build_mma(
     contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict
 ) -> None:
-    """The kernel of `_build` on tensor cores: the same block tiles, staging, pipelining,
-    split-K and epilogue, but each warp computes a TM x TN tile of mma.sync steps.
+    """The kernel of `_build` on tensor cores: the same block tiles, split-K and epilogue, but
+    each warp computes a TM x TN tile of mma.sync steps, and operands that stage in 16-byte
+    vectors are copied by cp.async into a ring of shared tiles (`_async_pipeline`; else the
+    register pipeline of `_build`).
 
     16-bit operands: m16n8k16 (`nvgpu.mma.sync`; bf16 as `nvvm.mma.sync`, which nvgpu does not
     lower), fragments by ldmatrix from shared tiles whose contiguous axis is the operand's own
@@ -738,11 +742,18 @@ def _build_mma(
     vec_b = None if tf32 else _vector_axis(b, r, r.n)
     own_rows_a, own_rows_b = vec_a != "own", vec_b != "own"
 
+    # cp.async: both operands copied into shared memory by 16-byte asynchronous copies, through
+    # a ring of shared tiles; else the register pipeline of `_build`
+    tiles_a = [bm, bk + pad] if own_rows_a else [bk, bm + pad]
+    tiles_b = [bn, bk + pad] if own_rows_b else [bk, bn + pad]
+    stages = 1 if tf32 else _async_stages(cfg, (a, vec_a, tiles_a), (b, vec_b, tiles_b))
+    if stages > 1:  # no more tiles in flight than a split has
+        stages = max(2, min(stages, -(-job.k_span // bk) + 1))
+    ring = [stages] if stages > 1 else []
+
     with contraction.location, ir.InsertionPoint(job.anchor):
         # a fragment's 8x8 pieces are 16-byte rows of the shared tiles (ldmatrix)
-        sa = emit.shared([bm, bk + pad] if own_rows_a else [bk, bm + pad], a.elem)
-        sb = emit.shared([bn, bk + pad] if own_rows_b else [bk, bn + pad], b.elem)
-        body = job.launch([sa, sb])
+        body = job.launch([emit.shared(ring + tiles_a, a.elem), emit.shared(ring + tiles_b, b.elem)])
         smem_a, smem_b = body.arguments[12], body.arguments[13]
         with ir.InsertionPoint(body):
             job.place(body)
@@ -793,20 +804,11 @@ def _build_mma(
                 ).result
                 for f in range(tiles_m * tiles_n)
             ]
+            mma = _mma_bf16 if str(a.elem) == "bf16" else _mma_sync
 
-            job.stage(vec_a, vec_b)
-            lower, upper = job.k_bounds()
-            first = job.fetch(lower)
-            n_a, n_acc = len(job.stage_a.slots), len(init_vals)
-            loop = scf.ForOp(lower, upper, emit.const(bk), init_vals + first)
-            with ir.InsertionPoint(loop.body):
-                k0 = loop.induction_variable
-                carried = list(loop.inner_iter_args)
-                accs, staged = carried[:n_acc], carried[n_acc:]
-                job.stage_a.store(staged[:n_a], smem_a, own_rows_a)
-                job.stage_b.store(staged[n_a:], smem_b, own_rows_b)
-                gpu.BarrierOp()
-                ahead = job.fetch(emit.add(k0, bk))
+            def compute(accs: list[ir.Value], stage: ir.Value | None) -> list[ir.Value]:
+                """The warp's mma.sync steps over one staged K tile (`stage` of the ring)."""
+                s = [stage] if stage is not None else []
                 for kk in range(0, bk, kstep):
                     if tf32:  # lane (g, t): A rows g + 8 (r % 2), K t + 4 (r // 2); B K t + 4r
                         frags_a = [
@@ -833,29 +835,98 @@ def _build_mma(
                         ]
                     else:  # ldmatrix: rows along the own axis directly, K rows transposed
                         frags_a = [
-                            _ldmatrix(frag_a, smem_a, own_rows_a, 4, [a_rows[i], emit.add(a_col, kk)],
-                                      [emit.add(a_krow, kk), a_mcols[i]])
+                            _ldmatrix(frag_a, smem_a, own_rows_a, 4, s + [a_rows[i], emit.add(a_col, kk)],
+                                      s + [emit.add(a_krow, kk), a_mcols[i]])
                             for i in range(tiles_m)
                         ]  # fmt: skip
                         frags_b = [
-                            _ldmatrix(frag_b, smem_b, own_rows_b, 2, [b_rows[j], emit.add(b_col, kk)],
-                                      [emit.add(b_krow, kk), b_ncols[j]])
+                            _ldmatrix(frag_b, smem_b, own_rows_b, 2, s + [b_rows[j], emit.add(b_col, kk)],
+                                      s + [emit.add(b_krow, kk), b_ncols[j]])
                             for j in range(tiles_n)
                         ]  # fmt: skip
-                    mma = _mma_bf16 if str(a.elem) == "bf16" else _mma_sync
                     accs = [
                         mma(frag_c, frags_a[i], frags_b[j], accs[i * tiles_n + j], kstep, tf32)
                         for i in range(tiles_m)
                         for j in range(tiles_n)
                     ]
-                gpu.BarrierOp()
-                scf.YieldOp(accs + ahead)
+                return accs
 
-            results = list(loop.results)
+            job.stage(vec_a, vec_b)
+            if stages > 1:
+                results = _async_pipeline(job, stages, (smem_a, smem_b), init_vals, compute)
+            else:
+                lower, upper = job.k_bounds()
+                first = job.fetch(lower)
+                n_a, n_acc = len(job.stage_a.slots), len(init_vals)
+                loop = scf.ForOp(lower, upper, emit.const(bk), init_vals + first)
+                with ir.InsertionPoint(loop.body):
+                    k0 = loop.induction_variable
+                    carried = list(loop.inner_iter_args)
+                    accs, staged = carried[:n_acc], carried[n_acc:]
+                    job.stage_a.store(staged[:n_a], smem_a, own_rows_a)
+                    job.stage_b.store(staged[n_a:], smem_b, own_rows_b)
+                    gpu.BarrierOp()
+                    ahead = job.fetch(emit.add(k0, bk))
+                    accs = compute(accs, None)
+                    gpu.BarrierOp()
+                    scf.YieldOp(accs + ahead)
+                results = list(loop.results)[:n_acc]
+
             for f, h, e, row, col in positions():
                 job.finish(vector.ExtractOp(results[f], [], [h, e]).result, row, col)
             gpu.TerminatorOp()
         job.close()
+
+
+ASYNC_SHARED_BYTES = 48 * 1024  # static shared memory a block may declare
+MAX_STAGES = 4
+
+
+def _async_stages(cfg: Config, *operands) -> int:
+    """The number of shared tiles the cp.async pipeline rotates through, or 1 where it does not
+    apply. Each operand (with its staging axis and shared tile shape) must stage in 16-byte
+    vectors, each thread's share in whole vectors; the tensor-core tiles keep their rows along
+    the vector axis, so every vector is one aligned 16-byte copy. As many stages as fit in
+    static shared memory, at most MAX_STAGES."""
+    tile_bytes = 0
+    for op, axis, shape in operands:
+        lanes = LANES.get(str(op.elem))
+        if axis is None or lanes is None or op.block * op.bk % (lanes * cfg.threads):
+            return 1
+        tile_bytes += pymath.prod(shape) * (VECTOR_BYTES // lanes)
+    stages = min(MAX_STAGES, ASYNC_SHARED_BYTES // tile_bytes)
+    return max(1, stages)
+
+
+def _async_pipeline(job: _Job, stages: int, smem: tuple, accs: list, compute) -> list:
+    """The K loop on a ring of `stages` shared tiles filled by cp.async (Ampere's multistage
+    pipeline): the first stages - 1 tiles are requested before the loop; each step waits until
+    its own tile has landed (at most stages - 2 groups still in flight), meets the block at one
+    barrier (so every thread's copies are visible and every warp is done with the tile the
+    ring reuses next), requests the tile stages - 1 ahead into that slot and computes. A
+    request past K copies nothing and writes zeros (source size 0)."""
+    bk, total = job.cfg.bk, job.k_total
+    smem_a, smem_b = smem
+    lower, upper = job.k_bounds()
+
+    def request(k0, slot) -> ir.Value:
+        copies = job.stage_a.copy_async(k0, total, smem_a, slot)
+        copies += job.stage_b.copy_async(k0, total, smem_b, slot)
+        return nvgpu.DeviceAsyncCreateGroupOp(copies).result
+
+    group = None
+    for s in range(stages - 1):
+        group = request(emit.add(lower, s * bk), emit.const(s))
+    loop = scf.ForOp(lower, upper, emit.const(bk), accs)
+    with ir.InsertionPoint(loop.body):
+        k0 = loop.induction_variable
+        step = emit.div(arith.SubIOp(k0, lower).result, bk)
+        nvgpu.DeviceAsyncWaitOp(group, numGroups=stages - 2)
+        gpu.BarrierOp()
+        request(emit.add(k0, (stages - 1) * bk), emit.rem(emit.add(step, stages - 1), stages))
+        scf.YieldOp(compute(list(loop.inner_iter_args), emit.rem(step, stages)))
+    nvgpu.DeviceAsyncWaitOp(group, numGroups=0)  # no copy outlives the block's shared memory
+    return list(loop.results)
 
 
 def _ldmatrix(frag, smem, own_rows: bool, pieces: int, direct: list, transposed: list) -> ir.Value:
@@ -1028,17 +1099,38 @@ class _VectorStage:
             self.slots.append((row, col))
             self.parts.append((*tile.own(role, own0, oi, own_total, block), ki))
 
+    def sources(self, k0, k_total: int) -> list[tuple[list[ir.Value], ir.Value | None]]:
+        """Per vector of the tile at K offset k0: its first element's index in the operand
+        (clamped inside it) and whether the vector is inside the problem (None: always)."""
+        out = []
+        for own, own_in, ki in self.parts:
+            dims, k_in = self.tile.operand(self.role, own, k0, ki, k_total)
+            out.append((emit.apply_map(self.op.map, dims), emit.both(own_in, k_in)))
+        return out
+
     def fetch(self, k0, k_total: int) -> list[ir.Value]:
         zero = emit.zero(self.op.elem)
         zeros = vector.BroadcastOp(self.vtype, zero).result
         out = []
-        for own, own_in, ki in self.parts:
-            dims, k_in = self.tile.operand(self.role, own, k0, ki, k_total)
-            at = emit.apply_map(self.op.map, dims)
+        for at, ok in self.sources(k0, k_total):
             value = vector.LoadOp(self.vtype, self.op.value, at, alignment=VECTOR_BYTES).result
-            ok = emit.both(own_in, k_in)
             out.append(arith.SelectOp(ok, value, zeros).result if ok is not None else value)
         return out
+
+    def copy_async(self, k0, k_total: int, smem: ir.Value, slot: ir.Value) -> list[ir.Value]:
+        """cp.async of each vector of the tile at K offset k0 into ring slot `slot` of the shared
+        tile (16 bytes, L1 bypassed); past the edges the source size is 0, so the copy writes
+        zeros. Returns the copies' tokens."""
+        width = ir.VectorType(self.vtype).shape[0]
+        count = ir.IntegerAttr.get(emit.index_type(), width)
+        tokens = []
+        for (row, col), (at, ok) in zip(self.slots, self.sources(k0, k_total)):
+            size = None if ok is None else emit.select(ok, emit.const(width), emit.const(0))
+            copy = nvgpu.DeviceAsyncCopyOp(
+                smem, [slot, row, col], self.op.value, at, count, srcElements=size, bypassL1=True
+            )
+            tokens.append(copy.result)
+        return tokens
 
     def store(self, values: list[ir.Value], smem: ir.Value, own_rows: bool) -> None:
         along_rows = (self.axis == "k") == own_rows  # the vector runs along a shared row

@@ -93,7 +93,8 @@ class _Compiler:
 class _Function:
     def __init__(self, compiler: _Compiler, func_op: ir.Operation):
         self.compiler = compiler
-        self.slots: dict[Any, int] = {_IDS: 0}  # slot 0: this thread's ids (gpu.thread_id & co.)
+        # slot 0: this thread's ids (gpu.thread_id & co.); slot 1: its cp.async copies in flight
+        self.slots: dict[Any, int] = {_IDS: 0, _ASYNC: 1}
         body = func_op.regions[0].blocks[0]
         self.args = [self.slot(a) for a in body.arguments]
         self.body = self.block(body)
@@ -132,6 +133,7 @@ class _Function:
 
 
 _IDS = "gpu ids"  # (block x y z, thread x y z, grid x y z, block size x y z) of the thread
+_ASYNC = "async copies"  # the thread's _Copies
 _ID_OPS = {"gpu.block_id": 0, "gpu.thread_id": 3, "gpu.grid_dim": 6, "gpu.block_dim": 9}
 
 
@@ -680,6 +682,74 @@ def _broadcast(op, ins, outs):
     return step
 
 
+class _Copies:
+    """A thread's cp.async copies in flight: those issued since its last commit, then its
+    committed groups, oldest first. A copy's destination reads as NaN from its issue until
+    a wait completes it, so a read that does not wait for its copy shows in the result (as does
+    a copy into a tile that others still read)."""
+
+    def __init__(self):
+        self.open: list[tuple] = []
+        self.groups: list[list[tuple]] = []
+
+    def complete(self, pending: int) -> None:
+        while len(self.groups) > pending:
+            for arr, at, data in self.groups.pop(0):
+                arr[at] = data
+
+
+def _async_copy(op, ins, outs):
+    """nvgpu.device_async_copy (cp.async): `srcElements` elements read from the source, the
+    rest of the `dstElements` written as zeros; both addresses aligned to the copy's size."""
+    sizes = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    dst, dst_idx = ins[0], ins[1 : 1 + sizes[1]]
+    src = ins[1 + sizes[1]]
+    src_idx = ins[2 + sizes[1] : 2 + sizes[1] + sizes[3]]
+    src_n = ins[-1] if sizes[4] else None
+    count = ir.IntegerAttr(op.attributes["dstElements"]).value
+    (o,) = outs
+
+    def step(env):
+        d_arr, s_arr = env[dst], env[src]
+        n = count if src_n is None else env[src_n]
+        if not 0 <= n <= count:
+            raise InterpretError(f"{op.name}: source size {n} outside 0..{count}")
+        align = count * d_arr.dtype.itemsize
+        d_at = _window(d_arr, tuple(env[i] for i in dst_idx), count, align, op.name)
+        data = np.zeros(count, d_arr.dtype)
+        if n:
+            s_at = _window(s_arr, tuple(env[i] for i in src_idx), n, align, op.name)
+            data[:n] = s_arr[s_at]
+        if d_arr.dtype.kind == "f":
+            d_arr[d_at] = np.nan
+        env[1].open.append((d_arr, d_at, data))
+        env[o] = None
+
+    return step
+
+
+def _async_group(op, ins, outs):
+    (o,) = outs
+
+    def step(env):
+        copies = env[1]
+        copies.groups.append(copies.open)
+        copies.open = []
+        env[o] = None
+
+    return step
+
+
+def _async_wait(op, ins, outs):
+    key = "numGroups"
+    pending = ir.IntegerAttr(op.attributes[key]).value if key in op.attributes else 0
+
+    def step(env):
+        env[1].complete(pending)
+
+    return step
+
+
 _LEAF: dict[str, Callable] = {
     "arith.constant": _constant,
     "arith.addi": _int_binary(lambda x, y: x + y, True),
@@ -792,6 +862,9 @@ _LEAF: dict[str, Callable] = {
     "vector.bitcast": _bitcast,
     "llvm.extractvalue": _extractvalue,
     "vector.splat": _broadcast,
+    "nvgpu.device_async_copy": _async_copy,
+    "nvgpu.device_async_create_group": _async_group,
+    "nvgpu.device_async_wait": _async_wait,
 }
 
 
@@ -886,12 +959,21 @@ def _launch(fn: _Function, op, ins, outs):
                                     local[s] = arr
                                 for s, t in private:
                                     local[s] = buffer(t)
-                                threads.append(_run(steps, local))
+                                local[1] = _Copies()
+                                threads.append(_thread(steps, local))
                     _schedule(threads, f"gpu.launch at {op.location}")
         return
         yield  # a generator, as every region op
 
     return run
+
+
+def _thread(steps, env):
+    """One thread of a block: its steps, then a check that no cp.async copy is in flight (the
+    block's shared memory goes when its last thread ends)."""
+    yield from _run(steps, env)
+    if env[1].open or env[1].groups:
+        raise InterpretError("a thread ended with cp.async copies not waited for")
 
 
 _REGION_OPS = {"scf.for": _for, "scf.if": _if, "func.call": _call, "gpu.launch": _launch}
@@ -1075,9 +1157,16 @@ def _ldmatrix_warp(reqs: dict[int, tuple]) -> dict[int, Any]:
 
 
 def _schedule(threads: list, where: str) -> None:
-    """Run one block's threads to completion, meeting at barriers and warp collectives."""
+    """Run one block's threads to completion, meeting at barriers and warp collectives. Each
+    warp in turn runs as far as it can (to a barrier or its end) before the next one starts:
+    the first warps run ahead of the last ones, so a read of shared memory that another warp
+    has not written yet, or a write over a tile that another warp still reads, shows (the
+    values read are NaN) unless a barrier orders them."""
     waiting: dict[int, tuple] = {}
     live = set(range(len(threads)))
+    ready = set(live)  # to be advanced with nothing: not started, or released by a barrier
+    warps = [range(w, min(w + 32, len(threads))) for w in range(0, len(threads), 32)]
+    serve = {_SHUFFLE: _shuffle_warp, _MMA: _mma_warp, _LDMATRIX: _ldmatrix_warp}
 
     def advance(i: int, value: Any) -> None:
         try:
@@ -1086,27 +1175,24 @@ def _schedule(threads: list, where: str) -> None:
             live.discard(i)
             waiting.pop(i, None)
 
-    for i in range(len(threads)):
-        advance(i, None)
     while live:
         progressed = False
-        # warp collectives: every live lane of a warp waiting on the same kind
-        warps: dict[int, list[int]] = {}
-        for i in live:
-            warps.setdefault(i // 32, []).append(i)
-        for w, lanes in warps.items():
-            kinds = {waiting[i][0] for i in lanes if i in waiting}
-            if len(kinds) != 1 or any(i not in waiting for i in lanes):
-                continue
-            kind = kinds.pop()
-            if kind == _BARRIER:
-                continue
-            reqs = {i - 32 * w: waiting[i] for i in lanes}
-            warp_op = {_SHUFFLE: _shuffle_warp, _MMA: _mma_warp, _LDMATRIX: _ldmatrix_warp}[kind]
-            results = warp_op(reqs)
-            for lane, value in results.items():
-                advance(32 * w + lane, value)
-            progressed = True
+        for lanes in warps:
+            for i in lanes:
+                if i in ready:
+                    ready.discard(i)
+                    advance(i, None)
+                    progressed = True
+            while True:  # the warp's collectives, until it reaches a barrier or its end
+                at = [i for i in lanes if i in live]
+                kinds = {waiting[i][0] for i in at}
+                if len(kinds) != 1 or _BARRIER in kinds:
+                    break
+                base = lanes[0]
+                results = serve[kinds.pop()]({i - base: waiting[i] for i in at})
+                for lane, value in results.items():
+                    advance(base + lane, value)
+                progressed = True
         if not live:
             break
         at_barrier = [waiting[i] for i in live if waiting[i][0] == _BARRIER]
@@ -1117,8 +1203,7 @@ def _schedule(threads: list, where: str) -> None:
                     f"({len(live)} of {len(threads)} threads live, "
                     f"{len({r[1] for r in at_barrier})} different barriers)"
                 )
-            for i in sorted(live):
-                advance(i, None)
+            ready = set(live)
             progressed = True
         if not progressed:
             kinds = sorted({waiting[i][0] for i in live})

@@ -111,7 +111,11 @@ def test_16bit_matmul_on_tensor_cores(monkeypatch, shape, many_blocks, block, dt
     assert 'relax.schedule = ["matmul"]' in text and mma in text
     assert text.count("gpu.launch") == (2 if k == 1024 else 1)
     elem = "bf16" if dtype == "bfloat16" else "f16"
-    assert f"memref<{block}x40x{elem}, #gpu.address_space<workgroup>>" in text  # K along rows
+    # a ring of A tiles with K along rows, filled by cp.async: up to 4 of the small tile, 2 of
+    # the large one (what static shared memory holds), no more than K has tiles + 1
+    stages = min(4 if block == 64 else 2, -(-k // 32) + 1) if k != 1024 else 4
+    assert f"memref<{stages}x{block}x40x{elem}, #gpu.address_space<workgroup>>" in text
+    assert "nvgpu.device_async_copy" in text and "nvgpu.device_async_wait" in text
     assert "nvgpu.ldmatrix" in text  # fragments: one ldmatrix per A (x4) and B (x2) fragment
     close(c, a.astype(np.float64) @ b.astype(np.float64), 2e-3 if dtype == "float16" else 8e-3)
 
@@ -235,6 +239,50 @@ def test_interpreter_reports_out_of_bounds_and_divergent_barriers():
             run_function(module.operation, "main", np.zeros(64, np.float32))
 
 
+def test_interpreter_catches_cp_async_hazards():
+    """The cp.async pipeline's three orderings, each removed from a float16 matmul kernel (a
+    ring of 3 tiles, 2 requests in flight): waiting for one group too few reads tiles before
+    they land, dropping the barrier lets a warp read another's copies before they land (the
+    interpreter runs warps ahead of each other), dropping the last wait leaves copies in flight
+    at the block's end. The first two read NaN, the third is an error; intact, it matches."""
+    from mlir import ir
+
+    import dialects
+
+    m, n, k = 40, 72, 48
+    rng = np.random.default_rng(7)
+    a = rng.standard_normal((m, k)).astype("float16")
+    b = rng.standard_normal((k, n)).astype("float16")
+    mod = function(
+        [((m, k), "float16"), ((k, n), "float16")], lambda bb, x, y: relax.op.matmul(x, y)
+    )
+    text = str(run_on_gpu_model(mod, a, b, np.full((m, n), np.nan, "float16")).module)
+    waits = re.findall(r".*nvgpu.device_async_wait .*\n", text)
+    assert len(waits) == 2 and "numGroups = 1 " in waits[0] and "numGroups = 0 " in waits[1]
+    barrier = re.search(r"(nvgpu.device_async_wait .*\n)(\s*gpu.barrier\n)", text)
+    variants = {
+        "intact": text,
+        "early": text.replace(waits[0], waits[0].replace("numGroups = 1 ", "numGroups = 2 ")),
+        "unordered": text.replace(barrier.group(0), barrier.group(1)),
+        "in flight": text.replace(waits[1], ""),
+    }
+    want = a.astype(np.float64) @ b.astype(np.float64)
+    for name, variant in variants.items():
+        assert (variant == text) == (name == "intact"), name
+        c = np.full((m, n), np.nan, "float16")
+        with dialects.get_context():
+            module = ir.Module.parse(variant)
+            if name == "in flight":
+                with pytest.raises(InterpretError, match="cp.async copies not waited for"):
+                    run_function(module.operation, "main", a, b, c)
+                continue
+            run_function(module.operation, "main", a, b, c)
+        if name == "intact":
+            close(c, want, 2e-3)
+        else:
+            assert np.isnan(c).any(), name
+
+
 @pytest.mark.parametrize(
     "name", [pytest.param("resnet", marks=pytest.mark.slow), "gpt_block", "mobilenet_v2_block_s2"]
 )
@@ -259,9 +307,9 @@ def test_model_networks(name):
 
 
 def test_vector_staging_assumes_aligned_buffers():
-    """16-bit operands are staged in 16-byte vectors (ld.global.v4 + st.shared.v4, ldmatrix
-    .trans for a [K, N] B): the kernel takes 16-byte aligned buffers (the runtime copies an
-    unaligned input first), and the interpreter holds it to that."""
+    """16-bit operands are staged by 16-byte copies (cp.async, ldmatrix .trans for a [K, N]
+    B): the kernel takes 16-byte aligned buffers (the runtime copies an unaligned input first),
+    and the interpreter holds it to that."""
     m, n, k = 40, 72, 48
     rng = np.random.default_rng(5)
     a = rng.standard_normal((m, k)).astype("float16")
@@ -271,7 +319,7 @@ def test_vector_staging_assumes_aligned_buffers():
     )
     c = np.full((m, n), np.nan, "float16")
     text = str(run_on_gpu_model(mod, a, b, c).module)
-    assert "vector.load" in text and "{alignment = 16 : i64}" in text and "transpose = true" in text
+    assert "nvgpu.device_async_copy" in text and "transpose = true" in text
     close(c, a.astype(np.float64) @ b.astype(np.float64), 2e-3)
     raw = np.empty(m * k + 1, "float16")
     odd = raw[1:].reshape(m, k)  # starts 2 bytes past an aligned address
