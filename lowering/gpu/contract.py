@@ -570,7 +570,7 @@ class _Job:
         emit.defer_deallocs(contraction, self.anchor)
         self.partials = None
 
-    def launch(self, shared: list[ir.Type]) -> ir.Block:
+    def launch(self, shared: list[ir.Type], dynamic_bytes: int = 0) -> ir.Block:
         """The kernel's launch (at the anchor), with a split-K workspace when K is split; enters
         nothing: the caller writes the body."""
         cfg = self.cfg
@@ -582,7 +582,7 @@ class _Job:
             emit.const(-(-self.m_total // cfg.bm)),
             emit.const(self.batch_total * self.splits),
         ]
-        _, body = emit.launch(grid, cfg.threads, shared)
+        _, body = emit.launch(grid, cfg.threads, shared, dynamic_bytes)
         return body
 
     def place(self, body: ir.Block) -> None:
@@ -753,9 +753,16 @@ def _build_mma(
 
     with contraction.location, ir.InsertionPoint(job.anchor):
         # a fragment's 8x8 pieces are 16-byte rows of the shared tiles (ldmatrix)
-        body = job.launch([emit.shared(ring + tiles_a, a.elem), emit.shared(ring + tiles_b, b.elem)])
-        smem_a, smem_b = body.arguments[12], body.arguments[13]
+        tiles = [emit.shared(ring + tiles_a, a.elem), emit.shared(ring + tiles_b, b.elem)]
+        if stages > 1:  # the ring in dynamic shared memory (it may take more than 48 KiB)
+            body = job.launch([], emit.dynamic_bytes(tiles))
+        else:
+            body = job.launch(tiles)
         with ir.InsertionPoint(body):
+            if stages > 1:
+                smem_a, smem_b = emit.dynamic_shared(tiles)
+            else:
+                smem_a, smem_b = body.arguments[12], body.arguments[13]
             job.place(body)
             warp, lane = emit.div(job.tid, WARP), emit.rem(job.tid, WARP)
             w_m = emit.mul(emit.div(warp, bn // wn), wm)
@@ -878,7 +885,7 @@ def _build_mma(
         job.close()
 
 
-ASYNC_SHARED_BYTES = 48 * 1024  # static shared memory a block may declare
+ASYNC_SHARED_BYTES = 96 * 1024  # the ring's shared memory: within every arch's opt-in limit
 MAX_STAGES = 4
 
 

@@ -73,11 +73,15 @@ def select(cond: ir.Value | None, a: ir.Value, b: ir.Value) -> ir.Value:
 
 
 def launch(
-    grid: list[ir.Value], threads: int, workgroup: list[ir.Type]
+    grid: list[ir.Value], threads: int, workgroup: list[ir.Type], dynamic_bytes: int = 0
 ) -> tuple[gpu.LaunchOp, ir.Block]:
-    """A gpu.launch of `threads` threads in x over `grid` blocks, with static shared buffers."""
+    """A gpu.launch of `threads` threads in x over `grid` blocks, with static shared buffers
+    and `dynamic_bytes` of dynamic shared memory (`dynamic_shared` views it)."""
     one = const(1)
-    op = gpu.LaunchOp(tuple(grid), (const(threads), one, one))
+    size = None
+    if dynamic_bytes:
+        size = arith.ConstantOp(ir.IntegerType.get_signless(32), dynamic_bytes).result
+    op = gpu.LaunchOp(tuple(grid), (const(threads), one, one), dynamic_shared_memory_size=size)
     if workgroup:
         op.operation.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(64), len(workgroup)
@@ -90,6 +94,36 @@ def launch(
 
 def shared(shape: list[int], elem: ir.Type) -> ir.MemRefType:
     return ir.MemRefType.get(shape, elem, memory_space=ir.Attribute.parse(WORKGROUP))
+
+
+SHARED_ALIGN = 128  # each buffer in dynamic shared memory starts on this many bytes
+
+
+def _bytes(t: ir.MemRefType) -> int:
+    count = 1
+    for n in t.shape:
+        count *= n
+    return count * ir.MemRefType(t).element_type.width // 8
+
+
+def dynamic_bytes(types: list[ir.MemRefType]) -> int:
+    """Dynamic shared memory for buffers of `types`, one after the other (aligned)."""
+    return sum(-(-_bytes(t) // SHARED_ALIGN) * SHARED_ALIGN for t in types)
+
+
+def dynamic_shared(types: list[ir.MemRefType]) -> list[ir.Value]:
+    """Buffers of `types` laid out in the launch's dynamic shared memory (inside its body):
+    shared memory past the 48 KiB a kernel may declare statically."""
+    i8 = ir.IntegerType.get_signless(8)
+    raw_type = ir.MemRefType.get(
+        [ir.ShapedType.get_dynamic_size()], i8, memory_space=ir.Attribute.parse(WORKGROUP)
+    )
+    raw = gpu.DynamicSharedMemoryOp(raw_type).result
+    views, offset = [], 0
+    for t in types:
+        views.append(memref.ViewOp(t, raw, const(offset), []).result)
+        offset += -(-_bytes(t) // SHARED_ALIGN) * SHARED_ALIGN
+    return views
 
 
 def expr(e: ir.AffineExpr, dims: list[ir.Value]) -> ir.Value:

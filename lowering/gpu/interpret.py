@@ -94,7 +94,8 @@ class _Function:
     def __init__(self, compiler: _Compiler, func_op: ir.Operation):
         self.compiler = compiler
         # slot 0: this thread's ids (gpu.thread_id & co.); slot 1: its cp.async copies in flight
-        self.slots: dict[Any, int] = {_IDS: 0, _ASYNC: 1}
+        # slot 2: its block's dynamic shared memory
+        self.slots: dict[Any, int] = {_IDS: 0, _ASYNC: 1, _DYNAMIC: 2}
         body = func_op.regions[0].blocks[0]
         self.args = [self.slot(a) for a in body.arguments]
         self.body = self.block(body)
@@ -134,6 +135,7 @@ class _Function:
 
 _IDS = "gpu ids"  # (block x y z, thread x y z, grid x y z, block size x y z) of the thread
 _ASYNC = "async copies"  # the thread's _Copies
+_DYNAMIC = "dynamic shared memory"  # the block's bytes (gpu.dynamic_shared_memory)
 _ID_OPS = {"gpu.block_id": 0, "gpu.thread_id": 3, "gpu.grid_dim": 6, "gpu.block_dim": 9}
 
 
@@ -437,10 +439,17 @@ def _new_buffer(shape, t: ir.Type) -> np.ndarray:
     """A fresh buffer on a 256-byte boundary (as device allocations), NaN where float."""
     dtype = np.dtype(_array_dtype(t))
     count = int(np.prod(shape, dtype=np.int64))
-    raw = np.empty(count * dtype.itemsize + 256, np.uint8)
-    start = -raw.__array_interface__["data"][0] % 256
-    out = raw[start : start + count * dtype.itemsize].view(dtype).reshape(shape)
+    out = _new_bytes(count * dtype.itemsize).view(dtype).reshape(shape)
     out[...] = np.nan if dtype.kind in "fV" else 0
+    return out
+
+
+def _new_bytes(n: int) -> np.ndarray:
+    """n bytes on a 256-byte boundary, all bits set (NaN in every float type)."""
+    raw = np.empty(n + 256, np.uint8)
+    start = -raw.__array_interface__["data"][0] % 256
+    out = raw[start : start + n]
+    out[...] = 0xFF
     return out
 
 
@@ -582,6 +591,37 @@ def _vector_store(op, ins, outs):
     def step(env):
         arr = env[m]
         arr[_window(arr, tuple(env[i] for i in idx), n, alignment, op.name)] = env[v]
+
+    return step
+
+
+def _dynamic_shared(op, ins, outs):
+    (o,) = outs
+
+    def step(env):
+        env[o] = env[2]
+
+    return step
+
+
+def _byte_view(op, ins, outs):
+    """memref.view: a typed buffer at a byte offset of a 1-D byte buffer."""
+    raw, shift = ins[0], ins[1]
+    if len(ins) > 2:
+        raise InterpretError("memref.view with dynamic sizes is not interpreted")
+    t = ir.MemRefType(op.results[0].type)
+    dtype = np.dtype(_array_dtype(t.element_type))
+    count = int(np.prod(t.shape, dtype=np.int64))
+    (o,) = outs
+
+    def step(env):
+        arr, at = env[raw], env[shift]
+        end = at + count * dtype.itemsize
+        if at < 0 or end > arr.shape[0]:
+            raise InterpretError(
+                f"memref.view of bytes {at}..{end} in a buffer of {arr.shape[0]} bytes"
+            )
+        env[o] = arr[at:end].view(dtype).reshape(t.shape)
 
     return step
 
@@ -862,6 +902,8 @@ _LEAF: dict[str, Callable] = {
     "vector.bitcast": _bitcast,
     "llvm.extractvalue": _extractvalue,
     "vector.splat": _broadcast,
+    "gpu.dynamic_shared_memory": _dynamic_shared,
+    "memref.view": _byte_view,
     "nvgpu.device_async_copy": _async_copy,
     "nvgpu.device_async_create_group": _async_group,
     "nvgpu.device_async_wait": _async_wait,
@@ -934,6 +976,8 @@ def _launch(fn: _Function, op, ins, outs):
     segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
     dims_at = segments[0]  # after the async dependencies: grid x y z, block x y z
     dims = ins[dims_at : dims_at + 6]
+    dynamic = op.opview.dynamicSharedMemorySize
+    dynamic = fn.slot(dynamic) if dynamic is not None else None
     steps, _ = fn.block(body)
 
     def buffer(t):
@@ -945,6 +989,7 @@ def _launch(fn: _Function, op, ins, outs):
             for ky in range(gy):
                 for kx in range(gx):
                     shared = [(s, buffer(t)) for s, t in work]
+                    raw = _new_bytes(env[dynamic] if dynamic is not None else 0)
                     threads = []
                     for tz in range(bz):
                         for ty in range(by):
@@ -960,6 +1005,7 @@ def _launch(fn: _Function, op, ins, outs):
                                 for s, t in private:
                                     local[s] = buffer(t)
                                 local[1] = _Copies()
+                                local[2] = raw
                                 threads.append(_thread(steps, local))
                     _schedule(threads, f"gpu.launch at {op.location}")
         return

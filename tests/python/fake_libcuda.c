@@ -51,6 +51,12 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
   fake_launches++;
   return 0;
 }
+int fake_opt_ins = 0, fake_opt_in_bytes = 0; /* read by the test */
+CUresult cuFuncSetAttribute(void *f, int attr, int value) {
+  (void)f;
+  if (attr == 8) fake_opt_ins++, fake_opt_in_bytes = value;
+  return 0;
+}
 CUresult cuDeviceGetDefaultMemPool(void **pool, int dev) { (void)dev; *pool = &ctx_token; return 0; }
 unsigned long long fake_release_threshold = 0; /* read by the test */
 CUresult cuMemPoolSetAttribute(void *pool, int attr, void *value) {

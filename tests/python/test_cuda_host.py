@@ -183,3 +183,39 @@ def test_unaligned_input_is_copied_unaligned_output_refused(fake_driver, tmp_pat
         """
     )
     _run_child(fake_driver, child)
+
+
+def test_large_shared_memory_ring_opts_in_once(fake_driver, tmp_path):
+    """A float16 matmul on the 128x128 tensor-core tile keeps a ring of 4 operand tiles in
+    dynamic shared memory (75 KiB, past the 48 KiB a kernel gets without asking): the runtime
+    raises the kernel's limit with cuFuncSetAttribute before its first launch, and only then."""
+    a = relax.Var("a", relax.TensorStructInfo((2048, 256), "float16"))
+    b = relax.Var("b", relax.TensorStructInfo((256, 4096), "float16"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [a, b]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.matmul(a, b))
+        bb.emit_func_output(out)
+    ex = relax.build(bb.get(), target="cuda")
+    assert "dynamic_shared_memory_size" in str(ex.lowered)
+    lib = tmp_path / "ring.so"
+    ex.export_library(str(lib))
+    child = textwrap.dedent(
+        f"""
+        import ctypes
+        import numpy as np
+        import relaxmlir as rm
+        from relaxmlir import runtime
+        fake = ctypes.CDLL("libcuda.so.1")
+        vm = runtime.VirtualMachine(runtime.load_module({str(lib)!r}), rm.cuda(0))
+        x = rm.nd.array(np.ones((2048, 256), "float16"), rm.cuda(0))
+        y = rm.nd.array(np.ones((256, 4096), "float16"), rm.cuda(0))
+        vm["main"](x, y)
+        vm["main"](x, y)
+        assert ctypes.c_int.in_dll(fake, "fake_launches").value == 2
+        assert ctypes.c_int.in_dll(fake, "fake_opt_ins").value == 1
+        assert ctypes.c_int.in_dll(fake, "fake_opt_in_bytes").value > 48 * 1024
+        print("ok")
+        """
+    )
+    _run_child(fake_driver, child)

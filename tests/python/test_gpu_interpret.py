@@ -111,9 +111,9 @@ def test_16bit_matmul_on_tensor_cores(monkeypatch, shape, many_blocks, block, dt
     assert 'relax.schedule = ["matmul"]' in text and mma in text
     assert text.count("gpu.launch") == (2 if k == 1024 else 1)
     elem = "bf16" if dtype == "bfloat16" else "f16"
-    # a ring of A tiles with K along rows, filled by cp.async: up to 4 of the small tile, 2 of
-    # the large one (what static shared memory holds), no more than K has tiles + 1
-    stages = min(4 if block == 64 else 2, -(-k // 32) + 1) if k != 1024 else 4
+    # a ring of A tiles with K along rows in dynamic shared memory, filled by cp.async: up to
+    # 4 tiles, no more than K has tiles + 1
+    stages = min(4, -(-k // 32) + 1)
     assert f"memref<{stages}x{block}x40x{elem}, #gpu.address_space<workgroup>>" in text
     assert "nvgpu.device_async_copy" in text and "nvgpu.device_async_wait" in text
     assert "nvgpu.ldmatrix" in text  # fragments: one ldmatrix per A (x4) and B (x2) fragment

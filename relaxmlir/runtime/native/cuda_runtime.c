@@ -40,6 +40,7 @@ static struct {
   CUresult (*cuModuleGetFunction)(CUfunction *, CUmodule, const char *);
   CUresult (*cuLaunchKernel)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
                              unsigned, unsigned, CUstream, void **, void **);
+  CUresult (*cuFuncSetAttribute)(CUfunction, int, int);
   CUresult (*cuStreamSynchronize)(CUstream);
   CUresult (*cuMemAllocAsync)(CUdeviceptr *, size_t, CUstream);
   CUresult (*cuMemFreeAsync)(CUdeviceptr, CUstream);
@@ -99,6 +100,7 @@ static int open_driver(void) {
   SYM(cuModuleUnload, "cuModuleUnload");
   SYM(cuModuleGetFunction, "cuModuleGetFunction");
   SYM(cuLaunchKernel, "cuLaunchKernel");
+  SYM(cuFuncSetAttribute, "cuFuncSetAttribute");
   SYM(cuStreamSynchronize, "cuStreamSynchronize");
   SYM(cuMemAllocAsync, "cuMemAllocAsync");
   SYM(cuMemFreeAsync, "cuMemFreeAsync");
@@ -197,6 +199,41 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
   return fn;
 }
 
+/* A kernel may take more than 48 KiB of dynamic shared memory only once it has opted in
+ * (cuFuncSetAttribute); the kernels that did, with their sizes, so each opts in once. */
+#define OPT_IN_SLOTS 256
+#define STATIC_SHARED_LIMIT (48 * 1024)
+#define CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES 8
+static struct {
+  void *function;
+  int32_t bytes;
+} opted_in[OPT_IN_SLOTS];
+
+static int opt_in(void *function, int32_t bytes) {
+  int free_slot = -1;
+  pthread_mutex_lock(&lock);
+  for (int i = 0; i < OPT_IN_SLOTS; i++) {
+    if (opted_in[i].function == function && opted_in[i].bytes >= bytes) {
+      pthread_mutex_unlock(&lock);
+      return 1;
+    }
+    if (free_slot < 0 && (!opted_in[i].function || opted_in[i].function == function))
+      free_slot = i;
+  }
+  pthread_mutex_unlock(&lock);
+  if (!check(cu.cuFuncSetAttribute((CUfunction)function,
+                                   CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes),
+             "cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES)"))
+    return 0;
+  if (free_slot >= 0) {
+    pthread_mutex_lock(&lock);
+    opted_in[free_slot].function = function;
+    opted_in[free_slot].bytes = bytes;
+    pthread_mutex_unlock(&lock);
+  }
+  return 1;
+}
+
 void mgpuLaunchKernel(void *function, intptr_t gx, intptr_t gy, intptr_t gz, intptr_t bx,
                       intptr_t by, intptr_t bz, int32_t smem, void *stream, void **params,
                       void **extra, size_t nparams) {
@@ -204,6 +241,7 @@ void mgpuLaunchKernel(void *function, intptr_t gx, intptr_t gy, intptr_t gz, int
   if (!function || error[0]) return; /* an earlier failure is already recorded */
   if (gx <= 0 || gy <= 0 || gz <= 0) return; /* an empty tensor: nothing to compute (CUDA
                                               * refuses a grid with a zero extent) */
+  if (smem > STATIC_SHARED_LIMIT && !opt_in(function, smem)) return;
   check(cu.cuLaunchKernel((CUfunction)function, (unsigned)gx, (unsigned)gy, (unsigned)gz,
                           (unsigned)bx, (unsigned)by, (unsigned)bz, (unsigned)smem,
                           (CUstream)stream, params, extra),

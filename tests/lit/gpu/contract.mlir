@@ -147,13 +147,17 @@ func.func private @padded_conv(%arg0: memref<1x4x6x6xf32>, %arg1: memref<8x4x3x3
 // A float16 matmul (40x32 @ 32x24, float32 accumulators, the rounding to float16 as its
 // epilogue) on the tensor-core tile: 4 warps; A [M, K] in rows of M (K contiguous: 64 x 32+8),
 // B [K, N] in rows of K (N contiguous: 32 x 64+8), each a ring of 2 tiles (K is one tile
-// long) filled by 16-byte cp.async copies (source size 0 past the edges: zeros). The K loop
+// long) in dynamic shared memory (10 KiB for A's ring, then B's: 19 KiB), filled by 16-byte
+// cp.async copies (source size 0 past the edges: zeros). The K loop
 // waits for its tile, meets at one barrier, requests the next one and computes: fragments by
 // ldmatrix (B transposed), mma.sync m16n8k16. After it, no copy is left in flight; each
 // accumulator element is rounded and stored behind the bounds check (40, 24 < 64).
 // CHECK-LABEL: func.func private @matmul_f16_mma
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads({{.*}}) in (%{{.+}} = %c128
-// CHECK-SAME: workgroup(%[[SA:.+]] : memref<2x64x40xf16, #gpu.address_space<workgroup>>, %[[SB:.+]] : memref<2x32x72xf16, #gpu.address_space<workgroup>>)
+// CHECK-SAME: dynamic_shared_memory_size %c19456_i32
+// CHECK: %[[RAW:.+]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+// CHECK: %[[SA:.+]] = memref.view %[[RAW]][%c0][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x64x40xf16, #gpu.address_space<workgroup>>
+// CHECK: %[[SB:.+]] = memref.view %[[RAW]][%c10240][] : memref<?xi8, #gpu.address_space<workgroup>> to memref<2x32x72xf16, #gpu.address_space<workgroup>>
 // CHECK: %[[CA:.+]] = nvgpu.device_async_copy %arg0[{{.*}}], %[[SA]][%c0{{.*}}, {{.*}}], 8, %{{.+}} {bypassL1} : memref<40x32xf16>
 // CHECK: %[[CB:.+]] = nvgpu.device_async_copy %arg1[{{.*}}], %[[SB]][%c0{{.*}}, {{.*}}], 8, %{{.+}} {bypassL1} : memref<32x24xf16>
 // CHECK: %[[G:.+]] = nvgpu.device_async_create_group %[[CA]], %{{.+}}, %[[CB]]
