@@ -93,6 +93,7 @@ TF32_CONFIGS = (
 WARP = 32
 MMA_PAD = 8  # shared rows of 16-bit elements padded by 16 bytes (ldmatrix rows stay aligned)
 TF32_PAD = 4  # ... of float32 by 4: the 8 rows a fragment load touches hit distinct banks
+TF32_KROW_PAD = 8  # ... and K rows by 8: the 4 K rows a fragment load touches, too
 
 
 @dataclass
@@ -733,20 +734,22 @@ def _build_mma(
     kstep = 8 if tf32 else 16
     frag_a = ir.VectorType.get([4, 1] if tf32 else [4, 2], a.elem)
     frag_b = ir.VectorType.get([2, 1] if tf32 else [2, 2], b.elem)
-    pad = TF32_PAD if tf32 else MMA_PAD
     frag_c = ir.VectorType.get([2, 2], job.acc_type)
     # 16-byte staging vectors along each operand's contiguous axis where it allows; the shared
     # tile keeps that axis contiguous (rows along M / N when K is contiguous, else along K,
-    # read back transposed by ldmatrix.trans)
-    vec_a = None if tf32 else _vector_axis(a, r, r.m)
-    vec_b = None if tf32 else _vector_axis(b, r, r.n)
+    # read back transposed by ldmatrix.trans, or element by element in TF32)
+    vec_a, vec_b = _vector_axis(a, r, r.m), _vector_axis(b, r, r.n)
     own_rows_a, own_rows_b = vec_a != "own", vec_b != "own"
+
+    def tile_shape(own_rows: bool, rows: int) -> list[int]:
+        if own_rows:
+            return [rows, bk + (TF32_PAD if tf32 else MMA_PAD)]
+        return [bk, rows + (TF32_KROW_PAD if tf32 else MMA_PAD)]
 
     # cp.async: both operands copied into shared memory by 16-byte asynchronous copies, through
     # a ring of shared tiles; else the register pipeline of `_build`
-    tiles_a = [bm, bk + pad] if own_rows_a else [bk, bm + pad]
-    tiles_b = [bn, bk + pad] if own_rows_b else [bk, bn + pad]
-    stages = 1 if tf32 else _async_stages(cfg, (a, vec_a, tiles_a), (b, vec_b, tiles_b))
+    tiles_a, tiles_b = tile_shape(own_rows_a, bm), tile_shape(own_rows_b, bn)
+    stages = _async_stages(cfg, (a, vec_a, tiles_a), (b, vec_b, tiles_b))
     if stages > 1:  # no more tiles in flight than a split has
         stages = max(2, min(stages, -(-job.k_span // bk) + 1))
     ring = [stages] if stages > 1 else []
@@ -818,23 +821,25 @@ def _build_mma(
                 s = [stage] if stage is not None else []
                 for kk in range(0, bk, kstep):
                     if tf32:  # lane (g, t): A rows g + 8 (r % 2), K t + 4 (r // 2); B K t + 4r
+                        def element(smem, own_rows: bool, row, k):
+                            return emit.load(smem, s + ([row, k] if own_rows else [k, row]))
+
                         frags_a = [
                             vector.FromElementsOp(
                                 frag_a,
                                 [
-                                    emit.load(
-                                        smem_a, [c_rows[i][q % 2], emit.add(t4, kk + 4 * (q // 2))]
-                                    )
+                                    element(smem_a, own_rows_a, c_rows[i][q % 2],
+                                            emit.add(t4, kk + 4 * (q // 2)))
                                     for q in range(4)
                                 ],
                             ).result
                             for i in range(tiles_m)
-                        ]
+                        ]  # fmt: skip
                         frags_b = [
                             vector.FromElementsOp(
                                 frag_b,
                                 [
-                                    emit.load(smem_b, [b_cols[j], emit.add(t4, kk + 4 * q)])
+                                    element(smem_b, own_rows_b, b_cols[j], emit.add(t4, kk + 4 * q))
                                     for q in range(2)
                                 ],
                             ).result

@@ -136,6 +136,9 @@ def test_float32_matmul_on_tf32_tensor_cores_when_allowed(allow):
     target = {"kind": "cuda", "arch": "sm_90", **({"allow-tf32": 1} if allow else {})}
     text = str(run_on_gpu_model(mod, a, b, c, target=target).module)
     assert ("tf32Enabled" in text) == bool(allow)
+    # TF32 stages float32 by 16-byte cp.async copies: A in rows of M (K contiguous), B in K
+    # rows (N contiguous, padded by 8 so a fragment's four K rows hit distinct banks)
+    assert ("memref<3x64x36xf32" in text and "memref<3x32x72xf32" in text) == bool(allow)
     want = a.astype(np.float64) @ b.astype(np.float64)
     err = np.abs(c - want).max() / np.abs(want).max()
     assert err < (2e-3 if allow else 1e-6)
