@@ -642,6 +642,52 @@ class _Job:
             if guard:
                 scf.YieldOp([])
 
+    def pairs(self) -> bool:
+        """Whether adjacent outputs (n, n + 1), n even, can go out as one 2-element store: the
+        innermost N loop is the output's contiguous axis and even, so a pair never straddles an
+        edge or a row, and the output is a plain buffer aligned to the pair (the runtime
+        refuses outputs off a 16-byte boundary). The split-K workspace always can."""
+        if self.partials is not None:
+            return self.n_total % 2 == 0
+        t = ir.MemRefType(self.last_out.type)
+        last = self.maps[2].results[-1] if self.maps[2].results else None
+        return (
+            bool(self.r.n)
+            and isinstance(last, ir.AffineDimExpr)
+            and last.position == self.r.n[-1]
+            and self.r.ranges[self.r.n[-1]] % 2 == 0
+            and ir.ShapedType.get_dynamic_size() not in t.shape
+            and isinstance(t.layout, ir.AffineMapAttr)
+            and t.layout.value == ir.AffineMap.get_identity(t.rank)
+        )
+
+    def finish_pair(self, accs: list[ir.Value], row: ir.Value, col: ir.Value) -> None:
+        """`finish` for the two results at (row, col) and (row, col + 1), col even (`pairs`):
+        each through the epilogue, then one vector store."""
+        m_lin, n_lin = emit.add(self.m0, row), emit.add(self.n0, col)
+        inb = emit.both(
+            emit.bound(m_lin, self.m_total, self.cfg.bm),
+            emit.bound(n_lin, self.n_total, self.cfg.bn),
+        )
+        guard = scf.IfOp(inb) if inb is not None else None
+        with ir.InsertionPoint(guard.then_block) if guard else ir.InsertionPoint.current:
+            if self.partials is not None:
+                out = self.partials
+                coords = [[self.split_idx, self.batch_lin, m_lin, emit.add(n_lin, e)] for e in (0, 1)]
+                values = accs
+            else:
+                out = self.last_out
+                coords = [
+                    emit.apply_map(self.maps[2], self.tile.at(m_lin, emit.add(n_lin, e)))
+                    for e in (0, 1)
+                ]
+                values = [_epilogue(self.epilogue, v, c) for v, c in zip(accs, coords)]
+            elem = ir.MemRefType(out.type).element_type
+            pair = vector.FromElementsOp(ir.VectorType.get([2], elem), values).result
+            vector.StoreOp(pair, out, coords[0], alignment=2 * elem.width // 8)
+            if guard:
+                scf.YieldOp([])
+
     def close(self) -> None:
         """After the launch: the split-K fold and the workspace's release."""
         if self.partials is not None:
@@ -884,8 +930,13 @@ def _build_mma(
                     scf.YieldOp(accs + ahead)
                 results = list(loop.results)[:n_acc]
 
-            for f, h, e, row, col in positions():
-                job.finish(vector.ExtractOp(results[f], [], [h, e]).result, row, col)
+            if job.pairs():  # lane (g, t)'s two columns 2t, 2t + 1 of a row: one store
+                for f, h, _, row, col in (p for p in positions() if p[2] == 0):
+                    pair = [vector.ExtractOp(results[f], [], [h, e]).result for e in (0, 1)]
+                    job.finish_pair(pair, row, col)
+            else:
+                for f, h, e, row, col in positions():
+                    job.finish(vector.ExtractOp(results[f], [], [h, e]).result, row, col)
             gpu.TerminatorOp()
         job.close()
 
@@ -1172,6 +1223,11 @@ def _store(epilogue, acc: ir.Value, dims, maps, last_out) -> None:
     """Apply the epilogue to one accumulator and store it (the output coordinates are the loops
     of each elementwise consumer, whose maps are identities on them)."""
     coords = emit.apply_map(maps[2], dims)
+    memref.StoreOp(_epilogue(epilogue, acc, coords), last_out, coords)
+
+
+def _epilogue(epilogue, acc: ir.Value, coords: list[ir.Value]) -> ir.Value:
+    """The epilogue's value at output coordinates `coords` from the accumulator there."""
     value = acc
     for op, slot in epilogue:
         args = []
@@ -1186,7 +1242,7 @@ def _store(epilogue, acc: ir.Value, dims, maps, last_out) -> None:
             else:
                 args.append(emit.load(operand, emit.apply_map(amap, coords)))
         value = emit.clone_body(op, args, coords)
-    memref.StoreOp(value, last_out, coords)
+    return value
 
 
 @register_pass(

@@ -151,7 +151,8 @@ func.func private @padded_conv(%arg0: memref<1x4x6x6xf32>, %arg1: memref<8x4x3x3
 // cp.async copies (source size 0 past the edges: zeros). The K loop
 // waits for its tile, meets at one barrier, requests the next one and computes: fragments by
 // ldmatrix (B transposed), mma.sync m16n8k16. After it, no copy is left in flight; each
-// accumulator element is rounded and stored behind the bounds check (40, 24 < 64).
+// lane's two adjacent results of a row are rounded and stored as one 4-byte vector behind the
+// bounds check (40, 24 < 64; N is even, so a pair never straddles the edge).
 // CHECK-LABEL: func.func private @matmul_f16_mma
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}, %{{.+}} = %c1{{.*}}) threads({{.*}}) in (%{{.+}} = %c128
 // CHECK-SAME: dynamic_shared_memory_size %c19456_i32
@@ -172,8 +173,10 @@ func.func private @padded_conv(%arg0: memref<1x4x6x6xf32>, %arg1: memref<8x4x3x3
 // CHECK: scf.yield
 // CHECK: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
 // CHECK: scf.if
-// CHECK: arith.truncf %{{.+}} : f32 to f16
-// CHECK: memref.store %{{.+}}, %arg2
+// CHECK: %[[LO:.+]] = arith.truncf %{{.+}} : f32 to f16
+// CHECK: %[[HI:.+]] = arith.truncf %{{.+}} : f32 to f16
+// CHECK: %[[PAIR:.+]] = vector.from_elements %[[LO]], %[[HI]] : vector<2xf16>
+// CHECK: vector.store %[[PAIR]], %arg2[{{.*}}] {alignment = 4 : i64} : memref<40x24xf16>, vector<2xf16>
 // CHECK: gpu.terminator
 // CHECK-NOT: linalg.
 #mm16_a = affine_map<(m, n, k) -> (m, k)>
