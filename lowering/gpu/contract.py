@@ -52,6 +52,11 @@ MANY_BLOCKS = 264  # two waves of an H100/H200 (132 SMs): a smaller tile is take
 MIN_SPLIT_K = 256  # a K split keeps at least this many steps of the reduction
 MAX_SPLITS = 16
 SPLIT_ATTR = "relax.gpu_contract_split"  # on the contraction: K splits (split-K), when > 1
+STAGES_ATTR = "relax.gpu_contract_stages"  # on the contraction: the cp.async ring's tiles (tuned)
+
+# Tunable knobs of the Matmul rule (lowering/gpu/space.py declares their values): the tile
+# config by name, the K splits, the cp.async ring's length (0: as many as fit).
+TILE_KNOB, SPLITS_KNOB, STAGES_KNOB = "gpu.matmul.tile", "gpu.matmul.splits", "gpu.matmul.stages"
 
 
 @dataclass(frozen=True)
@@ -241,6 +246,7 @@ class Plan:
     config: Config
     splits: int = 1
     pads: list[tuple[int, int, int]] = field(default_factory=list)  # (input, fill, copy) ops
+    stages: int = 0  # the cp.async ring's tiles, at most (0: as many as fit)
 
 
 def configs_for(op: ir.Operation, allow_tf32: bool) -> tuple[Config, ...]:
@@ -251,17 +257,24 @@ def configs_for(op: ir.Operation, allow_tf32: bool) -> tuple[Config, ...]:
     return CONFIGS
 
 
-def plan(ops: list[ir.Operation], allow_tf32: bool = False) -> Plan | None:
+def plan(ops: list[ir.Operation], allow_tf32: bool = False, knobs: dict | None = None) -> Plan | None:
     """The last contraction of a PrimFunc that the kernel takes, its fill and the elementwise
-    consumers that follow it directly (each the only user of the value before it)."""
+    consumers that follow it directly (each the only user of the value before it); its tile
+    and K splits as `choose` picks them, or as tuned `knobs` set them."""
+    knobs = knobs or {}
     for c in reversed(range(len(ops))):
         r = roles(ops[c])
         if r is None:
             continue
-        chosen = choose(r, configs_for(ops[c], allow_tf32))
+        configs = configs_for(ops[c], allow_tf32)
+        chosen = choose(r, configs)
         if chosen is None:
             return None
         cfg, splits = chosen
+        cfg = next((x for x in configs if x.name == knobs.get(TILE_KNOB)), cfg)
+        splits = int(knobs.get(SPLITS_KNOB, splits))
+        if not 1 <= splits <= MAX_SPLITS:
+            raise ValueError(f"{SPLITS_KNOB} = {splits}: expected 1 to {MAX_SPLITS}")
         op = ops[c]
         init_def = op.operands[2].owner
         init = next((i for i, o in enumerate(ops) if o == init_def and emit.is_fill(o)), None)
@@ -281,7 +294,7 @@ def plan(ops: list[ir.Operation], allow_tf32: bool = False) -> Plan | None:
             epilogue.append((nxt, slots[0]))
             value = cand.results[0]
         pads = [p for p in (_padding(ops, op, i) for i in (0, 1)) if p is not None]
-        return Plan(c, init, epilogue, cfg, splits, pads)
+        return Plan(c, init, epilogue, cfg, splits, pads, int(knobs.get(STAGES_KNOB, 0)))
     return None
 
 
@@ -349,9 +362,11 @@ def tag(ops: list[ir.Operation], p: Plan) -> list[int]:
     """Mark the plan's ops for `relax-gpu-contract`; returns their indices."""
     ctx = ops[p.contraction].context
     ops[p.contraction].attributes[CONTRACT_ATTR] = ir.StringAttr.get(p.config.name, ctx)
+    i64 = ir.IntegerType.get_signless(64, ctx)
     if p.splits > 1:
-        i64 = ir.IntegerType.get_signless(64, ctx)
         ops[p.contraction].attributes[SPLIT_ATTR] = ir.IntegerAttr.get(i64, p.splits)
+    if p.stages:
+        ops[p.contraction].attributes[STAGES_ATTR] = ir.IntegerAttr.get(i64, p.stages)
     members = [p.contraction]
     if p.init is not None:
         ops[p.init].attributes[INIT_ATTR] = ir.UnitAttr.get(ctx)
@@ -359,7 +374,6 @@ def tag(ops: list[ir.Operation], p: Plan) -> list[int]:
     for pos, (i, slot) in enumerate(p.epilogue):
         ops[i].attributes[EPILOGUE_ATTR] = ir.DenseI64ArrayAttr.get([pos, slot], ctx)
         members.append(i)
-    i64 = ir.IntegerType.get_signless(64, ctx)
     for operand, fill, copy in p.pads:
         for i in (fill, copy):
             ops[i].attributes[PAD_ATTR] = ir.IntegerAttr.get(i64, operand)
@@ -758,7 +772,7 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, 
 
 
 def _build_mma(
-    contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict
+    contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict, ring: int = 0
 ) -> None:
     """The kernel of `_build` on tensor cores: the same block tiles, split-K and epilogue, but
     each warp computes a TM x TN tile of mma.sync steps, and operands that stage in 16-byte
@@ -796,8 +810,8 @@ def _build_mma(
     # a ring of shared tiles; else the register pipeline of `_build`
     tiles_a, tiles_b = tile_shape(own_rows_a, bm), tile_shape(own_rows_b, bn)
     stages = _async_stages(cfg, (a, vec_a, tiles_a), (b, vec_b, tiles_b))
-    if stages > 1:  # no more tiles in flight than a split has
-        stages = max(2, min(stages, -(-job.k_span // bk) + 1))
+    if stages > 1:  # no more tiles in flight than a split has (or the tuned ring holds)
+        stages = max(2, min(stages, -(-job.k_span // bk) + 1, ring or MAX_STAGES))
     ring = [stages] if stages > 1 else []
 
     with contraction.location, ir.InsertionPoint(job.anchor):
@@ -1267,7 +1281,15 @@ def contract_kernels():
                     if SPLIT_ATTR in op.attributes
                     else 1
                 )
-                (_build_mma if cfg.mma else _build)(op, init, epilogue, cfg, splits, pads)
+                if cfg.mma:
+                    ring = (
+                        ir.IntegerAttr(op.attributes[STAGES_ATTR]).value
+                        if STAGES_ATTR in op.attributes
+                        else 0
+                    )
+                    _build_mma(op, init, epilogue, cfg, splits, pads, ring)
+                else:
+                    _build(op, init, epilogue, cfg, splits, pads)
                 buffers = [op.operands[i] for i in pads]
                 for o in [op, *(e for e, _ in epilogue)] + ([init] if init is not None else []):
                     o.erase()

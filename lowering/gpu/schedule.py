@@ -36,6 +36,7 @@ from lowering.schedule.common import (
     apply_script,
     classify,
 )
+from lowering.schedule.space import knobs_of
 from relaxmlir.target import Target
 
 BLOCK_DIMS_ATTR = "relax.gpu_block_dims"  # [x, y, z] threads per block, read by relax-gpu-map
@@ -211,15 +212,18 @@ def emit_rule(s: Script, root: str, producers: list[str], info: OpInfo, rule: Gp
     return dims
 
 
-def schedule_function(func_op: ir.Operation, target: Target, enabled: tuple[str, ...]) -> str:
-    """Schedule one PrimFunc in place (on a clone first); returns the rule's name."""
+def schedule_function(
+    func_op: ir.Operation, target: Target, enabled: tuple[str, ...], knobs: dict | None = None
+) -> str:
+    """Schedule one PrimFunc in place (on a clone first); returns the rule's name. `knobs`:
+    tuned values of the rules' knobs (lowering/gpu/space.py)."""
     ops = linalg_ops(func_op)
     if not ops:
         return ""
     scratch = ir.Module.create(loc=func_op.location)
     trial = func_op.clone(ip=ir.InsertionPoint(scratch.body))
     try:
-        name, dims = _apply(trial, target, enabled, fuse=True)
+        name, dims = _apply(trial, target, enabled, fuse=True, knobs=knobs)
     except SCRIPT_ERRORS:
         trial.erase()
         trial = func_op.clone(ip=ir.InsertionPoint(scratch.body))
@@ -235,7 +239,7 @@ def schedule_function(func_op: ir.Operation, target: Target, enabled: tuple[str,
     return name
 
 
-def _generalize(func_op: ir.Operation) -> None:
+def generalize(func_op: ir.Operation) -> None:
     """Named ops (fill, matmul, transpose...) -> linalg.generic, so that `classify` reads every
     op's loops and maps."""
     s = Script()
@@ -247,10 +251,12 @@ def _generalize(func_op: ir.Operation) -> None:
     apply_script(func_op, s)
 
 
-def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[str, list[int]]:
+def _apply(
+    func_op: ir.Operation, target: Target, enabled, fuse: bool, knobs: dict | None = None
+) -> tuple[str, list[int]]:
     """Tag, pick, script, apply: ("", []) when no enabled rule applies (func_op untouched but
     generalized)."""
-    _generalize(func_op)
+    generalize(func_op)
     ops = linalg_ops(func_op)
     infos = [classify(op) for op in ops]
     i64 = ir.IntegerType.get_signless(64, func_op.context)
@@ -268,7 +274,7 @@ def _apply(func_op: ir.Operation, target: Target, enabled, fuse: bool) -> tuple[
     s = Script()
     handles = [s.match_tagged(tag) for tag in range(len(ops))]
     tf32 = bool(target.get("allow-tf32", 0))
-    plan = contract.plan(ops, tf32) if fuse and "matmul" in enabled else None
+    plan = contract.plan(ops, tf32, knobs) if fuse and "matmul" in enabled else None
     if plan is not None:
         # The Matmul rule's kernel template (contract.py) writes the contraction, its fill and
         # epilogue after bufferization; any other op gets a Fallback kernel of its own.
@@ -366,8 +372,9 @@ def schedule_module(module_op: ir.Operation, target: Target, enabled=DEFAULT_RUL
     for func_op in prim_funcs(module_op):
         if BLOCK_DIMS_ATTR in func_op.attributes:
             continue  # already scheduled (a dlight pass ran before relax.build)
+        knobs = knobs_of(func_op, module_op, target)
         try:
-            schedule_function(func_op, target, tuple(enabled))
+            schedule_function(func_op, target, tuple(enabled), knobs)
         except SCRIPT_ERRORS as exc:
             raise PassError(f"relax-schedule-gpu: {exc}", func_op) from exc
 

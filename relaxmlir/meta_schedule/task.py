@@ -24,7 +24,8 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dialects import relax as rx
-from lowering.pipelines import PIPELINES, target_pipeline
+from lowering.gpu import space as gpu_space
+from lowering.pipelines import PIPELINES, target_pipeline, target_stages
 from lowering.registry import run_pipeline
 from lowering.schedule import prim_funcs
 from lowering.schedule.common import ScheduleOptions, classify, linalg_ops
@@ -67,6 +68,10 @@ def _static(func_op: ir.Operation) -> bool:
     return all(ir.ShapedType(t).has_static_shape for t in list(ftype.inputs) + list(ftype.results))
 
 
+def stage_names(target: Target) -> list[str]:
+    return [name for name, _ in target_stages(target)]
+
+
 def lower_for_tuning(mod: IRModule, target: Target, choices: list | None = None) -> IRModule:
     """A copy of `mod` after the relax "zero" pipeline (when it still has high-level ops) and
     the target's graph and layout stages; `choices` gets the strategy choices LegalizeOps made."""
@@ -75,7 +80,7 @@ def lower_for_tuning(mod: IRModule, target: Target, choices: list | None = None)
     mod = mod.clone()
     passes = (
         PIPELINES["zero"] if rx.high_level_ops(mod.module.operation) else []
-    ) + target_pipeline(target, ["graph", "layout"])
+    ) + target_pipeline(target, [s for s in ("graph", "layout") if s in stage_names(target)])
     with scope(), target, record_choices() as seen:
         run_pipeline(mod.module, "builtin.module(" + ",".join(passes) + ")")
     if choices is not None:
@@ -154,8 +159,10 @@ def strategy_tasks(choices: list) -> list[Task]:
 def extract_tasks(mod: IRModule, target: Target) -> list[Task]:
     """The tunable kernels of `mod` for `target`, heaviest first (static shapes only: a kernel
     with symbolic dims has no one size to measure)."""
-    if target.kind != "llvm":
-        raise ValueError(f"tuning: only llvm targets have tunable schedules so far, got ({target})")
+    if target.kind not in SPACES:
+        raise ValueError(
+            f"tuning: targets of kind {', '.join(SPACES)} have tunable schedules, got ({target})"
+        )
     choices: list = []
     lowered = lower_for_tuning(mod, target, choices)
     module_op = lowered.module.operation
@@ -171,17 +178,25 @@ def extract_tasks(mod: IRModule, target: Target) -> list[Task]:
     module_op.walk(count)
     with scope(), target:
         kernels = _tasks(module_op, target, calls)
-    return sorted(kernels + strategy_tasks(choices), key=lambda t: -t.flops * t.calls)
+    # the strategy table's choices (im2col or direct...) are CPU implementations
+    strategies = strategy_tasks(choices) if target.kind == "llvm" else []
+    return sorted(kernels + strategies, key=lambda t: -t.flops * t.calls)
+
+
+# target kind -> the knob space of a kernel, as that target's schedule rules declare it
+SPACES = {
+    "llvm": lambda func_op, target: space_for(func_op, ScheduleOptions(target=target)),
+    "cuda": gpu_space.space_for,
+}
 
 
 def _tasks(module_op: ir.Operation, target: Target, calls: dict[str, int]) -> list[Task]:
-    opts = ScheduleOptions(target=target)
     tasks: dict[str, Task] = {}
     for func_op in prim_funcs(module_op):
         name = ir.StringAttr(func_op.attributes["sym_name"]).value
         if not _static(func_op) or not linalg_ops(func_op):
             continue
-        space = space_for(func_op, opts)
+        space = SPACES[target.kind](func_op, target)
         if not space:
             continue
         key = kernel_key(func_op, target)

@@ -16,6 +16,7 @@ kernel must never be slower than its default. The decisions go to the database.
 
 from __future__ import annotations
 
+import os
 import random
 import sys
 import time
@@ -85,6 +86,9 @@ def tune_tasks(
     tstr = str(target)
     if not tasks:
         return db
+    if target.kind == "cuda":
+        return _tune_on_gpu(tasks, target, work_dir, max_trials_global, max_trials_per_task,
+                            num_workers, timeout_s, seed, distributed)  # fmt: skip
     per_task = max_trials_per_task or max(8, max_trials_global // len(tasks))
     for t in tasks:
         db.commit_workload(
@@ -154,6 +158,35 @@ def tune_tasks(
         bar.close()
         measurer.close()
     return db
+
+
+def _tune_on_gpu(
+    tasks, target, work_dir, max_trials_global, max_trials_per_task, num_workers, timeout_s, seed,
+    distributed,
+) -> JSONDatabase:  # fmt: skip
+    """cuda candidates are timed on this machine's GPU through the trials route (built and
+    exported first, then measured each in a process of its own, then read back): one round
+    of random points of each space, which is small (tile x splits x ring length)."""
+    from relaxmlir.meta_schedule.trials import export_trials, import_trials, run_here
+    from relaxmlir.runtime import cuda_driver
+
+    if distributed:
+        raise ValueError("tuning for cuda: --distributed is not supported; use export_trials")
+    if not cuda_driver.available():
+        raise RuntimeError(
+            "tuning for cuda times candidates on a GPU, and this machine has none. Build them "
+            "here with rm.meta_schedule.export_trials(mod, target, work_dir, folder) (or "
+            "relaxmlir-tune --export-trials folder), run `python -m relaxmlir.runtime.trials "
+            "folder` where the GPU is, then read the results back with "
+            "rm.meta_schedule.import_trials(work_dir, folder)"
+        )
+    folder = os.path.join(work_dir, "trials-cuda")
+    export_trials(
+        None, target, work_dir, folder, max_trials_global, max_trials_per_task, num_workers,
+        timeout_s * 4, seed, tasks=tasks,
+    )  # fmt: skip
+    run_here(folder, timeout_s)
+    return import_trials(work_dir, folder)
 
 
 def confirm(db: JSONDatabase, measurer: Measurer, task: Task, target: str) -> dict | None:

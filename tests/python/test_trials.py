@@ -1,0 +1,182 @@
+"""Tuning where the device is another machine: candidates exported here
+(`rm.meta_schedule.export_trials`), timed by the MLIR-free runner
+(`python -m relaxmlir.runtime.trials`), read back (`import_trials`); and the knobs of the GPU
+Matmul rule that make cuda kernels tunable at all.
+
+Numerics of tuned builds against numpy, float32, rtol=1e-4, atol=1e-4 (fixed seeds).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+from mlp_models import mlp, params, reference
+from test_runtime import BLOCK_MLIR
+
+import relaxmlir as rm
+from lowering.schedule.space import set_tuned_table
+from relaxmlir import meta_schedule as ms
+from relaxmlir import relax
+from relaxmlir.meta_schedule.database import JSONDatabase
+from relaxmlir.runtime import trials
+from relaxmlir.target import Target
+
+ROOT = Path(__file__).resolve().parents[2]
+HERE = Path(__file__).resolve().parent
+
+
+def _matmul_f16(m=512, n=512, k=1024):
+    a = relax.Var("a", relax.TensorStructInfo((m, k), "float16"))
+    b = relax.Var("b", relax.TensorStructInfo((k, n), "float16"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [a, b]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.nn.relu(relax.op.matmul(a, b)))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def _runner(folder, env_extra: dict | None = None, blocker: Path | None = None):
+    """`python -m relaxmlir.runtime.trials folder` in a child process; with `blocker`, a
+    folder whose sitecustomize makes `import mlir` fail in it and in its own children."""
+    env = dict(os.environ)
+    paths = [str(blocker)] if blocker else []
+    env["PYTHONPATH"] = os.pathsep.join([*paths, str(ROOT)])
+    env.update(env_extra or {})
+    return subprocess.run(
+        [sys.executable, "-m", "relaxmlir.runtime.trials", str(folder), "--timeout", "60"],
+        capture_output=True, text=True, env=env, timeout=600, check=False,
+    )  # fmt: skip
+
+
+def test_cuda_kernels_have_gpu_knobs_whose_default_is_the_default_schedule():
+    """A cuda matmul task declares the Matmul rule's knobs (tile config, K splits, ring
+    length); the default point builds the very kernel the rules choose alone, and another point
+    changes the kernel as asked (the large tile, no split, a ring of 2)."""
+    mod = _matmul_f16()
+    target = Target("cuda")
+    (task,) = ms.extract_tasks(mod, target)
+    assert set(task.space) == {"gpu.matmul.tile", "gpu.matmul.splits", "gpu.matmul.stages"}
+    assert task.space["gpu.matmul.tile"].values == ("mma128x128/64x32", "mma64x64/32x32")
+    default = task.default_knobs()
+    assert default == {
+        "gpu.matmul.tile": "mma64x64/32x32",  # 64 blocks of 64x64 ...
+        "gpu.matmul.splits": 4,  # ... split 4 ways over K = 1024 to fill the GPU
+        "gpu.matmul.stages": 0,
+    }
+    assert task.key not in {t.key for t in ms.extract_tasks(mod, Target("cuda -arch=sm_80"))}
+
+    def lowered(knobs: dict | None) -> str:
+        tuned = mod.clone()
+        if knobs is not None:
+            set_tuned_table(tuned.module.operation, {task.key: knobs})
+        text = str(relax.build(tuned, target).lowered)
+        text = text.split("\n", 1)[1]  # less the module's attributes (the tuned table)
+        return re.sub(r"\w+TimeInMs = \d+", "", text)  # and the compile times it records
+
+    plain = lowered(None)
+    assert lowered(default) == plain
+    other = lowered({**default, "gpu.matmul.tile": "mma128x128/64x32", "gpu.matmul.splits": 1,
+                     "gpu.matmul.stages": 2})  # fmt: skip
+    # the ring's dynamic shared memory: 2 x (128x40 + 32x136) f16 = 37888 bytes against the
+    # default's 4 x (64x40 + 32x72) = 38912
+    assert "37888 : i32" in other and "38912 : i32" in plain
+    assert other.count("gpu.launch_func") == 1 < plain.count("gpu.launch_func")  # no fold kernel
+
+
+def test_trials_exported_timed_without_mlir_and_imported(tmp_path):
+    """The whole route on this CPU: candidates built and exported, timed by the runner in
+    processes that cannot import mlir (one library corrupted: a failed record, the rest go
+    on), each task's fastest timed again against its default, read back into the database;
+    the tuned build computes the MLP's result."""
+    mod = relax.transform.BindParams("main", params())(mlp("tir", 64))
+    target = Target("llvm")
+    work, folder = tmp_path / "work", tmp_path / "trials"
+    path = ms.export_trials(mod, target, str(work), str(folder), 6, max_trials_per_task=3)
+    manifest = json.loads(Path(path).read_text())
+    assert manifest["device"] == "cpu" and manifest["target"] == str(target)
+    assert [len(t["candidates"]) for t in manifest["tasks"]] == [3, 3]
+    first = manifest["tasks"][0]
+    assert first["candidates"][0]["knobs"] == ms.extract_tasks(mod, target)[0].default_knobs()
+    (folder / first["candidates"][2]["lib"]).write_bytes(b"not a library")
+    blocker = tmp_path / "blocker"
+    blocker.mkdir()
+    (blocker / "sitecustomize.py").write_text(BLOCK_MLIR)
+    run = _runner(folder, blocker=blocker)
+    assert run.returncode == 0, run.stdout + run.stderr
+    lines = [json.loads(x) for x in (folder / trials.RESULTS).read_text().splitlines()]
+    records = [r for r in lines if "decision" not in r]
+    assert len(records) == 6 and sum("error" in r for r in records) == 1
+    assert next(r for r in records if "error" in r)["knobs"] == first["candidates"][2]["knobs"]
+    assert sum("decision" in r for r in lines) == 2
+    again = _runner(folder, blocker=blocker)  # everything measured: nothing is run twice
+    assert again.returncode == 0 and len((folder / trials.RESULTS).read_text().splitlines()) == 8
+    db = ms.import_trials(str(work), str(folder))
+    assert len(db) == 6
+    assert len(ms.import_trials(str(work), str(folder))) == 6  # importing twice adds nothing
+    tuned = ms.apply_database(mod, str(work), target)
+    x = np.random.default_rng(0).standard_normal((64, 784)).astype("float32")
+    vm = relax.VirtualMachine(relax.build(tuned, target), rm.cpu())
+    np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, params()), rtol=1e-4, atol=1e-4)
+
+
+def test_cuda_trials_over_a_stand_in_driver(tmp_path):
+    """cuda candidates exported here run through the runner's GPU path (device arrays,
+    batches of launches, a synchronization each) over the stand-in libcuda of
+    test_cuda_host (launches are counted, not run: the times mean nothing); the records come
+    back under the cuda target. Tuning for cuda in one call needs a GPU here: without one it
+    says how to take this route instead."""
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is None:
+        pytest.skip("no C compiler for the stand-in libcuda")
+    fake = tmp_path / "fake"
+    fake.mkdir()
+    subprocess.run(
+        [cc, "-O1", "-shared", "-fPIC", "-o", str(fake / "libcuda.so.1"),
+         str(HERE / "fake_libcuda.c")],
+        check=True,
+    )  # fmt: skip
+    mod, target = _matmul_f16(), Target("cuda")
+    work, folder = tmp_path / "work", tmp_path / "trials"
+    ms.export_trials(mod, target, str(work), str(folder), 3)
+    run = _runner(folder, {"LD_LIBRARY_PATH": str(fake)})
+    assert run.returncode == 0, run.stdout + run.stderr
+    db = ms.import_trials(str(work), str(folder))
+    ((key, _),) = db.workloads
+    records = db.records_of(key, str(target))
+    assert len(records) == 3 and all(r["error"] is None for r in records)
+    assert db.records_of(key, str(Target("llvm"))) == []
+    if not rm.runtime.cuda_driver.available():
+        with pytest.raises(RuntimeError, match="export_trials"):
+            ms.tune_tir(mod, target, str(tmp_path / "w2"), max_trials_global=2)
+
+
+def test_relaxmlir_tune_exports_and_imports_trials(tmp_path):
+    model = tmp_path / "mlp.mlir"
+    model.write_text(relax.transform.BindParams("main", params())(mlp("tir", 16)).script())
+    tool = [sys.executable, str(ROOT / "scripts" / "relaxmlir-tune")]
+    work, folder = tmp_path / "wd", tmp_path / "t"
+
+    def tune(*args):
+        return subprocess.run(
+            [*tool, *args], capture_output=True, text=True, timeout=300, check=False
+        )
+
+    out = tune(str(model), "--trials", "2", "--work-dir", str(work), "--export-trials", str(folder))
+    assert out.returncode == 0, out.stderr
+    assert "python -m relaxmlir.runtime.trials" in out.stdout
+    early = tune("--work-dir", str(work), "--import-trials", str(folder))
+    assert early.returncode == 1 and "no results yet" in early.stderr
+    assert _runner(folder).returncode == 0
+    done = tune("--work-dir", str(work), "--import-trials", str(folder))
+    # the budget of 2 goes to the heavier kernel: its default and one other point
+    assert done.returncode == 0 and "2 trials, best" in done.stdout, done.stdout + done.stderr
+    assert len(JSONDatabase(str(work))) == 2
