@@ -5,6 +5,12 @@
     python scripts/bench_gpu.py run --libs gpu_libs             # on the GPU machine (no MLIR)
     python scripts/bench_gpu.py run --libs gpu_libs --only matmul_f16 --repeat 50
 
+Tuning the workloads' kernels for the GPU, across the two machines (relaxmlir.meta_schedule.trials):
+
+    python scripts/bench_gpu.py trials --out gpu_trials --work-dir gpu_tuning --trials 200
+    python -m relaxmlir.runtime.trials gpu_trials gpu_trials/tf32    # on the GPU machine
+    python scripts/bench_gpu.py export --out gpu_tuned --tuned gpu_tuning --import gpu_trials
+
 `export` imports each workload's torch model (weights kept as inputs, so a library holds code and
 PTX only and BERT-base's 440 MB of weights need not travel), builds it for `cuda -arch=sm_90`
 and writes `<name>.so` plus `manifest.json` (parameter order). `run` needs only numpy, torch and
@@ -165,14 +171,58 @@ def _select(only: str | None) -> list[str]:
 # -- export (needs MLIR) ---------------------------------------------------------------------------
 
 
-def export(out: Path, names: list[str], target: str) -> None:
-    import time
-
+def _imported(name: str):
+    """A workload as relax (weights as inputs) and its parameter names."""
     import torch
 
-    from lowering.gpu.codegen import assemble, find_ptxas, ptx_sources
-    from relaxmlir import relax
     from relaxmlir.frontend import from_exported_program
+
+    model, inputs, *_ = WORKLOADS[name][1]()
+    with torch.no_grad():
+        ep = torch.export.export(model, tuple(inputs))
+    return from_exported_program(ep, keep_params_as_input=True), len(inputs)
+
+
+def _target(name: str, target: str) -> str:
+    return target + (" -allow-tf32=1" if name in TF32 else "")
+
+
+def trials(out: Path, work_dir: Path, names: list[str], target: str, budget: int) -> None:
+    """The tuning tasks of the workloads, one per distinct kernel (calls summed over the
+    workloads), their candidates exported for the GPU machine: into `out`, or `out/tf32` for
+    the workloads built with TF32 allowed (another target, so other records)."""
+    from relaxmlir import meta_schedule as ms
+    from relaxmlir.target import Target
+
+    groups: dict[str, list[str]] = {}
+    for name in names:
+        groups.setdefault(_target(name, target), []).append(name)
+    sizes = {}
+    tasks_of: dict[str, list] = {}
+    for tstr, members in groups.items():
+        tasks: dict[str, object] = {}
+        for name in members:
+            for t in ms.extract_tasks(_imported(name)[0][0], Target(tstr)):
+                if t.key in tasks:
+                    tasks[t.key].calls += t.calls
+                else:
+                    tasks[t.key] = t
+        tasks_of[tstr] = sorted(tasks.values(), key=lambda t: -t.flops * t.calls)
+        sizes[tstr] = len(tasks)
+    total = sum(sizes.values()) or 1
+    for tstr, tasks in tasks_of.items():
+        folder = out if tstr == target else out / "tf32"
+        share = max(1, budget * sizes[tstr] // total)
+        ms.export_trials(None, Target(tstr), str(work_dir), str(folder), share, tasks=tasks)
+        print(f"{folder}: {len(tasks)} kernels for {tstr}, {share} trials", flush=True)
+
+
+def export(out: Path, names: list[str], target: str, tuned: Path | None = None) -> None:
+    import time
+
+    from lowering.gpu.codegen import assemble, find_ptxas, ptx_sources
+    from relaxmlir import meta_schedule as ms
+    from relaxmlir import relax
 
     ptxas = find_ptxas()
 
@@ -180,18 +230,17 @@ def export(out: Path, names: list[str], target: str) -> None:
     manifest_path = out / "manifest.json"
     manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else {}
     for name in names:
-        model, inputs, *_ = WORKLOADS[name][1]()
         start = time.perf_counter()
-        with torch.no_grad():
-            ep = torch.export.export(model, tuple(inputs))
-        mod, params = from_exported_program(ep, keep_params_as_input=True)
-        ex = relax.build(mod, target=target + (" -allow-tf32=1" if name in TF32 else ""))
+        (mod, params), n_inputs = _imported(name)
+        if tuned is not None:  # the best records of the tuning database for this target
+            mod = ms.apply_database(mod, str(tuned), _target(name, target))
+        ex = relax.build(mod, target=_target(name, target))
         ex.export_library(str(out / f"{name}.so"))
         kernels = ptx_sources(ex.lowered)
         if ptxas is not None:  # every kernel must assemble for the target's arch
             for ptx in kernels.values():
                 assemble(ptx, ex.target.arch, ptxas)
-        manifest[name] = {"params": list(params), "inputs": len(inputs), "target": str(ex.target)}
+        manifest[name] = {"params": list(params), "inputs": n_inputs, "target": str(ex.target)}
         manifest_path.write_text(json.dumps(manifest, indent=1))
         checked = (
             f", ptxas -arch={ex.target.arch} accepts all"
@@ -401,6 +450,17 @@ def main(argv: list[str] | None = None) -> None:
     ex.add_argument("--out", type=Path, default=ROOT / "gpu_libs")
     ex.add_argument("--only", help=f"comma-separated workloads ({', '.join(WORKLOADS)})")
     ex.add_argument("--target", default="cuda -arch=sm_90")
+    ex.add_argument("--tuned", type=Path, help="a tuning work dir: build with its best records")
+    ex.add_argument(
+        "--import", dest="imported", type=Path, action="append", default=[],
+        help="a trials folder timed on the GPU: read into --tuned's database first",
+    )  # fmt: skip
+    tr = sub.add_parser("trials", help="export tuning candidates of the workloads (needs MLIR)")
+    tr.add_argument("--out", type=Path, default=ROOT / "gpu_trials")
+    tr.add_argument("--work-dir", type=Path, default=ROOT / "gpu_tuning")
+    tr.add_argument("--trials", type=int, default=200, help="candidates in all")
+    tr.add_argument("--only", help=f"comma-separated workloads ({', '.join(WORKLOADS)})")
+    tr.add_argument("--target", default="cuda -arch=sm_90")
     rn = sub.add_parser("run", help="time the libraries beside torch (needs a GPU, not MLIR)")
     rn.add_argument("--libs", type=Path, default=ROOT / "gpu_libs")
     rn.add_argument("--only")
@@ -418,8 +478,22 @@ def main(argv: list[str] | None = None) -> None:
         print(json.dumps(run_one(args.libs, _select(args.name)[0], args.repeat, args.profile)))
         return
     names = _select(args.only)
-    if args.command == "export":
-        export(args.out, names, args.target)
+    if args.command == "trials":
+        trials(args.out, args.work_dir, names, args.target, args.trials)
+    elif args.command == "export":
+        if args.imported and args.tuned is None:
+            raise SystemExit("--import needs --tuned (the database to read the results into)")
+        from relaxmlir import meta_schedule as ms
+
+        for folder in args.imported:
+            for sub_folder in [folder, folder / "tf32"]:
+                if not (sub_folder / "trials.json").exists():
+                    continue
+                if not (sub_folder / "results.jsonl").exists():
+                    print(f"{sub_folder}: not timed yet, skipped", flush=True)
+                    continue
+                ms.import_trials(str(args.tuned), str(sub_folder))
+        export(args.out, names, args.target, args.tuned)
     else:
         write_results(run(args.libs, names, args.repeat, args.timeout, args.profile), args.results)
 

@@ -12,7 +12,7 @@ against its default again, taking turns, and kept only when it wins by the margi
 gives (as `tune_tasks` confirms). Results are appended to `results.jsonl` in the folder (a run
 that stops resumes); `relaxmlir.meta_schedule.import_trials` reads them into the database.
 
-    python -m relaxmlir.runtime.trials FOLDER [--timeout S]
+    python -m relaxmlir.runtime.trials FOLDER [FOLDER ...] [--timeout S]
 """
 
 from __future__ import annotations
@@ -251,15 +251,19 @@ def main(argv: list[str] | None = None) -> int:
         description="Measure exported tuning candidates here (no compiler needed).",
     )
     parser.add_argument(
-        "folder", help="a folder written by export_trials / relaxmlir-tune --export-trials"
+        "folders",
+        nargs="+",
+        help="folders written by export_trials / relaxmlir-tune --export-trials",
     )
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds per candidate run")
     parser.add_argument("--repeats", type=int, default=10)
     args = parser.parse_args(argv)
-    if not os.path.exists(os.path.join(args.folder, MANIFEST)):
-        parser.error(f"{args.folder} holds no {MANIFEST}")
-    path = run_trials(args.folder, args.timeout, args.repeats, log=print)
-    print(f"results: {path}")
+    for folder in args.folders:
+        if not os.path.exists(os.path.join(folder, MANIFEST)):
+            parser.error(f"{folder} holds no {MANIFEST}")
+    for folder in args.folders:
+        path = run_trials(folder, args.timeout, args.repeats, log=print)
+        print(f"results: {path}")
     return 0
 
 
