@@ -95,6 +95,13 @@ TF32_CONFIGS = (
     Config("tf32 128x128/64x32", 128, 128, 64, 32, bk=32, mma=True, tf32=True),
     Config("tf32 64x64/32x32", 64, 64, 32, 32, bk=32, mma=True, tf32=True),
 )
+# Tiles only tuning tries (`configs_for(..., tuning=True)`; lowering/gpu/space.py): rectangular
+# ones, for an N (or M) of 64 where the square tile would compute half its outputs past the edge.
+TUNING_CONFIGS = {
+    "fma": (Config("128x64/8x4", 128, 64, 8, 4), Config("64x128/4x8", 64, 128, 4, 8)),
+    "mma": (Config("mma128x64/64x32", 128, 64, 64, 32, bk=32, mma=True),),
+    "tf32": (),
+}
 WARP = 32
 MMA_PAD = 8  # shared rows of 16-bit elements padded by 16 bytes (ldmatrix rows stay aligned)
 TF32_PAD = 4  # ... of float32 by 4: the 8 rows a fragment load touches hit distinct banks
@@ -249,12 +256,20 @@ class Plan:
     stages: int = 0  # the cp.async ring's tiles, at most (0: as many as fit)
 
 
-def configs_for(op: ir.Operation, allow_tf32: bool) -> tuple[Config, ...]:
+def configs_for(op: ir.Operation, allow_tf32: bool, tuning: bool = False) -> tuple[Config, ...]:
+    """The tile configs the op's operands allow (with `tuning`, the tuning-only ones too)."""
     if tensor_core_operands(op):
-        return MMA_CONFIGS
-    if allow_tf32 and tf32_operands(op):
-        return TF32_CONFIGS
-    return CONFIGS
+        kind, configs = "mma", MMA_CONFIGS
+    elif allow_tf32 and tf32_operands(op):
+        kind, configs = "tf32", TF32_CONFIGS
+    else:
+        kind, configs = "fma", CONFIGS
+    return configs + TUNING_CONFIGS[kind] if tuning else configs
+
+
+def _config(name: str) -> Config | None:
+    every = CONFIGS + MMA_CONFIGS + TF32_CONFIGS + sum(TUNING_CONFIGS.values(), ())
+    return next((c for c in every if c.name == name), None)
 
 
 def plan(ops: list[ir.Operation], allow_tf32: bool = False, knobs: dict | None = None) -> Plan | None:
@@ -271,7 +286,8 @@ def plan(ops: list[ir.Operation], allow_tf32: bool = False, knobs: dict | None =
         if chosen is None:
             return None
         cfg, splits = chosen
-        cfg = next((x for x in configs if x.name == knobs.get(TILE_KNOB)), cfg)
+        tunable = configs_for(ops[c], allow_tf32, tuning=True)
+        cfg = next((x for x in tunable if x.name == knobs.get(TILE_KNOB)), cfg)
         splits = int(knobs.get(SPLITS_KNOB, splits))
         if not 1 <= splits <= MAX_SPLITS:
             raise ValueError(f"{SPLITS_KNOB} = {splits}: expected 1 to {MAX_SPLITS}")
@@ -1269,9 +1285,7 @@ def contract_kernels():
         for func_op, ops in emit.tagged_ops(module_op, CONTRACT_ATTR):
             for op in ops:
                 name = ir.StringAttr(op.attributes[CONTRACT_ATTR]).value
-                cfg = next(
-                    (c for c in CONFIGS + MMA_CONFIGS + TF32_CONFIGS if c.name == name), None
-                )
+                cfg = _config(name)
                 if cfg is None:
                     raise PassError(f"relax-gpu-contract: unknown tile config {name!r}", op)
                 init, epilogue = _group(func_op, op)

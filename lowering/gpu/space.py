@@ -31,7 +31,7 @@ def _contraction(ops: list[ir.Operation], target) -> list[Knob]:
     if p is None:
         return []
     op = ops[p.contraction]
-    configs = contract.configs_for(op, tf32)
+    configs = contract.configs_for(op, tf32, tuning=True)
     r = contract.roles(op)
     k = r.extent(r.k)
     splits = {s for s in SPLIT_CHOICES if s == 1 or k >= s * p.config.bk}

@@ -180,3 +180,35 @@ def test_relaxmlir_tune_exports_and_imports_trials(tmp_path):
     # the budget of 2 goes to the heavier kernel: its default and one other point
     assert done.returncode == 0 and "2 trials, best" in done.stdout, done.stdout + done.stderr
     assert len(JSONDatabase(str(work))) == 2
+
+
+@pytest.mark.parametrize(
+    "dtype, tile", [("float32", "128x64/8x4"), ("float32", "64x128/4x8"),
+                    ("float16", "mma128x64/64x32")],
+)  # fmt: skip
+def test_tuning_only_tiles_compute_the_matmul(dtype, tile):
+    """Tiles the default heuristic never picks but tuning may (rectangular, for N or M of 64),
+    applied through the tuned table and interpreted on a ragged matmul against numpy (float32
+    1e-4, float16 2e-3 relative to the result's scale)."""
+    from test_gpu_interpret import close, function
+
+    from relaxmlir.tools.gpu_interpret import interpret
+
+    m, n, k = 150, 90, 72
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((m, k)).astype(dtype)
+    b = rng.standard_normal((k, n)).astype(dtype)
+    mod = function([(a.shape, dtype), (b.shape, dtype)], lambda bb, x, y: relax.op.matmul(x, y))
+    (task,) = ms.extract_tasks(mod, Target("cuda"))
+    assert (
+        tile in task.space["gpu.matmul.tile"].values
+        and task.default_knobs()["gpu.matmul.tile"] != tile
+    )
+    tuned = mod.clone()
+    knobs = {**task.default_knobs(), "gpu.matmul.tile": tile, "gpu.matmul.splits": 1}
+    set_tuned_table(tuned.module.operation, {task.key: knobs})
+    c = np.full((m, n), np.nan, dtype)
+    text = str(interpret(tuned, a, b, c).module)
+    threads = re.search(r"threads\([^)]*\) in \(%\w+ = %c(\d+)", text).group(1)
+    assert threads == ("256" if dtype == "float32" else "128")  # 16x16 threads; 4 warps
+    close(c, a.astype(np.float64) @ b.astype(np.float64), 1e-4 if dtype == "float32" else 2e-3)
