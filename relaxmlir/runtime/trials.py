@@ -4,8 +4,9 @@ the compiler is not installed (a GPU machine without MLIR, or another CPU).
 `relaxmlir.meta_schedule.export_trials` writes a folder: `trials.json` (the target, the
 device, and per task its argument shapes and candidates, the default schedule first, each an
 exported library and its knob values) and the libraries. Here, with numpy and this runtime
-only, every candidate runs in a process of its own (a crash or a hang past the timeout is a
-failed record, never the end of the run): it is called on random inputs (fixed seed), its
+only, the candidates run in a measuring process of their own, replaced after any failure (a
+library that does not load, a CUDA error, a crash, a hang past the timeout: a failed record,
+never the end of the run). Each is called on random inputs (fixed seed), its
 outputs checked against the default schedule's (rtol 1e-3), then timed; on a GPU, in batches
 of calls with one device synchronization each. Then each task's fastest candidate is timed
 against its default again, taking turns, and kept only when it wins by the margin the manifest
@@ -18,19 +19,25 @@ that stops resumes); `relaxmlir.meta_schedule.import_trials` reads them into the
 from __future__ import annotations
 
 import argparse
+import contextlib
 import functools
 import json
 import os
+import select
 import subprocess
 import sys
+import time
 
 MANIFEST = "trials.json"
 RESULTS = "results.jsonl"
 VERSION = 1
 
-# One candidate, in a fresh process: its spec on stdin, a JSON result on its last stdout line.
+# The measuring process: one spec per stdin line, one JSON result per stdout line. A candidate
+# that raises (a library that does not load, a CUDA error, which leaves the context unusable)
+# is answered {"error", "fatal": true} and the process ends; the parent starts a fresh one for
+# the next candidate. A crash or a hang is the parent's to see.
 _CHILD = r"""
-import json, sys, time
+import json, os, sys, time
 import numpy as np
 from relaxmlir import runtime
 from relaxmlir.runtime.device import Device
@@ -94,7 +101,17 @@ def measure(spec):
         times.append((time.perf_counter() - t) / inner * 1e6)
     return {"times_us": times}
 
-print(json.dumps(measure(json.loads(sys.stdin.read()))))
+_out = os.fdopen(os.dup(1), "w")
+os.dup2(2, 1)  # what a kernel or a library prints goes to stderr, not into the protocol
+for line in iter(sys.stdin.readline, ""):
+    try:
+        result = measure(json.loads(line))
+    except BaseException as exc:
+        _out.write(json.dumps({"error": f"run: {type(exc).__name__}: {str(exc)[:300]}", "fatal": True}) + "\n")
+        _out.flush()
+        sys.exit(3)
+    _out.write(json.dumps(result) + "\n")
+    _out.flush()
 """
 
 
@@ -108,30 +125,79 @@ def _knobs_id(knobs: dict) -> str:
     return json.dumps(knobs, sort_keys=True)
 
 
-def _measure(spec: dict, timeout_s: float) -> dict:
-    """Run one candidate in a fresh process: {"times_us": [...]} or {"error": ...}."""
-    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
-    try:
-        proc = subprocess.run(
-            [sys.executable, "-c", _CHILD],
-            input=json.dumps(spec),
-            capture_output=True,
-            text=True,
-            timeout=timeout_s,
-            env=env,
-            check=False,
-        )
-    except subprocess.TimeoutExpired:
-        return {"error": f"run: timeout after {timeout_s:g} s"}
-    try:
-        return json.loads(proc.stdout.strip().splitlines()[-1])
-    except (json.JSONDecodeError, IndexError):
-        lines = proc.stderr.strip().splitlines()
+class _Runner:
+    """The measuring process, started on first use and again after a candidate ends it (an
+    exception, a crash, or a hang past the timeout, when it is killed): candidates share one
+    process (and one CUDA context) while they behave, and a failing one never stops the run."""
+
+    def __init__(self, log: str):
+        self.log, self.proc = log, None
+
+    def _start(self) -> None:
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
+        with open(self.log, "w") as err:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-c", _CHILD],
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=err,
+                env=env,
+            )
+        self.buf = b""
+
+    def run(self, spec: dict, timeout_s: float) -> dict:
+        """{"times_us": [...]} or {"error": ...} for one candidate."""
+        if self.proc is None or self.proc.poll() is not None:
+            self._start()
+        try:
+            self.proc.stdin.write((json.dumps(spec) + "\n").encode())
+            self.proc.stdin.flush()
+        except OSError:
+            return self._lost("run: the measuring process ended")
+        fd, deadline = self.proc.stdout.fileno(), time.monotonic() + timeout_s
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                self.close()
+                return {"error": f"run: timeout after {timeout_s:g} s"}
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                code = self.proc.wait()
+                return self._lost(f"run: crashed ({code}): {self._tail(code)}")
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        result = json.loads(line)
+        if result.pop("fatal", False):
+            self.close()
+        return result
+
+    def _lost(self, message: str) -> dict:
+        self.close()
+        return {"error": message}
+
+    def _tail(self, code: int) -> str:
+        """What the crashed process's stderr says: its fatal error line, else its last line."""
+        try:
+            with open(self.log, errors="replace") as f:
+                lines = f.read().strip().splitlines()
+        except OSError:
+            lines = []
         fatal = [line for line in lines if line.startswith("Fatal Python error")]
-        tail = ((fatal or lines)[-1:] or [f"exit status {proc.returncode}"])[0][:300]
-        return {"error": f"run: crashed ({proc.returncode}): {tail}"}
+        return ((fatal or lines)[-1:] or [f"exit status {code}"])[0][:300]
+
+    def close(self) -> None:
+        if self.proc is not None:
+            if self.proc.poll() is None:
+                self.proc.kill()
+            self.proc.wait()
+            for pipe in (self.proc.stdin, self.proc.stdout):
+                try:
+                    pipe.close()
+                except OSError:
+                    pass
+            self.proc = None
 
 
 def run_trials(
@@ -162,7 +228,8 @@ def run_trials(
     refs = os.path.join(folder, "references")
     os.makedirs(refs, exist_ok=True)
     rounds, margin = manifest["confirm"]["rounds"], manifest["confirm"]["margin"]
-    with open(path, "a") as out:
+    runner = _Runner(os.path.join(folder, "runner.log"))
+    with open(path, "a") as out, contextlib.closing(runner):
 
         def write(item: dict) -> None:
             out.write(json.dumps(item) + "\n")
@@ -178,7 +245,9 @@ def run_trials(
                 if (key, _knobs_id(c["knobs"])) in done:
                     continue
                 result = (
-                    {"error": c["error"]} if "error" in c else _measure(spec(c, i == 0), timeout_s)
+                    {"error": c["error"]}
+                    if "error" in c
+                    else runner.run(spec(c, i == 0), timeout_s)
                 )
                 write({"key": key, "knobs": c["knobs"], **result})
                 if log is not None:
@@ -190,7 +259,7 @@ def run_trials(
                     log(f"{task['name']} {c['knobs']}: {best}")
             if key in decided:
                 continue
-            write(_confirm(key, candidates, path, spec, timeout_s, rounds, margin))
+            write(_confirm(key, candidates, path, spec, runner, timeout_s, rounds, margin))
     return path
 
 
@@ -208,7 +277,7 @@ def _spec(folder, device, task, refs, candidate, is_default, repeats, min_s) -> 
     }
 
 
-def _confirm(key, candidates, path, spec, timeout_s, rounds, margin) -> dict:
+def _confirm(key, candidates, path, spec, runner, timeout_s, rounds, margin) -> dict:
     """The task's fastest candidate against its default, `rounds` turns each: the decision."""
     medians: dict[str, float] = {}
     with open(path) as f:
@@ -230,7 +299,7 @@ def _confirm(key, candidates, path, spec, timeout_s, rounds, margin) -> dict:
     turns: dict[str, list[float]] = {"default": [], "candidate": []}
     for _ in range(rounds):
         for name, c in (("default", default), ("candidate", best)):
-            r = _measure(spec(c, False), timeout_s)
+            r = runner.run(spec(c, False), timeout_s)
             if "times_us" in r:
                 turns[name].append(_median(r["times_us"]))
     d_us = _median(turns["default"]) if len(turns["default"]) == rounds else None

@@ -27,6 +27,7 @@ from relaxmlir import meta_schedule as ms
 from relaxmlir import relax
 from relaxmlir.meta_schedule.database import JSONDatabase
 from relaxmlir.runtime import trials
+from relaxmlir.runtime.library import _image_end
 from relaxmlir.target import Target
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -44,7 +45,7 @@ def _matmul_f16(m=512, n=512, k=1024):
     return bb.get()
 
 
-def _runner(folder, env_extra: dict | None = None, blocker: Path | None = None):
+def _runner(folder, env_extra: dict | None = None, blocker: Path | None = None, timeout=60):
     """`python -m relaxmlir.runtime.trials folder` in a child process; with `blocker`, a
     folder whose sitecustomize makes `import mlir` fail in it and in its own children."""
     env = dict(os.environ)
@@ -52,7 +53,7 @@ def _runner(folder, env_extra: dict | None = None, blocker: Path | None = None):
     env["PYTHONPATH"] = os.pathsep.join([*paths, str(ROOT)])
     env.update(env_extra or {})
     return subprocess.run(
-        [sys.executable, "-m", "relaxmlir.runtime.trials", str(folder), "--timeout", "60"],
+        [sys.executable, "-m", "relaxmlir.runtime.trials", str(folder), "--timeout", str(timeout)],
         capture_output=True, text=True, env=env, timeout=600, check=False,
     )  # fmt: skip
 
@@ -65,7 +66,11 @@ def test_cuda_kernels_have_gpu_knobs_whose_default_is_the_default_schedule():
     target = Target("cuda")
     (task,) = ms.extract_tasks(mod, target)
     assert set(task.space) == {"gpu.matmul.tile", "gpu.matmul.splits", "gpu.matmul.stages"}
-    assert task.space["gpu.matmul.tile"].values == ("mma128x128/64x32", "mma64x64/32x32")
+    assert task.space["gpu.matmul.tile"].values == (
+        "mma128x128/64x32",
+        "mma64x64/32x32",
+        "mma128x64/64x32",  # the last for tuning only
+    )
     default = task.default_knobs()
     assert default == {
         "gpu.matmul.tile": "mma64x64/32x32",  # 64 blocks of 64x64 ...
@@ -94,9 +99,10 @@ def test_cuda_kernels_have_gpu_knobs_whose_default_is_the_default_schedule():
 
 def test_trials_exported_timed_without_mlir_and_imported(tmp_path):
     """The whole route on this CPU: candidates built and exported, timed by the runner in
-    processes that cannot import mlir (one library corrupted: a failed record, the rest go
-    on), each task's fastest timed again against its default, read back into the database;
-    the tuned build computes the MLP's result."""
+    processes that cannot import mlir (one library corrupted, one that hangs as it loads:
+    failed records, the measuring process replaced, the rest go on), each task's fastest timed
+    again against its default, read back into the database; the tuned build computes the
+    MLP's result."""
     mod = relax.transform.BindParams("main", params())(mlp("tir", 64))
     target = Target("llvm")
     work, folder = tmp_path / "work", tmp_path / "trials"
@@ -107,15 +113,30 @@ def test_trials_exported_timed_without_mlir_and_imported(tmp_path):
     first = manifest["tasks"][0]
     assert first["candidates"][0]["knobs"] == ms.extract_tasks(mod, target)[0].default_knobs()
     (folder / first["candidates"][2]["lib"]).write_bytes(b"not a library")
+    cc = shutil.which("cc") or shutil.which("gcc")
+    if cc is not None:  # a library whose loading never ends
+        hang = tmp_path / "hang.c"
+        hang.write_text(
+            "#include <unistd.h>\n__attribute__((constructor)) static void f(void) { sleep(600); }\n"
+        )
+        lib = folder / first["candidates"][1]["lib"]
+        with open(lib, "rb") as f:  # the exported library's metadata trailer, kept
+            trailer = f.read()[_image_end(f) :]
+        subprocess.run([cc, "-shared", "-fPIC", "-o", str(lib), str(hang)], check=True)
+        with open(lib, "ab") as f:
+            f.write(trailer)
     blocker = tmp_path / "blocker"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text(BLOCK_MLIR)
-    run = _runner(folder, blocker=blocker)
+    run = _runner(folder, blocker=blocker, timeout=6)
     assert run.returncode == 0, run.stdout + run.stderr
     lines = [json.loads(x) for x in (folder / trials.RESULTS).read_text().splitlines()]
     records = [r for r in lines if "decision" not in r]
-    assert len(records) == 6 and sum("error" in r for r in records) == 1
-    assert next(r for r in records if "error" in r)["knobs"] == first["candidates"][2]["knobs"]
+    failed = {json.dumps(r["knobs"], sort_keys=True): r["error"] for r in records if "error" in r}
+    assert len(records) == 6 and len(failed) == (2 if cc else 1), failed
+    assert "run: " in failed[json.dumps(first["candidates"][2]["knobs"], sort_keys=True)]
+    if cc:
+        assert "timeout" in failed[json.dumps(first["candidates"][1]["knobs"], sort_keys=True)]
     assert sum("decision" in r for r in lines) == 2
     again = _runner(folder, blocker=blocker)  # everything measured: nothing is run twice
     assert again.returncode == 0 and len((folder / trials.RESULTS).read_text().splitlines()) == 8
