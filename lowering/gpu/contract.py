@@ -31,6 +31,7 @@ bufferization, in place of the tagged ops.
 
 from __future__ import annotations
 
+import contextlib
 import math as pymath
 from dataclasses import dataclass, field
 
@@ -655,9 +656,10 @@ class _Job:
         upper = arith.MinUIOp(emit.add(lower, self.k_span), emit.const(self.k_total)).result
         return lower, upper
 
-    def finish(self, acc: ir.Value, row: ir.Value, col: ir.Value) -> None:
-        """Store the result at block position (row, col) where it is inside the output: a
-        partial sum, or through the epilogue."""
+    @contextlib.contextmanager
+    def _inside(self, row: ir.Value, col: ir.Value):
+        """What is written under it runs where block position (row, col) is inside the output;
+        yields the output's linear (m, n) there."""
         m_lin, n_lin = emit.add(self.m0, row), emit.add(self.n0, col)
         inb = emit.both(
             emit.bound(m_lin, self.m_total, self.cfg.bm),
@@ -665,12 +667,18 @@ class _Job:
         )
         guard = scf.IfOp(inb) if inb is not None else None
         with ir.InsertionPoint(guard.then_block) if guard else ir.InsertionPoint.current:
+            yield m_lin, n_lin
+            if guard:
+                scf.YieldOp([])
+
+    def finish(self, acc: ir.Value, row: ir.Value, col: ir.Value) -> None:
+        """Store the result at block position (row, col) where it is inside the output: a
+        partial sum, or through the epilogue."""
+        with self._inside(row, col) as (m_lin, n_lin):
             if self.partials is not None:
                 memref.StoreOp(acc, self.partials, [self.split_idx, self.batch_lin, m_lin, n_lin])
             else:
                 _store(self.epilogue, acc, self.tile.at(m_lin, n_lin), self.maps, self.last_out)
-            if guard:
-                scf.YieldOp([])
 
     def pairs(self) -> bool:
         """Whether adjacent outputs (n, n + 1), n even, can go out as one 2-element store: the
@@ -694,13 +702,7 @@ class _Job:
     def finish_pair(self, accs: list[ir.Value], row: ir.Value, col: ir.Value) -> None:
         """`finish` for the two results at (row, col) and (row, col + 1), col even (`pairs`):
         each through the epilogue, then one vector store."""
-        m_lin, n_lin = emit.add(self.m0, row), emit.add(self.n0, col)
-        inb = emit.both(
-            emit.bound(m_lin, self.m_total, self.cfg.bm),
-            emit.bound(n_lin, self.n_total, self.cfg.bn),
-        )
-        guard = scf.IfOp(inb) if inb is not None else None
-        with ir.InsertionPoint(guard.then_block) if guard else ir.InsertionPoint.current:
+        with self._inside(row, col) as (m_lin, n_lin):
             if self.partials is not None:
                 out = self.partials
                 coords = [[self.split_idx, self.batch_lin, m_lin, emit.add(n_lin, e)] for e in (0, 1)]
@@ -715,8 +717,6 @@ class _Job:
             elem = ir.MemRefType(out.type).element_type
             pair = vector.FromElementsOp(ir.VectorType.get([2], elem), values).result
             vector.StoreOp(pair, out, coords[0], alignment=2 * elem.width // 8)
-            if guard:
-                scf.YieldOp([])
 
     def close(self) -> None:
         """After the launch: the split-K fold and the workspace's release."""

@@ -51,18 +51,38 @@ def _run_child(fake_driver: Path, child: str) -> None:
     assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
 
 
-def test_host_side_of_a_call(fake_driver, tmp_path):
-    ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="cuda")
-    lib = tmp_path / "mlp.so"
-    ex.export_library(str(lib))
-    child = textwrap.dedent(
-        f"""
-        import ctypes, sys
+def _on_fake(lib: Path, body: str) -> str:
+    """Child code over the stand-in driver: `fake` (its counters), a VM `vm` on cuda(0) for the
+    library `lib`, then `body`."""
+    head = f"""
+        import ctypes
         import numpy as np
         import relaxmlir as rm
         from relaxmlir import runtime
         fake = ctypes.CDLL("libcuda.so.1")
         vm = runtime.VirtualMachine(runtime.load_module({str(lib)!r}), rm.cuda(0))
+    """
+    return textwrap.dedent(head) + textwrap.dedent(body)
+
+
+def _matmul(a_shape: tuple, b_shape: tuple, dtype: str):
+    a = relax.Var("a", relax.TensorStructInfo(a_shape, dtype))
+    b = relax.Var("b", relax.TensorStructInfo(b_shape, dtype))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [a, b]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.matmul(a, b))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_host_side_of_a_call(fake_driver, tmp_path):
+    ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="cuda")
+    lib = tmp_path / "mlp.so"
+    ex.export_library(str(lib))
+    child = _on_fake(
+        lib,
+        """
         x = rm.nd.array(np.ones((4, 784), "float32"), rm.cuda(0))
         main = vm["main"]
         first = main(x)
@@ -85,7 +105,7 @@ def test_host_side_of_a_call(fake_driver, tmp_path):
         threshold = ctypes.c_ulonglong.in_dll(fake, "fake_release_threshold").value
         assert threshold == 2**64 - 1, threshold  # the pool keeps freed memory
         print("ok")
-        """
+        """,
     )
     _run_child(fake_driver, child)
 
@@ -101,21 +121,16 @@ def test_empty_grid_is_not_launched(fake_driver, tmp_path):
         bb.emit_func_output(out)
     lib = tmp_path / "empty.so"
     relax.build(bb.get(), target="cuda").export_library(str(lib))
-    child = textwrap.dedent(
-        f"""
-        import ctypes
-        import numpy as np
-        import relaxmlir as rm
-        from relaxmlir import runtime
-        fake = ctypes.CDLL("libcuda.so.1")
-        vm = runtime.VirtualMachine(runtime.load_module({str(lib)!r}), rm.cuda(0))
+    child = _on_fake(
+        lib,
+        """
         out = vm["main"](rm.nd.array(np.ones((0, 5), "float32"), rm.cuda(0)))
         assert out.shape == (0, 5), out.shape
         assert ctypes.c_int.in_dll(fake, "fake_launches").value == 0
         vm["main"](rm.nd.array(np.ones((3, 5), "float32"), rm.cuda(0)))
         assert ctypes.c_int.in_dll(fake, "fake_launches").value > 0  # the same kernel, n = 3
         print("ok")
-        """
+        """,
     )
     _run_child(fake_driver, child)
 
@@ -124,15 +139,8 @@ def test_unaligned_input_is_copied_unaligned_output_refused(fake_driver, tmp_pat
     """Kernels stage contiguous buffers in 16-byte vectors, so an input view that starts at an
     odd offset is copied to an aligned buffer first (its bytes arrive intact), and an output
     there is refused with the reason; the previous call's fast path is not kept for it."""
-    a = relax.Var("a", relax.TensorStructInfo((64, 32), "float16"))
-    b = relax.Var("b", relax.TensorStructInfo((32, 64), "float16"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [a, b]):
-        with bb.dataflow():
-            out = bb.emit_output(relax.op.matmul(a, b))
-        bb.emit_func_output(out)
     lib = tmp_path / "mm16.so"
-    relax.build(bb.get(), target="cuda").export_library(str(lib))
+    relax.build(_matmul((64, 32), (32, 64), "float16"), target="cuda").export_library(str(lib))
     from relaxmlir import te
 
     ta, tb = (
@@ -189,25 +197,13 @@ def test_large_shared_memory_ring_opts_in_once(fake_driver, tmp_path):
     """A float16 matmul on the 128x128 tensor-core tile keeps a ring of 4 operand tiles in
     dynamic shared memory (75 KiB, past the 48 KiB a kernel gets without asking): the runtime
     raises the kernel's limit with cuFuncSetAttribute before its first launch, and only then."""
-    a = relax.Var("a", relax.TensorStructInfo((2048, 256), "float16"))
-    b = relax.Var("b", relax.TensorStructInfo((256, 4096), "float16"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [a, b]):
-        with bb.dataflow():
-            out = bb.emit_output(relax.op.matmul(a, b))
-        bb.emit_func_output(out)
-    ex = relax.build(bb.get(), target="cuda")
+    ex = relax.build(_matmul((2048, 256), (256, 4096), "float16"), target="cuda")
     assert "dynamic_shared_memory_size" in str(ex.lowered)
     lib = tmp_path / "ring.so"
     ex.export_library(str(lib))
-    child = textwrap.dedent(
-        f"""
-        import ctypes
-        import numpy as np
-        import relaxmlir as rm
-        from relaxmlir import runtime
-        fake = ctypes.CDLL("libcuda.so.1")
-        vm = runtime.VirtualMachine(runtime.load_module({str(lib)!r}), rm.cuda(0))
+    child = _on_fake(
+        lib,
+        """
         x = rm.nd.array(np.ones((2048, 256), "float16"), rm.cuda(0))
         y = rm.nd.array(np.ones((256, 4096), "float16"), rm.cuda(0))
         vm["main"](x, y)
@@ -216,6 +212,6 @@ def test_large_shared_memory_ring_opts_in_once(fake_driver, tmp_path):
         assert ctypes.c_int.in_dll(fake, "fake_opt_ins").value == 1
         assert ctypes.c_int.in_dll(fake, "fake_opt_in_bytes").value > 48 * 1024
         print("ok")
-        """
+        """,
     )
     _run_child(fake_driver, child)

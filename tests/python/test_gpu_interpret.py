@@ -33,6 +33,17 @@ def function(params, body):
     return bb.get()
 
 
+def _matmul_f16(m: int, n: int, k: int, seed: int):
+    """A float16 matmul module and random operands for it."""
+    rng = np.random.default_rng(seed)
+    a = rng.standard_normal((m, k)).astype("float16")
+    b = rng.standard_normal((k, n)).astype("float16")
+    mod = function(
+        [((m, k), "float16"), ((k, n), "float16")], lambda bb, x, y: relax.op.matmul(x, y)
+    )
+    return mod, a, b
+
+
 def close(got, want, rtol):
     scale = max(1.0, float(np.abs(want).max()))
     np.testing.assert_allclose(got.astype(np.float64), want, atol=rtol * scale, rtol=rtol)
@@ -256,12 +267,7 @@ def test_interpreter_catches_cp_async_hazards():
     import dialects
 
     m, n, k = 40, 72, 48
-    rng = np.random.default_rng(7)
-    a = rng.standard_normal((m, k)).astype("float16")
-    b = rng.standard_normal((k, n)).astype("float16")
-    mod = function(
-        [((m, k), "float16"), ((k, n), "float16")], lambda bb, x, y: relax.op.matmul(x, y)
-    )
+    mod, a, b = _matmul_f16(m, n, k, seed=7)
     text = str(run_on_gpu_model(mod, a, b, np.full((m, n), np.nan, "float16")).module)
     waits = re.findall(r".*nvgpu.device_async_wait .*\n", text)
     assert len(waits) == 2 and "numGroups = 1 " in waits[0] and "numGroups = 0 " in waits[1]
@@ -317,12 +323,7 @@ def test_vector_staging_assumes_aligned_buffers():
     B): the kernel takes 16-byte aligned buffers (the runtime copies an unaligned input first),
     and the interpreter holds it to that."""
     m, n, k = 40, 72, 48
-    rng = np.random.default_rng(5)
-    a = rng.standard_normal((m, k)).astype("float16")
-    b = rng.standard_normal((k, n)).astype("float16")
-    mod = function(
-        [((m, k), "float16"), ((k, n), "float16")], lambda bb, x, y: relax.op.matmul(x, y)
-    )
+    mod, a, b = _matmul_f16(m, n, k, seed=5)
     c = np.full((m, n), np.nan, "float16")
     text = str(run_on_gpu_model(mod, a, b, c).module)
     assert "nvgpu.device_async_copy" in text and "transpose = true" in text
