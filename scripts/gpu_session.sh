@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# A GPU session in the two halves this workplace allows: the GPU machine has no MLIR, so what
+# runs there is built here first (README, "The CUDA target").
+#
+#   bash scripts/gpu_session.sh prepare [TRIALS]   # here: the model checks, the benchmark and
+#                                                  # TRIALS tuning candidates (default 200)
+#   bash scripts/gpu_session.sh device             # there, in one call: all three, results
+#                                                  # (logs, RESULTS_GPU.md, trial results) in $OUT
+#   bash scripts/gpu_session.sh tuned OUT_FOLDER   # here: read the trial results back and build
+#                                                  # the benchmark with the tuned records
+#
+# Carry gpu_models, gpu_libs, gpu_trials (and gpu_tuned after `tuned`) and relaxmlir/runtime/native.
+set -u
+cd "$(dirname "$0")/.."
+
+case "${1:-}" in
+prepare)
+    python scripts/gpu_models_check.py export --out gpu_models || exit 1
+    python scripts/bench_gpu.py export --out gpu_libs || exit 1
+    python scripts/bench_gpu.py trials --out gpu_trials --work-dir gpu_tuning --trials "${2:-200}" || exit 1
+    du -sh gpu_models gpu_libs gpu_trials
+    ;;
+device)
+    out="${OUT:-gpu_out}"
+    mkdir -p "$out"
+    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
+    timeout 180 python scripts/gpu_models_check.py run --libs gpu_models > "$out/models.txt" 2>&1
+    echo "models: exit $?" >> "$out/status.txt"
+    timeout 240 python scripts/bench_gpu.py run --libs gpu_libs --repeat 20 --timeout 45 --profile \
+        --results "$out/RESULTS_GPU.md" > "$out/bench.txt" 2>&1
+    echo "bench: exit $?" >> "$out/status.txt"
+    folders=(gpu_trials)
+    [ -f gpu_trials/tf32/trials.json ] && folders+=(gpu_trials/tf32)
+    timeout 300 python -m relaxmlir.runtime.trials "${folders[@]}" --timeout 30 > "$out/trials.txt" 2>&1
+    echo "trials: exit $?" >> "$out/status.txt"
+    for f in "${folders[@]}"; do
+        [ -f "$f/results.jsonl" ] && mkdir -p "$out/$f" && cp "$f/results.jsonl" "$out/$f/"
+    done
+    if [ -d gpu_tuned ]; then
+        timeout 200 python scripts/bench_gpu.py run --libs gpu_tuned --repeat 20 --timeout 45 \
+            --results "$out/RESULTS_GPU_TUNED.md" > "$out/bench_tuned.txt" 2>&1
+        echo "bench tuned: exit $?" >> "$out/status.txt"
+    fi
+    cat "$out/status.txt"
+    ;;
+tuned)
+    results="${2:?the device run's output folder}"
+    for f in gpu_trials gpu_trials/tf32; do
+        [ -f "$results/$f/results.jsonl" ] && cp "$results/$f/results.jsonl" "$f/"
+    done
+    python scripts/bench_gpu.py export --out gpu_tuned --tuned gpu_tuning --import gpu_trials
+    ;;
+*)
+    sed -n 2,16p "$0"
+    exit 2
+    ;;
+esac
