@@ -44,7 +44,7 @@ device)
     cat "$out/status.txt"
     ;;
 tuned)
-    results="${2:?the device run's output folder}"
+    results="${2:?give the output folder of the device run}"
     for f in gpu_trials gpu_trials/tf32; do
         [ -f "$results/$f/results.jsonl" ] && cp "$results/$f/results.jsonl" "$f/"
     done
