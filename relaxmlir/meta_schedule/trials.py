@@ -60,6 +60,7 @@ def export_trials(
         raise ValueError(
             f"export_trials: max_trials_global must be a positive int, got {max_trials_global!r}"
         )
+    _clear(folder)
     tgt = _target(target)
     tstr = str(tgt)
     tasks = extract_tasks(mod, tgt) if tasks is None else tasks
@@ -71,8 +72,6 @@ def export_trials(
         )  # fmt: skip
     per_task = max_trials_per_task or max(8, max_trials_global // max(len(tasks), 1))
     rng = random.Random(seed)
-    if os.path.exists(folder):
-        shutil.rmtree(folder)
     os.makedirs(os.path.join(folder, "libs"))
     plans: list[tuple[Task, list[dict]]] = []
     left = max_trials_global
@@ -129,6 +128,22 @@ def export_trials(
     with open(path, "w") as f:
         json.dump(manifest, f, indent=1)
     return path
+
+
+def _clear(folder: str) -> None:
+    """Make room for an export: an earlier export in `folder` is replaced; any other content
+    is the user's, and an error."""
+    if not os.path.exists(folder):
+        return
+    if not os.path.isdir(folder):
+        raise ValueError(f"export_trials: {folder} is a file, not a folder")
+    entries = set(os.listdir(folder))
+    if entries and runner.MANIFEST not in entries:
+        raise ValueError(
+            f"export_trials: {folder} holds files and no {runner.MANIFEST}: give an empty or "
+            "new folder (an earlier export there is replaced)"
+        )
+    shutil.rmtree(folder)
 
 
 def import_trials(work_dir: str, folder: str) -> JSONDatabase:

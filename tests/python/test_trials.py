@@ -106,6 +106,10 @@ def test_trials_exported_timed_without_mlir_and_imported(tmp_path):
     mod = relax.transform.BindParams("main", params())(mlp("tir", 64))
     target = Target("llvm")
     work, folder = tmp_path / "work", tmp_path / "trials"
+    (tmp_path / "mine").mkdir()
+    (tmp_path / "mine" / "notes.txt").write_text("the user's")
+    with pytest.raises(ValueError, match="holds files and no trials.json"):
+        ms.export_trials(mod, target, str(work), str(tmp_path / "mine"), 6)
     path = ms.export_trials(mod, target, str(work), str(folder), 6, max_trials_per_task=3)
     manifest = json.loads(Path(path).read_text())
     assert manifest["device"] == "cpu" and manifest["target"] == str(target)
