@@ -273,7 +273,9 @@ def _config(name: str) -> Config | None:
     return next((c for c in every if c.name == name), None)
 
 
-def plan(ops: list[ir.Operation], allow_tf32: bool = False, knobs: dict | None = None) -> Plan | None:
+def plan(
+    ops: list[ir.Operation], allow_tf32: bool = False, knobs: dict | None = None
+) -> Plan | None:
     """The last contraction of a PrimFunc that the kernel takes, its fill and the elementwise
     consumers that follow it directly (each the only user of the value before it); its tile
     and K splits as `choose` picks them, or as tuned `knobs` set them."""
@@ -287,11 +289,20 @@ def plan(ops: list[ir.Operation], allow_tf32: bool = False, knobs: dict | None =
         if chosen is None:
             return None
         cfg, splits = chosen
-        tunable = configs_for(ops[c], allow_tf32, tuning=True)
-        cfg = next((x for x in tunable if x.name == knobs.get(TILE_KNOB)), cfg)
-        splits = int(knobs.get(SPLITS_KNOB, splits))
-        if not 1 <= splits <= MAX_SPLITS:
-            raise ValueError(f"{SPLITS_KNOB} = {splits}: expected 1 to {MAX_SPLITS}")
+        if TILE_KNOB in knobs:
+            tunable = configs_for(ops[c], allow_tf32, tuning=True)
+            cfg = next((x for x in tunable if x.name == knobs[TILE_KNOB]), None)
+            if cfg is None:
+                names = ", ".join(x.name for x in tunable)
+                raise PassError(f"{TILE_KNOB} = {knobs[TILE_KNOB]!r}: this op takes {names}")
+        splits = knobs.get(SPLITS_KNOB, splits)
+        if not isinstance(splits, int) or not 1 <= splits <= MAX_SPLITS:
+            raise PassError(f"{SPLITS_KNOB} = {splits!r}: expected an int from 1 to {MAX_SPLITS}")
+        stages = knobs.get(STAGES_KNOB, 0)
+        if stages not in (0, *range(2, MAX_STAGES + 1)):
+            raise PassError(
+                f"{STAGES_KNOB} = {stages!r}: expected 0 (as many as fit) or 2 to {MAX_STAGES}"
+            )
         op = ops[c]
         init_def = op.operands[2].owner
         init = next((i for i, o in enumerate(ops) if o == init_def and emit.is_fill(o)), None)
@@ -311,7 +322,7 @@ def plan(ops: list[ir.Operation], allow_tf32: bool = False, knobs: dict | None =
             epilogue.append((nxt, slots[0]))
             value = cand.results[0]
         pads = [p for p in (_padding(ops, op, i) for i in (0, 1)) if p is not None]
-        return Plan(c, init, epilogue, cfg, splits, pads, int(knobs.get(STAGES_KNOB, 0)))
+        return Plan(c, init, epilogue, cfg, splits, pads, stages)
     return None
 
 
@@ -705,7 +716,9 @@ class _Job:
         with self._inside(row, col) as (m_lin, n_lin):
             if self.partials is not None:
                 out = self.partials
-                coords = [[self.split_idx, self.batch_lin, m_lin, emit.add(n_lin, e)] for e in (0, 1)]
+                coords = [
+                    [self.split_idx, self.batch_lin, m_lin, emit.add(n_lin, e)] for e in (0, 1)
+                ]
                 values = accs
             else:
                 out = self.last_out
@@ -897,6 +910,7 @@ def _build_mma(
                 s = [stage] if stage is not None else []
                 for kk in range(0, bk, kstep):
                     if tf32:  # lane (g, t): A rows g + 8 (r % 2), K t + 4 (r // 2); B K t + 4r
+
                         def element(smem, own_rows: bool, row, k):
                             return emit.load(smem, s + ([row, k] if own_rows else [k, row]))
 

@@ -375,6 +375,9 @@ def schedule_module(module_op: ir.Operation, target: Target, enabled=DEFAULT_RUL
         knobs = knobs_of(func_op, module_op, target)
         try:
             schedule_function(func_op, target, tuple(enabled), knobs)
+        except PassError as exc:  # a tuned knob this kernel cannot take
+            name = ir.StringAttr(func_op.attributes["sym_name"]).value
+            raise PassError(f"relax-schedule-gpu: @{name}: {exc}", func_op) from exc
         except SCRIPT_ERRORS as exc:
             raise PassError(f"relax-schedule-gpu: {exc}", func_op) from exc
 

@@ -237,3 +237,23 @@ def test_tuning_only_tiles_compute_the_matmul(dtype, tile):
     threads = re.search(r"threads\([^)]*\) in \(%\w+ = %c(\d+)", text).group(1)
     assert threads == ("256" if dtype == "float32" else "128")  # 16x16 threads; 4 warps
     close(c, a.astype(np.float64) @ b.astype(np.float64), 1e-4 if dtype == "float32" else 2e-3)
+
+
+@pytest.mark.parametrize(
+    "knob, match",
+    [
+        ({"gpu.matmul.tile": "huge"}, "gpu.matmul.tile = 'huge': this op takes mma128x128"),
+        ({"gpu.matmul.splits": 0}, "gpu.matmul.splits = 0: expected an int from 1 to 16"),
+        ({"gpu.matmul.stages": 7}, "gpu.matmul.stages = 7: expected 0"),
+    ],
+)
+def test_a_knob_value_the_kernel_cannot_take_is_a_clear_build_error(knob, match):
+    """A hand-edited database or table: the build names the kernel, the knob and what it
+    takes, instead of quietly falling back to another schedule."""
+    mod, target = _matmul_f16(), Target("cuda")
+    (task,) = ms.extract_tasks(mod, target)
+    tuned = mod.clone()
+    set_tuned_table(tuned.module.operation, {task.key: {**task.default_knobs(), **knob}})
+    with pytest.raises(Exception, match=re.escape(match)) as err:
+        relax.build(tuned, target)
+    assert "@fused_matmul_astype_relu" in str(err.value)
