@@ -149,8 +149,7 @@ def _clear(folder: str) -> None:
 def import_trials(work_dir: str, folder: str) -> JSONDatabase:
     """Read the runner's results in `folder` into the database in `work_dir`: a record per
     measured candidate, a decision per confirmed task, all under the manifest's target."""
-    with open(os.path.join(folder, runner.MANIFEST)) as f:
-        manifest = json.load(f)
+    manifest = runner.read_manifest(folder)
     path = os.path.join(folder, runner.RESULTS)
     if not os.path.exists(path):
         raise FileNotFoundError(

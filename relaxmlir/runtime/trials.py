@@ -200,17 +200,29 @@ class _Runner:
             self.proc = None
 
 
+def read_manifest(folder: str) -> dict:
+    """The folder's trials.json, checked: ValueError naming what is wrong."""
+    path = os.path.join(folder, MANIFEST)
+    try:
+        with open(path) as f:
+            manifest = json.load(f)
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ValueError(f"{path}: cannot read the trials ({exc})") from None
+    if not isinstance(manifest, dict) or manifest.get("version") != VERSION:
+        version = manifest.get("version") if isinstance(manifest, dict) else None
+        raise ValueError(f"{path}: trials of version {version!r}, this runtime reads {VERSION}")
+    missing = [k for k in ("device", "confirm", "tasks") if k not in manifest]
+    if missing:
+        raise ValueError(f"{path}: no {', '.join(missing)} (not written by export_trials?)")
+    return manifest
+
+
 def run_trials(
     folder: str, timeout_s: float = 60.0, repeats: int = 10, min_s: float = 0.05, log=None
 ) -> str:
     """Measure every candidate of the trials in `folder` not measured yet, then confirm each
     task's fastest against its default; returns the path of the results file."""
-    with open(os.path.join(folder, MANIFEST)) as f:
-        manifest = json.load(f)
-    if manifest.get("version") != VERSION:
-        raise ValueError(
-            f"{folder}: trials of version {manifest.get('version')}, expected {VERSION}"
-        )
+    manifest = read_manifest(folder)
     path = os.path.join(folder, RESULTS)
     done: set[tuple[str, str]] = set()
     decided: set[str] = set()
@@ -330,6 +342,10 @@ def main(argv: list[str] | None = None) -> int:
     for folder in args.folders:
         if not os.path.exists(os.path.join(folder, MANIFEST)):
             parser.error(f"{folder} holds no {MANIFEST}")
+        try:
+            read_manifest(folder)
+        except ValueError as exc:
+            parser.error(str(exc))
     for folder in args.folders:
         path = run_trials(folder, args.timeout, args.repeats, log=print)
         print(f"results: {path}")

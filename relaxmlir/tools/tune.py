@@ -15,7 +15,6 @@ Where the device is another machine (a GPU machine without the compiler):
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import sys
 
@@ -91,10 +90,9 @@ def _import(opts) -> int:
         raise ToolError(f"{opts.import_trials} holds no {trials.MANIFEST} (see --export-trials)")
     try:
         db = import_trials(opts.work_dir, opts.import_trials)
-    except FileNotFoundError as exc:
+        m = trials.read_manifest(opts.import_trials)
+    except (FileNotFoundError, ValueError) as exc:
         raise ToolError(str(exc)) from None
-    with open(manifest) as f:
-        m = json.load(f)
     items = [
         (t["key"], t["name"], t["candidates"][0]["knobs"]) for t in m["tasks"] if t["candidates"]
     ]
