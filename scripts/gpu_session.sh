@@ -4,7 +4,7 @@
 #
 #   bash scripts/gpu_session.sh prepare [TRIALS]   # here: the model checks, the benchmark and
 #                                                  # TRIALS tuning candidates (default 200)
-#   bash scripts/gpu_session.sh device             # there, in one call: all three, results
+#   bash scripts/gpu_session.sh device [PARTS]     # there, in one call: all three, results
 #                                                  # (logs, RESULTS_GPU.md, trial results) in $OUT
 #   bash scripts/gpu_session.sh tuned OUT_FOLDER   # here: read the trial results back and build
 #                                                  # the benchmark with the tuned records
@@ -21,23 +21,33 @@ prepare)
     du -sh gpu_models gpu_libs gpu_trials
     ;;
 device)
+    # parts (default all): models, bench, trials, tuned (the last when gpu_tuned exists); the
+    # timeouts keep all of them inside one 600 s device call
+    parts="${2:-models,bench,trials,tuned}"
     out="${OUT:-gpu_out}"
     mkdir -p "$out"
     nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
-    timeout 180 python scripts/gpu_models_check.py run --libs gpu_models > "$out/models.txt" 2>&1
-    echo "models: exit $?" >> "$out/status.txt"
-    timeout 240 python scripts/bench_gpu.py run --libs gpu_libs --repeat 20 --timeout 45 --profile \
-        --results "$out/RESULTS_GPU.md" > "$out/bench.txt" 2>&1
-    echo "bench: exit $?" >> "$out/status.txt"
-    folders=(gpu_trials)
-    [ -f gpu_trials/tf32/trials.json ] && folders+=(gpu_trials/tf32)
-    timeout 300 python -m relaxmlir.runtime.trials "${folders[@]}" --timeout 30 > "$out/trials.txt" 2>&1
-    echo "trials: exit $?" >> "$out/status.txt"
-    for f in "${folders[@]}"; do
-        [ -f "$f/results.jsonl" ] && mkdir -p "$out/$f" && cp "$f/results.jsonl" "$out/$f/"
-    done
-    if [ -d gpu_tuned ]; then
-        timeout 200 python scripts/bench_gpu.py run --libs gpu_tuned --repeat 20 --timeout 45 \
+    if [[ ",$parts," == *,models,* ]]; then
+        timeout 120 python scripts/gpu_models_check.py run --libs gpu_models > "$out/models.txt" 2>&1
+        echo "models: exit $?" >> "$out/status.txt"
+    fi
+    if [[ ",$parts," == *,bench,* ]]; then
+        timeout 200 python scripts/bench_gpu.py run --libs gpu_libs --repeat 20 --timeout 40 \
+            --profile --results "$out/RESULTS_GPU.md" > "$out/bench.txt" 2>&1
+        echo "bench: exit $?" >> "$out/status.txt"
+    fi
+    if [[ ",$parts," == *,trials,* ]]; then
+        folders=(gpu_trials)
+        [ -f gpu_trials/tf32/trials.json ] && folders+=(gpu_trials/tf32)
+        timeout 220 python -m relaxmlir.runtime.trials "${folders[@]}" --timeout 20 \
+            > "$out/trials.txt" 2>&1
+        echo "trials: exit $? (a stopped run resumes where it was)" >> "$out/status.txt"
+        for f in "${folders[@]}"; do
+            [ -f "$f/results.jsonl" ] && mkdir -p "$out/$f" && cp "$f/results.jsonl" "$out/$f/"
+        done
+    fi
+    if [[ ",$parts," == *,tuned,* ]] && [ -d gpu_tuned ]; then
+        timeout 200 python scripts/bench_gpu.py run --libs gpu_tuned --repeat 20 --timeout 40 \
             --results "$out/RESULTS_GPU_TUNED.md" > "$out/bench_tuned.txt" 2>&1
         echo "bench tuned: exit $?" >> "$out/status.txt"
     fi
