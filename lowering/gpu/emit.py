@@ -8,6 +8,8 @@ epilogue costs no buffer: its body is cloned where its value is needed.
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import arith, gpu, memref
 
@@ -100,10 +102,7 @@ SHARED_ALIGN = 128  # each buffer in dynamic shared memory starts on this many b
 
 
 def _bytes(t: ir.MemRefType) -> int:
-    count = 1
-    for n in t.shape:
-        count *= n
-    return count * ir.MemRefType(t).element_type.width // 8
+    return math.prod(t.shape) * t.element_type.width // 8
 
 
 def dynamic_bytes(types: list[ir.MemRefType]) -> int:

@@ -182,6 +182,25 @@ def test_cuda_trials_over_a_stand_in_driver(tmp_path):
     if not rm.runtime.cuda_driver.available():
         with pytest.raises(RuntimeError, match="export_trials"):
             ms.tune_tir(mod, target, str(tmp_path / "w2"), max_trials_global=2)
+    # where the driver answers, tune_tir takes the route in one call
+    child = f"""
+import sys
+sys.path.insert(0, {str(HERE)!r})
+from test_trials import _matmul_f16
+from relaxmlir import meta_schedule as ms
+db = ms.tune_tir(_matmul_f16(), "cuda", {str(tmp_path / "w3")!r}, max_trials_global=2)
+print(len(db))
+"""
+    env = {**os.environ, "LD_LIBRARY_PATH": str(fake), "PYTHONPATH": str(ROOT)}
+    one = subprocess.run(
+        [sys.executable, "-c", child],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        check=False,
+    )
+    assert one.returncode == 0 and one.stdout.split()[-1] == "2", one.stdout + one.stderr
 
 
 def test_relaxmlir_tune_exports_and_imports_trials(tmp_path):
