@@ -994,7 +994,7 @@ def _async_stages(cfg: Config, *operands) -> int:
     apply. Each operand (with its staging axis and shared tile shape) must stage in 16-byte
     vectors, each thread's share in whole vectors; the tensor-core tiles keep their rows along
     the vector axis, so every vector is one aligned 16-byte copy. As many stages as fit in
-    static shared memory, at most MAX_STAGES."""
+    ASYNC_SHARED_BYTES of dynamic shared memory, at most MAX_STAGES."""
     tile_bytes = 0
     for op, axis, shape in operands:
         lanes = LANES.get(str(op.elem))
