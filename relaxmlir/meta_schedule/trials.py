@@ -159,23 +159,18 @@ def import_trials(work_dir: str, folder: str) -> JSONDatabase:
     tstr = manifest["target"]
     db = JSONDatabase(work_dir)
     known = {t["key"] for t in manifest["tasks"]}
-    with open(path) as f:
-        for line in f:
-            try:
-                r = json.loads(line)
-            except json.JSONDecodeError:
-                continue  # cut short by an interrupted run
-            key = r.get("key")
-            if key not in known:
-                continue
-            if "decision" in r:
-                d = r["decision"]
-                if d["candidate"] is not None and db.decision(key, tstr) is None:
-                    db.commit_decision(
-                        key, tstr, d["chosen"], d["candidate"], d["default_us"], d["candidate_us"]
-                    )
-            elif knobs_id(r["knobs"]) not in db.measured(key, tstr):
-                db.commit_record(key, tstr, r["knobs"], r.get("times_us", []), r.get("error"))
+    for r in runner.read_results(folder):
+        key = r["key"]
+        if key not in known:
+            continue
+        if "decision" in r:
+            d = r["decision"]
+            if d["candidate"] is not None and db.decision(key, tstr) is None:
+                db.commit_decision(
+                    key, tstr, d["chosen"], d["candidate"], d["default_us"], d["candidate_us"]
+                )
+        elif knobs_id(r["knobs"]) not in db.measured(key, tstr):
+            db.commit_record(key, tstr, r["knobs"], r.get("times_us", []), r.get("error"))
     return db
 
 

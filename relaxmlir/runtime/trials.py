@@ -217,6 +217,24 @@ def read_manifest(folder: str) -> dict:
     return manifest
 
 
+def read_results(folder: str) -> list[dict]:
+    """The records and decisions in the folder's results file, in order (none yet: empty); a
+    line an interrupted run cut short is left out."""
+    out = []
+    path = os.path.join(folder, RESULTS)
+    if not os.path.exists(path):
+        return out
+    with open(path) as f:
+        for line in f:
+            try:
+                item = json.loads(line)
+            except json.JSONDecodeError:
+                continue
+            if isinstance(item, dict) and "key" in item and ("decision" in item or "knobs" in item):
+                out.append(item)
+    return out
+
+
 def run_trials(
     folder: str, timeout_s: float = 60.0, repeats: int = 10, min_s: float = 0.05, log=None
 ) -> str:
@@ -226,17 +244,11 @@ def run_trials(
     path = os.path.join(folder, RESULTS)
     done: set[tuple[str, str]] = set()
     decided: set[str] = set()
-    if os.path.exists(path):
-        with open(path) as f:
-            for line in f:
-                try:
-                    r = json.loads(line)
-                except json.JSONDecodeError:
-                    continue  # a line cut short by an interrupted run
-                if "decision" in r:
-                    decided.add(r["key"])
-                else:
-                    done.add((r["key"], _knobs_id(r["knobs"])))
+    for r in read_results(folder):
+        if "decision" in r:
+            decided.add(r["key"])
+        else:
+            done.add((r["key"], _knobs_id(r["knobs"])))
     refs = os.path.join(folder, "references")
     os.makedirs(refs, exist_ok=True)
     rounds, margin = manifest["confirm"]["rounds"], manifest["confirm"]["margin"]
@@ -271,7 +283,7 @@ def run_trials(
                     log(f"{task['name']} {c['knobs']}: {best}")
             if key in decided:
                 continue
-            write(_confirm(key, candidates, path, spec, runner, timeout_s, rounds, margin))
+            write(_confirm(key, candidates, folder, spec, runner, timeout_s, rounds, margin))
     return path
 
 
@@ -289,14 +301,13 @@ def _spec(folder, device, task, refs, candidate, is_default, repeats, min_s) -> 
     }
 
 
-def _confirm(key, candidates, path, spec, runner, timeout_s, rounds, margin) -> dict:
+def _confirm(key, candidates, folder, spec, runner, timeout_s, rounds, margin) -> dict:
     """The task's fastest candidate against its default, `rounds` turns each: the decision."""
-    medians: dict[str, float] = {}
-    with open(path) as f:
-        for line in f:
-            r = json.loads(line)
-            if r.get("key") == key and r.get("times_us"):
-                medians[_knobs_id(r["knobs"])] = _median(r["times_us"])
+    medians = {
+        _knobs_id(r["knobs"]): _median(r["times_us"])
+        for r in read_results(folder)
+        if r["key"] == key and r.get("times_us")
+    }
     default = candidates[0]
     measured = [c for c in candidates if _knobs_id(c["knobs"]) in medians and "lib" in c]
     best = min(measured, key=lambda c: medians[_knobs_id(c["knobs"])], default=None)
