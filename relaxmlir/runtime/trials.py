@@ -253,7 +253,11 @@ def run_trials(
     os.makedirs(refs, exist_ok=True)
     rounds, margin = manifest["confirm"]["rounds"], manifest["confirm"]["margin"]
     runner = _Runner(os.path.join(folder, "runner.log"))
-    with open(path, "a") as out, contextlib.closing(runner):
+    with open(path, "a+") as out, contextlib.closing(runner):
+        if out.tell():  # a line an interrupted run cut short ends here, not in the next record
+            out.seek(out.tell() - 1)
+            if out.read(1) != "\n":
+                out.write("\n")
 
         def write(item: dict) -> None:
             out.write(json.dumps(item) + "\n")
