@@ -100,7 +100,12 @@ TF32_CONFIGS = (
 # ones, for an N (or M) of 64 where the square tile would compute half its outputs past the edge.
 TUNING_CONFIGS = {
     "fma": (Config("128x64/8x4", 128, 64, 8, 4), Config("64x128/4x8", 64, 128, 4, 8)),
-    "mma": (Config("mma128x64/64x32", 128, 64, 64, 32, bk=32, mma=True),),
+    "mma": (
+        Config("mma128x64/64x32", 128, 64, 64, 32, bk=32, mma=True),
+        # 64x64 warp tiles (128 accumulators a thread): 4 warps, or 8 on a 128x256 block
+        Config("mma128x128/64x64", 128, 128, 64, 64, bk=32, mma=True),
+        Config("mma128x256/64x64", 128, 256, 64, 64, bk=32, mma=True),
+    ),
     "tf32": (),
 }
 WARP = 32
