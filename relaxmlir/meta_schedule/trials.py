@@ -60,6 +60,8 @@ def export_trials(
         raise ValueError(
             f"export_trials: max_trials_global must be a positive int, got {max_trials_global!r}"
         )
+    if mod is None and tasks is None:
+        raise ValueError("export_trials: give the module to tune (or its tasks)")
     _clear(folder)
     tgt = _target(target)
     tstr = str(tgt)
