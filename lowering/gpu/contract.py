@@ -828,6 +828,7 @@ def _build_mma(
     kstep = 8 if tf32 else 16
     frag_a = ir.VectorType.get([4, 1] if tf32 else [4, 2], a.elem)
     frag_b = ir.VectorType.get([2, 1] if tf32 else [2, 2], b.elem)
+    pair_b = ir.VectorType.get([4, 2], b.elem)  # two B fragments by one ldmatrix.x4
     frag_c = ir.VectorType.get([2, 2], job.acc_type)
     # 16-byte staging vectors along each operand's contiguous axis where it allows; the shared
     # tile keeps that axis contiguous (rows along M / N when K is contiguous, else along K,
@@ -867,14 +868,16 @@ def _build_mma(
             g, t4 = emit.div(lane, 4), emit.rem(lane, 4)
             two_t = emit.mul(t4, 2)
             # ldmatrix: lane l gives the address of row l % 8 of 8x8 piece l // 8; the pieces of
-            # an A fragment are (rows 0-7 | 8-15) x (K 0-7 | 8-15), column-major; of a B
-            # fragment, K 0-7 and 8-15 of the tile's 8 columns
+            # an A fragment are (rows 0-7 | 8-15) x (K 0-7 | 8-15), column-major; two B
+            # fragments (N tiles j, j + 1) are read at once: K 0-7 and 8-15 of tile j's 8
+            # columns, then of tile j + 1's
             piece, row8 = emit.div(lane, 8), emit.rem(lane, 8)
             a_row = emit.add(emit.mul(emit.rem(piece, 2), 8), row8)
             a_col = emit.mul(emit.div(piece, 2), 8)
             b_col = emit.mul(emit.rem(piece, 2), 8)
+            b_tile = emit.add(w_n, emit.mul(emit.div(piece, 2), 8))  # N tile j or j + 1
             a_rows = [emit.add(emit.add(w_m, a_row), 16 * i) for i in range(tiles_m)]
-            b_rows = [emit.add(emit.add(w_n, row8), 8 * j) for j in range(tiles_n)]
+            b_rows = [emit.add(emit.add(b_tile, row8), 8 * j) for j in range(tiles_n)]
             # ... from K-row tiles, transposed: piece q's rows are K, its columns M (N)
             a_krow = emit.add(emit.mul(emit.div(piece, 2), 8), row8)
             a_mcols = [
@@ -882,7 +885,7 @@ def _build_mma(
                 for i in range(tiles_m)
             ]
             b_krow = emit.add(emit.mul(emit.rem(piece, 2), 8), row8)
-            b_ncols = [emit.add(w_n, 8 * j) for j in range(tiles_n)]
+            b_ncols = [emit.add(b_tile, 8 * j) for j in range(tiles_n)]
             b_cols = [emit.add(emit.add(w_n, g), 8 * j) for j in range(tiles_n)]  # TF32 loads
             # accumulators: lane (g, t) holds rows g + 8h, columns 2t + e of each 16x8 tile
             c_cols = [
@@ -946,11 +949,17 @@ def _build_mma(
                                       s + [emit.add(a_krow, kk), a_mcols[i]])
                             for i in range(tiles_m)
                         ]  # fmt: skip
-                        frags_b = [
-                            _ldmatrix(frag_b, smem_b, own_rows_b, 2, s + [b_rows[j], emit.add(b_col, kk)],
-                                      s + [emit.add(b_krow, kk), b_ncols[j]])
-                            for j in range(tiles_n)
-                        ]  # fmt: skip
+                        frags_b = []
+                        for j in range(0, tiles_n, 2):  # tiles_n is even (warp tiles of 16k)
+                            pair = _ldmatrix(
+                                pair_b,
+                                smem_b,
+                                own_rows_b,
+                                4,
+                                s + [b_rows[j], emit.add(b_col, kk)],
+                                s + [emit.add(b_krow, kk), b_ncols[j]],
+                            )
+                            frags_b += [_rows(frag_b, pair, 2 * h) for h in range(2)]
                     accs = [
                         mma(frag_c, frags_a[i], frags_b[j], accs[i * tiles_n + j], kstep, tf32)
                         for i in range(tiles_m)
@@ -1046,6 +1055,26 @@ def _ldmatrix(frag, smem, own_rows: bool, pieces: int, direct: list, transposed:
     (lane addresses `direct`), else from K rows, transposed (`transposed`)."""
     at, trans = (direct, False) if own_rows else (transposed, True)
     return nvgpu.LdMatrixOp(frag, smem, at, trans, pieces).result
+
+
+def _rows(frag: ir.VectorType, source: ir.Value, first: int) -> ir.Value:
+    """Rows first, first + 1, ... of a 2-D vector as a `frag`-shaped vector (row by row: the
+    LLVM lowering takes whole-row inserts of 2-D vectors, not strided slices)."""
+    shape = ir.VectorType(frag).shape
+    out = arith.ConstantOp(frag, ir.DenseElementsAttr.get_splat(frag, _zero_attr(frag))).result
+    for r in range(shape[0]):
+        row = vector.ExtractOp(source, [], [first + r]).result
+        out = vector.InsertOp(row, out, [], [r]).result
+    return out
+
+
+def _zero_attr(frag: ir.VectorType) -> ir.Attribute:
+    elem = ir.VectorType(frag).element_type
+    return (
+        ir.FloatAttr.get(elem, 0.0)
+        if not isinstance(elem, ir.IntegerType)
+        else ir.IntegerAttr.get(elem, 0)
+    )
 
 
 def _mma_sync(frag_c, a, b, c, kstep: int, tf32: bool) -> ir.Value:

@@ -678,6 +678,35 @@ def _vector_extract(op, ins, outs):
     return step
 
 
+def _strided_slice(op, ins, outs):
+    """vector.extract_strided_slice: a box of the source vector (leading dims sliced)."""
+    (src,), (o,) = ins, outs
+
+    def ints(name):
+        return [ir.IntegerAttr(v).value for v in ir.ArrayAttr(op.attributes[name])]
+
+    box = tuple(
+        slice(at, at + n * step, step)
+        for at, n, step in zip(ints("offsets"), ints("sizes"), ints("strides"))
+    )
+
+    def step(env):
+        env[o] = np.asarray(env[src])[box].copy()
+
+    return step
+
+
+def _to_elements(op, ins, outs):
+    """vector.to_elements: every element of the vector, in row-major order."""
+    (src,) = ins
+
+    def step(env):
+        for o, v in zip(outs, np.asarray(env[src]).reshape(-1)):
+            env[o] = v
+
+    return step
+
+
 def _vector_insert(op, ins, outs):
     val, dst, (o,) = ins[0], ins[1], outs
     at = _position(op, ins[2:])
@@ -898,6 +927,8 @@ _LEAF: dict[str, Callable] = {
     "vector.from_elements": _from_elements,
     "vector.extract": _vector_extract,
     "vector.insert": _vector_insert,
+    "vector.extract_strided_slice": _strided_slice,
+    "vector.to_elements": _to_elements,
     "vector.broadcast": _broadcast,
     "vector.bitcast": _bitcast,
     "llvm.extractvalue": _extractvalue,

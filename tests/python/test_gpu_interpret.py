@@ -127,7 +127,7 @@ def test_16bit_matmul_on_tensor_cores(monkeypatch, shape, many_blocks, block, dt
     stages = min(4, -(-k // 32) + 1)
     assert f"memref<{stages}x{block}x40x{elem}, #gpu.address_space<workgroup>>" in text
     assert "nvgpu.device_async_copy" in text and "nvgpu.device_async_wait" in text
-    assert "nvgpu.ldmatrix" in text  # fragments: one ldmatrix per A (x4) and B (x2) fragment
+    assert "nvgpu.ldmatrix" in text  # fragments: an x4 per A fragment, per two B fragments
     # N even: each lane stores its two adjacent results of a row at once (the split-K kernel
     # into its float32 workspace)
     assert f"vector<2x{'f32' if k == 1024 else elem}>" in text

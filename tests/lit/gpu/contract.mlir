@@ -150,7 +150,7 @@ func.func private @padded_conv(%arg0: memref<1x4x6x6xf32>, %arg1: memref<8x4x3x3
 // long) in dynamic shared memory (10 KiB for A's ring, then B's: 19 KiB), filled by 16-byte
 // cp.async copies (source size 0 past the edges: zeros). The K loop
 // waits for its tile, meets at one barrier, requests the next one and computes: fragments by
-// ldmatrix (B transposed), mma.sync m16n8k16. After it, no copy is left in flight; each
+// ldmatrix x4 (one A fragment, or two B fragments transposed), mma.sync m16n8k16. After it, no copy is left in flight; each
 // lane's two adjacent results of a row are rounded and stored as one 4-byte vector behind the
 // bounds check (40, 24 < 64; N is even, so a pair never straddles the edge).
 // CHECK-LABEL: func.func private @matmul_f16_mma
@@ -168,7 +168,7 @@ func.func private @padded_conv(%arg0: memref<1x4x6x6xf32>, %arg1: memref<8x4x3x3
 // CHECK: nvgpu.device_async_copy %arg0
 // CHECK: nvgpu.device_async_create_group
 // CHECK: nvgpu.ldmatrix %[[SA]]{{.*}} {numTiles = 4 : i32, transpose = false}
-// CHECK: nvgpu.ldmatrix %[[SB]]{{.*}} {numTiles = 2 : i32, transpose = true}
+// CHECK: nvgpu.ldmatrix %[[SB]]{{.*}} {numTiles = 4 : i32, transpose = true}
 // CHECK: nvgpu.mma.sync({{.*}}) {mmaShape = [16, 8, 16]} : (vector<4x2xf16>, vector<2x2xf16>, vector<2x2xf32>) -> vector<2x2xf32>
 // CHECK: scf.yield
 // CHECK: nvgpu.device_async_wait %[[G]] {numGroups = 0 : i32}
