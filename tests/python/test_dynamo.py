@@ -86,6 +86,7 @@ def test_an_unsupported_graph_runs_in_torch():
     assert dynamo.STATS["fallbacks"] == 1
 
 
+@pytest.mark.slow  # BERT's default-run check is test_model_matches_eager[bert-2layer]
 def test_bert_matches_eager_across_batch_sizes():
     transformers = pytest.importorskip("transformers")
     torch.manual_seed(2)
@@ -132,7 +133,13 @@ MODELS = {
 
 # The default run keeps one model of each kind; the others run with `-m slow` (the suite's
 # time on CI's 2 cores stays under 10 minutes).
-SLOW_MODELS = {"vit-2layer", "t5-encoder-2layer", "mobilenet_v3_block", "unet_block"}
+SLOW_MODELS = {
+    "vit-2layer",
+    "t5-encoder-2layer",
+    "llama-2layer-gqa",
+    "mobilenet_v3_block",
+    "unet_block",
+}
 
 
 @pytest.mark.parametrize(
