@@ -58,18 +58,11 @@ def measure(spec):
     import time
     import numpy as np
     from relaxmlir import runtime
+    from relaxmlir.runtime.trials import check_reference, random_inputs
     ex = runtime.load_module(spec["lib"])
     _inject(spec.get("fault"))
     f = ex[spec.get("entry", "kernel")]
-    rng = np.random.default_rng(0)
-    args = []
-    for shape, dtype in spec["args"]:
-        if dtype.startswith("float"):
-            args.append(rng.standard_normal(shape).astype(dtype))
-        elif dtype == "bool":
-            args.append(rng.integers(0, 2, shape).astype(bool))
-        else:
-            args.append(rng.integers(0, 4, shape).astype(dtype))
+    args = random_inputs(spec["args"])
     outs = [np.zeros(shape, dtype) for shape, dtype in spec["outs"]]
     if spec.get("dps", True):
         call = lambda: f(*args, *outs)
@@ -78,18 +71,9 @@ def measure(spec):
         call = lambda: f(*args)
         res = call()
         outs = [r.numpy() for r in (res if isinstance(res, (list, tuple)) else [res])]
-    if spec["ref"]:
-        try:
-            ref = np.load(spec["ref"])
-        except FileNotFoundError:
-            np.savez(spec["ref"], *outs)
-        else:
-            for i, o in enumerate(outs):
-                want = ref[f"arr_{i}"]
-                scale = float(np.abs(want).max()) if want.size else 0.0
-                if not np.allclose(o, want, rtol=1e-3, atol=1e-4 * max(scale, 1.0), equal_nan=True):
-                    return {"error": f"wrong result (output {i}, max abs diff "
-                                     f"{float(np.abs(o - want).max()):.3g})"}
+    error = spec["ref"] and check_reference(outs, spec["ref"], may_write=True)
+    if error:
+        return {"error": error}
     # Warm-up: thread pools, page faults and caches settle before timing.
     start = time.perf_counter()
     for _ in range(spec["warmup"]):
@@ -166,6 +150,7 @@ _blas = os.environ.get("OPENBLAS_NUM_THREADS")
 os.environ["OPENBLAS_NUM_THREADS"] = "1"
 import numpy
 from relaxmlir import runtime
+import relaxmlir.runtime.trials  # measure's inputs and reference check
 if _blas is None:
     del os.environ["OPENBLAS_NUM_THREADS"]  # the candidates' own BLAS keeps its threads
 else:

@@ -42,19 +42,12 @@ import numpy as np
 from relaxmlir import runtime
 from relaxmlir.runtime.device import Device
 from relaxmlir.runtime.dtype import np_dtype
+from relaxmlir.runtime.trials import check_reference, random_inputs
 
 def measure(spec):
     device = Device(spec["device"], 0)
     f = runtime.load_module(spec["lib"])[spec.get("entry", "kernel")]
-    rng = np.random.default_rng(0)
-    host = []
-    for shape, dtype in spec["args"]:
-        if dtype.startswith(("float", "bfloat")):
-            host.append(rng.standard_normal(shape).astype(np.float32).astype(np_dtype(dtype)))
-        elif dtype == "bool":
-            host.append(rng.integers(0, 2, shape).astype(bool))
-        else:
-            host.append(rng.integers(0, 4, shape).astype(dtype))
+    host = random_inputs(spec["args"])
     zeros = [np.zeros(shape, np_dtype(dtype)) for shape, dtype in spec["outs"]]
     if device.device_type == "cuda":
         from relaxmlir.runtime import cuda_driver
@@ -70,20 +63,9 @@ def measure(spec):
     call = lambda: f(*args, *outs)
     call()
     sync()
-    got = fetch()
-    try:
-        ref = np.load(spec["ref"])
-    except FileNotFoundError:
-        if not spec["is_default"]:
-            return {"error": "no reference result (the default schedule failed)"}
-        np.savez(spec["ref"], *got)
-    else:
-        for i, o in enumerate(got):
-            want, o = ref[f"arr_{i}"].astype(np.float64), o.astype(np.float64)
-            scale = float(np.abs(want).max()) if want.size else 0.0
-            if not np.allclose(o, want, rtol=1e-3, atol=1e-4 * max(scale, 1.0), equal_nan=True):
-                return {"error": f"wrong result (output {i}, max abs diff "
-                                 f"{float(np.abs(o - want).max()):.3g})"}
+    error = check_reference(fetch(), spec["ref"], may_write=spec["is_default"])
+    if error:
+        return {"error": error}
     # batches of calls, one synchronization each, about a millisecond long: a launch's host
     # cost overlaps the kernel before it, as in a model
     t = time.perf_counter()
@@ -113,6 +95,47 @@ for line in iter(sys.stdin.readline, ""):
     _out.write(json.dumps(result) + "\n")
     _out.flush()
 """
+
+
+def random_inputs(signature: list) -> list:
+    """Arrays for [shape, dtype] pairs, from a fixed seed: floats standard normal, bools 0 / 1,
+    integers 0 to 3 (small enough to be valid indices of most gathers)."""
+    import numpy as np
+
+    from relaxmlir.runtime.dtype import np_dtype
+
+    rng = np.random.default_rng(0)
+    out = []
+    for shape, dtype in signature:
+        if dtype.startswith(("float", "bfloat")):
+            out.append(rng.standard_normal(shape).astype(np_dtype(dtype)))
+        elif dtype == "bool":
+            out.append(rng.integers(0, 2, shape).astype(bool))
+        else:
+            out.append(rng.integers(0, 4, shape).astype(dtype))
+    return out
+
+
+def check_reference(outs: list, path: str, may_write: bool) -> str | None:
+    """Compare `outs` with the reference outputs saved at `path` (rtol 1e-3, atol 1e-4 of the
+    output's scale): the error, or None. Without a reference, `outs` become it where
+    `may_write` (the default schedule's run), else that is the error."""
+    import numpy as np
+
+    try:
+        ref = np.load(path)
+    except FileNotFoundError:
+        if not may_write:
+            return "no reference result (the default schedule failed)"
+        np.savez(path, *outs)
+        return None
+    for i, o in enumerate(outs):
+        want, o = ref[f"arr_{i}"].astype(np.float64), np.asarray(o).astype(np.float64)
+        scale = float(np.abs(want).max()) if want.size else 0.0
+        if not np.allclose(o, want, rtol=1e-3, atol=1e-4 * max(scale, 1.0), equal_nan=True):
+            diff = float(np.abs(o - want).max())
+            return f"wrong result (output {i}, max abs diff {diff:.3g})"
+    return None
 
 
 def _median(values: list[float]) -> float:
