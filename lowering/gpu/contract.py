@@ -769,21 +769,10 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, 
             init_vals = [job.start(rows[i], cols[j]) for i in range(tm) for j in range(tn)]
             # 16-byte vectors along an operand's contiguous axis where it allows, else elements
             job.stage(_vector_axis(a, r, r.m), _vector_axis(b, r, r.n))
-            lower, upper = job.k_bounds()
-            # Software pipelining: the next tile's elements are read from global memory into
-            # registers while this tile is computed from shared memory.
-            first = job.fetch(lower)
-            n_a = len(job.stage_a.slots)
-            loop = scf.ForOp(lower, upper, emit.const(bk), init_vals + first)
-            with ir.InsertionPoint(loop.body):
-                k0 = loop.induction_variable
-                carried = list(loop.inner_iter_args)
-                accs, staged = carried[: tm * tn], carried[tm * tn :]
-                job.stage_a.store(staged[:n_a], smem_a, own_rows=False)  # shared rows along K
-                job.stage_b.store(staged[n_a:], smem_b, own_rows=False)
-                gpu.BarrierOp()
-                ahead = job.fetch(emit.add(k0, bk))  # past the end: zeros (bound-checked)
-                fused = _is_fma(contraction)
+            fused = _is_fma(contraction)
+
+            def compute(accs: list[ir.Value]) -> list[ir.Value]:
+                """The thread's register-tile FMAs over one staged K tile."""
                 for kk in range(bk):
                     kc = emit.const(kk)
                     av = [emit.load(smem_a, [kc, rows[i]]) for i in range(tm)]
@@ -795,9 +784,10 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, 
                         for i in range(tm)
                         for j in range(tn)
                     ]
-                gpu.BarrierOp()
-                scf.YieldOp(accs + ahead)
-            results = list(loop.results)
+                return accs
+
+            # shared rows along K for both operands
+            results = _register_pipeline(job, (smem_a, smem_b), (False, False), init_vals, compute)
             for i in range(tm):
                 for j in range(tn):
                     job.finish(results[i * tn + j], rows[i], cols[j])
@@ -968,25 +958,13 @@ def _build_mma(
                 return accs
 
             job.stage(vec_a, vec_b)
+            smem = (smem_a, smem_b)
             if stages > 1:
-                results = _async_pipeline(job, stages, (smem_a, smem_b), init_vals, compute)
+                results = _async_pipeline(job, stages, smem, init_vals, compute)
             else:
-                lower, upper = job.k_bounds()
-                first = job.fetch(lower)
-                n_a, n_acc = len(job.stage_a.slots), len(init_vals)
-                loop = scf.ForOp(lower, upper, emit.const(bk), init_vals + first)
-                with ir.InsertionPoint(loop.body):
-                    k0 = loop.induction_variable
-                    carried = list(loop.inner_iter_args)
-                    accs, staged = carried[:n_acc], carried[n_acc:]
-                    job.stage_a.store(staged[:n_a], smem_a, own_rows_a)
-                    job.stage_b.store(staged[n_a:], smem_b, own_rows_b)
-                    gpu.BarrierOp()
-                    ahead = job.fetch(emit.add(k0, bk))
-                    accs = compute(accs, None)
-                    gpu.BarrierOp()
-                    scf.YieldOp(accs + ahead)
-                results = list(loop.results)[:n_acc]
+                results = _register_pipeline(
+                    job, smem, (own_rows_a, own_rows_b), init_vals, lambda accs: compute(accs, None)
+                )
 
             if job.pairs():  # lane (g, t)'s two columns 2t, 2t + 1 of a row: one store
                 for f, h, _, row, col in (p for p in positions() if p[2] == 0):
@@ -1014,9 +992,33 @@ def _async_stages(cfg: Config, *operands) -> int:
         lanes = LANES.get(str(op.elem))
         if axis is None or lanes is None or op.block * op.bk % (lanes * cfg.threads):
             return 1
-        tile_bytes += pymath.prod(shape) * (VECTOR_BYTES // lanes)
+        tile_bytes += pymath.prod(shape) * op.elem.width // 8
     stages = min(MAX_STAGES, ASYNC_SHARED_BYTES // tile_bytes)
     return max(1, stages)
+
+
+def _register_pipeline(job: _Job, smem: tuple, own_rows: tuple, accs: list, compute) -> list:
+    """The K loop on one shared tile per operand (software pipelining): the next tile's
+    elements are read from global memory into registers while this one is computed from
+    shared memory (past the end: zeros, bound-checked); a barrier after staging and one after
+    computing."""
+    bk = job.cfg.bk
+    lower, upper = job.k_bounds()
+    first = job.fetch(lower)
+    n_a, n_acc = len(job.stage_a.slots), len(accs)
+    loop = scf.ForOp(lower, upper, emit.const(bk), accs + first)
+    with ir.InsertionPoint(loop.body):
+        k0 = loop.induction_variable
+        carried = list(loop.inner_iter_args)
+        staged = carried[n_acc:]
+        job.stage_a.store(staged[:n_a], smem[0], own_rows[0])
+        job.stage_b.store(staged[n_a:], smem[1], own_rows[1])
+        gpu.BarrierOp()
+        ahead = job.fetch(emit.add(k0, bk))
+        accs = compute(carried[:n_acc])
+        gpu.BarrierOp()
+        scf.YieldOp(accs + ahead)
+    return list(loop.results)[:n_acc]
 
 
 def _async_pipeline(job: _Job, stages: int, smem: tuple, accs: list, compute) -> list:
@@ -1323,6 +1325,10 @@ def _epilogue(epilogue, acc: ir.Value, coords: list[ir.Value]) -> ir.Value:
     return value
 
 
+def _int_attr(op: ir.Operation, name: str, default: int) -> int:
+    return ir.IntegerAttr(op.attributes[name]).value if name in op.attributes else default
+
+
 @register_pass(
     "relax-gpu-contract",
     "contractions tagged by relax-schedule-gpu's Matmul rule -> shared-memory tiled kernels "
@@ -1338,18 +1344,9 @@ def contract_kernels():
                     raise PassError(f"relax-gpu-contract: unknown tile config {name!r}", op)
                 init, epilogue = _group(func_op, op)
                 pads = _take_pads(func_op, op)
-                splits = (
-                    ir.IntegerAttr(op.attributes[SPLIT_ATTR]).value
-                    if SPLIT_ATTR in op.attributes
-                    else 1
-                )
+                splits = _int_attr(op, SPLIT_ATTR, 1)
                 if cfg.mma:
-                    ring = (
-                        ir.IntegerAttr(op.attributes[STAGES_ATTR]).value
-                        if STAGES_ATTR in op.attributes
-                        else 0
-                    )
-                    _build_mma(op, init, epilogue, cfg, splits, pads, ring)
+                    _build_mma(op, init, epilogue, cfg, splits, pads, _int_attr(op, STAGES_ATTR, 0))
                 else:
                     _build(op, init, epilogue, cfg, splits, pads)
                 buffers = [op.operands[i] for i in pads]
