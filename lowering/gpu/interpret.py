@@ -95,7 +95,7 @@ class _Function:
         self.compiler = compiler
         # slot 0: this thread's ids (gpu.thread_id & co.); slot 1: its cp.async copies in flight
         # slot 2: its block's dynamic shared memory
-        self.slots: dict[Any, int] = {_IDS: 0, _ASYNC: 1, _DYNAMIC: 2}
+        self.slots: dict[Any, int] = {_IDS: 0, _ASYNC: _COPIES_SLOT, _DYNAMIC: _SHARED_SLOT}
         body = func_op.regions[0].blocks[0]
         self.args = [self.slot(a) for a in body.arguments]
         self.body = self.block(body)
@@ -136,6 +136,7 @@ class _Function:
 _IDS = "gpu ids"  # (block x y z, thread x y z, grid x y z, block size x y z) of the thread
 _ASYNC = "async copies"  # the thread's _Copies
 _DYNAMIC = "dynamic shared memory"  # the block's bytes (gpu.dynamic_shared_memory)
+_COPIES_SLOT, _SHARED_SLOT = 1, 2  # where a thread's env holds those two
 _ID_OPS = {"gpu.block_id": 0, "gpu.thread_id": 3, "gpu.grid_dim": 6, "gpu.block_dim": 9}
 
 
@@ -378,8 +379,8 @@ def _check(arr: np.ndarray, idx: tuple, what: str) -> None:
             )
 
 
-def _alignment(op: ir.Operation) -> int:
-    key = "alignment"
+def _int_attr(op: ir.Operation, key: str) -> int:
+    """An integer attribute of `op`, 0 where it has none (an alignment, a group count)."""
     return ir.IntegerAttr(op.attributes[key]).value if key in op.attributes else 0
 
 
@@ -394,7 +395,7 @@ def _window(arr: np.ndarray, at: tuple, n: int, alignment: int, what: str) -> tu
 def _load(op, ins, outs):
     m, idx, (o,) = ins[0], ins[1:], outs
     if op.name == "vector.load":
-        n, alignment = ir.VectorType(op.results[0].type).shape[-1], _alignment(op)
+        n, alignment = ir.VectorType(op.results[0].type).shape[-1], _int_attr(op, "alignment")
 
         def vstep(env):
             arr = env[m]
@@ -586,7 +587,7 @@ def _subview(op, ins, outs):
 
 def _vector_store(op, ins, outs):
     v, m, idx = ins[0], ins[1], ins[2:]
-    n, alignment = ir.VectorType(op.operands[0].type).shape[-1], _alignment(op)
+    n, alignment = ir.VectorType(op.operands[0].type).shape[-1], _int_attr(op, "alignment")
 
     def step(env):
         arr = env[m]
@@ -599,7 +600,7 @@ def _dynamic_shared(op, ins, outs):
     (o,) = outs
 
     def step(env):
-        env[o] = env[2]
+        env[o] = env[_SHARED_SLOT]
 
     return step
 
@@ -674,24 +675,6 @@ def _vector_extract(op, ins, outs):
     def step(env):
         v = env[src][at(env)]
         env[o] = v.copy() if isinstance(v, np.ndarray) else v
-
-    return step
-
-
-def _strided_slice(op, ins, outs):
-    """vector.extract_strided_slice: a box of the source vector (leading dims sliced)."""
-    (src,), (o,) = ins, outs
-
-    def ints(name):
-        return [ir.IntegerAttr(v).value for v in ir.ArrayAttr(op.attributes[name])]
-
-    box = tuple(
-        slice(at, at + n * step, step)
-        for at, n, step in zip(ints("offsets"), ints("sizes"), ints("strides"))
-    )
-
-    def step(env):
-        env[o] = np.asarray(env[src])[box].copy()
 
     return step
 
@@ -791,7 +774,7 @@ def _async_copy(op, ins, outs):
             data[:n] = s_arr[s_at]
         if d_arr.dtype.kind == "f":
             d_arr[d_at] = np.nan
-        env[1].open.append((d_arr, d_at, data))
+        env[_COPIES_SLOT].open.append((d_arr, d_at, data))
         env[o] = None
 
     return step
@@ -801,7 +784,7 @@ def _async_group(op, ins, outs):
     (o,) = outs
 
     def step(env):
-        copies = env[1]
+        copies = env[_COPIES_SLOT]
         copies.groups.append(copies.open)
         copies.open = []
         env[o] = None
@@ -810,11 +793,10 @@ def _async_group(op, ins, outs):
 
 
 def _async_wait(op, ins, outs):
-    key = "numGroups"
-    pending = ir.IntegerAttr(op.attributes[key]).value if key in op.attributes else 0
+    pending = _int_attr(op, "numGroups")
 
     def step(env):
-        env[1].complete(pending)
+        env[_COPIES_SLOT].complete(pending)
 
     return step
 
@@ -927,7 +909,6 @@ _LEAF: dict[str, Callable] = {
     "vector.from_elements": _from_elements,
     "vector.extract": _vector_extract,
     "vector.insert": _vector_insert,
-    "vector.extract_strided_slice": _strided_slice,
     "vector.to_elements": _to_elements,
     "vector.broadcast": _broadcast,
     "vector.bitcast": _bitcast,
@@ -1035,8 +1016,8 @@ def _launch(fn: _Function, op, ins, outs):
                                     local[s] = arr
                                 for s, t in private:
                                     local[s] = buffer(t)
-                                local[1] = _Copies()
-                                local[2] = raw
+                                local[_COPIES_SLOT] = _Copies()
+                                local[_SHARED_SLOT] = raw
                                 threads.append(_thread(steps, local))
                     _schedule(threads, f"gpu.launch at {op.location}")
         return
@@ -1049,7 +1030,8 @@ def _thread(steps, env):
     """One thread of a block: its steps, then a check that no cp.async copy is in flight (the
     block's shared memory goes when its last thread ends)."""
     yield from _run(steps, env)
-    if env[1].open or env[1].groups:
+    copies = env[_COPIES_SLOT]
+    if copies.open or copies.groups:
         raise InterpretError("a thread ended with cp.async copies not waited for")
 
 
