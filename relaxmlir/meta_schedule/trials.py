@@ -24,18 +24,15 @@ from relaxmlir.meta_schedule.database import JSONDatabase, knobs_id
 from relaxmlir.meta_schedule.measure import BuilderPool, _build_spec
 from relaxmlir.meta_schedule.search import CostModel, propose, space_size
 from relaxmlir.meta_schedule.task import Task, extract_tasks
+from relaxmlir.meta_schedule.tune import (
+    CONFIRM_MARGIN,
+    CONFIRM_ROUNDS,
+    commit_tasks,
+    per_task_budget,
+)
 from relaxmlir.runtime import trials as runner
 from relaxmlir.runtime.device import TARGET_DEVICE
-from relaxmlir.target import Target
-
-CONFIRM_ROUNDS = 3  # as tune.py: turns each of default and candidate gets in the confirmation
-CONFIRM_MARGIN = 0.02
-
-
-def _target(target) -> Target:
-    if target is None:
-        return Target.current() or Target("llvm")
-    return target if isinstance(target, Target) else Target(target)
+from relaxmlir.target import as_target
 
 
 def export_trials(
@@ -63,16 +60,12 @@ def export_trials(
     if mod is None and tasks is None:
         raise ValueError("export_trials: give the module to tune (or its tasks)")
     _clear(folder)
-    tgt = _target(target)
+    tgt = as_target(target)
     tstr = str(tgt)
     tasks = extract_tasks(mod, tgt) if tasks is None else tasks
     db = JSONDatabase(work_dir)
-    for t in tasks:
-        db.commit_workload(
-            t.key, tstr, name=t.name, flops=t.flops,
-            knobs={k: v.to_dict() for k, v in t.space.items()}, kind=t.kind,
-        )  # fmt: skip
-    per_task = max_trials_per_task or max(8, max_trials_global // max(len(tasks), 1))
+    commit_tasks(db, tasks, tstr)
+    per_task = per_task_budget(max_trials_global, max_trials_per_task, len(tasks))
     rng = random.Random(seed)
     os.makedirs(os.path.join(folder, "libs"))
     plans: list[tuple[Task, list[dict]]] = []

@@ -25,7 +25,7 @@ from relaxmlir.meta_schedule.database import JSONDatabase, knobs_id, median
 from relaxmlir.meta_schedule.measure import Measurer
 from relaxmlir.meta_schedule.search import CostModel, propose, space_size
 from relaxmlir.meta_schedule.task import Task, extract_tasks
-from relaxmlir.target import Target
+from relaxmlir.target import Target, as_target
 
 CONFIRM_ROUNDS = 3  # turns each of default and candidate gets in the confirmation
 CONFIRM_MARGIN = 0.02  # the candidate's median must be this much below the default's
@@ -56,12 +56,6 @@ class Progress:
             sys.stderr.write("\n")
 
 
-def _as_target(target) -> Target:
-    if target is None:
-        return Target.current() or Target("llvm")
-    return target if isinstance(target, Target) else Target(target)
-
-
 def tune_tasks(
     tasks: list[Task],
     target: Target,
@@ -89,16 +83,8 @@ def tune_tasks(
     if target.kind == "cuda":
         return _tune_on_gpu(tasks, target, work_dir, max_trials_global, max_trials_per_task,
                             num_workers, timeout_s, seed, distributed)  # fmt: skip
-    per_task = max_trials_per_task or max(8, max_trials_global // len(tasks))
-    for t in tasks:
-        db.commit_workload(
-            t.key,
-            tstr,
-            name=t.name,
-            flops=t.flops,
-            knobs={k: v.to_dict() for k, v in t.space.items()},
-            kind=t.kind,
-        )
+    per_task = per_task_budget(max_trials_global, max_trials_per_task, len(tasks))
+    commit_tasks(db, tasks, tstr)
     budget = {t.key: min(per_task, space_size(t)) for t in tasks}
     used = {t.key: len(db.records_of(t.key, tstr)) for t in tasks}
     remaining_global = max_trials_global - sum(min(used[k], budget[k]) for k in used)
@@ -158,6 +144,25 @@ def tune_tasks(
         bar.close()
         measurer.close()
     return db
+
+
+def per_task_budget(max_trials_global: int, max_trials_per_task: int | None, tasks: int) -> int:
+    """Trials a task may take: as given, else the global budget spread over the tasks, at
+    least 8."""
+    return max_trials_per_task or max(8, max_trials_global // max(tasks, 1))
+
+
+def commit_tasks(db: JSONDatabase, tasks: list[Task], target: str) -> None:
+    """Each task's workload (key, name, size, knob space) in the database, once."""
+    for t in tasks:
+        db.commit_workload(
+            t.key,
+            target,
+            name=t.name,
+            flops=t.flops,
+            knobs={k: v.to_dict() for k, v in t.space.items()},
+            kind=t.kind,
+        )
 
 
 def _tune_on_gpu(
@@ -236,7 +241,7 @@ def tune_tir(
     time them with cold caches (`tune_tasks`)."""
     if not work_dir:
         raise ValueError("tune_tir: give a work_dir for the tuning database")
-    tgt = _as_target(target)
+    tgt = as_target(target)
     tasks = extract_tasks(mod, tgt)
     return tune_tasks(
         tasks,
@@ -272,5 +277,5 @@ def apply_database(mod, work_dir: str, target=None):
     read by LegalizeOps and the schedule pass); kernels and op calls without records keep their
     default schedule and implementation."""
     out = mod.clone()
-    annotate(out.module.operation, work_dir, _as_target(target))
+    annotate(out.module.operation, work_dir, as_target(target))
     return out
