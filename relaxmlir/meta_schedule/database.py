@@ -37,6 +37,12 @@ RECORDS = "database_tuning_record.json"
 DECISIONS = "database_decision.json"
 
 
+# A task's fastest record is timed again against its default, taking turns, and kept only when
+# it wins by the margin (tune.confirm, and the trials runner for the trials route).
+CONFIRM_ROUNDS = 3  # turns each of default and candidate gets in the confirmation
+CONFIRM_MARGIN = 0.02  # the candidate's median must be this much below the default's
+
+
 def _read_lines(path: str) -> list[dict]:
     out = []
     if not os.path.exists(path):
@@ -114,6 +120,18 @@ class JSONDatabase:
             self._append(WORKLOADS, item)
             self.workloads[(key, target)] = item
         return self.workloads[(key, target)]
+
+    def commit_tasks(self, tasks: list, target: str) -> None:
+        """Each task's workload (key, name, size, knob space), once."""
+        for t in tasks:
+            self.commit_workload(
+                t.key,
+                target,
+                name=t.name,
+                flops=t.flops,
+                knobs={k: v.to_dict() for k, v in t.space.items()},
+                kind=t.kind,
+            )
 
     def commit_record(
         self, key: str, target: str, knobs: dict, times_us: list, error: str | None

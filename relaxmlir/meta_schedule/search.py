@@ -94,6 +94,12 @@ def _mutate(task, knobs: dict, rng: random.Random) -> dict:
     return out
 
 
+def per_task_budget(max_trials_global: int, max_trials_per_task: int | None, tasks: int) -> int:
+    """Trials a task may take: as given, else the global budget spread over the tasks, at
+    least 8."""
+    return max_trials_per_task or max(8, max_trials_global // max(tasks, 1))
+
+
 def space_size(task) -> int:
     n = 1
     for knob in task.space.values():

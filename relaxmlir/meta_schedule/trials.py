@@ -20,16 +20,10 @@ import os
 import random
 import shutil
 
-from relaxmlir.meta_schedule.database import JSONDatabase, knobs_id
+from relaxmlir.meta_schedule.database import CONFIRM_MARGIN, CONFIRM_ROUNDS, JSONDatabase, knobs_id
 from relaxmlir.meta_schedule.measure import BuilderPool, _build_spec
-from relaxmlir.meta_schedule.search import CostModel, propose, space_size
+from relaxmlir.meta_schedule.search import CostModel, per_task_budget, propose, space_size
 from relaxmlir.meta_schedule.task import Task, extract_tasks
-from relaxmlir.meta_schedule.tune import (
-    CONFIRM_MARGIN,
-    CONFIRM_ROUNDS,
-    commit_tasks,
-    per_task_budget,
-)
 from relaxmlir.runtime import trials as runner
 from relaxmlir.runtime.device import TARGET_DEVICE
 from relaxmlir.target import as_target
@@ -64,7 +58,7 @@ def export_trials(
     tstr = str(tgt)
     tasks = extract_tasks(mod, tgt) if tasks is None else tasks
     db = JSONDatabase(work_dir)
-    commit_tasks(db, tasks, tstr)
+    db.commit_tasks(tasks, tstr)
     per_task = per_task_budget(max_trials_global, max_trials_per_task, len(tasks))
     rng = random.Random(seed)
     os.makedirs(os.path.join(folder, "libs"))

@@ -21,14 +21,17 @@ import random
 import sys
 import time
 
-from relaxmlir.meta_schedule.database import JSONDatabase, knobs_id, median
+from relaxmlir.meta_schedule.database import (
+    CONFIRM_MARGIN,
+    CONFIRM_ROUNDS,
+    JSONDatabase,
+    knobs_id,
+    median,
+)
 from relaxmlir.meta_schedule.measure import Measurer
-from relaxmlir.meta_schedule.search import CostModel, propose, space_size
+from relaxmlir.meta_schedule.search import CostModel, per_task_budget, propose, space_size
 from relaxmlir.meta_schedule.task import Task, extract_tasks
 from relaxmlir.target import Target, as_target
-
-CONFIRM_ROUNDS = 3  # turns each of default and candidate gets in the confirmation
-CONFIRM_MARGIN = 0.02  # the candidate's median must be this much below the default's
 
 
 class Progress:
@@ -84,7 +87,7 @@ def tune_tasks(
         return _tune_on_gpu(tasks, target, work_dir, max_trials_global, max_trials_per_task,
                             num_workers, timeout_s, seed, distributed)  # fmt: skip
     per_task = per_task_budget(max_trials_global, max_trials_per_task, len(tasks))
-    commit_tasks(db, tasks, tstr)
+    db.commit_tasks(tasks, tstr)
     budget = {t.key: min(per_task, space_size(t)) for t in tasks}
     used = {t.key: len(db.records_of(t.key, tstr)) for t in tasks}
     remaining_global = max_trials_global - sum(min(used[k], budget[k]) for k in used)
@@ -144,25 +147,6 @@ def tune_tasks(
         bar.close()
         measurer.close()
     return db
-
-
-def per_task_budget(max_trials_global: int, max_trials_per_task: int | None, tasks: int) -> int:
-    """Trials a task may take: as given, else the global budget spread over the tasks, at
-    least 8."""
-    return max_trials_per_task or max(8, max_trials_global // max(tasks, 1))
-
-
-def commit_tasks(db: JSONDatabase, tasks: list[Task], target: str) -> None:
-    """Each task's workload (key, name, size, knob space) in the database, once."""
-    for t in tasks:
-        db.commit_workload(
-            t.key,
-            target,
-            name=t.name,
-            flops=t.flops,
-            knobs={k: v.to_dict() for k, v in t.space.items()},
-            kind=t.kind,
-        )
 
 
 def _tune_on_gpu(
