@@ -32,6 +32,8 @@ import os
 import threading
 from typing import Any
 
+from relaxmlir.runtime.trials import knobs_id, median  # one definition, MLIR-free
+
 WORKLOADS = "database_workload.json"
 RECORDS = "database_tuning_record.json"
 DECISIONS = "database_decision.json"
@@ -72,16 +74,6 @@ def is_strategy_knobs(knobs: dict | None) -> bool:
 
 def is_strategy_record(record: dict) -> bool:
     return is_strategy_knobs(record.get("knobs"))
-
-
-def median(values: list[float]) -> float:
-    """The upper median of `values` (of a record's times, and of the confirmation's rounds)."""
-    return sorted(values)[len(values) // 2]
-
-
-def knobs_id(knobs: dict) -> str:
-    """A canonical text of a knob assignment (what "no duplicate candidates" compares)."""
-    return json.dumps(knobs, sort_keys=True)
 
 
 class JSONDatabase:

@@ -138,13 +138,14 @@ def check_reference(outs: list, path: str, may_write: bool) -> str | None:
     return None
 
 
-def _median(values: list[float]) -> float:
-    s = sorted(values)
-    n = len(s)
-    return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+def median(values: list[float]) -> float:
+    """The upper median of `values` (of a record's times, and of the confirmation's rounds):
+    the tuning database's, so that both sides rank candidates alike."""
+    return sorted(values)[len(values) // 2]
 
 
-def _knobs_id(knobs: dict) -> str:
+def knobs_id(knobs: dict) -> str:
+    """A canonical text of a knob assignment (what "no duplicate candidates" compares)."""
     return json.dumps(knobs, sort_keys=True)
 
 
@@ -265,13 +266,15 @@ def run_trials(
     task's fastest against its default; returns the path of the results file."""
     manifest = read_manifest(folder)
     path = os.path.join(folder, RESULTS)
-    done: set[tuple[str, str]] = set()
+    # median time of every candidate measured, earlier runs included: (key, knobs id) -> us
+    # (None: failed), and the tasks already confirmed
+    medians: dict[tuple[str, str], float | None] = {}
     decided: set[str] = set()
     for r in read_results(folder):
         if "decision" in r:
             decided.add(r["key"])
         else:
-            done.add((r["key"], _knobs_id(r["knobs"])))
+            medians[(r["key"], knobs_id(r["knobs"]))] = _time(r)
     refs = os.path.join(folder, "references")
     os.makedirs(refs, exist_ok=True)
     rounds, margin = manifest["confirm"]["rounds"], manifest["confirm"]["margin"]
@@ -293,7 +296,7 @@ def run_trials(
             )
             candidates = task["candidates"]
             for i, c in enumerate(candidates):
-                if (key, _knobs_id(c["knobs"])) in done:
+                if (key, knobs_id(c["knobs"])) in medians:
                     continue
                 result = (
                     {"error": c["error"]}
@@ -301,16 +304,18 @@ def run_trials(
                     else runner.run(spec(c, i == 0), timeout_s)
                 )
                 write({"key": key, "knobs": c["knobs"], **result})
+                medians[(key, knobs_id(c["knobs"]))] = _time(result)
                 if log is not None:
                     best = (
-                        f"{_median(result['times_us']):.1f} us"
+                        f"{median(result['times_us']):.1f} us"
                         if "times_us" in result
                         else result["error"]
                     )
                     log(f"{task['name']} {c['knobs']}: {best}")
             if key in decided:
                 continue
-            write(_confirm(key, candidates, folder, spec, runner, timeout_s, rounds, margin))
+            timed = {k: t for (tk, k), t in medians.items() if tk == key and t is not None}
+            write(_confirm(key, candidates, timed, spec, runner, timeout_s, rounds, margin))
     return path
 
 
@@ -328,32 +333,32 @@ def _spec(folder, device, task, refs, candidate, is_default, repeats, min_s) -> 
     }
 
 
-def _confirm(key, candidates, folder, spec, runner, timeout_s, rounds, margin) -> dict:
-    """The task's fastest candidate against its default, `rounds` turns each: the decision."""
-    medians = {
-        _knobs_id(r["knobs"]): _median(r["times_us"])
-        for r in read_results(folder)
-        if r["key"] == key and r.get("times_us")
-    }
+def _time(result: dict) -> float | None:
+    return median(result["times_us"]) if result.get("times_us") else None
+
+
+def _confirm(key, candidates, medians, spec, runner, timeout_s, rounds, margin) -> dict:
+    """The task's fastest candidate (`medians`: knobs id -> median us of the measured ones)
+    against its default, `rounds` turns each: the decision."""
     default = candidates[0]
-    measured = [c for c in candidates if _knobs_id(c["knobs"]) in medians and "lib" in c]
-    best = min(measured, key=lambda c: medians[_knobs_id(c["knobs"])], default=None)
+    measured = [c for c in candidates if knobs_id(c["knobs"]) in medians and "lib" in c]
+    best = min(measured, key=lambda c: medians[knobs_id(c["knobs"])], default=None)
     decision = {
         "chosen": default["knobs"],
         "candidate": None,
         "default_us": None,
         "candidate_us": None,
     }
-    if best is None or best is default or _knobs_id(default["knobs"]) not in medians:
+    if best is None or best is default or knobs_id(default["knobs"]) not in medians:
         return {"key": key, "decision": decision}
     turns: dict[str, list[float]] = {"default": [], "candidate": []}
     for _ in range(rounds):
         for name, c in (("default", default), ("candidate", best)):
             r = runner.run(spec(c, False), timeout_s)
             if "times_us" in r:
-                turns[name].append(_median(r["times_us"]))
-    d_us = _median(turns["default"]) if len(turns["default"]) == rounds else None
-    c_us = _median(turns["candidate"]) if len(turns["candidate"]) == rounds else None
+                turns[name].append(median(r["times_us"]))
+    d_us = median(turns["default"]) if len(turns["default"]) == rounds else None
+    c_us = median(turns["candidate"]) if len(turns["candidate"]) == rounds else None
     wins = d_us is not None and c_us is not None and c_us <= (1 - margin) * d_us
     decision.update(
         chosen=best["knobs"] if wins else default["knobs"],
