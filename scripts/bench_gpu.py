@@ -197,7 +197,6 @@ def trials(out: Path, work_dir: Path, names: list[str], target: str, budget: int
     groups: dict[str, list[str]] = {}
     for name in names:
         groups.setdefault(_target(name, target), []).append(name)
-    sizes = {}
     tasks_of: dict[str, list] = {}
     for tstr, members in groups.items():
         tasks: dict[str, object] = {}
@@ -208,11 +207,10 @@ def trials(out: Path, work_dir: Path, names: list[str], target: str, budget: int
                 else:
                     tasks[t.key] = t
         tasks_of[tstr] = sorted(tasks.values(), key=lambda t: -t.flops * t.calls)
-        sizes[tstr] = len(tasks)
-    total = sum(sizes.values()) or 1
+    total = sum(len(tasks) for tasks in tasks_of.values()) or 1
     for tstr, tasks in tasks_of.items():
         folder = out if tstr == target else out / "tf32"
-        share = max(1, budget * sizes[tstr] // total)
+        share = max(1, budget * len(tasks) // total)
         ms.export_trials(None, Target(tstr), str(work_dir), str(folder), share, tasks=tasks)
         print(f"{folder}: {len(tasks)} kernels for {tstr}, {share} trials", flush=True)
 
