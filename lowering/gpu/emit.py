@@ -101,13 +101,15 @@ def shared(shape: list[int], elem: ir.Type) -> ir.MemRefType:
 SHARED_ALIGN = 128  # each buffer in dynamic shared memory starts on this many bytes
 
 
-def _bytes(t: ir.MemRefType) -> int:
-    return math.prod(t.shape) * t.element_type.width // 8
+def _padded_bytes(t: ir.MemRefType) -> int:
+    """A buffer's bytes, rounded up so that the next one starts aligned."""
+    size = math.prod(t.shape) * t.element_type.width // 8
+    return -(-size // SHARED_ALIGN) * SHARED_ALIGN
 
 
 def dynamic_bytes(types: list[ir.MemRefType]) -> int:
     """Dynamic shared memory for buffers of `types`, one after the other (aligned)."""
-    return sum(-(-_bytes(t) // SHARED_ALIGN) * SHARED_ALIGN for t in types)
+    return sum(_padded_bytes(t) for t in types)
 
 
 def dynamic_shared(types: list[ir.MemRefType]) -> list[ir.Value]:
@@ -121,7 +123,7 @@ def dynamic_shared(types: list[ir.MemRefType]) -> list[ir.Value]:
     views, offset = [], 0
     for t in types:
         views.append(memref.ViewOp(t, raw, const(offset), []).result)
-        offset += -(-_bytes(t) // SHARED_ALIGN) * SHARED_ALIGN
+        offset += _padded_bytes(t)
     return views
 
 
