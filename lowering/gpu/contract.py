@@ -33,14 +33,14 @@ from __future__ import annotations
 
 import contextlib
 import math as pymath
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, math, memref, nvgpu, nvvm, scf, vector
 
 from lowering.gpu import emit
 from lowering.registry import PassError, register_pass
-from lowering.schedule.common import is_mul_add
+from lowering.schedule.common import is_mul_add, reassociation
 
 CONTRACT_ATTR = "relax.gpu_contract"  # on the contraction: its config name
 INIT_ATTR = "relax.gpu_contract_init"  # on the fill whose constant starts the accumulators
@@ -450,6 +450,7 @@ class _Operand:
         self.own_fastest = (bool(own) and own[-1] in last) or not (r.k and r.k[-1] in last)
         self.elem = ir.MemRefType(value.type).element_type
         self.pad: _Pad | None = None
+        self.advance: _Advance | None = None  # set where staging can walk K by strides
 
     def read(self, dims: list[ir.Value]) -> ir.Value:
         """The element at loop indices `dims`: a load, or through the padding (`_Pad`)."""
@@ -610,6 +611,13 @@ class _Job:
         self.a = _Operand(contraction.operands[0], self.maps[0], r.m, r, cfg.bm, cfg.bk)
         self.b = _Operand(contraction.operands[1], self.maps[1], r.n, r, cfg.bn, cfg.bk)
         self.a.pad, self.b.pad = pads.get(0), pads.get(1)
+        advances = [_advance(op, r) for op in (self.a, self.b)]
+        if not cfg.mma:  # the FMA kernel's K tile: whole windows where that makes staging cheap
+            cfg = self.cfg = replace(cfg, bk=_window_bk(r, cfg, advances))
+        for op, adv in zip((self.a, self.b), advances):
+            op.bk = cfg.bk
+            if adv is not None and cfg.bk % adv.inner == 0:
+                op.advance = adv
         self.acc_type = ir.MemRefType(self.c_val.type).element_type
         self.last_out = epilogue[-1][0].operands[-1] if epilogue else self.c_val
         # each split's K range: whole tiles but the last
@@ -659,8 +667,9 @@ class _Job:
     def stage(self, vec_a: str | None, vec_b: str | None) -> None:
         """This thread's share of both operand tiles, fixed but for K (computed once)."""
         t = self.cfg.threads
-        self.stage_a = _stage(self.a, self.tile, "m", self.tid, t, self.m0, self.m_total, vec_a)
-        self.stage_b = _stage(self.b, self.tile, "n", self.tid, t, self.n0, self.n_total, vec_b)
+        tile, tid, k = self.tile, self.tid, self.k_total
+        self.stage_a = _stage(self.a, tile, "m", tid, t, self.m0, self.m_total, vec_a, k)
+        self.stage_b = _stage(self.b, tile, "n", tid, t, self.n0, self.n_total, vec_b, k)
 
     def fetch(self, k0) -> list[ir.Value]:
         return self.stage_a.fetch(k0, self.k_total) + self.stage_b.fetch(k0, self.k_total)
@@ -748,7 +757,7 @@ class _Job:
 
 def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict) -> None:
     job = _Job(contraction, init, epilogue, cfg, splits, pads)
-    r, a, b = job.r, job.a, job.b
+    r, a, b, cfg = job.r, job.a, job.b, job.cfg
     bm, bn, bk, tm, tn = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn
     out_dims = [e.position for e in job.maps[2].results]
     m_fast = bool(r.m) and out_dims[-1] in r.m  # threads run along the output's contiguous axis
@@ -775,8 +784,7 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, 
                 """The thread's register-tile FMAs over one staged K tile."""
                 for kk in range(bk):
                     kc = emit.const(kk)
-                    av = [emit.load(smem_a, [kc, rows[i]]) for i in range(tm)]
-                    bv = [emit.load(smem_b, [kc, cols[j]]) for j in range(tn)]
+                    av, bv = _read_groups(smem_a, kc, rows), _read_groups(smem_b, kc, cols)
                     accs = [
                         math.FmaOp(av[i], bv[j], accs[i * tn + j]).result
                         if fused
@@ -1125,6 +1133,23 @@ def _offsets(per_thread: int, block: int, base: ir.Value) -> list[ir.Value]:
     return [emit.add(first, g * stride + v) for g in range(groups) for v in range(width)]
 
 
+def _read_groups(smem: ir.Value, row: ir.Value, offsets: list[ir.Value]) -> list[ir.Value]:
+    """A thread's values at `offsets` (`_offsets`) of one row of a shared tile: 32-bit elements
+    as one vector load per group of adjacent offsets (each group starts on a multiple of its
+    width, and rows on 16 bytes), since LLVM's load-store vectorizer misses a group whose last
+    index it has rewritten as an `or`; other elements one by one."""
+    elem = ir.MemRefType(smem.type).element_type
+    width = min(4, len(offsets))
+    if elem.width != 32 or width == 1:
+        return [emit.load(smem, [row, at]) for at in offsets]
+    vtype = ir.VectorType.get([width], elem)
+    out = []
+    for g in range(0, len(offsets), width):
+        v = vector.LoadOp(vtype, smem, [row, offsets[g]], alignment=4 * width).result
+        out += [vector.ExtractOp(v, [], [i]).result for i in range(width)]
+    return out
+
+
 def _fold_partials(contraction, init, epilogue, partials, splits, r, maps, last_out) -> None:
     """Second kernel of a split-K contraction: per output, the initial value plus the splits'
     partial sums (with the payload's own accumulate op), then the epilogue and the store."""
@@ -1182,6 +1207,148 @@ class _Stage:
         for (ki, _), (own, own_in) in zip(self.slots, self.own):
             dims, k_in = self.tile.operand(self.role, own, k0, ki, k_total)
             value = self.op.read(dims)
+            out.append(emit.select(emit.both(own_in, k_in), value, emit.zero(self.op.elem)))
+        return out
+
+
+@dataclass(frozen=True)
+class _Advance:
+    """How an operand's element moves in memory as K advances (`_advance`): K's inner loops (a
+    convolution's window) span `inner` positions, and one step of K's outermost loop (its input
+    channel) moves the element `step` places in `source` (the operand, or the padded input's
+    source), a row-major buffer."""
+
+    inner: int
+    step: int
+    source: ir.Value
+    strides: list[int]
+
+
+def _linear(e: ir.AffineExpr) -> tuple[int, dict[int, int]] | None:
+    """An affine expression as a constant plus coefficients of loop dims, or None when it is not
+    linear (floordiv, mod, a product of dims)."""
+    if isinstance(e, ir.AffineDimExpr):
+        return 0, {e.position: 1}
+    if isinstance(e, ir.AffineConstantExpr):
+        return e.value, {}
+    if not isinstance(e, (ir.AffineAddExpr, ir.AffineMulExpr)):
+        return None
+    lhs, rhs = _linear(e.lhs), _linear(e.rhs)
+    if lhs is None or rhs is None:
+        return None
+    if isinstance(e, ir.AffineAddExpr):
+        coefs = dict(lhs[1])
+        for d, c in rhs[1].items():
+            coefs[d] = coefs.get(d, 0) + c
+        return lhs[0] + rhs[0], coefs
+    if lhs[1] and rhs[1]:
+        return None
+    (scale, _), (const, coefs) = (lhs, rhs) if not lhs[1] else (rhs, lhs)
+    return scale * const, {d: scale * c for d, c in coefs.items()}
+
+
+def _advance(op: _Operand, r: Roles) -> _Advance | None:
+    """Where staging can walk K by strides: the operand (or its padding's source) is a static
+    row-major buffer, its index is linear in the loop indices with no negative terms, and K's
+    outermost loop only moves it along axes read without a padding test (a convolution's
+    channel axis, not its padded spatial ones). None elsewhere."""
+    source = op.pad.source if op.pad is not None else op.value
+    t = ir.MemRefType(source.type)
+    if not r.k or not t.shape or ir.ShapedType.get_dynamic_size() in t.shape:
+        return None
+    layout = t.layout
+    if not isinstance(layout, ir.AffineMapAttr) or layout.value != ir.AffineMap.get_identity(
+        t.rank
+    ):
+        return None
+    strides = [pymath.prod(t.shape[i + 1 :]) for i in range(t.rank)]
+    outer, step = r.k[0], 0
+    for axis, e in enumerate(op.map.results):
+        lin = _linear(e)
+        if lin is None or lin[0] < 0 or any(c < 0 for c in lin[1].values()):
+            return None
+        c = lin[1].get(outer, 0)
+        p = op.pad
+        if c and p is not None and (p.offsets[axis] or p.shape[axis] != p.padded[axis]):
+            return None
+        step += strides[axis] * c
+    return _Advance(pymath.prod(r.ranges[d] for d in r.k[1:]), step, source, strides)
+
+
+MAX_STAGED = 32  # staged elements a thread holds per K tile (registers of the pipelined read)
+
+
+def _window_bk(r: Roles, cfg: Config, advances: list) -> int:
+    """The FMA kernel's K tile: a multiple of a convolution's window (K's inner loops), so each
+    staged element keeps its window position (and its padding test) from tile to tile and only
+    the input channel advances (`_StridedStage`), with every thread's share of both tiles whole;
+    the config's BK where no operand walks by strides or the tile would hold too much."""
+    inner = next((a.inner for a in advances if a is not None), 1)
+    if cfg.bk % inner == 0:
+        return cfg.bk
+    t = cfg.threads
+    whole = pymath.lcm(t // pymath.gcd(t, cfg.bm), t // pymath.gcd(t, cfg.bn))
+    bk = pymath.lcm(inner, whole)
+    bk *= -(-cfg.bk // bk)
+    fits = (cfg.bm + cfg.bn) * bk // t <= MAX_STAGED and bk <= r.extent(r.k)
+    return bk if fits else cfg.bk
+
+
+class _StridedStage(_Stage):
+    """`_Stage` by strides (`_advance`): K tiles start on whole windows, so each element of the
+    thread's share keeps its window position from tile to tile and only K's outermost loop
+    moves. Its linear position in the source, its padding test and its edge test are computed
+    once; each tile adds one offset, the same for all of the thread's elements (a convolution
+    reads an element per load and add instead of splitting K into channel and window)."""
+
+    def __init__(self, op, tile: _Tile, role: str, tid, t: int, own0, own_total: int, k_total):
+        self.op, self.tile, self.role, adv = op, tile, role, op.advance
+        size = pymath.prod(ir.MemRefType(adv.source.type).shape)
+        flat = ir.MemRefType.get([size], op.elem)
+        rank = len(adv.strides)
+        self.flat = memref.CollapseShapeOp(flat, adv.source, reassociation([list(range(rank))]))
+        block, bk, zero = op.block, op.bk, emit.const(0)
+        self.slots, self.elements = [], []
+        for rep in range(block * bk // t):
+            e = emit.add(tid, rep * t)
+            if op.own_fastest:
+                oi, ki = emit.rem(e, block), emit.div(e, block)
+            else:
+                ki, oi = emit.rem(e, bk), emit.div(e, bk)
+            self.slots.append((ki, oi))
+            own, own_in = tile.own(role, own0, oi, own_total, block)
+            dims, _ = tile.operand(role, own, zero, ki, k_total)
+            at, inside = emit.apply_map(op.map, dims), None
+            if op.pad is not None:
+                p, shifted = op.pad, []
+                for i, lo, n, full in zip(at, p.offsets, p.shape, p.padded):
+                    j = arith.SubIOp(i, emit.const(lo)).result if lo else i
+                    if lo or n != full:  # unsigned: also false where j < 0
+                        inside = emit.both(inside, emit.less(j, n))
+                    shifted.append(j)
+                at = shifted
+            position = zero
+            for i, stride in zip(at, adv.strides):
+                position = emit.add(position, emit.mul(i, stride))
+            # outside the operand: the window's start, which stays inside as the channel moves
+            position = emit.select(emit.both(own_in, inside), position, zero)
+            self.elements.append((position, ki, own_in, inside))
+
+    def fetch(self, k0, k_total: int) -> list[ir.Value]:
+        adv, bk = self.op.advance, self.op.bk
+        # the pipelined read past the last tile reads the first one (its values go unused)
+        k0 = emit.select(emit.less(k0, k_total), k0, emit.const(0))
+        offset = emit.mul(emit.div(k0, adv.inner), adv.step)
+        out = []
+        for position, ki, own_in, inside in self.elements:
+            at = emit.add(position, offset)
+            k_in = None
+            if k_total % bk:  # the last tile is partial: past K, read the first element
+                k_in = emit.less(emit.add(k0, ki), k_total)
+                at = emit.select(k_in, at, emit.const(0))
+            value = emit.load(self.flat, [at])
+            if inside is not None:
+                value = emit.select(inside, value, self.op.pad.value)
             out.append(emit.select(emit.both(own_in, k_in), value, emit.zero(self.op.elem)))
         return out
 
@@ -1287,9 +1454,13 @@ class _VectorStage:
                 memref.StoreOp(element, smem, [emit.add(col, lane), row])
 
 
-def _stage(op: _Operand, tile: _Tile, role: str, tid, t: int, own0, total: int, axis: str | None):
+def _stage(
+    op: _Operand, tile: _Tile, role: str, tid, t: int, own0, total: int, axis: str | None, k_total
+):
     if axis is not None and op.block * op.bk % (LANES[str(op.elem)] * t) == 0:
         return _VectorStage(op, tile, role, tid, t, own0, total, axis)
+    if op.advance is not None:
+        return _StridedStage(op, tile, role, tid, t, own0, total, k_total)
     return _Stage(op, tile, role, tid, t, own0, total)
 
 

@@ -87,7 +87,11 @@ def test_float32_matmul_vector_staging(monkeypatch):
         [((m, k), "float32"), ((k, n), "float32")], lambda bb, x, y: relax.op.matmul(x, y)
     )
     text = str(run_on_gpu_model(mod, a, b, c).module)
-    assert text.count("vector.load") == 4 and "memref<8x132xf32" in text  # 128 + 4: the big tile
+    loads = [line for line in text.splitlines() if "vector.load" in line]
+    staged = [line for line in loads if "workgroup" not in line]  # global memory
+    assert len(staged) == 4 and "memref<8x132xf32" in text  # 128 + 4: the big tile
+    # the register tile reads its 8 + 8 values of a K row as four 4-wide shared loads
+    assert len(loads) - len(staged) == 8 * 4
     close(c, a.astype(np.float64) @ b.astype(np.float64), 1e-4)
 
 
@@ -183,6 +187,43 @@ def test_conv_with_bias_relu_epilogue(dtype):
     x64, w64 = torch.from_numpy(x.astype(np.float64)), torch.from_numpy(w.astype(np.float64))
     ref = torch.nn.functional.conv2d(x64, w64, stride=2, padding=1).numpy()
     close(out, np.maximum(ref + bias.astype(np.float64), 0), 1e-4 if dtype == "float32" else 2e-3)
+
+
+@pytest.mark.parametrize(
+    "x_shape, w_shape, stride, padding, dilation, groups",
+    [
+        ((1, 16, 6, 7), (8, 16, 3, 3), 1, 1, 1, 1),  # K tiles of 8 windows; ragged M
+        ((2, 12, 7, 5), (6, 12, 3, 3), 2, 1, 1, 1),  # K = 108: the last K tile is partial
+        ((1, 64, 4, 4), (32, 64, 3, 3), 1, 1, 1, 1),  # split-K over whole windows
+        ((1, 16, 9, 9), (8, 16, 3, 3), 1, 2, 2, 1),  # dilated
+        ((1, 8, 5, 6), (8, 8, 1, 3), 1, (0, 1), 1, 1),  # a 1x3 window
+        ((2, 24, 6, 6), (16, 24, 1, 1), 2, 0, 1, 1),  # 1x1, strided: K is the channels only
+    ],
+)
+def test_conv_staging_by_strides(x_shape, w_shape, stride, padding, dilation, groups):
+    """The FMA kernel stages convolutions by strides (`_StridedStage`): K tiles of whole
+    windows, each element's place and padding test computed once, one offset per tile."""
+    import torch
+
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal(x_shape).astype("float32")
+    w = rng.standard_normal(w_shape).astype("float32")
+    ref = torch.nn.functional.conv2d(
+        torch.from_numpy(x.astype(np.float64)), torch.from_numpy(w.astype(np.float64)),
+        stride=stride, padding=padding, dilation=dilation, groups=groups,
+    ).numpy()  # fmt: skip
+    pad = padding if isinstance(padding, tuple) else (padding, padding)
+
+    def body(bb, xv, wv):
+        return relax.op.nn.conv2d(
+            xv, wv, strides=stride, padding=pad, dilation=dilation, groups=groups
+        )
+
+    out = np.full(ref.shape, np.nan, np.float32)
+    mod = function([(x.shape, "float32"), (w.shape, "float32")], body)
+    text = str(run_on_gpu_model(mod, x, w, out).module)
+    assert "memref.collapse_shape" in text and "math.fma" in text
+    close(out, ref, 1e-4)
 
 
 def test_row_kernels_and_transpose():

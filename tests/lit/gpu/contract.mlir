@@ -4,20 +4,28 @@
 // rule leaves it. One launch: 2x2 blocks of 256 threads, A and B tiles in shared memory (8 x
 // 32+4), the first tile read before the K loop and the next one inside it (software
 // pipelining), FMAs on the 2x2 register tile, and the epilogue cloned onto each accumulator
-// behind a bounds check (50 and 40 are not multiples of 32). The fill, the contraction and the
-// epilogue ops are gone.
+// behind a bounds check (50 and 40 are not multiples of 32). Each thread reads its elements by
+// strides: their places in the flattened operands are computed once, and each K tile adds one
+// offset to all of them. The register tile reads each K row of a shared tile as one vector per
+// operand. The fill, the contraction and the epilogue ops are gone.
 // CHECK-LABEL: func.func private @linear
 // CHECK-NOT: linalg.
 // CHECK: gpu.launch blocks({{.*}}) in (%{{.+}} = %c2{{.*}}, %{{.+}} = %c2{{.*}}, %{{.+}} = %c1{{.*}}) threads({{.*}}) in (%{{.+}} = %c256
 // CHECK-SAME: workgroup(%[[SA:.+]] : memref<8x36xf32, #gpu.address_space<workgroup>>, %[[SB:.+]] : memref<8x36xf32, #gpu.address_space<workgroup>>)
-// CHECK: memref.load %arg0
-// CHECK: memref.load %arg1
+// CHECK: %[[FA:.+]] = memref.collapse_shape %arg0 {{\[\[}}0, 1]] : memref<50x30xf32> into memref<1500xf32>
+// CHECK: %[[FB:.+]] = memref.collapse_shape %arg1 {{\[\[}}0, 1]] : memref<30x40xf32> into memref<1200xf32>
+// CHECK: memref.load %[[FA]]
+// CHECK: memref.load %[[FB]]
 // CHECK: scf.for %[[K:.+]] = %{{.+}} to %c30{{.*}} step %c8{{.*}} iter_args
 // CHECK: memref.store %{{.+}}, %[[SA]]
 // CHECK: memref.store %{{.+}}, %[[SB]]
 // CHECK: gpu.barrier
-// CHECK: memref.load %arg0
-// CHECK: memref.load %[[SA]]
+// CHECK: memref.load %[[FA]]
+// CHECK: %[[BSTEP:.+]] = arith.muli %{{.+}}, %c40{{.*}} : index
+// CHECK: arith.addi %{{.+}}, %[[BSTEP]] : index
+// CHECK: memref.load %[[FB]]
+// CHECK: vector.load %[[SA]]{{.*}} : memref<8x36xf32, #gpu.address_space<workgroup>>, vector<2xf32>
+// CHECK: vector.load %[[SB]]{{.*}} : memref<8x36xf32, #gpu.address_space<workgroup>>, vector<2xf32>
 // CHECK: math.fma
 // CHECK: gpu.barrier
 // CHECK: scf.yield
@@ -101,16 +109,26 @@ func.func private @split(%x: memref<64x1024xf32>, %w: memref<1024x64xf32>, %out:
 // it: a zero-filled buffer and a copy of the image into its interior window. The kernel reads
 // the image itself at the shifted index (y - 1, x - 1; one unsigned compare per padded axis
 // covers both edges) and the fill's value outside it: the buffer, the fill and the copy are gone.
+// K (16 channels x a 3x3 window) runs in tiles of 72 = 8 whole windows, so each staged element
+// keeps its window position and its padding test, computed before the K loop; a tile at K
+// offset k0 moves every element by the same k0 / 9 channels of 6 x 6 = 36 places.
 // CHECK-LABEL: func.func private @padded_conv
 // CHECK-NOT: memref.alloc
 // CHECK-NOT: memref.copy
 // CHECK: gpu.launch
+// CHECK-SAME: workgroup(%{{.+}} : memref<72x36xf32, #gpu.address_space<workgroup>>, %{{.+}} : memref<72x36xf32, #gpu.address_space<workgroup>>)
+// CHECK: %[[FLAT:.+]] = memref.collapse_shape %arg0 {{\[\[}}0, 1, 2, 3]] : memref<1x16x6x6xf32> into memref<576xf32>
 // CHECK: %[[Y:.+]] = arith.subi %{{.+}}, %c1
 // CHECK: %[[INY:.+]] = arith.cmpi ult, %[[Y]], %c6
 // CHECK: %[[X:.+]] = arith.subi %{{.+}}, %c1
 // CHECK: %[[INX:.+]] = arith.cmpi ult, %[[X]], %c6
 // CHECK: %[[IN:.+]] = arith.andi %[[INY]], %[[INX]]
-// CHECK: %[[V:.+]] = memref.load %arg0[
+// CHECK: scf.for %{{.+}} = %{{.+}} to %c144{{.*}} step %c72
+// CHECK: gpu.barrier
+// CHECK: %[[C:.+]] = arith.divui %{{.+}}, %c9{{.*}} : index
+// CHECK: %[[STEP:.+]] = arith.muli %[[C]], %c36{{.*}} : index
+// CHECK: %[[AT:.+]] = arith.addi %{{.+}}, %[[STEP]] : index
+// CHECK: %[[V:.+]] = memref.load %[[FLAT]][%[[AT]]]
 // CHECK: arith.select %[[IN]], %[[V]], %cst
 // CHECK: gpu.terminator
 // CHECK-NOT: linalg.
@@ -121,26 +139,26 @@ func.func private @split(%x: memref<64x1024xf32>, %w: memref<1024x64xf32>, %out:
 #conv_in = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d4, d2 + d5, d3 + d6)>
 #conv_w = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d1, d4, d5, d6)>
 #conv_out = affine_map<(d0, d1, d2, d3, d4, d5, d6) -> (d0, d1, d2, d3)>
-func.func private @padded_conv(%arg0: memref<1x4x6x6xf32>, %arg1: memref<8x4x3x3xf32>, %arg2: memref<1x8x6x6xf32>) attributes {relax.prim_func} {
+func.func private @padded_conv(%arg0: memref<1x16x6x6xf32>, %arg1: memref<8x16x3x3xf32>, %arg2: memref<1x8x6x6xf32>) attributes {relax.prim_func} {
   %cst = arith.constant 0.000000e+00 : f32
-  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x4x8x8xf32>
-  linalg.generic {indexing_maps = [#pad_scalar, #pad_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%cst : f32) outs(%alloc : memref<1x4x8x8xf32>) attrs = {relax.gpu_contract_pad = 0 : i64} {
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x16x8x8xf32>
+  linalg.generic {indexing_maps = [#pad_scalar, #pad_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%cst : f32) outs(%alloc : memref<1x16x8x8xf32>) attrs = {relax.gpu_contract_pad = 0 : i64} {
   ^bb0(%in: f32, %out: f32):
     linalg.yield %in : f32
   }
-  %subview = memref.subview %alloc[0, 0, 1, 1] [1, 4, 6, 6] [1, 1, 1, 1] : memref<1x4x8x8xf32> to memref<1x4x6x6xf32, strided<[256, 64, 8, 1], offset: 9>>
-  memref.copy %arg0, %subview : memref<1x4x6x6xf32> to memref<1x4x6x6xf32, strided<[256, 64, 8, 1], offset: 9>>
+  %subview = memref.subview %alloc[0, 0, 1, 1] [1, 16, 6, 6] [1, 1, 1, 1] : memref<1x16x8x8xf32> to memref<1x16x6x6xf32, strided<[1024, 64, 8, 1], offset: 9>>
+  memref.copy %arg0, %subview : memref<1x16x6x6xf32> to memref<1x16x6x6xf32, strided<[1024, 64, 8, 1], offset: 9>>
   linalg.generic {indexing_maps = [#pad_scalar, #pad_id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%cst : f32) outs(%arg2 : memref<1x8x6x6xf32>) attrs = {relax.gpu_contract_init} {
   ^bb0(%in: f32, %out: f32):
     linalg.yield %in : f32
   }
-  linalg.generic {indexing_maps = [#conv_in, #conv_w, #conv_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%alloc, %arg1 : memref<1x4x8x8xf32>, memref<8x4x3x3xf32>) outs(%arg2 : memref<1x8x6x6xf32>) attrs = {relax.gpu_contract = "32x32/2x2"} {
+  linalg.generic {indexing_maps = [#conv_in, #conv_w, #conv_out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%alloc, %arg1 : memref<1x16x8x8xf32>, memref<8x16x3x3xf32>) outs(%arg2 : memref<1x8x6x6xf32>) attrs = {relax.gpu_contract = "32x32/2x2"} {
   ^bb0(%in: f32, %in_0: f32, %out: f32):
     %0 = arith.mulf %in, %in_0 : f32
     %1 = arith.addf %out, %0 : f32
     linalg.yield %1 : f32
   }
-  memref.dealloc %alloc : memref<1x4x8x8xf32>
+  memref.dealloc %alloc : memref<1x16x8x8xf32>
   return
 }
 
