@@ -51,6 +51,7 @@ PAD = 4  # shared rows padded by 4 elements: column-wise stores hit distinct ban
 GEMV_ROWS = 4  # = schedule.GEMV_MAX_ROWS (schedule.py imports this module): the GEMV rule's
 MANY_BLOCKS = 264  # two waves of an H100/H200 (132 SMs): a smaller tile is taken below this
 MIN_SPLIT_K = 256  # a K split keeps at least this many steps of the reduction
+SMALL_REGISTER_TILE = 16  # FMA tiles with fewer outputs per thread are split-K's last resort
 MAX_SPLITS = 16
 SPLIT_ATTR = "relax.gpu_contract_split"  # on the contraction: K splits (split-K), when > 1
 STAGES_ATTR = "relax.gpu_contract_stages"  # on the contraction: the cp.async ring's tiles (tuned)
@@ -192,8 +193,9 @@ def roles(op: ir.Operation) -> Roles | None:
 
 
 def choose(r: Roles, configs: tuple[Config, ...] = CONFIGS) -> tuple[Config, int] | None:
-    """The tile config and the number of K splits: the largest tile that still fills the GPU;
-    when even the smallest leaves it half idle and K is long, K is split over more blocks."""
+    """The tile config and the number of K splits: the largest tile that still fills the GPU
+    (a 2x2 register tile only where no larger one fills it with K split); when even the
+    smallest leaves it half idle and K is long, K is split over more blocks."""
     m, n, batch, k = r.extent(r.m), r.extent(r.n), r.extent(r.batch), r.extent(r.k)
     if m <= GEMV_ROWS:
         return None  # a handful of rows: the GEMV rule's one thread per output column
@@ -201,12 +203,28 @@ def choose(r: Roles, configs: tuple[Config, ...] = CONFIGS) -> tuple[Config, int
     def padded(cfg: Config) -> int:  # outputs computed, edges included
         return -(-m // cfg.bm) * cfg.bm * -(-n // cfg.bn) * cfg.bn
 
-    filling = [c for c in configs if -(-m // c.bm) * -(-n // c.bn) * batch >= MANY_BLOCKS]
+    def blocks(cfg: Config) -> int:
+        return -(-m // cfg.bm) * -(-n // cfg.bn) * batch
+
+    filling = [c for c in configs if blocks(c) >= MANY_BLOCKS]
     if filling:  # the least work past the edges (N = 64 takes 64-wide tiles), then the largest
-        return min(filling, key=padded), 1
+        best = min(filling, key=padded)
+        if best.mma or best.tm * best.tn >= SMALL_REGISTER_TILE:
+            return best, 1
+        # A 2x2 register tile makes 4 FMAs per two shared-memory reads: the SM's shared-memory
+        # bandwidth, not its FMA units, bounds it. Where K is long, a larger tile split along K
+        # fills the GPU as well (ResNet's last stage at batch 32).
+        split = []
+        for c in configs:
+            splits = -(-MANY_BLOCKS // blocks(c))
+            big = c.tm * c.tn >= SMALL_REGISTER_TILE
+            if big and splits <= MAX_SPLITS and k // splits >= MIN_SPLIT_K:
+                split.append((c, splits))
+        if split:
+            return min(split, key=lambda cs: (padded(cs[0]), cs[1]))
+        return best, 1
     cfg = configs[-1]
-    blocks = -(-m // cfg.bm) * -(-n // cfg.bn) * batch
-    splits = min(-(-MANY_BLOCKS // blocks), k // MIN_SPLIT_K, MAX_SPLITS)
+    splits = min(-(-MANY_BLOCKS // blocks(cfg)), k // MIN_SPLIT_K, MAX_SPLITS)
     return cfg, max(splits, 1)
 
 
@@ -1177,6 +1195,24 @@ def _fold_partials(contraction, init, epilogue, partials, splits, r, maps, last_
         gpu.TerminatorOp()
 
 
+def _slots(op: _Operand, tid, t: int) -> list[tuple[ir.Value, ir.Value]]:
+    """The (K, own) positions in the operand tile of the elements thread `tid` stages: element
+    e = tid + rep * t, consecutive threads along the own axis (`own_fastest`) or along K. Where
+    the threads cover whole rows, the rows of later reps are the first one's plus a constant
+    (one shared-memory address register and immediate offsets, not one register per element)."""
+    block, bk = op.block, op.bk
+    fast = block if op.own_fastest else bk
+    out = []
+    for rep in range(block * bk // t):
+        if t % fast == 0:
+            f, s = emit.rem(tid, fast), emit.add(emit.div(tid, fast), rep * (t // fast))
+        else:
+            e = emit.add(tid, rep * t)
+            f, s = emit.rem(e, fast), emit.div(e, fast)
+        out.append((s, f) if op.own_fastest else (f, s))
+    return out
+
+
 class _Stage:
     """This thread's share of one operand tile (own x BK, own = M for A, N for B): the shared
     slots it fills and the own-axis part of their indices, computed once; `fetch(k0)` reads the
@@ -1185,16 +1221,9 @@ class _Stage:
 
     def __init__(self, op: _Operand, tile: _Tile, role: str, tid, t: int, own0, own_total: int):
         self.op, self.tile, self.role = op, tile, role
-        block, bk = op.block, op.bk
-        self.slots, self.own = [], []
-        for rep in range(block * bk // t):
-            e = emit.add(tid, rep * t)
-            if op.own_fastest:
-                oi, ki = emit.rem(e, block), emit.div(e, block)
-            else:
-                ki, oi = emit.rem(e, bk), emit.div(e, bk)
-            self.slots.append((ki, oi))
-            self.own.append(tile.own(role, own0, oi, own_total, block))
+        self.slots, self.own = _slots(op, tid, t), []
+        for _, oi in self.slots:
+            self.own.append(tile.own(role, own0, oi, own_total, op.block))
 
     def store(self, values: list[ir.Value], smem: ir.Value, own_rows: bool) -> None:
         """Write fetched values to the shared tile: rows along the operand's own axis (K
@@ -1307,16 +1336,10 @@ class _StridedStage(_Stage):
         flat = ir.MemRefType.get([size], op.elem)
         rank = len(adv.strides)
         self.flat = memref.CollapseShapeOp(flat, adv.source, reassociation([list(range(rank))]))
-        block, bk, zero = op.block, op.bk, emit.const(0)
-        self.slots, self.elements = [], []
-        for rep in range(block * bk // t):
-            e = emit.add(tid, rep * t)
-            if op.own_fastest:
-                oi, ki = emit.rem(e, block), emit.div(e, block)
-            else:
-                ki, oi = emit.rem(e, bk), emit.div(e, bk)
-            self.slots.append((ki, oi))
-            own, own_in = tile.own(role, own0, oi, own_total, block)
+        zero = emit.const(0)
+        self.slots, self.elements = _slots(op, tid, t), []
+        for ki, oi in self.slots:
+            own, own_in = tile.own(role, own0, oi, own_total, op.block)
             dims, _ = tile.operand(role, own, zero, ki, k_total)
             at, inside = emit.apply_map(op.map, dims), None
             if op.pad is not None:
