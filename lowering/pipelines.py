@@ -144,7 +144,9 @@ def cuda_stages(target: Target) -> "Stages":
             "gpu-launch-sink-index-computations",  # else loop bounds become kernel parameters
         ]),  # fmt: skip
         ("outline", [
+            "relax-gpu-note-min-blocks",  # a launch's occupancy request, kept across outlining
             "gpu-kernel-outlining",  # gpu.launch -> gpu.module + gpu.launch_func
+            "relax-gpu-min-blocks",  # ... as the kernel's register cap (nvvm.maxnreg)
             "relax-gpu-host-memory",  # host buffers live on the device (gpu.alloc, gpu.memcpy)
             "relax-gpu-record-constants",  # constant sizes, for the device copies after LLVM
         ]),  # fmt: skip

@@ -51,6 +51,8 @@ PAD = 4  # shared rows padded by 4 elements: column-wise stores hit distinct ban
 GEMV_ROWS = 4  # = schedule.GEMV_MAX_ROWS (schedule.py imports this module): the GEMV rule's
 MANY_BLOCKS = 264  # two waves of an H100/H200 (132 SMs): a smaller tile is taken below this
 MIN_SPLIT_K = 256  # a K split keeps at least this many steps of the reduction
+FMA_MIN_BLOCKS = 2  # blocks per SM a busy FMA kernel's registers leave room for
+BUSY_THREAD = 64  # ... busy: accumulators + 4 per staged element (value, address, test)
 SMALL_REGISTER_TILE = 16  # FMA tiles with fewer outputs per thread are split-K's last resort
 MAX_SPLITS = 16
 SPLIT_ATTR = "relax.gpu_contract_split"  # on the contraction: K splits (split-K), when > 1
@@ -644,9 +646,11 @@ class _Job:
         emit.defer_deallocs(contraction, self.anchor)
         self.partials = None
 
-    def launch(self, shared: list[ir.Type], dynamic_bytes: int = 0) -> ir.Block:
+    def launch(
+        self, shared: list[ir.Type], dynamic_bytes: int = 0, min_blocks: int = 0
+    ) -> ir.Block:
         """The kernel's launch (at the anchor), with a split-K workspace when K is split; enters
-        nothing: the caller writes the body."""
+        nothing: the caller writes the body (the launch's block, returned)."""
         cfg = self.cfg
         if self.splits > 1:  # partial sums in a workspace, folded by a second kernel
             shape = [self.splits, self.batch_total, self.m_total, self.n_total]
@@ -656,7 +660,7 @@ class _Job:
             emit.const(-(-self.m_total // cfg.bm)),
             emit.const(self.batch_total * self.splits),
         ]
-        _, body = emit.launch(grid, cfg.threads, shared, dynamic_bytes)
+        _, body = emit.launch(grid, cfg.threads, shared, dynamic_bytes, min_blocks)
         return body
 
     def place(self, body: ir.Block) -> None:
@@ -781,8 +785,14 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, 
     m_fast = bool(r.m) and out_dims[-1] in r.m  # threads run along the output's contiguous axis
 
     with contraction.location, ir.InsertionPoint(job.anchor):
+        # Two blocks per SM where a thread holds many values (a large register tile, or many
+        # staged elements: 64x64 whole-window tiles), so that one block's barriers leave the
+        # SM to the other: ptxas left free takes up to 150 registers and fits one block
+        staged = (bm + bn) * bk // cfg.threads
+        min_blocks = FMA_MIN_BLOCKS if tm * tn + 4 * staged >= BUSY_THREAD else 0
         body = job.launch(
-            [emit.shared([bk, bm + PAD], a.elem), emit.shared([bk, bn + PAD], b.elem)]
+            [emit.shared([bk, bm + PAD], a.elem), emit.shared([bk, bn + PAD], b.elem)],
+            min_blocks=min_blocks,
         )
         smem_a, smem_b = body.arguments[12], body.arguments[13]
         with ir.InsertionPoint(body):

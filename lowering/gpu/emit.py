@@ -74,16 +74,27 @@ def select(cond: ir.Value | None, a: ir.Value, b: ir.Value) -> ir.Value:
     return a if cond is None else arith.SelectOp(cond, a, b).result
 
 
+MIN_BLOCKS_ATTR = "relax.gpu_min_blocks"  # on a gpu.launch: blocks per SM its registers allow
+
+
 def launch(
-    grid: list[ir.Value], threads: int, workgroup: list[ir.Type], dynamic_bytes: int = 0
+    grid: list[ir.Value],
+    threads: int,
+    workgroup: list[ir.Type],
+    dynamic_bytes: int = 0,
+    min_blocks: int = 0,
 ) -> tuple[gpu.LaunchOp, ir.Block]:
     """A gpu.launch of `threads` threads in x over `grid` blocks, with static shared buffers
-    and `dynamic_bytes` of dynamic shared memory (`dynamic_shared` views it)."""
+    and `dynamic_bytes` of dynamic shared memory (`dynamic_shared` views it); `min_blocks`:
+    blocks per SM the kernel's registers must leave room for (relax-gpu-min-blocks)."""
     one = const(1)
     size = None
     if dynamic_bytes:
         size = arith.ConstantOp(ir.IntegerType.get_signless(32), dynamic_bytes).result
     op = gpu.LaunchOp(tuple(grid), (const(threads), one, one), dynamic_shared_memory_size=size)
+    if min_blocks:
+        i32 = ir.IntegerType.get_signless(32)
+        op.operation.attributes[MIN_BLOCKS_ATTR] = ir.IntegerAttr.get(i32, min_blocks)
     if workgroup:
         op.operation.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(64), len(workgroup)

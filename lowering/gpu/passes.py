@@ -7,6 +7,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, gpu, linalg, llvm, memref, scf
 
+from lowering.gpu.emit import MIN_BLOCKS_ATTR
 from lowering.gpu.schedule import BLOCK_DIMS_ATTR, prim_funcs, taken_by_template
 from lowering.registry import PassError, register_pass
 from lowering.schedule.common import SCHEDULE_ATTR, SCRIPT_ERRORS, Script, apply_script
@@ -301,6 +302,78 @@ def host_copies():
             types = [ir.MemRefType(v.type) for v in copy.operands]
             if not all(_identity_layout(t) for t in types):
                 _copy_kernel(copy)
+
+    return run
+
+
+_LAUNCH_BOUNDS_ATTR = "relax.gpu_launch_min_blocks"  # on a func: the above, per launch in order
+
+
+@register_pass(
+    "relax-gpu-note-min-blocks",
+    "before outlining: each function notes, per gpu.launch in order, the blocks per SM it asks for",
+)
+def note_min_blocks():
+    """Outlining drops a launch's attributes, so the request (MIN_BLOCKS_ATTR, which a kernel
+    template sets) rides on the enclosing function until `relax-gpu-min-blocks` turns it into
+    the outlined kernel's register cap; outlining turns each launch into one launch_func in
+    place, in order."""
+
+    def run(module_op: ir.Operation) -> None:
+        for func in _walk(module_op, ("func.func",)):
+            launches = _walk(func, ("gpu.launch",))
+            wanted = [
+                ir.IntegerAttr(op.attributes[MIN_BLOCKS_ATTR]).value
+                if MIN_BLOCKS_ATTR in op.attributes
+                else 0
+                for op in launches
+            ]
+            if any(wanted):
+                func.attributes[_LAUNCH_BOUNDS_ATTR] = ir.DenseI32ArrayAttr.get(wanted)
+
+    return run
+
+
+REGISTERS_PER_SM = 65536  # sm_80, sm_89 and sm_90 alike
+
+
+@register_pass(
+    "relax-gpu-min-blocks",
+    "after outlining: kernels get nvvm.maxnreg (PTX .maxnreg) from relax-gpu-note-min-blocks",
+)
+def min_blocks():
+    """ptxas then keeps a kernel's registers low enough for that many blocks per SM. Left
+    free, it spends them on scheduling: the FMA contraction kernel with whole-window K tiles
+    took 150 registers (one 256-thread block per SM, every barrier idling the SM); capped for
+    two blocks, 128 registers and no spills. A cap (.maxnreg) rather than a minimum of blocks
+    (.minnctapersm), which would let ptxas grow a lean kernel's registers up to that cap."""
+
+    def run(module_op: ir.Operation) -> None:
+        kernels = {}
+        for mod in _walk(module_op, ("gpu.module",)):
+            mod_name = ir.StringAttr(mod.attributes["sym_name"]).value
+            for fn in _walk(mod, ("gpu.func",)):
+                kernels[(mod_name, ir.StringAttr(fn.attributes["sym_name"]).value)] = fn
+        for func in _walk(module_op, ("func.func",)):
+            if _LAUNCH_BOUNDS_ATTR not in func.attributes:
+                continue
+            wanted = list(ir.DenseI32ArrayAttr(func.attributes[_LAUNCH_BOUNDS_ATTR]))
+            del func.attributes[_LAUNCH_BOUNDS_ATTR]
+            launches = _walk(func, ("gpu.launch_func",))
+            if len(launches) != len(wanted):
+                raise PassError(
+                    f"relax-gpu-min-blocks: {len(wanted)} launches noted, {len(launches)} outlined",
+                    func,
+                )
+            i32 = ir.IntegerType.get_signless(32)
+            for launch, n in zip(launches, wanted):
+                if n:
+                    fn = kernels[tuple(ir.SymbolRefAttr(launch.attributes["kernel"]).value)]
+                    threads = 1
+                    for size in ir.DenseI32ArrayAttr(fn.attributes["known_block_size"]):
+                        threads *= size
+                    cap = REGISTERS_PER_SM // (threads * n) // 8 * 8
+                    fn.attributes["nvvm.maxnreg"] = ir.IntegerAttr.get(i32, min(cap, 255))
 
     return run
 

@@ -122,6 +122,42 @@ def test_matmul_rule_stages_tiles_through_shared_memory(m, n, k, tile, splits):
     assert "fma.rn.f32" in ptx and "ld.shared.v" in ptx
 
 
+@needs_ptxas
+def test_busy_fma_kernels_keep_two_blocks_per_sm(tmp_path):
+    """A 3x3 convolution (64x64 tile) stages 18 elements a thread per K tile of four whole
+    windows: its kernel is capped at 128 registers (.maxnreg: two 256-thread blocks per SM),
+    which ptxas meets without spilling. A lean kernel (a 2x2 register tile) stays uncapped."""
+    import subprocess
+
+    x = relax.Var("x", relax.TensorStructInfo((32, 64, 28, 28), "float32"))
+    w = relax.Var("w", relax.TensorStructInfo((64, 64, 3, 3), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, w]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.nn.conv2d(x, w, padding=1))
+        bb.emit_func_output(out)
+    (ptx,) = [k for k in check_ptx(relax.build(bb.get(), target="cuda")).values() if "fma" in k]
+    assert ".maxnreg 128" in ptx
+    src = tmp_path / "conv.ptx"
+    src.write_text(ptx)
+    proc = subprocess.run(
+        [PTXAS, "-arch=sm_90", "-v", str(src), "-o", str(tmp_path / "conv.cubin")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    registers = int(re.search(r"Used (\d+) registers", proc.stderr).group(1))
+    assert registers <= 128 and " 0 bytes spill stores" in proc.stderr
+
+    a = relax.Var("a", relax.TensorStructInfo((50, 30), "float32"))
+    b = relax.Var("b", relax.TensorStructInfo((30, 40), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [a, b]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.matmul(a, b))
+        bb.emit_func_output(out)
+    (ptx,) = [k for k in check_ptx(relax.build(bb.get(), target="cuda")).values() if "fma" in k]
+    assert ".maxnreg" not in ptx
+
+
 def test_scalar_result_is_one_thread_kernel():
     x = relax.Var("x", relax.TensorStructInfo((30, 40), "float32"))
     bb = relax.BlockBuilder()
