@@ -102,7 +102,13 @@ TF32_CONFIGS = (
 # Tiles only tuning tries (`configs_for(..., tuning=True)`; lowering/gpu/space.py): rectangular
 # ones, for an N (or M) of 64 where the square tile would compute half its outputs past the edge.
 TUNING_CONFIGS = {
-    "fma": (Config("128x64/8x4", 128, 64, 8, 4), Config("64x128/4x8", 64, 128, 4, 8)),
+    "fma": (
+        Config("128x64/8x4", 128, 64, 8, 4),
+        Config("64x128/4x8", 64, 128, 4, 8),
+        # small problems (BERT's seq-128 projections): 4x4 register tiles on 64 threads
+        # instead of the 2x2 tile's 256, whose shared-memory reads bound it
+        Config("32x32/4x4", 32, 32, 4, 4),
+    ),
     "mma": (
         Config("mma128x64/64x32", 128, 64, 64, 32, bk=32, mma=True),
         # 64x64 warp tiles (128 accumulators a thread): 4 warps, or 8 on a 128x256 block

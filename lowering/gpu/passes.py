@@ -335,6 +335,7 @@ def note_min_blocks():
 
 
 REGISTERS_PER_SM = 65536  # sm_80, sm_89 and sm_90 alike
+MAX_REGISTERS = 255  # per thread
 
 
 @register_pass(
@@ -373,7 +374,8 @@ def min_blocks():
                     for size in ir.DenseI32ArrayAttr(fn.attributes["known_block_size"]):
                         threads *= size
                     cap = REGISTERS_PER_SM // (threads * n) // 8 * 8
-                    fn.attributes["nvvm.maxnreg"] = ir.IntegerAttr.get(i32, min(cap, 255))
+                    if cap < MAX_REGISTERS:  # else any allocation leaves room
+                        fn.attributes["nvvm.maxnreg"] = ir.IntegerAttr.get(i32, cap)
 
     return run
 

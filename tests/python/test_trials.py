@@ -231,11 +231,12 @@ def test_relaxmlir_tune_exports_and_imports_trials(tmp_path):
 
 @pytest.mark.parametrize(
     "dtype, tile", [("float32", "128x64/8x4"), ("float32", "64x128/4x8"),
+                    ("float32", "32x32/4x4"),
                     ("float16", "mma128x64/64x32"), ("float16", "mma128x256/64x64")],
 )  # fmt: skip
 def test_tuning_only_tiles_compute_the_matmul(dtype, tile):
-    """Tiles the default heuristic never picks but tuning may (rectangular, for N or M of 64),
-    applied through the tuned table and interpreted on a ragged matmul against numpy (float32
+    """Tiles the default heuristic never picks but tuning may (rectangular, for N or M of 64;
+    4x4 register tiles on 64 threads, for small problems), applied through the tuned table and interpreted on a ragged matmul against numpy (float32
     1e-4, float16 2e-3 relative to the result's scale)."""
     from test_gpu_interpret import close, function
 
@@ -257,7 +258,7 @@ def test_tuning_only_tiles_compute_the_matmul(dtype, tile):
     c = np.full((m, n), np.nan, dtype)
     text = str(interpret(tuned, a, b, c).module)
     threads = re.search(r"threads\([^)]*\) in \(%\w+ = %c(\d+)", text).group(1)
-    warps = {"mma128x64/64x32": 4, "mma128x256/64x64": 8}
+    warps = {"mma128x64/64x32": 4, "mma128x256/64x64": 8, "32x32/4x4": 2}
     assert int(threads) == 32 * warps.get(tile, 8)  # 16x16 threads, or the tile's warps
     close(c, a.astype(np.float64) @ b.astype(np.float64), 1e-4 if dtype == "float32" else 2e-3)
 
