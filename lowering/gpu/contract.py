@@ -1211,22 +1211,28 @@ def _fold_partials(contraction, init, epilogue, partials, splits, r, maps, last_
         gpu.TerminatorOp()
 
 
-def _slots(op: _Operand, tid, t: int) -> list[tuple[ir.Value, ir.Value]]:
+def _slots(op: _Operand, tid, t: int) -> tuple[list[tuple[ir.Value, ir.Value]], list]:
     """The (K, own) positions in the operand tile of the elements thread `tid` stages: element
     e = tid + rep * t, consecutive threads along the own axis (`own_fastest`) or along K. Where
     the threads cover whole rows, the rows of later reps are the first one's plus a constant
-    (one shared-memory address register and immediate offsets, not one register per element)."""
+    (one shared-memory address register and immediate offsets, not one register per element).
+    Where the tile is not a whole number of reps (a K tile of one 7x7 window), the last rep's
+    elements past the tile read the first element and store nothing: their guards (else None)."""
     block, bk = op.block, op.bk
-    fast = block if op.own_fastest else bk
-    out = []
-    for rep in range(block * bk // t):
+    fast, slow = (block, bk) if op.own_fastest else (bk, block)
+    slots, guards = [], []
+    for rep in range(-(-block * bk // t)):
         if t % fast == 0:
             f, s = emit.rem(tid, fast), emit.add(emit.div(tid, fast), rep * (t // fast))
         else:
             e = emit.add(tid, rep * t)
             f, s = emit.rem(e, fast), emit.div(e, fast)
-        out.append((s, f) if op.own_fastest else (f, s))
-    return out
+        guard = emit.less(s, slow) if (rep + 1) * t > block * bk else None
+        if guard is not None:
+            f, s = emit.select(guard, f, emit.const(0)), emit.select(guard, s, emit.const(0))
+        slots.append((s, f) if op.own_fastest else (f, s))
+        guards.append(guard)
+    return slots, guards
 
 
 class _Stage:
@@ -1237,15 +1243,22 @@ class _Stage:
 
     def __init__(self, op: _Operand, tile: _Tile, role: str, tid, t: int, own0, own_total: int):
         self.op, self.tile, self.role = op, tile, role
-        self.slots, self.own = _slots(op, tid, t), []
+        (self.slots, self.guards), self.own = _slots(op, tid, t), []
         for _, oi in self.slots:
             self.own.append(tile.own(role, own0, oi, own_total, op.block))
 
     def store(self, values: list[ir.Value], smem: ir.Value, own_rows: bool) -> None:
         """Write fetched values to the shared tile: rows along the operand's own axis (K
         contiguous), else rows along K."""
-        for (ki, oi), v in zip(self.slots, values):
-            memref.StoreOp(v, smem, [oi, ki] if own_rows else [ki, oi])
+        for (ki, oi), guard, v in zip(self.slots, self.guards, values):
+            at = [oi, ki] if own_rows else [ki, oi]
+            if guard is None:
+                memref.StoreOp(v, smem, at)
+                continue
+            inside = scf.IfOp(guard)
+            with ir.InsertionPoint(inside.then_block):
+                memref.StoreOp(v, smem, at)
+                scf.YieldOp([])
 
     def fetch(self, k0, k_total: int) -> list[ir.Value]:
         out = []
@@ -1326,17 +1339,20 @@ MAX_STAGED = 32  # staged elements a thread holds per K tile (registers of the p
 def _window_bk(r: Roles, cfg: Config, advances: list) -> int:
     """The FMA kernel's K tile: a multiple of a convolution's window (K's inner loops), so each
     staged element keeps its window position (and its padding test) from tile to tile and only
-    the input channel advances (`_StridedStage`), with every thread's share of both tiles whole;
-    the config's BK where no operand walks by strides or the tile would hold too much."""
+    the input channel advances (`_StridedStage`). Preferably with every thread's share of both
+    tiles whole (36 for a 3x3 window on 64x64 tiles), else the window rounded up to the config's
+    BK, the last rep partial (49 for ResNet's 7x7 stem); the config's BK where no operand walks
+    by strides, or the tile would hold too much or be longer than K."""
     inner = next((a.inner for a in advances if a is not None), 1)
     if cfg.bk % inner == 0:
         return cfg.bk
-    t = cfg.threads
+    t, k_total = cfg.threads, r.extent(r.k)
     whole = pymath.lcm(t // pymath.gcd(t, cfg.bm), t // pymath.gcd(t, cfg.bn))
-    bk = pymath.lcm(inner, whole)
-    bk *= -(-cfg.bk // bk)
-    fits = (cfg.bm + cfg.bn) * bk // t <= MAX_STAGED and bk <= r.extent(r.k)
-    return bk if fits else cfg.bk
+    for unit in (pymath.lcm(inner, whole), inner):
+        bk = unit * -(-cfg.bk // unit)
+        if -(-(cfg.bm + cfg.bn) * bk // t) <= MAX_STAGED and bk <= k_total:
+            return bk
+    return cfg.bk
 
 
 class _StridedStage(_Stage):
@@ -1353,7 +1369,7 @@ class _StridedStage(_Stage):
         rank = len(adv.strides)
         self.flat = memref.CollapseShapeOp(flat, adv.source, reassociation([list(range(rank))]))
         zero = emit.const(0)
-        self.slots, self.elements = _slots(op, tid, t), []
+        (self.slots, self.guards), self.elements = _slots(op, tid, t), []
         for ki, oi in self.slots:
             own, own_in = tile.own(role, own0, oi, own_total, op.block)
             dims, _ = tile.operand(role, own, zero, ki, k_total)

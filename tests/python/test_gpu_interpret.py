@@ -198,6 +198,8 @@ def test_conv_with_bias_relu_epilogue(dtype):
         ((1, 16, 9, 9), (8, 16, 3, 3), 1, 2, 2, 1),  # dilated
         ((1, 8, 5, 6), (8, 8, 1, 3), 1, (0, 1), 1, 1),  # a 1x3 window
         ((2, 24, 6, 6), (16, 24, 1, 1), 2, 0, 1, 1),  # 1x1, strided: K is the channels only
+        ((1, 3, 20, 20), (8, 3, 7, 7), 2, 3, 1, 1),  # a 7x7 stem: K tiles of one window, the
+        # threads' last share partial (49 x 32 elements over 256 threads)
     ],
 )
 def test_conv_staging_by_strides(x_shape, w_shape, stride, padding, dilation, groups):
