@@ -55,7 +55,9 @@ def _inject(fault):
 # Times the exported library: the body of the runner (a fresh process, or a fork-server child).
 _MEASURE = r"""
 def measure(spec):
-    import time
+    import os, time
+    if spec.get("threads"):  # the target's cores, for library kernels (BLAS, oneDNN) too
+        os.environ["RELAXMLIR_NUM_THREADS"] = str(spec["threads"])
     import numpy as np
     from relaxmlir import runtime
     from relaxmlir.runtime.trials import check_reference, random_inputs
@@ -302,14 +304,19 @@ def run_candidate(
     min_s: float = 0.05,
     fault: str | None = None,
     flush: tuple[int, int] = (0, 1),
+    threads: int = 0,
 ) -> dict:
     """Time the exported kernel in a fresh process: {"times_us": [...]} or {"error": ...}."""
-    spec = _run_spec(lib, signature, ref, repeats, min_s, fault, flush)
+    spec = _run_spec(lib, signature, ref, repeats, min_s, fault, flush, threads)
     return _child(RUNNER, json.dumps(spec), timeout_s, "run")
 
 
-def _run_spec(lib, signature, ref, repeats=10, min_s=0.05, fault=None, flush=(0, 1)) -> dict:
-    """`flush`: (bytes, threads) written before each timed call (0: caches stay warm)."""
+def _run_spec(
+    lib, signature, ref, repeats=10, min_s=0.05, fault=None, flush=(0, 1), threads=0
+) -> dict:
+    """`flush`: (bytes, threads) written before each timed call (0: caches stay warm);
+    `threads`: the target's cores, the team size of every parallel runtime the candidate loads
+    (0: their defaults)."""
     return {
         "lib": lib,
         "ref": ref,
@@ -319,8 +326,19 @@ def _run_spec(lib, signature, ref, repeats=10, min_s=0.05, fault=None, flush=(0,
         "fault": fault,
         "flush_bytes": flush[0],
         "flush_threads": flush[1],
+        "threads": threads,
         **signature,
     }
+
+
+def _threads(target: str) -> int:
+    """The cores a CPU target's kernels are timed on: its num-cores. Our kernels are split for
+    them at build time, but library kernels (the blas and dnnl strategies) would take every
+    core of the machine and look faster than they will run."""
+    from relaxmlir.target import Target
+
+    t = Target(target)
+    return t.num_cores if t.kind == "llvm" else 0
 
 
 def _child(program: str, spec: str, timeout_s: float, step: str) -> dict:
@@ -602,7 +620,7 @@ def build_and_run(
         if ref_npz is not None:
             with open(ref, "wb") as f:
                 f.write(ref_npz)
-        out = run_candidate(lib, built, ref, timeout_s, flush=flush)
+        out = run_candidate(lib, built, ref, timeout_s, flush=flush, threads=_threads(target))
         if ref_npz is None and "times_us" in out:
             with open(ref, "rb") as f:
                 out["reference"] = f.read()
@@ -683,7 +701,10 @@ class Measurer:
                     error = "no reference result (the default schedule failed)"
                     results[i].append({"knobs": knobs, "error": error})
                     continue
-                spec = _run_spec(lib, built, ref, fault=_fault("run", knobs), flush=self.flush)
+                spec = _run_spec(
+                    lib, built, ref, fault=_fault("run", knobs), flush=self.flush,
+                    threads=_threads(target),
+                )  # fmt: skip
                 results[i].append({"knobs": knobs, **self.runner.run(spec, self.timeout_s)})
         for _, lib, _ in jobs:
             try:

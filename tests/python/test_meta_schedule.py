@@ -99,6 +99,30 @@ def test_compare_takes_turns_with_cold_caches(tmp_path):
     assert all(len(r["times_us"]) >= 10 and r["knobs"] == knobs for rs in rounds for r in rs)
 
 
+def test_candidates_are_timed_on_the_targets_cores(tmp_path, monkeypatch):
+    """Our kernels are split for the target's cores at build time, but library kernels (the
+    blas and dnnl strategies) would take every core of the machine: each candidate is timed
+    with the parallel runtimes' team size set to the target's num-cores."""
+    from relaxmlir.meta_schedule import measure
+
+    specs = []
+    real = measure.ForkRunner.run
+
+    def spy(self, spec, timeout_s):
+        specs.append(spec)
+        return real(self, spec, timeout_s)
+
+    monkeypatch.setattr(measure.ForkRunner, "run", spy)
+    target = Target({"kind": "llvm", "num-cores": 1})
+    task = ms.extract_tasks(_mlp(16), target)[1]
+    with measure.Measurer(str(tmp_path), 1, timeout_s=30) as m:
+        (result,) = m.measure(task, [task.default_knobs()], str(target))
+    assert "times_us" in result and [s["threads"] for s in specs] == [1]
+    assert "RELAXMLIR_NUM_THREADS" in measure._MEASURE  # what the runner sets from it
+    assert measure._threads(str(Target({"kind": "llvm", "num-cores": 3}))) == 3
+    assert measure._threads("cuda") == 0  # GPU candidates: the trials runner's business
+
+
 def test_tasks_have_knobs_and_keys():
     tasks = ms.extract_tasks(_mlp(), Target("llvm"))
     assert len(tasks) == 2 and tasks[0].flops > tasks[1].flops
