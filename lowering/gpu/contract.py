@@ -1385,7 +1385,7 @@ class _StridedStage(_Stage):
             position = zero
             for i, stride in zip(at, adv.strides):
                 position = emit.add(position, emit.mul(i, stride))
-            # outside the operand: the window's start, which stays inside as the channel moves
+            # in the padding or past an edge: position 0, inside the buffer at every channel
             position = emit.select(emit.both(own_in, inside), position, zero)
             self.elements.append((position, ki, own_in, inside))
 
