@@ -57,10 +57,14 @@ SMALL_REGISTER_TILE = 16  # FMA tiles with fewer outputs per thread are split-K'
 MAX_SPLITS = 16
 SPLIT_ATTR = "relax.gpu_contract_split"  # on the contraction: K splits (split-K), when > 1
 STAGES_ATTR = "relax.gpu_contract_stages"  # on the contraction: the cp.async ring's tiles (tuned)
+MIN_BLOCKS_ATTR = "relax.gpu_contract_min_blocks"  # on the contraction: blocks per SM (tuned)
 
 # Tunable knobs of the Matmul rule (lowering/gpu/space.py declares their values): the tile
 # config by name, the K splits, the cp.async ring's length (0: as many as fit).
 TILE_KNOB, SPLITS_KNOB, STAGES_KNOB = "gpu.matmul.tile", "gpu.matmul.splits", "gpu.matmul.stages"
+# ... and, on FMA tiles, the blocks per SM their registers must leave room for (0: the rule's
+# choice, `_min_blocks`; 1: no cap; 2: at most 128 registers at 256 threads)
+MIN_BLOCKS_KNOB, MIN_BLOCKS_CHOICES = "gpu.matmul.min_blocks", (0, 1, 2)
 
 
 @dataclass(frozen=True)
@@ -286,6 +290,7 @@ class Plan:
     splits: int = 1
     pads: list[tuple[int, int, int]] = field(default_factory=list)  # (input, fill, copy) ops
     stages: int = 0  # the cp.async ring's tiles, at most (0: as many as fit)
+    min_blocks: int = 0  # FMA tiles: blocks per SM to leave registers for (0: the rule's choice)
 
 
 def configs_for(op: ir.Operation, allow_tf32: bool, tuning: bool = False) -> tuple[Config, ...]:
@@ -334,6 +339,11 @@ def plan(
             raise PassError(
                 f"{STAGES_KNOB} = {stages!r}: expected 0 (as many as fit) or 2 to {MAX_STAGES}"
             )
+        min_blocks = knobs.get(MIN_BLOCKS_KNOB, 0)
+        if min_blocks not in MIN_BLOCKS_CHOICES:
+            raise PassError(
+                f"{MIN_BLOCKS_KNOB} = {min_blocks!r}: expected 0 (the rule's choice), 1 or 2"
+            )
         op = ops[c]
         init_def = op.operands[2].owner
         init = next((i for i, o in enumerate(ops) if o == init_def and emit.is_fill(o)), None)
@@ -353,7 +363,7 @@ def plan(
             epilogue.append((nxt, slots[0]))
             value = cand.results[0]
         pads = [p for p in (_padding(ops, op, i) for i in (0, 1)) if p is not None]
-        return Plan(c, init, epilogue, cfg, splits, pads, stages)
+        return Plan(c, init, epilogue, cfg, splits, pads, stages, min_blocks)
     return None
 
 
@@ -426,6 +436,8 @@ def tag(ops: list[ir.Operation], p: Plan) -> list[int]:
         ops[p.contraction].attributes[SPLIT_ATTR] = ir.IntegerAttr.get(i64, p.splits)
     if p.stages:
         ops[p.contraction].attributes[STAGES_ATTR] = ir.IntegerAttr.get(i64, p.stages)
+    if p.min_blocks:
+        ops[p.contraction].attributes[MIN_BLOCKS_ATTR] = ir.IntegerAttr.get(i64, p.min_blocks)
     members = [p.contraction]
     if p.init is not None:
         ops[p.init].attributes[INIT_ATTR] = ir.UnitAttr.get(ctx)
@@ -783,7 +795,9 @@ class _Job:
             memref.DeallocOp(self.partials)
 
 
-def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict) -> None:
+def _build(
+    contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict, blocks: int = 0
+) -> None:
     job = _Job(contraction, init, epilogue, cfg, splits, pads)
     r, a, b, cfg = job.r, job.a, job.b, job.cfg
     bm, bn, bk, tm, tn = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn
@@ -791,14 +805,10 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, 
     m_fast = bool(r.m) and out_dims[-1] in r.m  # threads run along the output's contiguous axis
 
     with contraction.location, ir.InsertionPoint(job.anchor):
-        # Two blocks per SM where a thread holds many values (a large register tile, or many
-        # staged elements: 64x64 whole-window tiles), so that one block's barriers leave the
-        # SM to the other: ptxas left free takes up to 150 registers and fits one block
-        staged = (bm + bn) * bk // cfg.threads
-        min_blocks = FMA_MIN_BLOCKS if tm * tn + 4 * staged >= BUSY_THREAD else 0
+        blocks = blocks or _min_blocks(cfg)
         body = job.launch(
             [emit.shared([bk, bm + PAD], a.elem), emit.shared([bk, bn + PAD], b.elem)],
-            min_blocks=min_blocks,
+            min_blocks=blocks if blocks > 1 else 0,
         )
         smem_a, smem_b = body.arguments[12], body.arguments[13]
         with ir.InsertionPoint(body):
@@ -835,6 +845,15 @@ def _build(contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, 
                     job.finish(results[i * tn + j], rows[i], cols[j])
             gpu.TerminatorOp()
         job.close()
+
+
+def _min_blocks(cfg: Config) -> int:
+    """Blocks per SM the FMA kernel's registers leave room for: two where a thread holds many
+    values (a large register tile, or many staged elements: 64x64 whole-window tiles), so that
+    one block's barriers leave the SM to the other (ptxas, left free, took up to 150 registers
+    and fitted one block); else one (no cap)."""
+    staged = -(-(cfg.bm + cfg.bn) * cfg.bk // cfg.threads)
+    return FMA_MIN_BLOCKS if cfg.tm * cfg.tn + 4 * staged >= BUSY_THREAD else 1
 
 
 def _build_mma(
@@ -1574,7 +1593,8 @@ def contract_kernels():
                 if cfg.mma:
                     _build_mma(op, init, epilogue, cfg, splits, pads, _int_attr(op, STAGES_ATTR, 0))
                 else:
-                    _build(op, init, epilogue, cfg, splits, pads)
+                    blocks = _int_attr(op, MIN_BLOCKS_ATTR, 0)
+                    _build(op, init, epilogue, cfg, splits, pads, blocks)
                 buffers = [op.operands[i] for i in pads]
                 for o in [op, *(e for e, _ in epilogue)] + ([init] if init is not None else []):
                     o.erase()

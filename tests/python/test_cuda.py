@@ -126,8 +126,13 @@ def test_matmul_rule_stages_tiles_through_shared_memory(m, n, k, tile, splits):
 def test_busy_fma_kernels_keep_two_blocks_per_sm(tmp_path):
     """A 3x3 convolution (64x64 tile) stages 18 elements a thread per K tile of four whole
     windows: its kernel is capped at 128 registers (.maxnreg: two 256-thread blocks per SM),
-    which ptxas meets without spilling. A lean kernel (a 2x2 register tile) stays uncapped."""
+    which ptxas meets without spilling; the tuning knob gpu.matmul.min_blocks = 1 lifts the
+    cap. A lean kernel (a 2x2 register tile) stays uncapped."""
     import subprocess
+
+    from lowering.schedule.space import set_tuned_table
+    from relaxmlir import meta_schedule as ms
+    from relaxmlir.target import Target
 
     x = relax.Var("x", relax.TensorStructInfo((32, 64, 28, 28), "float32"))
     w = relax.Var("w", relax.TensorStructInfo((64, 64, 3, 3), "float32"))
@@ -136,8 +141,19 @@ def test_busy_fma_kernels_keep_two_blocks_per_sm(tmp_path):
         with bb.dataflow():
             out = bb.emit_output(relax.op.nn.conv2d(x, w, padding=1))
         bb.emit_func_output(out)
-    (ptx,) = [k for k in check_ptx(relax.build(bb.get(), target="cuda")).values() if "fma" in k]
+    mod = bb.get()
+    (ptx,) = [k for k in check_ptx(relax.build(mod, target="cuda")).values() if "fma" in k]
     assert ".maxnreg 128" in ptx
+    task = next(
+        t for t in ms.extract_tasks(mod, Target("cuda")) if "gpu.matmul.min_blocks" in t.space
+    )
+    assert task.space["gpu.matmul.min_blocks"].values == (0, 1, 2)
+    tuned = mod.clone()
+    set_tuned_table(
+        tuned.module.operation, {task.key: {**task.default_knobs(), "gpu.matmul.min_blocks": 1}}
+    )
+    (free,) = [k for k in check_ptx(relax.build(tuned, target="cuda")).values() if "fma" in k]
+    assert ".maxnreg" not in free
     src = tmp_path / "conv.ptx"
     src.write_text(ptx)
     proc = subprocess.run(
