@@ -58,6 +58,7 @@ MAX_SPLITS = 16
 SPLIT_ATTR = "relax.gpu_contract_split"  # on the contraction: K splits (split-K), when > 1
 STAGES_ATTR = "relax.gpu_contract_stages"  # on the contraction: the cp.async ring's tiles (tuned)
 MIN_BLOCKS_ATTR = "relax.gpu_contract_min_blocks"  # on the contraction: blocks per SM (tuned)
+NO_WINDOW_ATTR = "relax.gpu_contract_no_window"  # on the contraction: K tiles of the config's BK
 
 # Tunable knobs of the Matmul rule (lowering/gpu/space.py declares their values): the tile
 # config by name, the K splits, the cp.async ring's length (0: as many as fit).
@@ -65,6 +66,9 @@ TILE_KNOB, SPLITS_KNOB, STAGES_KNOB = "gpu.matmul.tile", "gpu.matmul.splits", "g
 # ... and, on FMA tiles, the blocks per SM their registers must leave room for (0: the rule's
 # choice, `_min_blocks`; 1: no cap; 2: at most 128 registers at 256 threads)
 MIN_BLOCKS_KNOB, MIN_BLOCKS_CHOICES = "gpu.matmul.min_blocks", (0, 1, 2)
+# ... and whether their K tiles hold whole convolution windows (`_window_bk`; 1, the default)
+# or keep the config's BK (0)
+WINDOW_KNOB = "gpu.matmul.window_k"
 
 
 @dataclass(frozen=True)
@@ -291,6 +295,7 @@ class Plan:
     pads: list[tuple[int, int, int]] = field(default_factory=list)  # (input, fill, copy) ops
     stages: int = 0  # the cp.async ring's tiles, at most (0: as many as fit)
     min_blocks: int = 0  # FMA tiles: blocks per SM to leave registers for (0: the rule's choice)
+    window: bool = True  # FMA tiles: K tiles of whole windows where that helps (`_window_bk`)
 
 
 def configs_for(op: ir.Operation, allow_tf32: bool, tuning: bool = False) -> tuple[Config, ...]:
@@ -344,6 +349,9 @@ def plan(
             raise PassError(
                 f"{MIN_BLOCKS_KNOB} = {min_blocks!r}: expected 0 (the rule's choice), 1 or 2"
             )
+        window = knobs.get(WINDOW_KNOB, 1)
+        if window not in (0, 1):
+            raise PassError(f"{WINDOW_KNOB} = {window!r}: expected 1 (whole windows) or 0")
         op = ops[c]
         init_def = op.operands[2].owner
         init = next((i for i, o in enumerate(ops) if o == init_def and emit.is_fill(o)), None)
@@ -363,7 +371,7 @@ def plan(
             epilogue.append((nxt, slots[0]))
             value = cand.results[0]
         pads = [p for p in (_padding(ops, op, i) for i in (0, 1)) if p is not None]
-        return Plan(c, init, epilogue, cfg, splits, pads, stages, min_blocks)
+        return Plan(c, init, epilogue, cfg, splits, pads, stages, min_blocks, bool(window))
     return None
 
 
@@ -438,6 +446,8 @@ def tag(ops: list[ir.Operation], p: Plan) -> list[int]:
         ops[p.contraction].attributes[STAGES_ATTR] = ir.IntegerAttr.get(i64, p.stages)
     if p.min_blocks:
         ops[p.contraction].attributes[MIN_BLOCKS_ATTR] = ir.IntegerAttr.get(i64, p.min_blocks)
+    if not p.window:
+        ops[p.contraction].attributes[NO_WINDOW_ATTR] = ir.UnitAttr.get(ctx)
     members = [p.contraction]
     if p.init is not None:
         ops[p.init].attributes[INIT_ATTR] = ir.UnitAttr.get(ctx)
@@ -629,7 +639,9 @@ class _Job:
     the split-K workspace, the block's place in the grid, the first value of an accumulator,
     the staged operand tiles and their K range, and where each result goes."""
 
-    def __init__(self, contraction, init, epilogue, cfg: Config, splits: int, pads: dict):
+    def __init__(
+        self, contraction, init, epilogue, cfg: Config, splits: int, pads: dict, window=True
+    ):
         r = roles(contraction)
         if r is None:
             raise PassError(
@@ -650,7 +662,7 @@ class _Job:
         self.b = _Operand(contraction.operands[1], self.maps[1], r.n, r, cfg.bn, cfg.bk)
         self.a.pad, self.b.pad = pads.get(0), pads.get(1)
         advances = [_advance(op, r) for op in (self.a, self.b)]
-        if not cfg.mma:  # the FMA kernel's K tile: whole windows where that makes staging cheap
+        if window and not cfg.mma:  # the FMA kernel's K tile: whole windows where that helps
             cfg = self.cfg = replace(cfg, bk=_window_bk(r, cfg, advances))
         for op, adv in zip((self.a, self.b), advances):
             op.bk = cfg.bk
@@ -796,9 +808,16 @@ class _Job:
 
 
 def _build(
-    contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict, blocks: int = 0
+    contraction: ir.Operation,
+    init,
+    epilogue,
+    cfg: Config,
+    splits: int,
+    pads: dict,
+    blocks: int = 0,
+    window: bool = True,
 ) -> None:
-    job = _Job(contraction, init, epilogue, cfg, splits, pads)
+    job = _Job(contraction, init, epilogue, cfg, splits, pads, window)
     r, a, b, cfg = job.r, job.a, job.b, job.cfg
     bm, bn, bk, tm, tn = cfg.bm, cfg.bn, cfg.bk, cfg.tm, cfg.tn
     out_dims = [e.position for e in job.maps[2].results]
@@ -1594,7 +1613,8 @@ def contract_kernels():
                     _build_mma(op, init, epilogue, cfg, splits, pads, _int_attr(op, STAGES_ATTR, 0))
                 else:
                     blocks = _int_attr(op, MIN_BLOCKS_ATTR, 0)
-                    _build(op, init, epilogue, cfg, splits, pads, blocks)
+                    window = NO_WINDOW_ATTR not in op.attributes
+                    _build(op, init, epilogue, cfg, splits, pads, blocks, window)
                 buffers = [op.operands[i] for i in pads]
                 for o in [op, *(e for e, _ in epilogue)] + ([init] if init is not None else []):
                     o.erase()

@@ -5,10 +5,11 @@ cuda target, read the same way (a kernel's `relax.schedule_knobs`, or the module
 keyed by `kernel_key`, through `knobs_of` in `relax-schedule-gpu`). The default point of every
 space is the schedule the rules choose on their own, so tuning can only add options.
 
-The Matmul rule's contraction kernel (contract.py) has up to four knobs: the block tile among
+The Matmul rule's contraction kernel (contract.py) has up to five knobs: the block tile among
 the configs its operands allow (FMA, f16 / bf16 tensor cores, TF32), the K splits (split-K),
 on tensor cores how many tiles the cp.async ring holds (0: as many as fit in shared memory),
-and on FMA tiles how many blocks per SM their registers leave room for (0: the rule's choice).
+and on FMA tiles how many blocks per SM their registers leave room for (0: the rule's choice)
+and, for convolutions, whether K tiles hold whole windows (1) or keep the config's BK (0).
 """
 
 from __future__ import annotations
@@ -42,8 +43,10 @@ def _contraction(ops: list[ir.Operation], target) -> list[Knob]:
     ]
     if p.config.mma:
         knobs.append(Knob(contract.STAGES_KNOB, STAGE_CHOICES, 0))
-    elif not any(c.mma for c in configs):  # FMA tiles: their register cap
+    elif not any(c.mma for c in configs):  # FMA tiles: their register cap, their K tiles
         knobs.append(Knob(contract.MIN_BLOCKS_KNOB, contract.MIN_BLOCKS_CHOICES, 0))
+        if len(r.k) > 1:  # a window to tile K by
+            knobs.append(Knob(contract.WINDOW_KNOB, (1, 0), 1))
     return knobs
 
 

@@ -127,7 +127,8 @@ def test_busy_fma_kernels_keep_two_blocks_per_sm(tmp_path):
     """A 3x3 convolution (64x64 tile) stages 18 elements a thread per K tile of four whole
     windows: its kernel is capped at 128 registers (.maxnreg: two 256-thread blocks per SM),
     which ptxas meets without spilling; the tuning knob gpu.matmul.min_blocks = 1 lifts the
-    cap. A lean kernel (a 2x2 register tile) stays uncapped."""
+    cap, and gpu.matmul.window_k = 0 keeps K tiles of 8. A lean kernel (a 2x2 register tile)
+    stays uncapped."""
     import subprocess
 
     from lowering.schedule.space import set_tuned_table
@@ -154,6 +155,16 @@ def test_busy_fma_kernels_keep_two_blocks_per_sm(tmp_path):
     )
     (free,) = [k for k in check_ptx(relax.build(tuned, target="cuda")).values() if "fma" in k]
     assert ".maxnreg" not in free
+    # gpu.matmul.window_k = 0: K tiles of the config's 8 instead of 4 windows of 9
+    shared = [int(b) for b in re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", ptx)]
+    assert shared == [36 * 68 * 4] * 2
+    tuned = mod.clone()
+    set_tuned_table(
+        tuned.module.operation, {task.key: {**task.default_knobs(), "gpu.matmul.window_k": 0}}
+    )
+    (plain,) = [k for k in check_ptx(relax.build(tuned, target="cuda")).values() if "fma" in k]
+    shared = [int(b) for b in re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", plain)]
+    assert shared == [8 * 68 * 4] * 2
     src = tmp_path / "conv.ptx"
     src.write_text(ptx)
     proc = subprocess.run(

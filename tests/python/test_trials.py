@@ -270,6 +270,7 @@ def test_tuning_only_tiles_compute_the_matmul(dtype, tile):
         ({"gpu.matmul.splits": 0}, "gpu.matmul.splits = 0: expected an int from 1 to 16"),
         ({"gpu.matmul.stages": 7}, "gpu.matmul.stages = 7: expected 0"),
         ({"gpu.matmul.min_blocks": 3}, "gpu.matmul.min_blocks = 3: expected 0"),
+        ({"gpu.matmul.window_k": 2}, "gpu.matmul.window_k = 2: expected 1"),
     ],
 )
 def test_a_knob_value_the_kernel_cannot_take_is_a_clear_build_error(knob, match):
