@@ -94,6 +94,22 @@ def _mutate(task, knobs: dict, rng: random.Random) -> dict:
     return out
 
 
+def neighbours(task, around: dict, rng: random.Random) -> list[dict]:
+    """The points one knob away from `around` (each other value of each knob), the knobs taking
+    turns (each knob's first change, then each one's second, ...), so that a small budget
+    changes every knob once before any twice: a first measurement on a new machine compares
+    each knob with the default, one at a time."""
+    changes = []
+    for name in sorted(task.space):
+        others = [v for v in task.space[name].values if v != around.get(name)]
+        rng.shuffle(others)
+        changes.append([{**around, name: v} for v in others])
+    out = []
+    for turn in itertools.zip_longest(*changes):
+        out += [k for k in turn if k is not None]
+    return out
+
+
 def per_task_budget(max_trials_global: int, max_trials_per_task: int | None, tasks: int) -> int:
     """Trials a task may take: as given, else the global budget spread over the tasks, at
     least 8."""

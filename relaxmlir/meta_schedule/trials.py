@@ -22,7 +22,13 @@ import shutil
 
 from relaxmlir.meta_schedule.database import CONFIRM_MARGIN, CONFIRM_ROUNDS, JSONDatabase, knobs_id
 from relaxmlir.meta_schedule.measure import BuilderPool, _build_spec
-from relaxmlir.meta_schedule.search import CostModel, per_task_budget, propose, space_size
+from relaxmlir.meta_schedule.search import (
+    CostModel,
+    neighbours,
+    per_task_budget,
+    propose,
+    space_size,
+)
 from relaxmlir.meta_schedule.task import Task, extract_tasks
 from relaxmlir.runtime import trials as runner
 from relaxmlir.runtime.device import TARGET_DEVICE
@@ -70,8 +76,13 @@ def export_trials(
         budget = min(per_task, space_size(t), left) - len(measured)
         if budget <= 0:
             continue
-        # the default always leads: the runner checks the others against its outputs
-        picks = propose(t, measured | {knobs_id(default)}, [], CostModel(), budget - 1, rng)
+        # the default always leads: the runner checks the others against its outputs; then
+        # its neighbours (one knob changed), then random points (no measurement to learn from)
+        taken = measured | {knobs_id(default)}
+        picks = [k for k in neighbours(t, default, rng) if knobs_id(k) not in taken]
+        picks = picks[: budget - 1]
+        taken |= {knobs_id(k) for k in picks}
+        picks += propose(t, taken, [], CostModel(), budget - 1 - len(picks), rng)
         plans.append((t, [default, *picks]))
         left -= len(picks) + 1
     pool = BuilderPool(max(1, num_workers), folder)

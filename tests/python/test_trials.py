@@ -58,6 +58,22 @@ def _runner(folder, env_extra: dict | None = None, blocker: Path | None = None, 
     )  # fmt: skip
 
 
+def test_neighbours_change_each_knob_once_before_any_twice():
+    """The one-shot export's first candidates after the default (search.neighbours)."""
+    import random
+    from types import SimpleNamespace
+
+    from lowering.schedule.space import Knob
+    from relaxmlir.meta_schedule.search import neighbours
+
+    task = SimpleNamespace(space={"a": Knob("a", (1, 2, 3), 1), "b": Knob("b", ("x", "y"), "x")})
+    around = {"a": 1, "b": "x"}
+    got = neighbours(task, around, random.Random(0))
+    assert len(got) == 3 and all(sum(k[n] != around[n] for n in around) == 1 for k in got)
+    assert [next(n for n in around if k[n] != around[n]) for k in got] == ["a", "b", "a"]
+    assert {k["a"] for k in got if k["a"] != 1} == {2, 3}
+
+
 def test_cuda_kernels_have_gpu_knobs_whose_default_is_the_default_schedule():
     """A cuda matmul task declares the Matmul rule's knobs (tile config, K splits, ring
     length); the default point builds the very kernel the rules choose alone, and another point
@@ -113,7 +129,14 @@ def test_trials_exported_timed_without_mlir_and_imported(tmp_path):
     assert manifest["device"] == "cpu" and manifest["target"] == str(target)
     assert [len(t["candidates"]) for t in manifest["tasks"]] == [3, 3]
     first = manifest["tasks"][0]
-    assert first["candidates"][0]["knobs"] == ms.extract_tasks(mod, target)[0].default_knobs()
+    default = ms.extract_tasks(mod, target)[0].default_knobs()
+    assert first["candidates"][0]["knobs"] == default
+    # then the default's neighbours: one knob changed each, no knob twice before all once
+    changed = [
+        [name for name, v in c["knobs"].items() if default[name] != v]
+        for c in first["candidates"][1:]
+    ]
+    assert [len(c) for c in changed] == [1, 1] and changed[0] != changed[1]
     (folder / first["candidates"][2]["lib"]).write_bytes(b"not a library")
     cc = shutil.which("cc") or shutil.which("gcc")
     if cc is not None:  # a library whose loading never ends
