@@ -54,6 +54,7 @@ MIN_SPLIT_K = 256  # a K split keeps at least this many steps of the reduction
 FMA_MIN_BLOCKS = 2  # blocks per SM a busy FMA kernel's registers leave room for
 BUSY_THREAD = 64  # ... busy: accumulators + 4 per staged element (value, address, test)
 SMALL_REGISTER_TILE = 16  # FMA tiles with fewer outputs per thread are split-K's last resort
+LONG_SPLIT_K = 1024  # ... unless a larger tile's splits would each keep at least this much of K
 MAX_SPLITS = 16
 SPLIT_ATTR = "relax.gpu_contract_split"  # on the contraction: K splits (split-K), when > 1
 STAGES_ATTR = "relax.gpu_contract_stages"  # on the contraction: the cp.async ring's tiles (tuned)
@@ -229,12 +230,13 @@ def choose(r: Roles, configs: tuple[Config, ...] = CONFIGS) -> tuple[Config, int
             return best, 1
         # A 2x2 register tile makes 4 FMAs per two shared-memory reads: the SM's shared-memory
         # bandwidth, not its FMA units, bounds it. Where K is long, a larger tile split along K
-        # fills the GPU as well (ResNet's last stage at batch 32).
+        # fills the GPU as well (ResNet's last stage at batch 32: K 4608 in 2 splits); each
+        # split keeps a long K, so the partial sums and their fold stay small beside it.
         split = []
         for c in configs:
             splits = -(-MANY_BLOCKS // blocks(c))
             big = c.tm * c.tn >= SMALL_REGISTER_TILE
-            if big and splits <= MAX_SPLITS and k // splits >= MIN_SPLIT_K:
+            if big and splits <= MAX_SPLITS and k // splits >= LONG_SPLIT_K:
                 split.append((c, splits))
         if split:
             return min(split, key=lambda cs: (padded(cs[0]), cs[1]))
