@@ -287,6 +287,44 @@ def test_tuning_only_tiles_compute_the_matmul(dtype, tile):
 
 
 @pytest.mark.parametrize(
+    "knobs, bk",
+    [
+        ({"gpu.matmul.tile": "128x128/8x8"}, 18),  # K tiles of 2 windows
+        ({"gpu.matmul.tile": "128x64/8x4"}, 36),
+        ({"gpu.matmul.tile": "32x32/4x4"}, 18),  # on 64 threads
+        ({"gpu.matmul.tile": "64x64/4x4", "gpu.matmul.splits": 2}, 36),  # split-K
+        ({"gpu.matmul.window_k": 0, "gpu.matmul.min_blocks": 1}, 8),  # the config's BK
+    ],
+)
+def test_conv_kernel_knobs_compute_the_convolution(knobs, bk):
+    """A padded 3x3 convolution under tuned knobs (tiles the heuristic does not pick here, a
+    split, the whole-window K tiles off), interpreted against torch (float32, 1e-4 relative to
+    the result's scale)."""
+    import torch
+    from test_gpu_interpret import close, function
+
+    from relaxmlir.tools.gpu_interpret import interpret
+
+    rng = np.random.default_rng(3)
+    x = rng.standard_normal((1, 8, 9, 10)).astype("float32")
+    w = rng.standard_normal((20, 8, 3, 3)).astype("float32")
+    mod = function(
+        [(x.shape, "float32"), (w.shape, "float32")],
+        lambda bb, xv, wv: relax.op.nn.conv2d(xv, wv, padding=1),
+    )
+    (task,) = [t for t in ms.extract_tasks(mod, Target("cuda")) if "gpu.matmul.tile" in t.space]
+    tuned = mod.clone()
+    set_tuned_table(tuned.module.operation, {task.key: {**task.default_knobs(), **knobs}})
+    out = np.full((1, 20, 9, 10), np.nan, np.float32)
+    text = str(interpret(tuned, x, w, out).module)
+    assert re.search(r"workgroup\(%\w+ : memref<(\d+)x", text).group(1) == str(bk)
+    ref = torch.nn.functional.conv2d(
+        torch.from_numpy(x.astype(np.float64)), torch.from_numpy(w.astype(np.float64)), padding=1
+    ).numpy()
+    close(out, ref, 1e-4)
+
+
+@pytest.mark.parametrize(
     "knob, match",
     [
         ({"gpu.matmul.tile": "huge"}, "gpu.matmul.tile = 'huge': this op takes mma128x128"),
