@@ -380,6 +380,33 @@ def min_blocks():
     return run
 
 
+SHARED_VECTOR_BYTES = 16  # the widest shared-memory access of our kernels (ld/st.shared.v4)
+
+
+@register_pass(
+    "relax-gpu-align-shared",
+    "after outlining: each kernel's static shared buffers aligned for 16-byte vector accesses",
+)
+def align_shared():
+    """The kernels read and write their shared tiles in 16-byte vectors (the register tile's
+    K rows, staged vectors); NVVM lowering declares a workgroup buffer with its element's
+    alignment (`.shared .align 4`) unless the attribution says otherwise, which leaves a
+    vector access aligned only by where ptxas happens to place the buffer."""
+
+    def run(module_op: ir.Operation) -> None:
+        i64 = ir.IntegerType.get_signless(64)
+        for fn in _walk(module_op, ("gpu.func",)):
+            if "workgroup_attributions" not in fn.attributes:
+                continue
+            n = ir.IntegerAttr(fn.attributes["workgroup_attributions"]).value
+            if not n:
+                continue
+            align = ir.DictAttr.get({"llvm.align": ir.IntegerAttr.get(i64, SHARED_VECTOR_BYTES)})
+            fn.attributes["workgroup_attrib_attrs"] = ir.ArrayAttr.get([align] * n)
+
+    return run
+
+
 @register_pass(
     "relax-gpu-host-memory",
     "host-side buffers -> device memory: memref.alloc/dealloc/copy -> gpu.alloc/dealloc/memcpy",
