@@ -507,12 +507,8 @@ class _Operand:
         at = emit.apply_map(self.map, dims)
         if self.pad is None:
             return emit.load(self.value, at)
-        p, inside, shifted = self.pad, None, []
-        for i, lo, n, full in zip(at, p.offsets, p.shape, p.padded):
-            j = arith.SubIOp(i, emit.const(lo)).result if lo else i
-            if lo or n != full:  # unsigned: also false where j < 0
-                inside = emit.both(inside, emit.less(j, n))
-            shifted.append(j)
+        p = self.pad
+        shifted, inside = p.shift(at)
         if inside is None:
             return emit.load(p.source, shifted)
         shifted = [emit.select(inside, j, emit.const(0)) for j in shifted]
@@ -529,6 +525,17 @@ class _Pad:
     shape: list[int]
     padded: list[int]
     value: ir.Value
+
+    def shift(self, at: list[ir.Value]) -> tuple[list[ir.Value], ir.Value | None]:
+        """Indices `at` of the padded buffer as indices of `source`, and whether they fall
+        inside it (None: always; one unsigned compare per padded axis covers both edges)."""
+        shifted, inside = [], None
+        for i, lo, n, full in zip(at, self.offsets, self.shape, self.padded):
+            j = arith.SubIOp(i, emit.const(lo)).result if lo else i
+            if lo or n != full:  # unsigned: also false where j < 0
+                inside = emit.both(inside, emit.less(j, n))
+            shifted.append(j)
+        return shifted, inside
 
 
 def _erase_if_unread(buffer: ir.Value) -> None:
@@ -873,8 +880,14 @@ def _min_blocks(cfg: Config) -> int:
     values (a large register tile, or many staged elements: 64x64 whole-window tiles), so that
     one block's barriers leave the SM to the other (ptxas, left free, took up to 150 registers
     and fitted one block); else one (no cap)."""
-    staged = -(-(cfg.bm + cfg.bn) * cfg.bk // cfg.threads)
-    return FMA_MIN_BLOCKS if cfg.tm * cfg.tn + 4 * staged >= BUSY_THREAD else 1
+    busy = cfg.tm * cfg.tn + 4 * _staged(cfg, cfg.bk) >= BUSY_THREAD
+    return FMA_MIN_BLOCKS if busy else 1
+
+
+def _staged(cfg: Config, bk: int) -> int:
+    """Elements of both operand tiles a thread stages per K tile of `bk` (the last rep may
+    be partial)."""
+    return -(-(cfg.bm + cfg.bn) * bk // cfg.threads)
 
 
 def _build_mma(
@@ -1390,7 +1403,7 @@ def _window_bk(r: Roles, cfg: Config, advances: list) -> int:
     whole = pymath.lcm(t // pymath.gcd(t, cfg.bm), t // pymath.gcd(t, cfg.bn))
     for unit in (pymath.lcm(inner, whole), inner):
         bk = unit * -(-cfg.bk // unit)
-        if -(-(cfg.bm + cfg.bn) * bk // t) <= MAX_STAGED and bk <= k_total:
+        if _staged(cfg, bk) <= MAX_STAGED and bk <= k_total:
             return bk
     return cfg.bk
 
@@ -1415,13 +1428,7 @@ class _StridedStage(_Stage):
             dims, _ = tile.operand(role, own, zero, ki, k_total)
             at, inside = emit.apply_map(op.map, dims), None
             if op.pad is not None:
-                p, shifted = op.pad, []
-                for i, lo, n, full in zip(at, p.offsets, p.shape, p.padded):
-                    j = arith.SubIOp(i, emit.const(lo)).result if lo else i
-                    if lo or n != full:  # unsigned: also false where j < 0
-                        inside = emit.both(inside, emit.less(j, n))
-                    shifted.append(j)
-                at = shifted
+                at, inside = op.pad.shift(at)
             position = zero
             for i, stride in zip(at, adv.strides):
                 position = emit.add(position, emit.mul(i, stride))

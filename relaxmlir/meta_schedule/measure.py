@@ -690,6 +690,7 @@ class Measurer:
         # would take the cores it is timed on.
         built_all = [job.result() for _, _, job in jobs]
         results: list[list[dict]] = [[] for _ in candidates]
+        threads = _threads(target)
         for _ in range(rounds):
             for i, ((knobs, lib, _), built) in enumerate(zip(jobs, built_all)):
                 if "error" in built:
@@ -702,9 +703,8 @@ class Measurer:
                     results[i].append({"knobs": knobs, "error": error})
                     continue
                 spec = _run_spec(
-                    lib, built, ref, fault=_fault("run", knobs), flush=self.flush,
-                    threads=_threads(target),
-                )  # fmt: skip
+                    lib, built, ref, fault=_fault("run", knobs), flush=self.flush, threads=threads
+                )
                 results[i].append({"knobs": knobs, **self.runner.run(spec, self.timeout_s)})
         for _, lib, _ in jobs:
             try:

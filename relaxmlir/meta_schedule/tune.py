@@ -154,8 +154,9 @@ def _tune_on_gpu(
     distributed,
 ) -> JSONDatabase:  # fmt: skip
     """cuda candidates are timed on this machine's GPU through the trials route (built and
-    exported first, then measured by the runtime's runner, then read back): one round of
-    random points of each space, which is small (tile x splits x ring length)."""
+    exported first, then measured by the runtime's runner, then read back): one round per
+    space, which is small: the default, its neighbours (one knob changed each), then random
+    points."""
     from relaxmlir.meta_schedule.trials import export_trials, import_trials, run_here
     from relaxmlir.runtime import cuda_driver
 
