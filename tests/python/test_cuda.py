@@ -46,6 +46,11 @@ def elementwise(shape=(64, 1000)) -> rm.IRModule:
     return bb.get()
 
 
+def _shared_bytes(ptx: str) -> list[int]:
+    """The sizes of a kernel's static shared buffers, in declaration order."""
+    return [int(b) for b in re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", ptx)]
+
+
 def schedules(ex) -> set[str]:
     return set(re.findall(r'relax.schedule = \["([^"]*)"\]', str(ex.lowered)))
 
@@ -116,8 +121,7 @@ def test_matmul_rule_stages_tiles_through_shared_memory(m, n, k, tile, splits):
     assert schedules(ex) == {"matmul"}
     assert len(kernels) == (2 if splits > 1 else 1)  # + the partial sums' fold
     (ptx,) = [k for k in kernels if ".shared" in k]
-    shared = re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", ptx)
-    assert sorted(map(int, shared)) == [tile[0] * tile[1] * 4] * 2
+    assert sorted(_shared_bytes(ptx)) == [tile[0] * tile[1] * 4] * 2
     assert ptx.count("bar.sync") >= 2 and ptx.count("bar.sync") % 2 == 0
     assert "fma.rn.f32" in ptx and "ld.shared.v" in ptx
 
@@ -143,28 +147,24 @@ def test_busy_fma_kernels_keep_two_blocks_per_sm(tmp_path):
             out = bb.emit_output(relax.op.nn.conv2d(x, w, padding=1))
         bb.emit_func_output(out)
     mod = bb.get()
-    (ptx,) = [k for k in check_ptx(relax.build(mod, target="cuda")).values() if "fma" in k]
-    assert ".maxnreg 128" in ptx
     task = next(
         t for t in ms.extract_tasks(mod, Target("cuda")) if "gpu.matmul.min_blocks" in t.space
     )
     assert task.space["gpu.matmul.min_blocks"].values == (0, 1, 2)
-    tuned = mod.clone()
-    set_tuned_table(
-        tuned.module.operation, {task.key: {**task.default_knobs(), "gpu.matmul.min_blocks": 1}}
-    )
-    (free,) = [k for k in check_ptx(relax.build(tuned, target="cuda")).values() if "fma" in k]
-    assert ".maxnreg" not in free
+
+    def fma_kernel(knobs: dict | None = None) -> str:
+        """The conv's PTX, with `knobs` over the default point."""
+        tuned = mod.clone()
+        if knobs:
+            set_tuned_table(tuned.module.operation, {task.key: {**task.default_knobs(), **knobs}})
+        (ptx,) = [k for k in check_ptx(relax.build(tuned, target="cuda")).values() if "fma" in k]
+        return ptx
+
+    ptx = fma_kernel()
+    assert ".maxnreg 128" in ptx and _shared_bytes(ptx) == [36 * 68 * 4] * 2
+    assert ".maxnreg" not in fma_kernel({"gpu.matmul.min_blocks": 1})
     # gpu.matmul.window_k = 0: K tiles of the config's 8 instead of 4 windows of 9
-    shared = [int(b) for b in re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", ptx)]
-    assert shared == [36 * 68 * 4] * 2
-    tuned = mod.clone()
-    set_tuned_table(
-        tuned.module.operation, {task.key: {**task.default_knobs(), "gpu.matmul.window_k": 0}}
-    )
-    (plain,) = [k for k in check_ptx(relax.build(tuned, target="cuda")).values() if "fma" in k]
-    shared = [int(b) for b in re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", plain)]
-    assert shared == [8 * 68 * 4] * 2
+    assert _shared_bytes(fma_kernel({"gpu.matmul.window_k": 0})) == [8 * 68 * 4] * 2
     src = tmp_path / "conv.ptx"
     src.write_text(ptx)
     proc = subprocess.run(
