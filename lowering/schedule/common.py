@@ -28,6 +28,7 @@ PREPACKED_ATTR = "relax.prepacked"  # on a linalg.unpack of an argument packed a
 PATTERNS = ("matmul", "conv", "reduction", "elementwise", "fallback")
 PRINT_SCRIPT_ENV = "RELAXMLIR_PRINT_SCHEDULE"  # set to 1: print every generated script to stderr
 ROWS_VERSION_ATTR = "relax_rows_version"  # temporary: which copy of a row dispatch an op is in
+INIT_FILL_ATTR = "relax_init_fill"  # temporary: the zero fill that starts a tagged op's accumulator
 
 
 @dataclass
@@ -81,7 +82,7 @@ class ScheduleOptions:
     def min_parallel_elements(self) -> int:
         if self.force_parallel:
             return 0
-        return 1 << 17 if self.runtime == "openmp" else 1 << 21
+        return 1 << 16 if self.runtime == "openmp" else 1 << 21
 
     @property
     def min_parallel_copy(self) -> int:
@@ -446,6 +447,20 @@ class Script:
         )
         return tiled, loop
 
+    def fuse_init_fill(self, tag: int, loop: str) -> None:
+        """Fuse the zero fill tagged for op `tag` (`tag_init_fills`) into `loop`, a thread
+        forall: each thread zeroes its own slice of the accumulator where it then computes,
+        instead of one thread zeroing all of it before the parallel region. No-op without one."""
+        fill, fused, new_loop = self.fresh("fill"), self.fresh("fused"), self.fresh("loop")
+        self.emit(
+            f"{fill} = transform.structured.match attributes{{{INIT_FILL_ATTR} = {tag} : i64}} "
+            f"in {self.func} : ({self.ANY}) -> {self.ANY}"
+        )
+        self.emit(
+            f"{fused}, {new_loop} = transform.structured.fuse_into_containing_op {fill} into "
+            f"{loop} : ({self.ANY}, {self.ANY}) -> ({self.ANY}, {self.ANY})"
+        )
+
     def vectorize(self, h: str, vector_sizes: list[int] | None = None) -> None:
         sizes = f" vector_sizes {vector_sizes}" if vector_sizes else ""
         self.emit(f"transform.structured.vectorize {h}{sizes} : {self.ANY}")
@@ -572,6 +587,7 @@ def apply_rules(func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] |
         fold_prepacked(func_op)
         for rule in {id(r): r for r in rules.values()}.values():
             rule.after_prepare(func_op)
+    tag_init_fills(func_op)
     main = Script()
     # Match every op first: handles then follow ops that a later rule's patterns rewrite.
     handles = {tag: main.match_tagged(tag) for tag, _ in picked}
@@ -582,6 +598,27 @@ def apply_rules(func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] |
     approximate_math(func_op)
     contract_fma(func_op)
     return used
+
+
+def tag_init_fills(func_op: ir.Operation) -> None:
+    """Mark each `linalg.fill` that only starts the accumulator of a tagged op (after the
+    prepare script: e.g. the packed C of a packed matmul) with that op's tag, for
+    `Script.fuse_init_fill`."""
+    found = []
+
+    def visit(op):
+        op = op.operation
+        if SCHED_ID_ATTR in op.attributes and op.name.startswith("linalg.") and op.results:
+            init = op.operands[len(op.operands) - 1].owner
+            if isinstance(init, ir.Block) or init.name != "linalg.fill":
+                return ir.WalkResult.ADVANCE
+            if len(list(init.results[0].uses)) == 1:
+                found.append((init.operation, op.attributes[SCHED_ID_ATTR]))
+        return ir.WalkResult.ADVANCE
+
+    func_op.walk(visit)
+    for fill, tag in found:
+        fill.attributes[INIT_FILL_ATTR] = tag
 
 
 def fold_prepacked(func_op: ir.Operation) -> None:
@@ -622,7 +659,7 @@ def fold_prepacked(func_op: ir.Operation) -> None:
 def _untag(root: ir.Operation) -> None:
     def visit(op):
         op = op.operation
-        for name in (SCHED_ID_ATTR, ROWS_VERSION_ATTR):
+        for name in (SCHED_ID_ATTR, ROWS_VERSION_ATTR, INIT_FILL_ATTR):
             if name in op.attributes:
                 del op.attributes[name]
         return ir.WalkResult.ADVANCE

@@ -247,7 +247,8 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
         elif m_blocks >= threads:
             sizes[info.m] = m_span = _ceil(m_blocks, threads)
         if any(sizes):
-            h, _ = s.tile_forall(h, tile_sizes=sizes)
+            h, forall = s.tile_forall(h, tile_sizes=sizes)
+            s.fuse_init_fill(info.tag, forall)
     # Cache level: N blocks, then K blocks, then M blocks (B block stays in L2, A block in L2).
     cache = [1 if d in info.batch else 0 for d in range(nloops)] + inner
     cache[info.m] = min(t.mc, m_span) if m_packed else 1
@@ -271,16 +272,25 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
         _schedule_pack(s, a_pack, info.operand_dims[0], info.k, info.m, [t.mr], a_threads, t.pack_k)
     if b_pack:
         b_outer = list(info.operand_dims[1])
+        b_rest = int(np.prod([info.size(d) for d in b_outer if d != info.n]))  # K (x batch)
         if _b_k_major(info):
             i, j = b_outer.index(info.k), b_outer.index(info.n)
             b_outer[i], b_outer[j] = b_outer[j], b_outer[i]
         _schedule_pack(
-            s, b_pack, b_outer, info.k, info.n, [t.nr], copy_threads(n_blocks * t.nr * k), t.pack_k
+            s,
+            b_pack,
+            b_outer,
+            info.k,
+            info.n,
+            [t.nr],
+            copy_threads(b_rest * n_blocks * t.nr),
+            t.pack_k,
         )
     if unpack is None:
         return f"matmul-packed-{t.mr}x{t.nr * nb}-inplace"
+    rows = m_blocks * t.mr if m_packed else m_blocks
     _schedule_unpack(
-        s, unpack, info, t, m_packed, copy_threads(batch_size * m_blocks * n_blocks * t.nr)
+        s, unpack, info, t, m_packed, copy_threads(batch_size * rows * n_blocks * t.nr)
     )
     return f"matmul-packed-{t.mr if m_packed else 1}x{t.nr * nb}"
 

@@ -5,6 +5,7 @@ strided pooling windows, size-1 axes broadcast by constant-0 indices. `normalize
 each into regular linalg on views (all semantics-preserving, each a no-op where it does not apply):
 
 1. `pad.raise_pads`: guarded reads -> fill + linalg.copy into the interior;
+   `branches.split_branches`: a branch on a loop index (concat) -> one generic per branch;
 2. `gather.raise_gathers`: affine gathers -> collapse/expand/slice views + permutation maps;
 3. `phases.split_strided_convs`: strided convolutions -> unit-stride convs, one per phase;
    `gather.raise_strided_inputs`: other non-overlapping windows -> [.., Y, KY, X, KX] views;
@@ -17,15 +18,21 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import linalg, tensor
 
+from lowering.schedule.branches import split_branches
 from lowering.schedule.common import Script, apply_script, classify, is_mul_add, linalg_ops
 from lowering.schedule.gather import raise_gathers, raise_strided_inputs
 from lowering.schedule.pad import raise_pads
 from lowering.schedule.phases import split_strided_convs
 
+MAX_BRANCH_SPLITS = 16
+
 
 def normalize_function(func_op: ir.Operation) -> None:
     """Steps 1-4 of the module docstring on `func_op` (which must sit in a module)."""
     raise_pads(func_op)
+    for _ in range(MAX_BRANCH_SPLITS):  # a concat of n inputs nests n - 1 branches
+        if not split_branches(func_op):
+            break
     raise_gathers(func_op)
     split_strided_convs(func_op)
     if not any(_unit_window_conv(op) for op in linalg_ops(func_op)):  # its 1x1 window stays
@@ -55,6 +62,7 @@ def drop_unit_dims(func_op: ir.Operation) -> None:
     )
     apply_script(func_op, s, quiet=True)
     if _swap_slices_of_fills(func_op):
+        _drop_overwritten_fills(func_op)
         s = Script()
         s.patterns("canonicalization")
         apply_script(func_op, s, quiet=True)
@@ -185,3 +193,41 @@ def _swap_slices_of_fills(func_op: ir.Operation) -> bool:
         op.results[0].replace_all_uses_with(new)
         op.erase()
     return bool(slices)
+
+
+def _drop_overwritten_fills(func_op: ir.Operation) -> None:
+    """`insert_slice(r, fill(x, v))` -> `insert_slice(r, x)` where the slice covers all of x:
+    once `_swap_slices_of_fills` has given a rank-reduced matmul its own zero accumulator, the
+    full-size fill of the out-argument is only the destination its result is inserted into, and
+    would zero the whole output again (a serial memset before a parallel kernel)."""
+    fills = []
+
+    def covers(use: ir.OpOperand) -> bool:
+        owner = use.owner.operation
+        if owner.name != "tensor.insert_slice" or use.operand_number != 1:
+            return False
+        src = ir.RankedTensorType(owner.operands[0].type)
+        dest = ir.RankedTensorType(owner.operands[1].type)
+        if len(owner.operands) != 2 or not (src.has_static_shape and dest.has_static_shape):
+            return False  # dynamic offsets, sizes or strides
+        offsets = list(ir.DenseI64ArrayAttr(owner.attributes["static_offsets"]))
+        strides = list(ir.DenseI64ArrayAttr(owner.attributes["static_strides"]))
+        sizes = list(ir.DenseI64ArrayAttr(owner.attributes["static_sizes"]))
+        return (
+            all(o == 0 for o in offsets)
+            and all(t == 1 for t in strides)
+            and sizes == list(dest.shape)
+        )
+
+    def visit(op):
+        op = op.operation
+        if op.name == "linalg.fill":
+            uses = list(op.results[0].uses)
+            if uses and all(covers(u) for u in uses):
+                fills.append(op)
+        return ir.WalkResult.ADVANCE
+
+    func_op.walk(visit)
+    for fill in fills:
+        fill.results[0].replace_all_uses_with(fill.operands[1])
+        fill.erase()

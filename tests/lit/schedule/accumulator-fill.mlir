@@ -1,0 +1,26 @@
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=2 strict=true}' | FileCheck %s
+
+// A [1, 64, 96] x [96, 256] linear on two threads. Its zero accumulator (the packed C) is filled
+// by each thread inside the parallel loop, on the slice that thread then computes; and once the
+// unit batch axis is dropped, the out-argument itself is not zeroed first (the unpacked result
+// overwrites all of it): no fill runs on one thread before or after the parallel regions.
+// CHECK-LABEL: func.func private @linear
+// CHECK-SAME: relax.schedule = ["matmul-packed-8x32"]
+// CHECK-NOT: linalg.fill
+// CHECK: scf.forall {{.*}} shared_outs(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}) -> (tensor<8x8x8x32xf32>)
+// CHECK: %[[MINE:[a-z0-9_]+]] = tensor.extract_slice %[[ACC]]
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[MINE]] : tensor<4x8x8x32xf32>)
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: linalg.fill
+// CHECK: tensor.insert_slice {{.*}} into %arg2[0, 0, 0] [1, 64, 256]
+func.func private @linear(%a: tensor<1x64x96xf32>, %b: tensor<96x256xf32>, %c: tensor<1x64x256xf32>) -> tensor<1x64x256xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%c : tensor<1x64x256xf32>) -> tensor<1x64x256xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%a, %b : tensor<1x64x96xf32>, tensor<96x256xf32>) outs(%f : tensor<1x64x256xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x64x256xf32>
+  return %r : tensor<1x64x256xf32>
+}
