@@ -20,6 +20,7 @@ from lowering import (  # noqa: F401,E402
     llvm_target,
     pack_weights,
     prim_func_dps,
+    scalar_loads,
     verify,
 )
 from lowering.pipelines import PIPELINES, get_pipeline  # noqa: F401,E402

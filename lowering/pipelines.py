@@ -92,6 +92,7 @@ def cpu_codegen(target: Target, runtime: Optional[str] = None) -> list[str]:
     x86 = target.arch == "x86_64"
     return [
         *VECTOR_CODEGEN,  # scheduled kernels: n-D vector transfers -> 1-D (one register each)
+        "relax-scalar-operand-loads",  # register tiles' broadcast operands: scalar loads
         *(OPENMP_CODEGEN if runtime == "openmp" else ASYNC_CODEGEN),  # scf.forall -> threads
         "convert-linalg-to-loops",
         "arith-expand",  # floordivsi/ceildivsi and friends have no direct LLVM lowering

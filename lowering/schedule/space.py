@@ -56,7 +56,8 @@ def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
     ]
     k = info.size(info.k) if info.k is not None else None
     if k is not None and k > KC // 2:
-        knobs.append(Knob("matmul.kc", tuple(v for v in (KC // 2, KC, 2 * KC) if v < 2 * k), KC))
+        values = tuple(v for v in (KC // 4, KC // 2, KC, 2 * KC) if v < 2 * k)
+        knobs.append(Knob("matmul.kc", values, KC))
     if opts.threads > 1:
         knobs.append(Knob("matmul.split", SPLITS, "auto"))
     whole_tiles = info.static and info.size(info.n) % nr == 0
