@@ -44,7 +44,15 @@ class Knob:
 def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
     """Register-tile rows, the cache blocks (rows and columns of C, K elements), on more than
     one core the dimension the threads split, and where C accumulates when the tiles divide it."""
-    from lowering.schedule.matmul import C_LAYOUTS, CACHE_COLS, CACHE_ROWS, KC, SPLITS, micro_tile
+    from lowering.schedule.matmul import (
+        C_LAYOUTS,
+        CACHE_COLS,
+        CACHE_ROWS,
+        KC,
+        ROUTES,
+        SPLITS,
+        micro_tile,
+    )
 
     tile = micro_tile(opts.target)
     mr, nr = tile.mr, tile.nr
@@ -58,6 +66,8 @@ def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
     if k is not None and k > KC // 2:
         values = tuple(v for v in (KC // 4, KC // 2, KC, 2 * KC) if v < 2 * k)
         knobs.append(Knob("matmul.kc", values, KC))
+    if info.static:
+        knobs.append(Knob("matmul.route", ROUTES, "auto"))
     if opts.threads > 1:
         knobs.append(Knob("matmul.split", SPLITS, "auto"))
     whole_tiles = info.static and info.size(info.n) % nr == 0

@@ -70,16 +70,17 @@ def scheduled_names(text: str, name: str, threads: int = 1, strict: bool = True)
 
 MATMULS = [
     # (m, n, k, transposed_b, batch, route the schedule must pick)
-    (64, 64, 64, False, (), "matmul-packed-8x32"),
-    (37, 53, 29, False, (), "matmul-packed-8x32"),  # nothing divides the tiles: padding + masks
-    (37, 53, 29, True, (), "matmul-packed-8x32"),
+    (64, 64, 64, False, (), "matmul-rows-8x32+1x64"),
+    (37, 53, 29, False, (), "matmul-rows-8x32+1x64"),  # nothing divides the tiles: peeled rows
+    (37, 53, 29, True, (), "matmul-rows-8x32+1x64"),
     (1, 128, 784, False, (), "matmul-small-1x128"),  # GEMV, B [K, N]
     (1, 128, 784, True, (), "matmul-dot-8x16"),  # GEMV, dense B [N, K]: split-K dot products
     (1, 10, 128, False, (), "matmul-small-1x16"),
     (256, 10, 128, True, (), "matmul-dot-5x16"),  # 10 columns: dot products, no padding to 32
-    (128, 96, 64, True, (), "matmul-packed-8x32"),
+    (128, 96, 64, True, (), "matmul-rows-8x32+1x32"),
     (2, 40, 48, False, (3,), "matmul-small-1x48"),  # batch, few rows
-    (33, 70, 17, True, (2,), "matmul-packed-8x32"),  # batch, transposed B, odd sizes
+    (33, 70, 17, True, (2,), "matmul-rows-8x32+1x32"),  # batch, transposed B, odd sizes
+    (40, 64, 1100, False, (), "matmul-packed-8x32"),  # K beyond one K block: cache blocks
 ]
 
 
@@ -88,6 +89,25 @@ def test_matmul_matches_numpy(m, n, k, tb, batch, route):
     got, want = run_matmul(m, n, k, transposed_b=tb, batch=batch)
     check(got, want, f"matmul {batch}x{m}x{n}x{k} transposed_b={tb}")
     assert scheduled_names(matmul_text(m, n, k, transposed_b=tb, batch=batch), "mm") == [route]
+
+
+@pytest.mark.parametrize(
+    "m,n,k,tb,batch",
+    [(m, n, k, tb, batch) for m, n, k, tb, batch, route in MATMULS if "rows" in route],
+)
+def test_matmul_packed_route_matches_numpy(m, n, k, tb, batch):
+    """The cache-blocked packed route (A and C packed, padding and masks where the tiles do not
+    divide), which `matmul.route` still reaches where the rule picks `rows`."""
+    text = _with_knobs(
+        matmul_text(m, n, k, transposed_b=tb, batch=batch), {"matmul.route": "packed"}
+    )
+    kern = Kernel.build(text, "mm", schedule="threads=1 strict=true")
+    a = rand(*batch, m, k)
+    b = rand(*batch, n, k, seed=1) if tb else rand(*batch, k, n, seed=1)
+    c = np.full((*batch, m, n), 7.0, np.float32)
+    kern(a, b, c)
+    check(c, a @ (np.swapaxes(b, -1, -2) if tb else b), f"packed matmul {batch}x{m}x{n}x{k}")
+    assert _names_with_knobs(text) == ["matmul-packed-8x32"]
 
 
 @pytest.fixture
@@ -114,9 +134,10 @@ def test_matmul_two_threads(m, n, k, tb, parallel_everything):
 @pytest.mark.parametrize(
     "knobs",
     [
-        {"matmul.kc": 128, "matmul.split": "n"},
-        {"matmul.kc": 512, "matmul.split": "m", "matmul.mr": 4},
-        {"matmul.split": "n", "matmul.cache_cols": 128},
+        {"matmul.route": "packed", "matmul.kc": 128, "matmul.split": "n"},
+        {"matmul.route": "packed", "matmul.kc": 512, "matmul.split": "m", "matmul.mr": 4},
+        {"matmul.route": "packed", "matmul.split": "n", "matmul.cache_cols": 128},
+        {"matmul.route": "rows", "matmul.mr": 6},
     ],
     ids=lambda k: ",".join(f"{n.split('.')[-1]}={v}" for n, v in k.items()),
 )
@@ -162,7 +183,8 @@ def test_matmul_inplace_c_layout(m, n, k, tb, batch, threads, parallel_everythin
     [M/8, 8, N/32, 32]) over several K blocks and thread panels; C starts at 7 so a missing
     zero fill shows."""
     text = _with_knobs(
-        matmul_text(m, n, k, transposed_b=tb, batch=batch), {"matmul.c_layout": "inplace"}
+        matmul_text(m, n, k, transposed_b=tb, batch=batch),
+        {"matmul.route": "packed", "matmul.c_layout": "inplace"},
     )
     assert _names_with_knobs(text, threads) == ["matmul-packed-8x32-inplace"]
     a = rand(*batch, m, k)
@@ -175,9 +197,10 @@ def test_matmul_inplace_c_layout(m, n, k, tb, batch, threads, parallel_everythin
 def test_matmul_inplace_c_layout_needs_whole_tiles():
     """Rows that the register tile does not divide keep the packed accumulator (C is then not a
     reshape of the panels); an unknown layout is an error naming the knob."""
-    text = _with_knobs(matmul_text(36, 64, 40), {"matmul.c_layout": "inplace"})
+    packed = {"matmul.route": "packed"}
+    text = _with_knobs(matmul_text(36, 64, 40), {**packed, "matmul.c_layout": "inplace"})
     assert _names_with_knobs(text) == ["matmul-packed-8x32"]
-    bad = _with_knobs(matmul_text(64, 64, 40), {"matmul.c_layout": "rows"})
+    bad = _with_knobs(matmul_text(64, 64, 40), {**packed, "matmul.c_layout": "rows"})
     with pytest.raises(Exception, match="matmul.c_layout=rows: expected one of packed, inplace"):
         _names_with_knobs(bad)
 
@@ -366,7 +389,7 @@ def test_pass_options_and_attribute():
         module = ir.Module.parse(text)
         run_pipeline(module, "builtin.module(relax-schedule-cpu{threads=2 strict=true})")
         out = str(module)
-    assert f'{SCHEDULE_ATTR} = ["matmul-packed-8x32"]' in out
+    assert f'{SCHEDULE_ATTR} = ["matmul-rows-8x32+1x64"]' in out
     assert (
         "linalg.pack" not in out and "vector.outerproduct" in out
     )  # packs vectorized, FMAs formed

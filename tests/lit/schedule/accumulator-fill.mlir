@@ -1,15 +1,16 @@
 // RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=2 strict=true}' | FileCheck %s
 
-// A [1, 64, 96] x [96, 256] linear on two threads. Its zero accumulator (the packed C) is filled
-// by each thread inside the parallel loop, on the slice that thread then computes; and once the
+// A [1, 64, 96] x [96, 256] linear on two threads (the rows route, C in [M, N/32, 32] panels,
+// the threads taking 4 panels each). Its zero accumulator is filled by each thread inside the
+// parallel loop, on the slice that thread then computes; and once the
 // unit batch axis is dropped, the out-argument itself is not zeroed first (the unpacked result
 // overwrites all of it): no fill runs on one thread before or after the parallel regions.
 // CHECK-LABEL: func.func private @linear
-// CHECK-SAME: relax.schedule = ["matmul-packed-8x32"]
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
 // CHECK-NOT: linalg.fill
-// CHECK: scf.forall {{.*}} shared_outs(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}) -> (tensor<8x8x8x32xf32>)
+// CHECK: scf.forall {{.*}} shared_outs(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}) -> (tensor<64x8x32xf32>)
 // CHECK: %[[MINE:[a-z0-9_]+]] = tensor.extract_slice %[[ACC]]
-// CHECK-NEXT: linalg.fill {{.*}} outs(%[[MINE]] : tensor<4x8x8x32xf32>)
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[MINE]] : tensor<64x4x32xf32>)
 // CHECK: scf.forall.in_parallel
 // CHECK-NOT: linalg.fill
 // CHECK: tensor.insert_slice {{.*}} into %arg2[0, 0, 0] [1, 64, 256]

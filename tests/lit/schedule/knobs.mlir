@@ -6,22 +6,23 @@
 // point of the space is the untuned schedule (8x32 on AVX-512); mr = 4 gives a 4-row
 // register tile, threads = 1 keeps the product on one thread.
 // CHECK-LABEL: func.func private @four_rows
-// CHECK-SAME: relax.schedule = ["matmul-packed-4x32"]
+// CHECK-SAME: relax.schedule = ["matmul-rows-4x32+1x128"]
 // CHECK-NOT: scf.forall
 // CHECK: scf.for {{.*}} -> (vector<4x32xf32>)
 // CHECK-LABEL: func.func private @default_point
-// CHECK-SAME: relax.schedule = ["matmul-packed-8x32"]
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
 // CHECK: scf.forall
 
-// The K cache block and the threads' split: kc = 128 blocks K in two, split = n gives each
-// thread half of the N panels (the rule's own choice on this 256 x 256 product is M).
+// The packed route (route = packed; the rule's own choice here is rows), its K cache block and
+// the threads' split: kc = 128 blocks K in two, split = n gives each thread half of the N
+// panels (the packed route's own choice on this 256 x 256 product is M).
 // CHECK-LABEL: func.func private @split_n_kc
 // CHECK: scf.forall (%[[T:.+]]) in (2) shared_outs(%{{.*}}) -> (tensor<32x8x8x32xf32>)
 // CHECK: tensor.extract_slice %{{.*}}[0, %{{.*}}, 0, 0] [32, 4, 8, 32]
 // CHECK: scf.for %{{.*}} = %c0 to %c256 step %c128
 
-// c_layout = inplace: the register tiles accumulate in C itself, seen as [M/8, 8, N/32, 32]
-// (a reshape, no copy), zero filled in place; no packed accumulator, no unpack.
+// c_layout = inplace (packed route): the register tiles accumulate in C itself, seen as
+// [M/8, 8, N/32, 32] (a reshape, no copy), zero filled in place; no packed accumulator, no unpack.
 // CHECK-LABEL: func.func private @inplace_c
 // CHECK-SAME: relax.schedule = ["matmul-packed-8x32-inplace"]
 // CHECK-NOT: linalg.unpack
@@ -71,7 +72,7 @@ func.func private @default_point(%a: tensor<256x256xf32>, %b: tensor<256x256xf32
 #a = affine_map<(d0, d1, d2) -> (d0, d2)>
 #b = affine_map<(d0, d1, d2) -> (d2, d1)>
 #c = affine_map<(d0, d1, d2) -> (d0, d1)>
-func.func private @split_n_kc(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>, %c: tensor<256x256xf32>) -> tensor<256x256xf32> attributes {relax.prim_func, relax.schedule_knobs = "{\22matmul.kc\22: 128, \22matmul.split\22: \22n\22}"} {
+func.func private @split_n_kc(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>, %c: tensor<256x256xf32>) -> tensor<256x256xf32> attributes {relax.prim_func, relax.schedule_knobs = "{\22matmul.route\22: \22packed\22, \22matmul.kc\22: 128, \22matmul.split\22: \22n\22}"} {
   %zero = arith.constant 0.0 : f32
   %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<256x256xf32>) -> tensor<256x256xf32>
   %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<256x256xf32>, tensor<256x256xf32>) outs(%fill : tensor<256x256xf32>) {
@@ -88,7 +89,7 @@ func.func private @split_n_kc(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>, 
 #a = affine_map<(d0, d1, d2) -> (d0, d2)>
 #b = affine_map<(d0, d1, d2) -> (d2, d1)>
 #c = affine_map<(d0, d1, d2) -> (d0, d1)>
-func.func private @inplace_c(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>, %c: tensor<256x256xf32>) -> tensor<256x256xf32> attributes {relax.prim_func, relax.schedule_knobs = "{\22matmul.c_layout\22: \22inplace\22, \22threads\22: 1}"} {
+func.func private @inplace_c(%a: tensor<256x256xf32>, %b: tensor<256x256xf32>, %c: tensor<256x256xf32>) -> tensor<256x256xf32> attributes {relax.prim_func, relax.schedule_knobs = "{\22matmul.route\22: \22packed\22, \22matmul.c_layout\22: \22inplace\22, \22threads\22: 1}"} {
   %zero = arith.constant 0.0 : f32
   %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<256x256xf32>) -> tensor<256x256xf32>
   %r = linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<256x256xf32>, tensor<256x256xf32>) outs(%fill : tensor<256x256xf32>) {

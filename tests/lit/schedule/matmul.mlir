@@ -15,11 +15,12 @@
 // SSE-NOT: vector<16xf32>
 // SSE-LABEL: func.func private @gemv
 
-// A large matmul takes the data-tiling route: A and B are packed into 8-row and 32-column
-// panels by vectorized loops (split across threads or not, depending on the parallel runtime's
-// cost), the packed product is tiled with the N/K/M cache loops inside one scf.forall
-// (2 threads), each 8x32 register tile accumulates in vectors (8 outer products of a 32-wide B
-// row per k), and the result is unpacked 8x32 at a time.
+// The data-tiling route (the rule's choice when K exceeds one K block or B the cache; forced
+// here by the `matmul.route` knob): A and B are packed into 8-row and 32-column panels by
+// vectorized loops (split across threads or not, depending on the parallel runtime's cost), the
+// packed product is tiled with the N/K/M cache loops inside one scf.forall (2 threads), each
+// 8x32 register tile accumulates in vectors (8 outer products of a 32-wide B row per k), and
+// the result is unpacked 8x32 at a time.
 // CHECK-LABEL: func.func private @matmul_packed
 // CHECK-SAME: relax.schedule = ["matmul-packed-8x32"]
 // CHECK-NOT: linalg.generic
@@ -36,7 +37,33 @@
 // CHECK: vector.transfer_write %{{.+}} : vector<8x32xf32>, tensor<{{256|512}}x512xf32>
 // CHECK-NOT: linalg.unpack
 // CHECK: return
-func.func private @matmul_packed(%a: tensor<512x512xf32>, %b: tensor<512x512xf32>, %c: tensor<512x512xf32>) -> tensor<512x512xf32> attributes {relax.prim_func} {
+func.func private @matmul_packed(%a: tensor<512x512xf32>, %b: tensor<512x512xf32>, %c: tensor<512x512xf32>) -> tensor<512x512xf32> attributes {relax.prim_func, relax.schedule_knobs = "{\22matmul.route\22: \22packed\22}"} {
+  %zero = arith.constant 0.0 : f32
+  %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<512x512xf32>) -> tensor<512x512xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<512x512xf32>, tensor<512x512xf32>) outs(%fill : tensor<512x512xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<512x512xf32>
+  return %r : tensor<512x512xf32>
+}
+
+// -----
+
+// The same product without the knob takes the rows route (K fits one K block, B the cache):
+// A is read in place by 8-row tiles over the whole K, only B is packed, and the two threads
+// split the rows; each tile's accumulators are loaded and stored once.
+// CHECK-LABEL: func.func private @matmul_rows
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
+// CHECK-NOT: tensor<64x512x8xf32>
+// CHECK: %[[BPACK:.+]] = {{scf\.for(all)?}} {{.*}} -> (tensor<16x512x32xf32>)
+// CHECK: scf.forall (%{{.+}}) in (2)
+// CHECK: scf.for {{.*}} -> (vector<8x32xf32>)
+// CHECK: vector.transfer_read %arg0{{.*}} : tensor<512x512xf32>, vector<8x1xf32>
+// CHECK: vector.transfer_read %[[BPACK]]{{.*}} vector<32xf32>
+// CHECK-COUNT-8: vector.outerproduct
+func.func private @matmul_rows(%a: tensor<512x512xf32>, %b: tensor<512x512xf32>, %c: tensor<512x512xf32>) -> tensor<512x512xf32> attributes {relax.prim_func} {
   %zero = arith.constant 0.0 : f32
   %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<512x512xf32>) -> tensor<512x512xf32>
   %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<512x512xf32>, tensor<512x512xf32>) outs(%fill : tensor<512x512xf32>) {
@@ -76,12 +103,13 @@ func.func private @gemv(%a: tensor<1x784xf32>, %b: tensor<784x128xf32>, %c: tens
 
 // A weight packed ahead of time (`matmul.pack_weight`) reaches the kernel as [N/32, K, 32]
 // panels behind a `relax.prepacked` unpack: the B pack folds away and the micro-kernel reads the
-// argument directly; only A is packed at run time.
+// argument directly; the rows route reads A in place, so nothing is packed at run time.
 // CHECK-LABEL: func.func private @dense_prepacked
-// CHECK-SAME: (%{{.+}}: tensor<64x48xf32>, %[[W:.+]]: tensor<3x48x32xf32>, %{{.+}}: tensor<64x96xf32>)
-// CHECK-SAME: relax.schedule = ["matmul-packed-8x32"]
+// CHECK-SAME: (%[[A:.+]]: tensor<64x48xf32>, %[[W:.+]]: tensor<3x48x32xf32>, %{{.+}}: tensor<64x96xf32>)
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x32"]
 // CHECK-NOT: linalg.unpack
 // CHECK-NOT: linalg.pack
+// CHECK: vector.transfer_read %[[A]][{{.*}}]{{.*}} : tensor<64x48xf32>, vector<8x1xf32>
 // CHECK: vector.transfer_read %[[W]][{{.*}}]{{.*}} : tensor<3x48x32xf32>, vector<32xf32>
 // CHECK: vector.outerproduct
 func.func private @dense_prepacked(%arg0: tensor<64x48xf32>, %arg1: tensor<3x48x32xf32>, %arg2: tensor<64x96xf32>) -> tensor<64x96xf32> attributes {relax.prim_func} {

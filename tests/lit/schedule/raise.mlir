@@ -1,10 +1,11 @@
 // RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=1 strict=true}' -split-input-file | FileCheck %s
 
 // TE broadcasts a size-1 batch axis with a constant-0 index; dropping unit dims first makes
-// the [1, 16, 32] x [32, 64] linear a 2-D matmul for the packed route (it was naive loops).
+// the [1, 16, 32] x [32, 64] linear a 2-D matmul for the rows route (it was naive loops): 8-row
+// tiles read A's columns in place.
 // CHECK-LABEL: func.func private @broadcast_batch_matmul
-// CHECK-SAME: relax.schedule = ["matmul-packed-8x32"]
-// CHECK: vector.transfer_read %arg0{{.*}} : tensor<1x16x32xf32>, vector<8x16xf32>
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x64"]
+// CHECK: vector.transfer_read %arg0{{.*}} : tensor<1x16x32xf32>, vector<8x1xf32>
 // CHECK: vector.outerproduct {{.*}} : vector<32xf32>, f32
 // CHECK-NOT: linalg.generic
 func.func private @broadcast_batch_matmul(%a: tensor<1x16x32xf32>, %b: tensor<32x64xf32>, %c: tensor<1x16x64xf32>) -> tensor<1x16x64xf32> attributes {relax.prim_func} {
