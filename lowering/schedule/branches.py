@@ -19,7 +19,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, tensor
 
-from lowering.schedule.gather import MAX_POINTS, _evaluate, _NoMatch
+from lowering.schedule.gather import _evaluate, _NoMatch, index_grid, parallel_space
 
 # arith.cmpi predicates (arith::CmpIPredicate) on evaluated index values
 _COMPARE = {
@@ -72,28 +72,15 @@ def _boxes(cond: np.ndarray, ranges: list[int]) -> tuple[int, list[tuple[int, in
 
 def _plan(op: ir.Operation):
     """(scf.if op, loop, parts, ranges, maps) for a splittable generic, else None."""
-    if op.name != "linalg.generic" or len(op.results) != 1:
+    space = parallel_space(op)
+    if space is None or 0 in space[1]:
         return None
-    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-    if any("parallel" not in t for t in iterators):
-        return None
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    out_type = ir.RankedTensorType(op.results[0].type)
-    if not out_type.has_static_shape or not maps[-1].is_permutation:
-        return None
-    ranges = [0] * len(iterators)
-    for axis, expr in enumerate(maps[-1].results):
-        ranges[ir.AffineDimExpr(expr).position] = out_type.shape[axis]
-    if 0 in ranges or int(np.prod(ranges)) > MAX_POINTS:
-        return None
+    maps, ranges = space
     body = op.regions[0].blocks[0]
     branches = [o.operation for o in body.operations if o.operation.name == "scf.if"]
     if len(branches) != 1 or len(branches[0].regions[1].blocks) == 0:
         return None
-    grid = [
-        np.arange(r, dtype=np.int64).reshape([r if i == d else 1 for i in range(len(ranges))])
-        for d, r in enumerate(ranges)
-    ]
+    grid = index_grid(ranges)
     try:
         cond = _condition(branches[0].operands[0], grid, body)
     except _NoMatch:

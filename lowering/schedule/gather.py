@@ -142,8 +142,10 @@ def _view_plan(total: int, b: int, coefs: list[int], ranges: list[int]):
     return shape, offsets, sizes, [d for _, d in dims]
 
 
-def match_gather(op: ir.Operation):
-    """(extract op, view plan) for a raisable gather generic, else None."""
+def parallel_space(op: ir.Operation) -> tuple[list[ir.AffineMap], list[int]] | None:
+    """(indexing maps, loop ranges) of a single-result, all-parallel generic whose output map
+    is a permutation of static extents and whose iteration space is small enough to evaluate in
+    full (MAX_POINTS), else None."""
     if op.name != "linalg.generic" or len(op.results) != 1:
         return None
     iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
@@ -158,6 +160,23 @@ def match_gather(op: ir.Operation):
         ranges[ir.AffineDimExpr(expr).position] = out_type.shape[axis]
     if int(np.prod(ranges)) > MAX_POINTS:
         return None
+    return maps, ranges
+
+
+def index_grid(ranges: list[int]) -> list[np.ndarray]:
+    """Each loop's index as an array broadcastable over the iteration space."""
+    return [
+        np.arange(r, dtype=np.int64).reshape([r if i == d else 1 for i in range(len(ranges))])
+        for d, r in enumerate(ranges)
+    ]
+
+
+def match_gather(op: ir.Operation):
+    """(extract op, view plan) for a raisable gather generic, else None."""
+    space = parallel_space(op)
+    if space is None:
+        return None
+    ranges = space[1]
     body = op.regions[0].blocks[0]
     extracts = [o.operation for o in body.operations if o.operation.name == "tensor.extract"]
     if len(extracts) != 1:
@@ -169,10 +188,7 @@ def match_gather(op: ir.Operation):
     src_type = ir.RankedTensorType(source.type)
     if not src_type.has_static_shape or src_type.rank == 0:
         return None
-    grid = [
-        np.arange(r, dtype=np.int64).reshape([r if i == d else 1 for i in range(len(ranges))])
-        for d, r in enumerate(ranges)
-    ]
+    grid = index_grid(ranges)
     try:
         memo: dict = {}
         idx = [_evaluate(v, grid, body, memo) for v in list(extract.operands)[1:]]
