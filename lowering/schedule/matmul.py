@@ -324,11 +324,13 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
 
 
 def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: MicroTile) -> str:
-    """Symbolic rows M (static N, K; B in [N/NR, K, NR] panels, packed ahead or here): the rows
-    split across threads, then MR-row tiles with a static size and a dynamic trip count, peeled:
-    the full tiles run the MR x NR register tile straight on A's rows (no A packing, which would
-    need a dynamic-size buffer), and the remainder (< MR rows) runs row by row with a 1 x NB*NR
-    tile (the GEMV path, which is all a batch of 1 runs).
+    """Rows M read in place (static N, K; B in [N/NR, K, NR] panels, packed ahead or here):
+    symbolic rows (no A packing, which would need a dynamic-size buffer) and the static products
+    `_static_route` sends here. The rows (or, for static shapes with more column panels than row
+    tiles, B's panels) split across threads, then MR-row tiles, peeled when MR does not divide
+    the rows (a dynamic trip count when they are symbolic): the full tiles run the MR x NR
+    register tile straight on A's rows over the whole K, and the remainder (< MR rows) runs row
+    by row with a 1 x NB*NR tile (the GEMV path, which is all a batch of 1 runs).
 
     `h` is the contraction packed along N only: loops = the original ones (N counting panels),
     then the panel's columns."""
