@@ -19,6 +19,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, tensor
 
+from lowering.schedule.common import matching_generics, strided_slice
 from lowering.schedule.gather import _evaluate, _NoMatch, index_grid, parallel_space
 
 # arith.cmpi predicates (arith::CmpIPredicate) on evaluated index values
@@ -104,14 +105,6 @@ def _uses_dim(e: ir.AffineExpr, k: int) -> bool:
     return False
 
 
-def _slice(value: ir.Value, axis: int, lo: int, hi: int) -> ir.Value:
-    t = ir.RankedTensorType(value.type)
-    offsets, sizes = [0] * t.rank, list(t.shape)
-    offsets[axis], sizes[axis] = lo, hi - lo
-    result = ir.RankedTensorType.get(sizes, t.element_type)
-    return tensor.ExtractSliceOp(result, value, [], [], [], offsets, sizes, [1] * t.rank).result
-
-
 def _axis_of(m: ir.AffineMap, k: int) -> int | None:
     for axis, e in enumerate(m.results):
         if isinstance(e, ir.AffineDimExpr) and e.position == k:
@@ -155,18 +148,7 @@ def _specialize(piece: ir.Operation, k: int, lo: int, branch: int) -> None:
 
 def split_branches(func_op: ir.Operation) -> int:
     """Split every qualifying generic of `func_op` (module docstring); returns how many."""
-    found = []
-
-    def visit(op):
-        op = op.operation
-        if op.name == "linalg.generic":
-            plan = _plan(op)
-            if plan is not None:
-                found.append((op, plan))
-            return ir.WalkResult.SKIP
-        return ir.WalkResult.ADVANCE
-
-    func_op.walk(visit)
+    found = matching_generics(func_op, _plan)
     for op, (_, k, parts, _, maps) in found:
         n_in = len(op.operands) - 1
         out_axis = _axis_of(maps[-1], k)
@@ -177,8 +159,8 @@ def split_branches(func_op: ir.Operation) -> int:
                 for i in range(n_in):
                     axis = _axis_of(maps[i], k)
                     if axis is not None:
-                        ins[i] = _slice(op.operands[i], axis, lo, hi)
-                init = _slice(acc, out_axis, lo, hi)
+                        ins[i] = strided_slice(op.operands[i], {axis: (lo, hi - lo, 1)})
+                init = strided_slice(acc, {out_axis: (lo, hi - lo, 1)})
                 piece = op.clone(ir.InsertionPoint(op))
                 for i, v in ins.items():
                     piece.operands[i] = v

@@ -12,6 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from mlir import ir
+from mlir.dialects import tensor
 from mlir.dialects.transform import interpreter
 
 from lowering.schedule.math_approx import approximate_math, contract_fma
@@ -338,6 +339,35 @@ def reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
     return ir.ArrayAttr.get(
         [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups]
     )
+
+
+def matching_generics(func_op: ir.Operation, match) -> list[tuple[ir.Operation, object]]:
+    """`(op, match(op))` for each `linalg.generic` of `func_op` that `match` does not answer
+    None for, without entering their bodies. Collected before the caller rewrites any: a rewrite
+    during the walk would invalidate it."""
+    found = []
+
+    def visit(op):
+        op = op.operation
+        if op.name != "linalg.generic":
+            return ir.WalkResult.ADVANCE
+        m = match(op)
+        if m is not None:
+            found.append((op, m))
+        return ir.WalkResult.SKIP
+
+    func_op.walk(visit)
+    return found
+
+
+def strided_slice(value: ir.Value, cuts: dict[int, tuple[int, int, int]]) -> ir.Value:
+    """`value` sliced along each axis in `cuts` ({axis: (offset, size, stride)})."""
+    t = ir.RankedTensorType(value.type)
+    offsets, sizes, strides = [0] * t.rank, list(t.shape), [1] * t.rank
+    for axis, (offset, size, stride) in cuts.items():
+        offsets[axis], sizes[axis], strides[axis] = offset, size, stride
+    result = ir.RankedTensorType.get(sizes, t.element_type)
+    return tensor.ExtractSliceOp(result, value, [], [], [], offsets, sizes, strides).result
 
 
 def linalg_ops(func_op: ir.Operation) -> list[ir.Operation]:

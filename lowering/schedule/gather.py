@@ -25,7 +25,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import linalg, tensor
 
-from lowering.schedule.common import reassociation
+from lowering.schedule.common import matching_generics, reassociation
 
 MAX_POINTS = 1 << 22  # iteration spaces evaluated in full (~0.5 s at the cap); larger stay gathers
 
@@ -232,19 +232,8 @@ def _view(source: ir.Value, plan) -> ir.Value:
 
 def raise_gathers(func_op: ir.Operation) -> int:
     """Rewrite every raisable gather generic of `func_op` (module docstring); returns how many."""
-    found = []
-
-    def visit(op):
-        op = op.operation
-        if op.name == "linalg.generic":
-            m = match_gather(op)
-            if m is not None:
-                found.append((op, *m))
-            return ir.WalkResult.SKIP
-        return ir.WalkResult.ADVANCE
-
-    func_op.walk(visit)
-    for op, extract, plan in found:
+    found = matching_generics(func_op, match_gather)
+    for op, (extract, plan) in found:
         _rebuild(op, extract, plan)
     return len(found)
 

@@ -18,6 +18,8 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import linalg, tensor
 
+from lowering.schedule.common import matching_generics
+
 
 class _NoMatch(Exception):
     pass
@@ -171,18 +173,7 @@ def match_pad(op: ir.Operation):
 
 def raise_pads(func_op: ir.Operation) -> int:
     """Rewrite every TE pad generic of `func_op` (module docstring); returns how many."""
-    found = []
-
-    def visit(op):
-        op = op.operation
-        if op.name == "linalg.generic":
-            m = match_pad(op)
-            if m is not None:
-                found.append((op, m))
-            return ir.WalkResult.SKIP
-        return ir.WalkResult.ADVANCE
-
-    func_op.walk(visit)
+    found = matching_generics(func_op, match_pad)
     for op, (source, low, high, value) in found:
         out_type = ir.RankedTensorType(op.results[0].type)
         src_type = ir.RankedTensorType(source.type)

@@ -15,9 +15,8 @@ from __future__ import annotations
 import itertools
 
 from mlir import ir
-from mlir.dialects import tensor
 
-from lowering.schedule.common import classify, is_mul_add
+from lowering.schedule.common import classify, is_mul_add, matching_generics, strided_slice
 
 
 def _strided_axis(expr: ir.AffineExpr, iterators: list[str]) -> tuple[int, int, int] | None:
@@ -74,29 +73,10 @@ def _plan(op: ir.Operation):
     return image, weight, maps, axes, w_axis, info.ranges
 
 
-def _strided_slice(value: ir.Value, cuts: dict[int, tuple[int, int, int]]) -> ir.Value:
-    """`value` sliced along each axis in `cuts` ({axis: (offset, size, stride)})."""
-    t = ir.RankedTensorType(value.type)
-    offsets, sizes, strides = [0] * t.rank, list(t.shape), [1] * t.rank
-    for axis, (offset, size, stride) in cuts.items():
-        offsets[axis], sizes[axis], strides[axis] = offset, size, stride
-    result = ir.RankedTensorType.get(sizes, t.element_type)
-    return tensor.ExtractSliceOp(result, value, [], [], [], offsets, sizes, strides).result
-
-
 def split_strided_convs(func_op: ir.Operation) -> int:
     """Rewrite every strided convolution of `func_op` as its phases (module docstring); returns
     how many were rewritten."""
-    found = []
-
-    def visit(op):
-        op = op.operation
-        plan = _plan(op)
-        if plan is not None:
-            found.append((op, plan))
-        return ir.WalkResult.SKIP if op.name == "linalg.generic" else ir.WalkResult.ADVANCE
-
-    func_op.walk(visit)
+    found = matching_generics(func_op, _plan)
     for op, (image, weight, maps, axes, w_axis, ranges) in found:
         n = maps[2].n_dims
         exprs = list(maps[image].results)
@@ -118,8 +98,8 @@ def split_strided_convs(func_op: ir.Operation) -> int:
                 weight_cuts = {
                     w_axis[r]: (j, q, s) for (_, _, r, s), j, q in zip(axes, phase, taps)
                 }
-                image_view = _strided_slice(op.operands[image], image_cuts)
-                weight_view = _strided_slice(op.operands[weight], weight_cuts)
+                image_view = strided_slice(op.operands[image], image_cuts)
+                weight_view = strided_slice(op.operands[weight], weight_cuts)
                 piece = op.clone(ir.InsertionPoint(op))
                 piece.operands[image] = image_view
                 piece.operands[weight] = weight_view
