@@ -299,21 +299,7 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
         a_threads = copy_threads(batch_size * m_blocks * t.mr * k)
         _schedule_pack(s, a_pack, info.operand_dims[0], info.k, info.m, [t.mr], a_threads, t.pack_k)
     if b_pack:
-        b_outer = list(info.operand_dims[1])
-        b_rest = int(np.prod([info.size(d) for d in b_outer if d != info.n]))  # K (x batch)
-        if _b_k_major(info):
-            i, j = b_outer.index(info.k), b_outer.index(info.n)
-            b_outer[i], b_outer[j] = b_outer[j], b_outer[i]
-        _schedule_pack(
-            s,
-            b_pack,
-            b_outer,
-            info.k,
-            info.n,
-            [t.nr],
-            copy_threads(b_rest * n_blocks * t.nr),
-            t.pack_k,
-        )
+        _schedule_b_pack(s, b_pack, info, opts, t, threads)
     if unpack is None:
         return f"matmul-packed-{t.mr}x{t.nr * nb}-inplace"
     rows = m_blocks * t.mr if m_packed else m_blocks
@@ -398,17 +384,27 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
             tail, _ = s.tile_for(_match_generic(s, rest), tail_reg)
             s.vectorize(tail)
     if b_pack:
-        b_outer = list(info.operand_dims[1])
-        if _b_k_major(info):
-            i, j = b_outer.index(info.k), b_outer.index(info.n)
-            b_outer[i], b_outer[j] = b_outer[j], b_outer[i]
-        elements = int(np.prod([info.size(d) for d in b_outer if d != info.n])) * n_blocks * t.nr
-        copy = threads if info.static and elements >= opts.min_parallel_copy else 1
-        _schedule_pack(s, b_pack, b_outer, info.k, info.n, [t.nr], copy, t.pack_k)
+        _schedule_b_pack(s, b_pack, info, opts, t, threads if info.static else 1)
     c_elements = int(np.prod([info.size(d) for d in info.operand_dims[2]])) if info.static else 0
     copy = threads if c_elements >= opts.min_parallel_copy else 1
     _schedule_unpack(s, unpack, info, t, False, copy)
     return f"matmul-rows-{t.mr}x{t.nr}+1x{t.nr * nb}"
+
+
+def _schedule_b_pack(
+    s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: MicroTile, threads: int
+) -> None:
+    """B's pack into NR-column panels ([.., N/NR, K, NR]: a [K, N] B has its N blocks moved
+    outside K), split across `threads` when it moves enough elements."""
+    b_outer = list(info.operand_dims[1])
+    if _b_k_major(info):
+        i, j = b_outer.index(info.k), b_outer.index(info.n)
+        b_outer[i], b_outer[j] = b_outer[j], b_outer[i]
+    if threads > 1:
+        rest = int(np.prod([info.size(d) for d in b_outer if d != info.n]))  # K (x batch)
+        if rest * _ceil(info.size(info.n), t.nr) * t.nr < opts.min_parallel_copy:
+            threads = 1
+    _schedule_pack(s, h, b_outer, info.k, info.n, [t.nr], threads, t.pack_k)
 
 
 def _row_split(info: OpInfo, threads: int) -> int | None:
