@@ -206,10 +206,9 @@ def _drop_overwritten_fills(func_op: ir.Operation) -> None:
         owner = use.owner.operation
         if owner.name != "tensor.insert_slice" or use.operand_number != 1:
             return False
-        src = ir.RankedTensorType(owner.operands[0].type)
         dest = ir.RankedTensorType(owner.operands[1].type)
-        if len(owner.operands) != 2 or not (src.has_static_shape and dest.has_static_shape):
-            return False  # dynamic offsets, sizes or strides
+        if len(owner.operands) != 2 or not dest.has_static_shape:
+            return False  # dynamic offsets, sizes or strides, or a dynamic destination
         offsets = list(ir.DenseI64ArrayAttr(owner.attributes["static_offsets"]))
         strides = list(ir.DenseI64ArrayAttr(owner.attributes["static_strides"]))
         sizes = list(ir.DenseI64ArrayAttr(owner.attributes["static_sizes"]))
