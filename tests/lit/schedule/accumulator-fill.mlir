@@ -1,20 +1,46 @@
-// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=2 strict=true}' | FileCheck %s
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=2 strict=true}' -split-input-file | FileCheck %s
 
-// A [1, 64, 96] x [96, 256] linear on two threads (the rows route, C in [M, N/32, 32] panels,
-// the threads taking 4 panels each). Its zero accumulator is filled by each thread inside the
-// parallel loop, on the slice that thread then computes; and once the
-// unit batch axis is dropped, the out-argument itself is not zeroed first (the unpacked result
-// overwrites all of it): no fill runs on one thread before or after the parallel regions.
+// A [1, 64, 512] x [512, 1024] linear on two threads (the rows route, C in [M, N/32, 32]
+// panels; B, 2 MB, is more than the target's 1 MB L2, so the threads take 16 of B's 32 panels
+// each). Its zero accumulator is filled by each thread inside the parallel loop, on the slice
+// that thread then computes; and once the unit batch axis is dropped, the out-argument itself is
+// not zeroed first (the unpacked result overwrites all of it): no fill runs on one thread before
+// or after the parallel regions.
 // CHECK-LABEL: func.func private @linear
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
+// CHECK-NOT: linalg.fill
+// CHECK: scf.forall {{.*}} shared_outs(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}) -> (tensor<64x32x32xf32>)
+// CHECK: %[[MINE:[a-z0-9_]+]] = tensor.extract_slice %[[ACC]]
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[MINE]] : tensor<64x16x32xf32>)
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: linalg.fill
+// CHECK: tensor.insert_slice {{.*}} into %arg2[0, 0, 0] [1, 64, 1024]
+func.func private @linear(%a: tensor<1x64x512xf32>, %b: tensor<512x1024xf32>, %c: tensor<1x64x1024xf32>) -> tensor<1x64x1024xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%c : tensor<1x64x1024xf32>) -> tensor<1x64x1024xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%a, %b : tensor<1x64x512xf32>, tensor<512x1024xf32>) outs(%f : tensor<1x64x1024xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x64x1024xf32>
+  return %r : tensor<1x64x1024xf32>
+}
+
+// -----
+
+// The same with a [96, 256] B (96 KB, in L2): the threads split the rows, as the row-wise ops
+// around a linear do, each filling its own 32 rows of the accumulator.
+// CHECK-LABEL: func.func private @small_linear
 // CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
 // CHECK-NOT: linalg.fill
 // CHECK: scf.forall {{.*}} shared_outs(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}) -> (tensor<64x8x32xf32>)
 // CHECK: %[[MINE:[a-z0-9_]+]] = tensor.extract_slice %[[ACC]]
-// CHECK-NEXT: linalg.fill {{.*}} outs(%[[MINE]] : tensor<64x4x32xf32>)
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[MINE]] : tensor<32x8x32xf32>)
 // CHECK: scf.forall.in_parallel
 // CHECK-NOT: linalg.fill
 // CHECK: tensor.insert_slice {{.*}} into %arg2[0, 0, 0] [1, 64, 256]
-func.func private @linear(%a: tensor<1x64x96xf32>, %b: tensor<96x256xf32>, %c: tensor<1x64x256xf32>) -> tensor<1x64x256xf32> attributes {relax.prim_func} {
+func.func private @small_linear(%a: tensor<1x64x96xf32>, %b: tensor<96x256xf32>, %c: tensor<1x64x256xf32>) -> tensor<1x64x256xf32> attributes {relax.prim_func} {
   %zero = arith.constant 0.0 : f32
   %f = linalg.fill ins(%zero : f32) outs(%c : tensor<1x64x256xf32>) -> tensor<1x64x256xf32>
   %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%a, %b : tensor<1x64x96xf32>, tensor<96x256xf32>) outs(%f : tensor<1x64x256xf32>) {
