@@ -34,6 +34,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+import core_latency  # scripts/core_latency.py: how far apart the two CPUs are
 import peak  # scripts/peak.py: the measured f32 FMA peak
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -551,6 +552,12 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
         flush=True,
     )
     rows = []
+    probe = None
+    if threads > 1 and core_latency.default_cpus() is not None:
+        try:
+            probe = core_latency.Probe()
+        except (RuntimeError, OSError) as exc:
+            print(f"core-to-core round trip not measured: {exc}", file=sys.stderr)
     for name in names:
         title, make = WORKLOADS[name]
         model, inputs, flops, numpy_fn = make()
@@ -593,8 +600,12 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
                 timed[f"{lib}_ms"] = lambda f=fn, a=inputs: f(*a)
             except Exception as exc:  # noqa: BLE001  (reported in the table, not fatal)
                 row[f"{lib}_error"] = f"{type(exc).__name__}: {str(exc).splitlines()[0][:80]}"
+        roundtrips = [_roundtrip(probe)]
         with torch.no_grad():  # thread pools spin ~0.2 s after a call (KMP_BLOCKTIME's default)
             row.update(_interleaved_ms(timed, repeat, settle=0.25 if threads > 1 else 0.0))
+        roundtrips.append(_roundtrip(probe))
+        if probe is not None:
+            row["roundtrip_ns"] = roundtrips
         fn = timed = None
         # torch.compile last: its worker threads and caches must not disturb the other timings
         if torch_compile:
@@ -610,7 +621,19 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
         print(json.dumps(row), file=sys.stderr, flush=True)
         model = tin = inputs = reference = None  # the big models one at a time
         gc.collect()
+    if probe is not None:
+        probe.close()
     return {"rows": rows, "blas": blas}
+
+
+def _roundtrip(probe) -> float | None:
+    """The core-to-core round trip now (scripts/core_latency.py), None when not measured."""
+    if probe is None:
+        return None
+    try:
+        return probe.roundtrip_ns()
+    except (RuntimeError, OSError, subprocess.TimeoutExpired):
+        return None
 
 
 def _blas_text(r: dict, lib: str = "blas") -> str:
@@ -624,6 +647,11 @@ def _tuned_text(r: dict) -> str:
         ratio = f" ({r['tuned_ms'] / r['relaxmlir_ms']:.2f}x)" if r.get("relaxmlir_ms") else ""
         return f"{_fmt(r['tuned_ms'])}{ratio}"
     return f"error: {r['tuned_error']}" if r.get("tuned_error") else ""
+
+
+def _roundtrip_text(r: dict) -> str:
+    trips = r.get("roundtrip_ns")
+    return "" if not trips else " / ".join(_fmt(t, 0) for t in trips)
 
 
 def _fmt(v, digits=3):
@@ -695,8 +723,8 @@ def render(
             "so a slow stretch of this shared machine slows them alike; torch.compile is timed after them."
         ),
         "",
-        "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | relaxmlir tuned ms | relaxmlir + blas ms | relaxmlir + dnnl ms | build s | cached build s | x numpy | x torch | GFLOP/s | % peak |",
-        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
+        "| workload | threads | numpy ms | torch ms | torch.compile ms | relaxmlir ms | relaxmlir tuned ms | relaxmlir + blas ms | relaxmlir + dnnl ms | build s | cached build s | x numpy | x torch | GFLOP/s | % peak | core round trip ns |",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         rm_ms = r.get("relaxmlir_ms")
@@ -713,7 +741,7 @@ def render(
             f"| {r['id']} {r['title']}{mark} | {r['threads']} | {_fmt(r.get('numpy_ms'))} | {_fmt(r['torch_ms'])} | "
             f"{tc_text} | {rm_text} | {_tuned_text(r)} | {_blas_text(r)} | {_blas_text(r, 'dnnl')} | {_fmt(r.get('compile_s'), 2)} | {_fmt(r.get('cached_s'), 2)} | "
             f"{_fmt(vs_np, 2)} | {_fmt(vs_t, 2)} | "
-            f"{_fmt(gflops, 1)} | {'' if pct is None else f'{pct:.1f}'} |"
+            f"{_fmt(gflops, 1)} | {'' if pct is None else f'{pct:.1f}'} | {_roundtrip_text(r)} |"
         )
     lines += [
         "",
@@ -731,7 +759,12 @@ def render(
             "with its convolutions and matmuls (and their bias/residual/activation epilogues) "
             "offloaded to oneDNN 3.2 by the dnnl codegen (ResNet-18: its 20 convolutions with their "
             "folded batch norms, residual adds and relus as oneDNN post-ops, and the classifier; "
-            "pooling stays ours)." + (f" `relaxmlir tuned ms`: {tuned_note}" if tuned_note else "")
+            "pooling stays ours). `core round trip ns`: a cache line passed between the first two "
+            "CPUs and back (scripts/core_latency.py), before / after the row's timings: about 60 "
+            "ns where the two vCPUs of this machine share an L3, about 350 ns where the hypervisor "
+            "has placed them on two CCDs, which it changes from minute to minute; small "
+            "multi-threaded workloads (W6) run up to 1.5x slower in the second placement, torch's "
+            "and ours alike." + (f" `relaxmlir tuned ms`: {tuned_note}" if tuned_note else "")
         ),
         "",
         (
