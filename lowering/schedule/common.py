@@ -481,15 +481,22 @@ class Script:
         """Fuse the zero fill tagged for op `tag` (`tag_init_fills`) into `loop`, a thread
         forall: each thread zeroes its own slice of the accumulator where it then computes,
         instead of one thread zeroing all of it before the parallel region. No-op without one."""
-        fill, fused, new_loop = self.fresh("fill"), self.fresh("fused"), self.fresh("loop")
+        fill = self.fresh("fill")
         self.emit(
             f"{fill} = transform.structured.match attributes{{{INIT_FILL_ATTR} = {tag} : i64}} "
             f"in {self.func} : ({self.ANY}) -> {self.ANY}"
         )
+        self.fuse_into(fill, loop)
+
+    def fuse_into(self, producer: str, loop: str) -> tuple[str, str]:
+        """Move `producer` into `loop` (each iteration computes the slice it reads); returns the
+        fused op and the loop, whose old handle is consumed."""
+        fused, new_loop = self.fresh("fused"), self.fresh("loop")
         self.emit(
-            f"{fused}, {new_loop} = transform.structured.fuse_into_containing_op {fill} into "
+            f"{fused}, {new_loop} = transform.structured.fuse_into_containing_op {producer} into "
             f"{loop} : ({self.ANY}, {self.ANY}) -> ({self.ANY}, {self.ANY})"
         )
+        return fused, new_loop
 
     def vectorize(self, h: str, vector_sizes: list[int] | None = None) -> None:
         sizes = f" vector_sizes {vector_sizes}" if vector_sizes else ""

@@ -203,7 +203,7 @@ def _static_route(info: OpInfo, t: MicroTile, opts: ScheduleOptions) -> str:
         raise ValueError(f"matmul.route={route}: expected one of {', '.join(ROUTES)}")
     if route != "auto":
         return route
-    k, b_bytes = info.size(info.k), 4 * info.size(info.k) * info.size(info.n)
+    k, b_bytes = info.size(info.k), _b_bytes(info)
     # Whole-K tiles stop paying past one K block: a 3072-deep A row tile no longer stays near
     # the core (BERT's FFN2 GEMM ran 4% slower than with K blocks).
     whole_tiles = info.size(info.m) >= t.mr * _threads_for(info, opts)
@@ -329,12 +329,13 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     # static ones split when the work is large enough.
     threads = _threads_for(info, opts) if info.static else opts.threads
     split_dim = _row_split(info, threads)
+    b_threads = threads if info.static else 1
     if (
         info.static
         and split_dim == info.m
         and n_blocks % (threads * nb) == 0
         and n_blocks >= _ceil(info.size(info.m), t.mr)
-        and 4 * info.size(info.k) * info.size(info.n) > _l2_bytes(opts)
+        and _b_bytes(info) > _l2_bytes(opts)
     ):
         # More column panels than row tiles (a short sequence through wide weights) and a B
         # that one core's L2 cannot hold: each thread takes its share of B's panels and every
@@ -352,6 +353,15 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         split = [0] * (nloops + 1)
         split[split_dim] = threads
         h, forall = s.tile_forall(h, num_threads=split)
+        if b_pack and info.static and split_dim == info.m and _b_bytes(info) <= _l2_bytes(opts):
+            # Every thread reads all of B: each packs its own copy (in its L2) instead of a
+            # share of one that the others then read. A shared panel is written over at every
+            # call while the other cores hold it, and each such store waits for their copies to
+            # be invalidated: W4 (256^3) at 2 threads 0.172 -> 0.166 ms with both threads on
+            # one L3, 0.226 -> 0.168 across two. A B beyond L2 stays shared (W3: its 4 MB
+            # copied twice cost 2.5%).
+            b_pack, forall = s.fuse_into(b_pack, forall)
+            b_threads = 1
         s.fuse_init_fill(info.tag, forall)
     # Batch dims one at a time, rows by MR (static tile, dynamic count), peeled.
     sizes = [1 if d in info.batch else 0 for d in range(nloops)] + [0]
@@ -389,7 +399,7 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
             tail, _ = s.tile_for(_match_generic(s, rest), tail_reg)
             s.vectorize(tail)
     if b_pack:
-        _schedule_b_pack(s, b_pack, info, opts, t, threads if info.static else 1)
+        _schedule_b_pack(s, b_pack, info, opts, t, b_threads)
     c_elements = int(np.prod([info.size(d) for d in info.operand_dims[2]])) if info.static else 0
     copy = threads if c_elements >= opts.min_parallel_copy else 1
     _schedule_unpack(s, unpack, info, t, False, copy)
@@ -410,6 +420,11 @@ def _schedule_b_pack(
         if rest * _ceil(info.size(info.n), t.nr) * t.nr < opts.min_parallel_copy:
             threads = 1
     _schedule_pack(s, h, b_outer, info.k, info.n, [t.nr], threads, t.pack_k)
+
+
+def _b_bytes(info: OpInfo) -> int:
+    """B's f32 bytes, batch aside (one K x N matrix)."""
+    return 4 * info.size(info.k) * info.size(info.n)
 
 
 def _l2_bytes(opts: ScheduleOptions) -> int:

@@ -309,6 +309,65 @@ def test_memref_copy_of_the_native_runtime():
         np.testing.assert_array_equal(dst_base[untouched], dst_before[untouched])
 
 
+def test_workspace_blocks_return_to_their_thread():
+    """A cached workspace block goes back to the call site and thread that had it: two threads
+    that free their same-size blocks in either order get their own back (a block that changed
+    threads between calls made every store of a 2-thread matmul wait for another core)."""
+    import ctypes
+    import threading
+
+    from relaxmlir.runtime import libraries
+
+    lib = libraries.load("relaxmlir")
+    alloc, free = lib._mlir_memref_to_llvm_aligned_alloc, lib._mlir_memref_to_llvm_free
+    alloc.restype, alloc.argtypes = ctypes.c_void_p, [ctypes.c_uint64, ctypes.c_uint64]
+    free.argtypes = [ctypes.c_void_p]
+    size = (1 << 20) + 4096  # an unusual size: no other test's block can serve it
+    libraries.release_workspace_cache()
+
+    class Worker(threading.Thread):
+        """A thread that stays alive (pthread_self stays its own) and runs what it is given."""
+
+        def __init__(self):
+            super().__init__(daemon=True)
+            self.jobs, self.ready, self.done = [], threading.Semaphore(0), threading.Semaphore(0)
+            self.start()
+
+        def run(self):
+            while True:
+                self.ready.acquire()
+                fn = self.jobs.pop()
+                if fn is None:
+                    return
+                self.result = fn()
+                self.done.release()
+
+        def call(self, fn):
+            self.jobs.append(fn)
+            self.ready.release()
+            self.done.acquire()
+            return self.result
+
+    a, b = Worker(), Worker()
+    held = {w: w.call(lambda: alloc(64, size)) for w in (a, b)}
+    first = dict(held)
+    try:
+        assert first[a] != first[b]
+        for order in ((a, b), (b, a), (a, b)):
+            for w in order:
+                w.call(lambda p=held.pop(w): free(p))
+            for w in reversed(order):  # the other thread asks first
+                held[w] = w.call(lambda: alloc(64, size))
+            assert held == first
+    finally:
+        for w in (a, b):
+            if w in held:
+                w.call(lambda p=held[w]: free(p))
+            w.jobs.append(None)
+            w.ready.release()
+        libraries.release_workspace_cache()
+
+
 def test_symbolic_fast_path_binds_and_falls_back():
     """Calls with symbolic shapes bind symbols directly; anything irregular gets the checked
     call's errors (numpy reference, exact for an add)."""

@@ -53,12 +53,15 @@ func.func private @matmul_packed(%a: tensor<512x512xf32>, %b: tensor<512x512xf32
 
 // The same product without the knob takes the rows route (K fits one K block, B the cache):
 // A is read in place by 8-row tiles over the whole K, only B is packed, and the two threads
-// split the rows; each tile's accumulators are loaded and stored once.
+// split the rows; each tile's accumulators are loaded and stored once. B (1 MB) fits the
+// target's L2, so each thread packs its own copy inside the thread loop.
 // CHECK-LABEL: func.func private @matmul_rows
 // CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
 // CHECK-NOT: tensor<64x512x8xf32>
-// CHECK: %[[BPACK:.+]] = {{scf\.for(all)?}} {{.*}} -> (tensor<16x512x32xf32>)
 // CHECK: scf.forall (%{{.+}}) in (2)
+// CHECK-NOT: scf.forall
+// CHECK: %[[BPACK:.+]] = scf.for {{.*}} -> (tensor<16x512x32xf32>)
+// CHECK-NOT: scf.forall
 // CHECK: scf.for {{.*}} -> (vector<8x32xf32>)
 // CHECK: vector.transfer_read %arg0{{.*}} : tensor<512x512xf32>, vector<8x1xf32>
 // CHECK: vector.transfer_read %[[BPACK]]{{.*}} vector<32xf32>
@@ -73,6 +76,28 @@ func.func private @matmul_rows(%a: tensor<512x512xf32>, %b: tensor<512x512xf32>,
     linalg.yield %s : f32
   } -> tensor<512x512xf32>
   return %r : tensor<512x512xf32>
+}
+
+// -----
+
+// A B beyond the L2 (2 MB) is packed once, the threads taking half of its panels each, before
+// the thread loop over the rows.
+// CHECK-LABEL: func.func private @matmul_rows_shared_b
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
+// CHECK: %[[BPACK:.+]] = scf.forall (%{{.+}}) in (2) {{.*}} -> (tensor<32x512x32xf32>)
+// CHECK: scf.forall (%{{.+}}) in (2) {{.*}} -> (tensor<512x32x32xf32>)
+// CHECK: scf.for {{.*}} -> (vector<8x32xf32>)
+// CHECK: vector.transfer_read %[[BPACK]]{{.*}} vector<32xf32>
+func.func private @matmul_rows_shared_b(%a: tensor<512x512xf32>, %b: tensor<512x1024xf32>, %c: tensor<512x1024xf32>) -> tensor<512x1024xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<512x1024xf32>) -> tensor<512x1024xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<512x512xf32>, tensor<512x1024xf32>) outs(%fill : tensor<512x1024xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<512x1024xf32>
+  return %r : tensor<512x1024xf32>
 }
 
 // -----
