@@ -342,7 +342,7 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         # row, instead of streaming all of B from L3 once per row tile. A B that fits in L2
         # keeps the split by rows, the split of the row-wise ops around it (bias, layer norm,
         # softmax), so a thread reads the rows it wrote: W6 (d 256, B <= 1 MB) ran 3-5% faster
-        # so with its two threads on one L3, 12-15% across two.
+        # with its two threads on one L3, 12-15% faster across two.
         split = [0] * (nloops + 1)
         split[info.n] = n_blocks // threads
         h, forall = s.tile_forall(h, tile_sizes=split)
@@ -353,7 +353,12 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         split = [0] * (nloops + 1)
         split[split_dim] = threads
         h, forall = s.tile_forall(h, num_threads=split)
-        if b_pack and info.static and split_dim == info.m and _b_bytes(info) <= _l2_bytes(opts):
+        if (
+            b_pack
+            and info.static
+            and split_dim == info.m
+            and _b_bytes(info, True) <= _l2_bytes(opts)
+        ):
             # Every thread reads all of B: each packs its own copy (in its L2) instead of a
             # share of one that the others then read. A shared panel is written over at every
             # call while the other cores hold it, and each such store waits for their copies to
@@ -422,9 +427,10 @@ def _schedule_b_pack(
     _schedule_pack(s, h, b_outer, info.k, info.n, [t.nr], threads, t.pack_k)
 
 
-def _b_bytes(info: OpInfo) -> int:
-    """B's f32 bytes, batch aside (one K x N matrix)."""
-    return 4 * info.size(info.k) * info.size(info.n)
+def _b_bytes(info: OpInfo, batch: bool = False) -> int:
+    """B's f32 bytes: one K x N matrix, or with `batch` all of B (a batched B's every matrix)."""
+    dims = info.operand_dims[1] if batch else (info.k, info.n)
+    return 4 * int(np.prod([info.size(d) for d in dims]))
 
 
 def _l2_bytes(opts: ScheduleOptions) -> int:
