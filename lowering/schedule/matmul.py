@@ -290,13 +290,10 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
     h, _ = s.tile_for(h, reg, interchange=list(info.batch) + [info.n, info.m, info.k])
     s.vectorize(h)
 
-    def copy_threads(elements: int) -> int:
-        return threads if elements >= opts.min_parallel_copy else 1
-
     batch_size = int(np.prod([info.size(d) for d in info.batch])) if info.batch else 1
     k = info.size(info.k)
     if a_pack:
-        a_threads = copy_threads(batch_size * m_blocks * t.mr * k)
+        a_threads = _copy_threads(threads, batch_size * m_blocks * t.mr * k, opts)
         _schedule_pack(s, a_pack, info.operand_dims[0], info.k, info.m, [t.mr], a_threads, t.pack_k)
     if b_pack:
         _schedule_b_pack(s, b_pack, info, opts, t, threads)
@@ -304,7 +301,12 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
         return f"matmul-packed-{t.mr}x{t.nr * nb}-inplace"
     rows = m_blocks * t.mr if m_packed else m_blocks
     _schedule_unpack(
-        s, unpack, info, t, m_packed, copy_threads(batch_size * rows * n_blocks * t.nr)
+        s,
+        unpack,
+        info,
+        t,
+        m_packed,
+        _copy_threads(threads, batch_size * rows * n_blocks * t.nr, opts),
     )
     return f"matmul-packed-{t.mr if m_packed else 1}x{t.nr * nb}"
 
@@ -357,7 +359,7 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
             b_pack
             and info.static
             and split_dim == info.m
-            and _b_bytes(info, True) <= _l2_bytes(opts)
+            and _b_bytes(info, batch=True) <= _l2_bytes(opts)
         ):
             # Every thread reads all of B: each packs its own copy (in its L2) instead of a
             # share of one that the others then read. A shared panel is written over at every
@@ -406,8 +408,7 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     if b_pack:
         _schedule_b_pack(s, b_pack, info, opts, t, b_threads)
     c_elements = int(np.prod([info.size(d) for d in info.operand_dims[2]])) if info.static else 0
-    copy = threads if c_elements >= opts.min_parallel_copy else 1
-    _schedule_unpack(s, unpack, info, t, False, copy)
+    _schedule_unpack(s, unpack, info, t, False, _copy_threads(threads, c_elements, opts))
     return f"matmul-rows-{t.mr}x{t.nr}+1x{t.nr * nb}"
 
 
@@ -422,12 +423,17 @@ def _schedule_b_pack(
         b_outer[i], b_outer[j] = b_outer[j], b_outer[i]
     if threads > 1:
         rest = int(np.prod([info.size(d) for d in b_outer if d != info.n]))  # K (x batch)
-        if rest * _ceil(info.size(info.n), t.nr) * t.nr < opts.min_parallel_copy:
-            threads = 1
+        threads = _copy_threads(threads, rest * _ceil(info.size(info.n), t.nr) * t.nr, opts)
     _schedule_pack(s, h, b_outer, info.k, info.n, [t.nr], threads, t.pack_k)
 
 
-def _b_bytes(info: OpInfo, batch: bool = False) -> int:
+def _copy_threads(threads: int, elements: int, opts: ScheduleOptions) -> int:
+    """Threads for a pack or unpack that moves `elements`: `threads`, or 1 below the size at
+    which a parallel copy pays (`min_parallel_copy`)."""
+    return threads if elements >= opts.min_parallel_copy else 1
+
+
+def _b_bytes(info: OpInfo, *, batch: bool = False) -> int:
     """B's f32 bytes: one K x N matrix, or with `batch` all of B (a batched B's every matrix)."""
     dims = info.operand_dims[1] if batch else (info.k, info.n)
     return 4 * int(np.prod([info.size(d) for d in dims]))
