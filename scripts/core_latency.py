@@ -24,7 +24,7 @@ import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-import peak  # scripts/peak.py: the C compiler lookup
+import peak  # scripts/peak.py: compile_c
 
 C_SOURCE = r"""
 #define _GNU_SOURCE
@@ -92,18 +92,12 @@ class Probe:
     """The compiled program, kept for repeated measurements (bench.py measures per row)."""
 
     def __init__(self):
-        cc = peak._compiler()
-        if cc is None:
-            raise RuntimeError("no C compiler (cc, gcc, clang) on PATH")
         self._dir = tempfile.TemporaryDirectory(prefix="relaxmlir-c2c-")
-        src, self.exe = Path(self._dir.name) / "c2c.c", Path(self._dir.name) / "c2c"
-        src.write_text(C_SOURCE)
-        cmd = [cc, "-O2", "-pthread", str(src), "-o", str(self.exe)]
-        proc = subprocess.run(
-            cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
-        )
-        if proc.returncode != 0:
-            raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stdout.strip()[:400]}")
+        try:
+            self.exe = peak.compile_c(C_SOURCE, Path(self._dir.name) / "c2c", [])
+        except RuntimeError:
+            self._dir.cleanup()
+            raise
 
     def roundtrip_ns(self, cpus: tuple[int, int] | None = None, rounds: int = 50000) -> float:
         """One round trip between `cpus` (default: the first two), in ns; ~20 ms of work."""

@@ -143,20 +143,28 @@ def _compiler() -> str | None:
 ISA_FLAGS = {"native": ["-march=native"], "avx2": ["-mavx2", "-mfma", "-mno-avx512f"]}
 
 
-def build(workdir: str | os.PathLike, isa: str = "native") -> Path:
-    """Compile the FMA program into `workdir`; raises RuntimeError when that is impossible."""
+def compile_c(source: str, exe: str | os.PathLike, flags: list[str]) -> Path:
+    """Compile the C program `source` into the executable `exe` (its source beside it, `.c`)
+    with `cc -O2 -pthread`, `flags` last (libraries too); raises RuntimeError when that is
+    impossible."""
     cc = _compiler()
     if cc is None:
         raise RuntimeError("no C compiler (cc, gcc, clang) on PATH")
-    src, exe = Path(workdir) / "peak.c", Path(workdir) / "peak"
-    src.write_text(C_SOURCE)
-    cmd = [cc, "-O2", *ISA_FLAGS[isa], "-pthread", str(src), "-o", str(exe), "-lm"]
+    exe = Path(exe)
+    src = exe.with_suffix(".c")
+    src.write_text(source)
+    cmd = [cc, "-O2", "-pthread", str(src), "-o", str(exe), *flags]
     proc = subprocess.run(
         cmd, check=False, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True
     )
     if proc.returncode != 0:
         raise RuntimeError(f"{' '.join(cmd)} failed: {proc.stdout.strip()[:400]}")
     return exe
+
+
+def build(workdir: str | os.PathLike, isa: str = "native") -> Path:
+    """Compile the FMA program into `workdir`; raises RuntimeError when that is impossible."""
+    return compile_c(C_SOURCE, Path(workdir) / "peak", [*ISA_FLAGS[isa], "-lm"])
 
 
 def run(exe: str | os.PathLike, threads: int, seconds: float = 0.2, runs: int = 3) -> dict:
