@@ -10,7 +10,7 @@ out-argument (and letting `eliminate-empty-tensors` reuse that buffer) keeps the
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import bufferization
+from mlir.dialects import bufferization, tensor
 
 from dialects import relax as rx
 from lowering.registry import register_pass
@@ -20,7 +20,8 @@ def prim_funcs(module_op: ir.Operation) -> list[ir.Operation]:
     return [
         op.operation
         for op in module_op.regions[0].blocks[0].operations
-        if op.operation.name == "func.func" and rx.PRIM_FUNC_ATTR in op.operation.attributes
+        if op.operation.name == "func.func"
+        and rx.PRIM_FUNC_ATTR in op.operation.attributes
         and len(op.operation.regions[0].blocks) > 0
     ]
 
@@ -79,6 +80,101 @@ def _update_in_place(value: ir.Value, out: ir.Value) -> bool:
     return False
 
 
+def _view_source(value: ir.Value) -> ir.Value | None:
+    """The tensor `value` is a row-major view of (same elements, same order): through
+    collapse_shape / expand_shape and an insert_slice that fills a whole `tensor.empty` (TE's
+    unit axes); None when `value` is not such a view."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    op = owner.operation
+    if op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
+        return op.operands[0]
+    if op.name == "tensor.insert_slice" and len(op.operands) == 2:
+        dest = op.operands[1]
+        if isinstance(dest.owner, ir.Block) or dest.owner.operation.name != "tensor.empty":
+            return None
+        if len(list(dest.uses)) != 1:
+            return None
+        src_t, dest_t = ir.RankedTensorType(op.operands[0].type), ir.RankedTensorType(dest.type)
+        if not (src_t.has_static_shape and dest_t.has_static_shape):
+            return None
+        offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+        strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+        sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+        if any(offsets) or any(x != 1 for x in strides) or sizes != list(dest_t.shape):
+            return None
+        return op.operands[0]
+    return None
+
+
+def _flat_view(out: ir.Value, want: ir.Type) -> ir.Value:
+    """`out` (static, identity layout) viewed with the shape of `want` (as many elements)."""
+    out_t, want_t = ir.RankedTensorType(out.type), ir.RankedTensorType(want)
+    n = 1
+    for d in out_t.shape:
+        n *= d
+    flat_t = ir.RankedTensorType.get([n], out_t.element_type)
+    flat = out if out_t.rank == 1 else tensor.CollapseShapeOp(flat_t, out, _all(out_t.rank)).result
+    if want_t.rank == 1:
+        return flat
+    return tensor.ExpandShapeOp(want, flat, _all(want_t.rank), [], list(want_t.shape)).result
+
+
+def _all(rank: int) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in range(rank)])])
+
+
+def _update_through_views(value: ir.Value, out: ir.Value, terminator) -> ir.Value | None:
+    """A result that is a reshape of a computation on a fresh `tensor.empty` (a permute whose
+    output is then collapsed, [128, 4, 64] -> [128, 256]) computes straight into the matching
+    view of `out`: without this, it was computed into a temporary and copied to `out`, serially,
+    after the kernel's parallel loops."""
+    source = _view_source(value)
+    while source is not None and _view_source(source) is not None:
+        source = _view_source(source)
+    if source is None:
+        return None
+    root = chain_root(source)
+    if isinstance(root.owner, ir.Block) or root.owner.operation.name != "tensor.empty":
+        return None
+    root_t, out_t = ir.RankedTensorType(root.type), ir.RankedTensorType(out.type)
+    if not (root_t.has_static_shape and out_t.has_static_shape) or len(list(root.uses)) != 1:
+        return None
+    if root_t.element_type != out_t.element_type or _elements(root_t) != _elements(out_t):
+        return None
+    with ir.InsertionPoint(root.owner.operation), root.owner.operation.location:
+        view = _flat_view(out, root.type)
+    root.replace_all_uses_with(view)
+    root.owner.operation.erase()
+    # The result is `source` reshaped to `out` (the insert into a fresh tensor would copy).
+    with ir.InsertionPoint(terminator), terminator.location:
+        return _flat_view(source, out.type)
+
+
+def _erase_unused(value: ir.Value) -> None:
+    """Erase the op defining `value` and then its operands' defining ops while nothing uses them."""
+    stack = [value]
+    while stack:
+        v = stack.pop()
+        if isinstance(v.owner, ir.Block):
+            continue
+        op = v.owner.operation
+        if any(len(list(r.uses)) for r in op.results):
+            continue
+        operands = list(op.operands)
+        op.erase()
+        stack.extend(operands)
+
+
+def _elements(t: ir.RankedTensorType) -> int:
+    n = 1
+    for d in t.shape:
+        n *= d
+    return n
+
+
 def _fresh(root: ir.Value, out: ir.Value) -> bool:
     fresh = not isinstance(root.owner, ir.Block) and root.owner.operation.name == "tensor.empty"
     return fresh and root.type == out.type and len(list(root.uses)) == 1
@@ -97,11 +193,43 @@ def unshare_empty_tensors(func_op: ir.Operation) -> None:
             owner.operands[index] = clone.results[0]
 
 
+_READ_ONLY_USERS = ("tensor.collapse_shape", "tensor.expand_shape", "tensor.extract_slice")
+
+
+def reshape_unit_inserts(func_op: ir.Operation) -> None:
+    """`insert_slice %x into %empty` filling the whole of a fresh tensor (TE's squeeze and
+    expand_dims of unit axes, after unit dims were dropped) -> a reshape of %x, where only
+    reshapes and slices read it: bufferization copied %x into a new buffer (the Q/K/V slices of
+    attention: a 128 KB serial copy each, before their parallel loops)."""
+    for op in list(_walk(func_op)):
+        if op.name != "tensor.insert_slice":
+            continue
+        value = op.results[0]
+        if _view_source(value) is None or not all(
+            u.owner.name in _READ_ONLY_USERS for u in value.uses
+        ):
+            continue
+        dest = op.operands[1]
+        with ir.InsertionPoint(op), op.location:
+            view = _flat_view(op.operands[0], value.type)
+        value.replace_all_uses_with(view)
+        op.erase()
+        if not list(dest.uses):
+            dest.owner.erase()
+
+
+def _walk(func_op: ir.Operation):
+    for block in func_op.regions[0].blocks:
+        for op in block.operations:
+            yield op.operation
+
+
 def materialize_results(module_op: ir.Operation) -> None:
     from lowering.fuse_tir import make_inplace
 
     for func_op in prim_funcs(module_op):
         make_inplace(func_op)
+        reshape_unit_inserts(func_op)
         unshare_empty_tensors(func_op)
         block = func_op.regions[0].blocks[0]
         args = list(block.arguments)
@@ -112,6 +240,12 @@ def materialize_results(module_op: ir.Operation) -> None:
             if value == out or value.type != out.type:
                 continue
             if _update_in_place(value, out):
+                continue
+            reshaped = _update_through_views(value, out, terminator)
+            if reshaped is not None:
+                # a view of the out-argument itself, which bufferization returns as is
+                terminator.operands[i] = reshaped
+                _erase_unused(value)  # the old views: a second reader would force a copy
                 continue
             with ir.InsertionPoint(terminator), terminator.location:
                 mat = bufferization.MaterializeInDestinationOp(value.type, value, out)
