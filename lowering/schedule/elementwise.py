@@ -8,6 +8,7 @@ from lowering.schedule.common import (
     ScheduleRule,
     Script,
     register_schedule,
+    thread_loop,
 )
 
 # Per target, in f32 lanes L of one vector register: a step along the innermost loop covers 4
@@ -48,11 +49,10 @@ class ElementwiseSchedule(ScheduleRule):
                 return "fallback"
         if info.static and opts.threads > 1 and info.work >= opts.min_parallel_elements:
             split = [0] * len(info.ranges)
-            outer = (
-                next(d for d in range(len(info.ranges)) if d != inner)
-                if len(info.ranges) > 1
-                else inner
-            )
+            loops = [d for d in range(len(info.ranges)) if d != inner] or [inner]
+            outer = thread_loop(info, loops, opts.threads)
+            if outer is None:
+                outer = loops[0]
             split[outer] = opts.threads
             h, _ = s.tile_forall(h, num_threads=split)
         sizes = [1] * len(info.ranges)

@@ -408,7 +408,10 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     if b_pack:
         _schedule_b_pack(s, b_pack, info, opts, t, b_threads)
     c_elements = int(np.prod([info.size(d) for d in info.operand_dims[2]])) if info.static else 0
-    _schedule_unpack(s, unpack, info, t, False, _copy_threads(threads, c_elements, opts))
+    # The copy follows a split by rows or batch; after a split by B's panels it goes by rows,
+    # the split of the row-wise ops after it.
+    by = split_dim if split_dim != info.n else None
+    _schedule_unpack(s, unpack, info, t, False, _copy_threads(threads, c_elements, opts), by)
     return f"matmul-rows-{t.mr}x{t.nr}+1x{t.nr * nb}"
 
 
@@ -503,8 +506,17 @@ def _schedule_pack(
 
 
 def _schedule_unpack(
-    s: Script, h: str, info: OpInfo, t: MicroTile, m_packed: bool, threads: int
+    s: Script,
+    h: str,
+    info: OpInfo,
+    t: MicroTile,
+    m_packed: bool,
+    threads: int,
+    split_dim: int | None = None,
 ) -> None:
+    """C's unpack from register-tile panels, split across `threads` by C's outermost axis, or by
+    the axis of loop `split_dim` (the loop the contraction split: each thread then copies the
+    part of C it computed)."""
     c_dims = info.operand_dims[2]
     divisible = info.size(info.n) % t.nr == 0 and (not m_packed or info.size(info.m) % t.mr == 0)
     if (
@@ -530,7 +542,7 @@ def _schedule_unpack(
         sizes[c_dims.index(info.m)] = t.mr
     if threads > 1:
         split = [0] * len(c_dims)
-        split[0] = threads
+        split[c_dims.index(split_dim) if split_dim in c_dims else 0] = threads
         h, _ = s.tile_forall(h, num_threads=split)
     h, _ = s.tile_for(h, sizes)
     s.vectorize(h, [1] * len(c_dims) + ([t.mr, t.nr] if m_packed else [t.nr]))

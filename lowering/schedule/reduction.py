@@ -8,6 +8,7 @@ from lowering.schedule.common import (
     ScheduleRule,
     Script,
     register_schedule,
+    thread_loop,
 )
 
 
@@ -45,7 +46,8 @@ class ReductionSchedule(ScheduleRule):
             outer = [d for d in range(nloops) if info.iterators[d] == "parallel"]
             if outer:
                 split = [0] * nloops
-                split[outer[0]] = opts.threads
+                dim = thread_loop(info, outer, opts.threads)
+                split[outer[0] if dim is None else dim] = opts.threads
                 h, _ = s.tile_forall(h, num_threads=split)
         if window:
             return _window_reduction(s, h, info, inner, opts.lanes)

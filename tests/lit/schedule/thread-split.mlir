@@ -1,0 +1,57 @@
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=2 strict=true}' -split-input-file | FileCheck %s
+// RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=4 strict=true}' -split-input-file | FileCheck %s --check-prefix=FOUR
+
+// Which loop each kernel splits across threads (`thread_loop`): the outermost that gives every
+// thread an equal share, so that consecutive kernels split a tensor alike and a thread reads the
+// rows it wrote.
+
+// A [rows, Q/K/V, features] -> [Q/K/V, rows, features] copy splits by rows (the matmul that
+// wrote its input did), not 2:1 by Q/K/V.
+// CHECK-LABEL: func.func private @qkv_rows
+// CHECK: scf.forall (%{{.+}}) in (2)
+// CHECK: tensor.extract_slice %arg0[%{{.+}}, 0, 0] [64, 3, 256]
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[0, %{{.+}}, 0] [3, 64, 256]
+func.func private @qkv_rows(%a: tensor<128x3x256xf32>, %c: tensor<3x128x256xf32>) -> tensor<3x128x256xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d1, d0, d2)>, affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} ins(%a : tensor<128x3x256xf32>) outs(%c : tensor<3x128x256xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  } -> tensor<3x128x256xf32>
+  return %r : tensor<3x128x256xf32>
+}
+// -----
+
+// A row reduction of 32K elements (a layer norm at seq 128, d 256) runs on both threads, each
+// over the rows the kernel before it wrote.
+// CHECK-LABEL: func.func private @row_sums
+// CHECK: scf.forall (%{{.+}}) in (2)
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[%{{.+}}] [64] [1]
+func.func private @row_sums(%a: tensor<128x256xf32>, %c: tensor<128xf32>) -> tensor<128xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%c : tensor<128xf32>) -> tensor<128xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<128x256xf32>) outs(%f : tensor<128xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %acc, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<128xf32>
+  return %r : tensor<128xf32>
+}
+// -----
+
+// Two matrices on four threads: the rows split, and C's unpack copies each thread's own rows
+// (it split the batch of 2, leaving two threads idle and each copying rows another computed).
+// FOUR-LABEL: func.func private @bmm_rows
+// FOUR: scf.forall (%{{.+}}) in (4) shared_outs(%{{.+}} = %{{.+}}) -> (tensor<2x256x4x32xf32>)
+// FOUR: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[0, %{{.+}}, 0, 0] [2, 64, 4, 32]
+// FOUR: scf.forall (%{{.+}}) in (4) shared_outs(%{{.+}} = %arg2) -> (tensor<2x256x128xf32>)
+// FOUR: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[0, %{{.+}}, 0] [2, 64, 128]
+func.func private @bmm_rows(%a: tensor<2x256x64xf32>, %b: tensor<2x64x128xf32>, %c: tensor<2x256x128xf32>) -> tensor<2x256x128xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%c : tensor<2x256x128xf32>) -> tensor<2x256x128xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%a, %b : tensor<2x256x64xf32>, tensor<2x64x128xf32>) outs(%f : tensor<2x256x128xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<2x256x128xf32>
+  return %r : tensor<2x256x128xf32>
+}
