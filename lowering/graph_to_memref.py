@@ -170,6 +170,12 @@ def _lower_call_tir(fl: _FunctionLowering, op: ir.Operation) -> None:
     target = rx.lookup_symbol(op, callee)
     if target is None:
         raise PassError(f"'relax.call_tir' op callee @{callee} not found", op)
+    if len(op.operands) == 1 and len(op.results) == 1 and op.results[0] not in fl.dest_for:
+        src = fl.operand_buffers(op)[0]
+        want = op.results[0].type
+        if _static(src.type) and _static(want) and _is_reshape_kernel(target):
+            fl.buffers[op.results[0]] = _reshaped(src, _memref_type(want))
+            return
     ftype = ir.FunctionType(ir.TypeAttr(target.attributes["function_type"]).value)
     n_in = len(op.operands)
     ins = [fl._as_tensor(b, t) for b, t in zip(fl.operand_buffers(op), ftype.inputs[:n_in])]
@@ -181,6 +187,83 @@ def _lower_call_tir(fl: _FunctionLowering, op: ir.Operation) -> None:
         src = result if result.type == want else tensor.CastOp(want, result).result
         bufferization.MaterializeInDestinationOp(None, src, buffer, restrict=True, writable=True)
         fl.buffers[value] = buffer
+
+
+# Kernels that only reshape (TE's reshape, squeeze, expand_dims, a permute of unit axes) become
+# views of their input's buffer, as TVM's RewriteDataflowReshape makes them VM reshapes: GPT-2's
+# [1, 128, 768] -> [128, 768] copied 384 KB serially, 24 times per call.
+_VIEW_OPS = ("tensor.extract_slice", "tensor.insert_slice", "tensor.collapse_shape",
+             "tensor.expand_shape")
+
+
+def _static(t: ir.Type) -> bool:
+    return ir.ShapedType(t).has_static_shape
+
+
+def _elements(t: ir.Type) -> int:
+    n = 1
+    for d in ir.ShapedType(t).shape:
+        n *= d
+    return n
+
+
+def _whole(op: ir.Operation, full: ir.Type) -> bool:
+    """A slice op with zero offsets and unit strides over as many elements as `full` holds."""
+    offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+    strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    n = 1
+    for d in sizes:
+        n *= d
+    return not any(offsets) and all(x == 1 for x in strides) and n == _elements(full)
+
+
+def _is_reshape_kernel(func_op: ir.Operation) -> bool:
+    """Does the primitive function only carry its one input's elements, in row-major order, into
+    its out-argument (static shapes; slices that only add or drop unit axes)?"""
+    if not func_op.regions or not func_op.regions[0].blocks:
+        return False
+    block = func_op.regions[0].blocks[0]
+    args = list(block.arguments)
+    if len(args) != 2 or not all(_static(a.type) for a in args):
+        return False
+    chain = {args[0]}
+    for o in block.operations:
+        o = o.operation
+        if o.name == "func.return":
+            return len(o.operands) == 1 and o.operands[0] in chain
+        if o.name == "tensor.empty":
+            continue
+        if o.name not in _VIEW_OPS or o.operands[0] not in chain or not _static(o.results[0].type):
+            return False
+        if o.name in ("tensor.extract_slice", "tensor.insert_slice"):
+            full = o.operands[0] if o.name == "tensor.extract_slice" else o.operands[-1]
+            if len(o.operands) != (1 if o.name == "tensor.extract_slice" else 2):
+                return False
+            if not _whole(o, full.type):
+                return False
+        chain.add(o.results[0])
+    return False
+
+
+def _reshaped(buffer: ir.Value, want: ir.MemRefType) -> ir.Value:
+    """`buffer` (identity layout) viewed with the static shape of `want`."""
+    have = ir.MemRefType(buffer.type)
+    if list(have.shape) == list(want.shape):
+        return buffer
+    i64 = ir.IntegerType.get_signless(64)
+
+    def whole(rank):
+        dims = [ir.IntegerAttr.get(i64, d) for d in range(rank)]
+        return ir.ArrayAttr.get([ir.ArrayAttr.get(dims)])
+
+    flat_t = ir.MemRefType.get([_elements(have)], have.element_type)
+    flat = buffer
+    if have.rank != 1:
+        flat = memref.CollapseShapeOp(flat_t, buffer, whole(have.rank)).result
+    if want.rank == 1:
+        return flat
+    return memref.ExpandShapeOp(want, flat, whole(want.rank), [], list(want.shape)).result
 
 
 def _lower_packed(fl: _FunctionLowering, op: ir.Operation) -> None:

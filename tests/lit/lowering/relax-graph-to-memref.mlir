@@ -54,3 +54,37 @@ func.func @packed_dynamic_without_shape(%x: tensor<?x4xf32>) -> tensor<?x4xf32> 
   %1 = "relax.call_dps_packed"(%0) {callee = "env.relu"} : (tensor<?x4xf32>) -> tensor<?x4xf32>
   return %1 : tensor<?x4xf32>
 }
+
+// -----
+
+// A kernel that only reshapes its input (here a permute of a unit axis, [1, 4, 8] -> [4, 1, 8])
+// becomes a view of the input's buffer, not an allocation, a call and a copy; the next kernel
+// reads the view. A reshape of the function's result stays a call into the out-parameter.
+func.func private @unit_permute(%a: tensor<1x4x8xf32>, %out: tensor<4x1x8xf32>) -> tensor<4x1x8xf32> attributes {relax.prim_func} {
+  %s = tensor.extract_slice %a[0, 0, 0] [1, 4, 8] [1, 1, 1] : tensor<1x4x8xf32> to tensor<4x8xf32>
+  %r = tensor.insert_slice %s into %out[0, 0, 0] [4, 1, 8] [1, 1, 1] : tensor<4x8xf32> into tensor<4x1x8xf32>
+  return %r : tensor<4x1x8xf32>
+}
+func.func private @double(%a: tensor<4x1x8xf32>, %out: tensor<4x1x8xf32>) -> tensor<4x1x8xf32> attributes {relax.prim_func} {
+  %0 = linalg.add ins(%a, %a : tensor<4x1x8xf32>, tensor<4x1x8xf32>) outs(%out : tensor<4x1x8xf32>) -> tensor<4x1x8xf32>
+  return %0 : tensor<4x1x8xf32>
+}
+
+// CHECK-LABEL: func.func @reshape_view
+// CHECK-SAME: (%[[X:[^:]+]]: memref<1x4x8xf32> {{.*}}, %[[OUT:[^:]+]]: memref<4x1x8xf32>)
+// CHECK: %[[FLAT:.+]] = memref.collapse_shape %[[X]] {{\[}}[0, 1, 2]] : memref<1x4x8xf32> into memref<32xf32>
+// CHECK: %[[VIEW:.+]] = memref.expand_shape %[[FLAT]] {{\[}}[0, 1, 2]] output_shape [4, 1, 8] : memref<32xf32> into memref<4x1x8xf32>
+// CHECK-NOT: call @unit_permute
+// CHECK: %[[IN:.+]] = bufferization.to_tensor %[[VIEW]]
+// CHECK: call @double(%[[IN]],
+// CHECK-LABEL: func.func @reshape_result
+// CHECK: call @unit_permute(
+func.func @reshape_view(%x: tensor<1x4x8xf32> {relax.name = "x"}) -> tensor<4x1x8xf32> attributes {relax.function} {
+  %0 = "relax.call_tir"(%x) {callee = @unit_permute} : (tensor<1x4x8xf32>) -> tensor<4x1x8xf32>
+  %1 = "relax.call_tir"(%0) {callee = @double} : (tensor<4x1x8xf32>) -> tensor<4x1x8xf32>
+  return %1 : tensor<4x1x8xf32>
+}
+func.func @reshape_result(%x: tensor<1x4x8xf32> {relax.name = "x"}) -> tensor<4x1x8xf32> attributes {relax.function} {
+  %0 = "relax.call_tir"(%x) {callee = @unit_permute} : (tensor<1x4x8xf32>) -> tensor<4x1x8xf32>
+  return %0 : tensor<4x1x8xf32>
+}
