@@ -197,7 +197,9 @@ _VIEW_OPS = ("tensor.extract_slice", "tensor.insert_slice", "tensor.collapse_sha
 
 
 def _static(t: ir.Type) -> bool:
-    return ir.ShapedType(t).has_static_shape
+    """Static and of rank >= 1 (a 0-d buffer has no collapse_shape view)."""
+    shaped = ir.ShapedType(t)
+    return shaped.has_static_shape and shaped.rank >= 1
 
 
 def _elements(t: ir.Type) -> int:

@@ -161,8 +161,8 @@ def _erase_unused(value: ir.Value) -> None:
         if isinstance(v.owner, ir.Block):
             continue
         op = v.owner.operation
-        if any(len(list(r.uses)) for r in op.results):
-            continue
+        if not op.name.startswith("tensor.") or any(len(list(r.uses)) for r in op.results):
+            continue  # only the views and empties this pass replaced (tensor ops: no effects)
         operands = list(op.operands)
         op.erase()
         stack.extend(operands)

@@ -281,3 +281,35 @@ def test_rotary_embedding_epilogue_is_vectorized(rng, threads):
     with torch.no_grad():
         want = model(*map(torch.from_numpy, args)).numpy()
     np.testing.assert_allclose(vm["main"](*args).numpy(), want, rtol=1e-4, atol=1e-4)
+
+
+def _graph_main(mod) -> str:
+    """The graph function as relax.build bufferizes it (after fusion and schedules), as text."""
+    mod = mod.clone()
+    stages = target_pipeline(rm.target.Target("llvm"), ["graph", "layout", "schedule", "bufferize"])
+    with scope():
+        run_pipeline(mod.module, "builtin.module(" + ",".join(stages) + ")")
+    return str(mod.functions["main"].op)
+
+
+def test_reshape_kernels_become_views(rng):
+    """A kernel that only reshapes (a permute of a unit axis, then a reshape, fused into one) is
+    a view of its input's buffer in the graph: no call, no allocation, no copy. Numbers against
+    numpy (rtol 1e-4, atol 1e-4)."""
+    R = relax.op
+    w = rng.standard_normal((16, 4), dtype=np.float32)
+    x = relax.Var("x", relax.TensorStructInfo((1, 8, 16), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            t = bb.emit(R.permute_dims(x, [1, 0, 2]))  # [8, 1, 16]: only the unit axis moves
+            r = bb.emit(R.reshape(t, (8, 16)))
+            gv = bb.emit_output(R.matmul(r, relax.const(w)))
+        bb.emit_func_output(gv)
+    mod = relax.transform.LegalizeOps()(bb.get())
+    main = _graph_main(mod)
+    calls = re.findall(r"call @(\w+)\(", main)
+    assert calls == ["matmul_prepacked"], calls  # the reshape kernel is gone
+    assert "memref.collapse_shape" in main and "memref.alloc" not in main, main
+    data = rng.standard_normal((1, 8, 16), dtype=np.float32)
+    np.testing.assert_allclose(_run(mod, data), data.reshape(8, 16) @ w, rtol=1e-4, atol=1e-4)
