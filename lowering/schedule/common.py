@@ -79,11 +79,14 @@ class ScheduleOptions:
             return 0
         return 1 << 19 if self.runtime == "openmp" else 1 << 25
 
+    # Elementwise ops and reductions: 32K elements (a layer norm at seq 128, d 256) split, so
+    # that such an op does not run on one core between kernels split across all of them (its
+    # inputs then come from every core's cache, and its outputs are written back to them).
     @property
     def min_parallel_elements(self) -> int:
         if self.force_parallel:
             return 0
-        return 1 << 14 if self.runtime == "openmp" else 1 << 21
+        return 1 << 15 if self.runtime == "openmp" else 1 << 21
 
     @property
     def min_parallel_copy(self) -> int:
