@@ -22,6 +22,7 @@ from dialects import relax as rx
 from dialects import shape as sh
 from lowering.dataflow import graph_functions
 from lowering.registry import PassError, register_pass
+from lowering.views import covers_whole, row_major_view
 
 PACKED_ATTR = "relax.packed"  # on external declarations: the registered function's name
 PACKED_ARGS_ATTR = "relax.packed_args"  # their memref argument types, kept through LLVM conversion
@@ -174,7 +175,7 @@ def _lower_call_tir(fl: _FunctionLowering, op: ir.Operation) -> None:
         src = fl.operand_buffers(op)[0]
         want = op.results[0].type
         if _static(src.type) and _static(want) and _is_reshape_kernel(target):
-            fl.buffers[op.results[0]] = _reshaped(src, _memref_type(want))
+            fl.buffers[op.results[0]] = row_major_view(src, _memref_type(want))
             return
     ftype = ir.FunctionType(ir.TypeAttr(target.attributes["function_type"]).value)
     n_in = len(op.operands)
@@ -202,24 +203,6 @@ def _static(t: ir.Type) -> bool:
     return shaped.has_static_shape and shaped.rank >= 1
 
 
-def _elements(t: ir.Type) -> int:
-    n = 1
-    for d in ir.ShapedType(t).shape:
-        n *= d
-    return n
-
-
-def _whole(op: ir.Operation, full: ir.Type) -> bool:
-    """A slice op with zero offsets and unit strides over as many elements as `full` holds."""
-    offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
-    strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
-    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
-    n = 1
-    for d in sizes:
-        n *= d
-    return not any(offsets) and all(x == 1 for x in strides) and n == _elements(full)
-
-
 def _is_reshape_kernel(func_op: ir.Operation) -> bool:
     """Does the primitive function only carry its one input's elements, in row-major order, into
     its out-argument (static shapes; slices that only add or drop unit axes)?"""
@@ -238,34 +221,10 @@ def _is_reshape_kernel(func_op: ir.Operation) -> bool:
             continue
         if o.name not in _VIEW_OPS or o.operands[0] not in chain or not _static(o.results[0].type):
             return False
-        if o.name in ("tensor.extract_slice", "tensor.insert_slice"):
-            full = o.operands[0] if o.name == "tensor.extract_slice" else o.operands[-1]
-            if len(o.operands) != (1 if o.name == "tensor.extract_slice" else 2):
-                return False
-            if not _whole(o, full.type):
-                return False
+        if o.name in ("tensor.extract_slice", "tensor.insert_slice") and not covers_whole(o):
+            return False
         chain.add(o.results[0])
     return False
-
-
-def _reshaped(buffer: ir.Value, want: ir.MemRefType) -> ir.Value:
-    """`buffer` (identity layout) viewed with the static shape of `want`."""
-    have = ir.MemRefType(buffer.type)
-    if list(have.shape) == list(want.shape):
-        return buffer
-    i64 = ir.IntegerType.get_signless(64)
-
-    def whole(rank):
-        dims = [ir.IntegerAttr.get(i64, d) for d in range(rank)]
-        return ir.ArrayAttr.get([ir.ArrayAttr.get(dims)])
-
-    flat_t = ir.MemRefType.get([_elements(have)], have.element_type)
-    flat = buffer
-    if have.rank != 1:
-        flat = memref.CollapseShapeOp(flat_t, buffer, whole(have.rank)).result
-    if want.rank == 1:
-        return flat
-    return memref.ExpandShapeOp(want, flat, whole(want.rank), [], list(want.shape)).result
 
 
 def _lower_packed(fl: _FunctionLowering, op: ir.Operation) -> None:

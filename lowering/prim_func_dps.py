@@ -9,11 +9,14 @@ out-argument (and letting `eliminate-empty-tensors` reuse that buffer) keeps the
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
-from mlir.dialects import bufferization, tensor
+from mlir.dialects import bufferization
 
 from dialects import relax as rx
 from lowering.registry import register_pass
+from lowering.views import covers_whole, row_major_view
 
 
 def prim_funcs(module_op: ir.Operation) -> list[ir.Operation]:
@@ -90,40 +93,14 @@ def _view_source(value: ir.Value) -> ir.Value | None:
     op = owner.operation
     if op.name in ("tensor.collapse_shape", "tensor.expand_shape"):
         return op.operands[0]
-    if op.name == "tensor.insert_slice" and len(op.operands) == 2:
-        dest = op.operands[1]
+    if op.name == "tensor.insert_slice":
+        dest = op.operands[-1]
         if isinstance(dest.owner, ir.Block) or dest.owner.operation.name != "tensor.empty":
             return None
-        if len(list(dest.uses)) != 1:
-            return None
-        src_t, dest_t = ir.RankedTensorType(op.operands[0].type), ir.RankedTensorType(dest.type)
-        if not (src_t.has_static_shape and dest_t.has_static_shape):
-            return None
-        offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
-        strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
-        sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
-        if any(offsets) or any(x != 1 for x in strides) or sizes != list(dest_t.shape):
+        if len(list(dest.uses)) != 1 or not covers_whole(op):
             return None
         return op.operands[0]
     return None
-
-
-def _flat_view(out: ir.Value, want: ir.Type) -> ir.Value:
-    """`out` (static, identity layout) viewed with the shape of `want` (as many elements)."""
-    out_t, want_t = ir.RankedTensorType(out.type), ir.RankedTensorType(want)
-    n = 1
-    for d in out_t.shape:
-        n *= d
-    flat_t = ir.RankedTensorType.get([n], out_t.element_type)
-    flat = out if out_t.rank == 1 else tensor.CollapseShapeOp(flat_t, out, _all(out_t.rank)).result
-    if want_t.rank == 1:
-        return flat
-    return tensor.ExpandShapeOp(want, flat, _all(want_t.rank), [], list(want_t.shape)).result
-
-
-def _all(rank: int) -> ir.ArrayAttr:
-    i64 = ir.IntegerType.get_signless(64)
-    return ir.ArrayAttr.get([ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in range(rank)])])
 
 
 def _update_through_views(value: ir.Value, out: ir.Value, terminator) -> ir.Value | None:
@@ -142,15 +119,17 @@ def _update_through_views(value: ir.Value, out: ir.Value, terminator) -> ir.Valu
     root_t, out_t = ir.RankedTensorType(root.type), ir.RankedTensorType(out.type)
     if not (root_t.has_static_shape and out_t.has_static_shape) or len(list(root.uses)) != 1:
         return None
-    if root_t.element_type != out_t.element_type or _elements(root_t) != _elements(out_t):
+    if root_t.element_type != out_t.element_type or math.prod(root_t.shape) != math.prod(
+        out_t.shape
+    ):
         return None
     with ir.InsertionPoint(root.owner.operation), root.owner.operation.location:
-        view = _flat_view(out, root.type)
+        view = row_major_view(out, root.type)
     root.replace_all_uses_with(view)
     root.owner.operation.erase()
     # The result is `source` reshaped to `out` (the insert into a fresh tensor would copy).
     with ir.InsertionPoint(terminator), terminator.location:
-        return _flat_view(source, out.type)
+        return row_major_view(source, out.type)
 
 
 def _erase_unused(value: ir.Value) -> None:
@@ -166,13 +145,6 @@ def _erase_unused(value: ir.Value) -> None:
         operands = list(op.operands)
         op.erase()
         stack.extend(operands)
-
-
-def _elements(t: ir.RankedTensorType) -> int:
-    n = 1
-    for d in t.shape:
-        n *= d
-    return n
 
 
 def _fresh(root: ir.Value, out: ir.Value) -> bool:
@@ -211,7 +183,7 @@ def reshape_unit_inserts(func_op: ir.Operation) -> None:
             continue
         dest = op.operands[1]
         with ir.InsertionPoint(op), op.location:
-            view = _flat_view(op.operands[0], value.type)
+            view = row_major_view(op.operands[0], value.type)
         value.replace_all_uses_with(view)
         op.erase()
         if not list(dest.uses):

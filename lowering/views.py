@@ -1,0 +1,54 @@
+"""Row-major views shared by the buffer passes: whole-tensor slices and flat reshapes.
+
+`relax-prim-func-dps` (tensors, inside kernels) and `relax-graph-to-memref` (memrefs, between
+kernels) both replace copies that only move elements in row-major order by views of the data.
+"""
+
+from __future__ import annotations
+
+import math
+
+from mlir import ir
+from mlir.dialects import memref, tensor
+
+from lowering.schedule.common import reassociation
+
+
+def covers_whole(op: ir.Operation) -> bool:
+    """Is `op` (tensor.extract_slice / insert_slice, static) the whole of its larger tensor
+    (the source of an extract, the destination of an insert) with only unit axes added or
+    dropped: zero offsets, unit strides, as many elements?"""
+    extract = op.name == "tensor.extract_slice"
+    if len(op.operands) != (1 if extract else 2):
+        return False  # dynamic offsets, sizes or strides
+    full = ir.ShapedType(op.operands[0 if extract else 1].type)
+    if not full.has_static_shape:
+        return False
+    offsets = list(ir.DenseI64ArrayAttr(op.attributes["static_offsets"]))
+    strides = list(ir.DenseI64ArrayAttr(op.attributes["static_strides"]))
+    sizes = list(ir.DenseI64ArrayAttr(op.attributes["static_sizes"]))
+    return (
+        not any(offsets)
+        and all(x == 1 for x in strides)
+        and math.prod(sizes) == math.prod(full.shape)
+    )
+
+
+def row_major_view(value: ir.Value, want: ir.Type) -> ir.Value:
+    """`value` (a static tensor, or a memref of identity layout) with the static shape of
+    `want` (as many elements): collapsed to one axis, then expanded."""
+    is_memref = isinstance(value.type, ir.MemRefType)
+    dialect, make = (memref, ir.MemRefType.get) if is_memref else (tensor, ir.RankedTensorType.get)
+    have, shape = ir.ShapedType(value.type), ir.ShapedType(want)
+    if list(have.shape) == list(shape.shape):
+        return value
+    flat = value
+    if have.rank != 1:
+        flat_t = make([math.prod(have.shape)], have.element_type)
+        flat = dialect.CollapseShapeOp(
+            flat_t, value, reassociation([list(range(have.rank))])
+        ).result
+    if shape.rank == 1:
+        return flat
+    whole = reassociation([list(range(shape.rank))])
+    return dialect.ExpandShapeOp(want, flat, whole, [], list(shape.shape)).result
