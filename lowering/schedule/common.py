@@ -135,10 +135,10 @@ class OpInfo:
         return total
 
 
-def thread_loop(info: OpInfo, loops: list[int], threads: int) -> int | None:
-    """Which of `loops` (outermost first) to split across `threads`: the outermost static one
-    that gives each thread as many iterations, else the longest; None when none has an
-    iteration per thread.
+def thread_loop(info: OpInfo, loops: list[int], threads: int) -> int:
+    """Which of `loops` (outermost first, not empty) to split across `threads`: the outermost
+    static one that gives each thread as many iterations, else the longest with an iteration
+    per thread, else the outermost.
 
     Even shares matter beyond balance: the ops of a model should split their tensors alike, so
     that a thread reads what it wrote (a store to a line another core has read waits for that
@@ -151,7 +151,7 @@ def thread_loop(info: OpInfo, loops: list[int], threads: int) -> int | None:
     if even:
         return even[0]
     longest = max(sizes, key=lambda d: sizes[d], default=None)
-    return longest if longest is not None and sizes[longest] >= threads else None
+    return longest if longest is not None and sizes[longest] >= threads else loops[0]
 
 
 class ScheduleRule:

@@ -50,10 +50,7 @@ class ElementwiseSchedule(ScheduleRule):
         if info.static and opts.threads > 1 and info.work >= opts.min_parallel_elements:
             split = [0] * len(info.ranges)
             loops = [d for d in range(len(info.ranges)) if d != inner] or [inner]
-            outer = thread_loop(info, loops, opts.threads)
-            if outer is None:
-                outer = loops[0]
-            split[outer] = opts.threads
+            split[thread_loop(info, loops, opts.threads)] = opts.threads
             h, _ = s.tile_forall(h, num_threads=split)
         sizes = [1] * len(info.ranges)
         sizes[inner] = width

@@ -46,8 +46,7 @@ class ReductionSchedule(ScheduleRule):
             outer = [d for d in range(nloops) if info.iterators[d] == "parallel"]
             if outer:
                 split = [0] * nloops
-                dim = thread_loop(info, outer, opts.threads)
-                split[outer[0] if dim is None else dim] = opts.threads
+                split[thread_loop(info, outer, opts.threads)] = opts.threads
                 h, _ = s.tile_forall(h, num_threads=split)
         if window:
             return _window_reduction(s, h, info, inner, opts.lanes)
