@@ -344,3 +344,28 @@ def test_a_knob_value_the_kernel_cannot_take_is_a_clear_build_error(knob, match)
     with pytest.raises(Exception, match=re.escape(match)) as err:
         relax.build(tuned, target)
     assert "@fused_matmul_astype_relu" in str(err.value)
+
+
+def test_reference_check_compares_around_nan_channels(tmp_path):
+    """A batch norm with a random (negative) variance makes whole channels NaN. The check then
+    compares the finite values at the finite values' scale: a candidate that sums in another
+    order passes, a wrong value or a NaN out of place fails and says how many differ."""
+    from relaxmlir.runtime.trials import check_reference
+
+    rng = np.random.default_rng(0)
+    ref = rng.standard_normal((2, 4, 8)).astype(np.float32)
+    ref[:, 1] = np.nan
+    path = str(tmp_path / "ref.npz")
+    assert check_reference([ref], path, may_write=True) is None
+    reordered = ref + np.float32(1e-6) * rng.standard_normal(ref.shape).astype(np.float32)
+    assert check_reference([reordered], path, may_write=False) is None
+    wrong = ref.copy()
+    wrong[0, 0, 3] += 0.5
+    assert check_reference([wrong], path, may_write=False) == (
+        "wrong result (output 0: 1 of 64 elements differ, max abs diff 0.5)"
+    )
+    misplaced = ref.copy()
+    misplaced[1, 2, 0] = np.nan
+    assert check_reference([misplaced], path, may_write=False) == (
+        "wrong result (output 0: 1 of 64 elements differ)"
+    )
