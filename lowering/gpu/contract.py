@@ -54,6 +54,7 @@ MIN_SPLIT_K = 256  # a K split keeps at least this many steps of the reduction
 FMA_MIN_BLOCKS = 2  # blocks per SM a busy FMA kernel's registers leave room for
 BUSY_THREAD = 64  # ... busy: accumulators + 4 per staged element (value, address, test)
 SMALL_REGISTER_TILE = 16  # FMA tiles with fewer outputs per thread are split-K's last resort
+SMALL_BLOCK = 32 * 32  # ... and so are blocks of this many outputs or fewer
 LONG_SPLIT_K = 1024  # ... unless a larger tile's splits would each keep at least this much of K
 MAX_SPLITS = 16
 SPLIT_ATTR = "relax.gpu_contract_split"  # on the contraction: K splits (split-K), when > 1
@@ -96,10 +97,15 @@ class Config:
 CONFIGS = (
     Config("128x128/8x8", 128, 128, 8, 8),
     Config("64x64/4x4", 64, 64, 4, 4),
-    Config("32x32/2x2", 32, 32, 2, 2),
+    # small problems (BERT's seq-128 projections, ResNet at batch 1): 4x4 register tiles on 64
+    # threads. On the H200 it ran 15-33% faster than the 2x2 tile on 256 threads, whose
+    # shared-memory reads bound it (5 kernels of BERT-base, the MLP and ResNet-18 b1).
+    Config("32x32/4x4", 32, 32, 4, 4),
 )
-# Tensor cores (16-bit operands, float32 accumulators): 8 warps of 64x32, or 4 of 32x32.
+# Tensor cores (16-bit operands, float32 accumulators): 8 warps of 64x64 (4096^3 f16 on the
+# H200: 429 us against 460 for 8 warps of 64x32), of 64x32, or 4 of 32x32.
 MMA_CONFIGS = (
+    Config("mma128x256/64x64", 128, 256, 64, 64, bk=32, mma=True),
     Config("mma128x128/64x32", 128, 128, 64, 32, bk=32, mma=True),
     Config("mma64x64/32x32", 64, 64, 32, 32, bk=32, mma=True),
 )
@@ -114,15 +120,13 @@ TUNING_CONFIGS = {
     "fma": (
         Config("128x64/8x4", 128, 64, 8, 4),
         Config("64x128/4x8", 64, 128, 4, 8),
-        # small problems (BERT's seq-128 projections): 4x4 register tiles on 64 threads
-        # instead of the 2x2 tile's 256, whose shared-memory reads bound it
-        Config("32x32/4x4", 32, 32, 4, 4),
+        # 2x2 register tiles on 256 threads: the small tile before the 4x4 one replaced it
+        Config("32x32/2x2", 32, 32, 2, 2),
     ),
     "mma": (
         Config("mma128x64/64x32", 128, 64, 64, 32, bk=32, mma=True),
         # 64x64 warp tiles (128 accumulators a thread): 4 warps, or 8 on a 128x256 block
         Config("mma128x128/64x64", 128, 128, 64, 64, bk=32, mma=True),
-        Config("mma128x256/64x64", 128, 256, 64, 64, bk=32, mma=True),
     ),
     "tf32": (),
 }
@@ -211,7 +215,7 @@ def roles(op: ir.Operation) -> Roles | None:
 
 def choose(r: Roles, configs: tuple[Config, ...] = CONFIGS) -> tuple[Config, int] | None:
     """The tile config and the number of K splits: the largest tile that still fills the GPU
-    (a 2x2 register tile only where no larger one fills it with K split); when even the
+    (the smallest block only where no larger one fills it with K split); when even the
     smallest leaves it half idle and K is long, K is split over more blocks."""
     m, n, batch, k = r.extent(r.m), r.extent(r.n), r.extent(r.batch), r.extent(r.k)
     if m <= GEMV_ROWS:
@@ -223,20 +227,23 @@ def choose(r: Roles, configs: tuple[Config, ...] = CONFIGS) -> tuple[Config, int
     def blocks(cfg: Config) -> int:
         return -(-m // cfg.bm) * -(-n // cfg.bn) * batch
 
+    def small(cfg: Config) -> bool:
+        return cfg.bm * cfg.bn <= SMALL_BLOCK or cfg.tm * cfg.tn < SMALL_REGISTER_TILE
+
     filling = [c for c in configs if blocks(c) >= MANY_BLOCKS]
     if filling:  # the least work past the edges (N = 64 takes 64-wide tiles), then the largest
         best = min(filling, key=padded)
-        if best.mma or best.tm * best.tn >= SMALL_REGISTER_TILE:
+        if best.mma or not small(best):
             return best, 1
-        # A 2x2 register tile makes 4 FMAs per two shared-memory reads: the SM's shared-memory
-        # bandwidth, not its FMA units, bounds it. Where K is long, a larger tile split along K
-        # fills the GPU as well (ResNet's last stage at batch 32: K 4608 in 2 splits); each
+        # A small tile reads more of A and B per FMA (a 2x2 register tile: 4 FMAs per two
+        # shared-memory reads; a 32x32 block: twice the global reads of a 64x64 one). Where K
+        # is long, a larger tile split along K fills the GPU as well (ResNet's last stage at
+        # batch 32: K 4608 in 2 splits, 196 us against 222 for 32x32/4x4 on the H200); each
         # split keeps a long K, so the partial sums and their fold stay small beside it.
         split = []
         for c in configs:
             splits = -(-MANY_BLOCKS // blocks(c))
-            big = c.tm * c.tn >= SMALL_REGISTER_TILE
-            if big and splits <= MAX_SPLITS and k // splits >= LONG_SPLIT_K:
+            if not small(c) and splits <= MAX_SPLITS and k // splits >= LONG_SPLIT_K:
                 split.append((c, splits))
         if split:
             return min(split, key=lambda cs: (padded(cs[0]), cs[1]))

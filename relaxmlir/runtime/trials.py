@@ -139,7 +139,9 @@ def check_reference(outs: list, path: str, may_write: bool) -> str | None:
         if not ok.all():
             both = ~ok & finite & np.isfinite(o)
             diff = f", max abs diff {np.abs(o - want)[both].max():.3g}" if both.any() else ""
-            return f"wrong result (output {i}: {int((~ok).sum())} of {o.size} elements differ{diff})"
+            return (
+                f"wrong result (output {i}: {int((~ok).sum())} of {o.size} elements differ{diff})"
+            )
     return None
 
 

@@ -11,7 +11,10 @@ import numpy as np
 import pytest
 
 from lowering.gpu.interpret import InterpretError, run_function
+from lowering.schedule.space import set_tuned_table
+from relaxmlir import meta_schedule as ms
 from relaxmlir import relax
+from relaxmlir.target import Target
 from relaxmlir.tools.gpu_interpret import interpret
 
 
@@ -190,19 +193,21 @@ def test_conv_with_bias_relu_epilogue(dtype):
 
 
 @pytest.mark.parametrize(
-    "x_shape, w_shape, stride, padding, dilation, groups",
+    "x_shape, w_shape, stride, padding, dilation, groups, tile",
     [
-        ((1, 16, 6, 7), (8, 16, 3, 3), 1, 1, 1, 1),  # K tiles of 8 windows; ragged M
-        ((2, 12, 7, 5), (6, 12, 3, 3), 2, 1, 1, 1),  # K = 108: the last K tile is partial
-        ((1, 64, 4, 4), (32, 64, 3, 3), 1, 1, 1, 1),  # split-K over whole windows
-        ((1, 16, 9, 9), (8, 16, 3, 3), 1, 2, 2, 1),  # dilated
-        ((1, 8, 5, 6), (8, 8, 1, 3), 1, (0, 1), 1, 1),  # a 1x3 window
-        ((2, 24, 6, 6), (16, 24, 1, 1), 2, 0, 1, 1),  # 1x1, strided: K is the channels only
-        ((1, 3, 20, 20), (8, 3, 7, 7), 2, 3, 1, 1),  # a 7x7 stem: K tiles of one window, the
-        # threads' last share partial (49 x 32 elements over 256 threads)
+        ((1, 16, 6, 7), (8, 16, 3, 3), 1, 1, 1, 1, None),  # K tiles of 2 windows; ragged M
+        ((2, 12, 7, 5), (6, 12, 3, 3), 2, 1, 1, 1, None),  # K = 108: the last K tile is partial
+        ((1, 64, 4, 4), (32, 64, 3, 3), 1, 1, 1, 1, None),  # split-K over whole windows
+        ((1, 16, 9, 9), (8, 16, 3, 3), 1, 2, 2, 1, None),  # dilated
+        ((1, 8, 5, 6), (8, 8, 1, 3), 1, (0, 1), 1, 1, None),  # a 1x3 window
+        ((2, 24, 6, 6), (16, 24, 1, 1), 2, 0, 1, 1, None),  # 1x1, strided: K is the channels only
+        # a 7x7 stem on 256 threads: K tiles of one window, the threads' last share partial (49
+        # x 32 elements over 256 threads; the default 64-thread tile would hold 49 each, too
+        # many, and keeps K tiles of 8)
+        ((1, 3, 20, 20), (8, 3, 7, 7), 2, 3, 1, 1, "32x32/2x2"),
     ],
 )
-def test_conv_staging_by_strides(x_shape, w_shape, stride, padding, dilation, groups):
+def test_conv_staging_by_strides(x_shape, w_shape, stride, padding, dilation, groups, tile):
     """The FMA kernel stages convolutions by strides (`_StridedStage`): K tiles of whole
     windows, each element's place and padding test computed once, one offset per tile."""
     import torch
@@ -223,6 +228,11 @@ def test_conv_staging_by_strides(x_shape, w_shape, stride, padding, dilation, gr
 
     out = np.full(ref.shape, np.nan, np.float32)
     mod = function([(x.shape, "float32"), (w.shape, "float32")], body)
+    if tile is not None:
+        (task,) = [t for t in ms.extract_tasks(mod, Target("cuda")) if "gpu.matmul.tile" in t.space]
+        set_tuned_table(
+            mod.module.operation, {task.key: {**task.default_knobs(), "gpu.matmul.tile": tile}}
+        )
     text = str(run_on_gpu_model(mod, x, w, out).module)
     assert "memref.collapse_shape" in text and "math.fma" in text
     close(out, ref, 1e-4)

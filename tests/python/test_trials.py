@@ -83,8 +83,12 @@ def test_cuda_kernels_have_gpu_knobs_whose_default_is_the_default_schedule():
     (task,) = ms.extract_tasks(mod, target)
     assert set(task.space) == {"gpu.matmul.tile", "gpu.matmul.splits", "gpu.matmul.stages"}
     tiles = task.space["gpu.matmul.tile"].values
-    assert tiles[:2] == ("mma128x128/64x32", "mma64x64/32x32")  # the heuristic's
-    assert "mma128x64/64x32" in tiles and "mma128x256/64x64" in tiles  # tuning only
+    assert tiles[:3] == (
+        "mma128x256/64x64",
+        "mma128x128/64x32",
+        "mma64x64/32x32",
+    )  # the heuristic's
+    assert "mma128x64/64x32" in tiles and "mma128x128/64x64" in tiles  # tuning only
     default = task.default_knobs()
     assert default == {
         "gpu.matmul.tile": "mma64x64/32x32",  # 64 blocks of 64x64 ...
@@ -254,13 +258,14 @@ def test_relaxmlir_tune_exports_and_imports_trials(tmp_path):
 
 @pytest.mark.parametrize(
     "dtype, tile", [("float32", "128x64/8x4"), ("float32", "64x128/4x8"),
-                    ("float32", "32x32/4x4"),
-                    ("float16", "mma128x64/64x32"), ("float16", "mma128x256/64x64")],
+                    ("float32", "32x32/2x2"),
+                    ("float16", "mma128x64/64x32"), ("float16", "mma128x128/64x64")],
 )  # fmt: skip
 def test_tuning_only_tiles_compute_the_matmul(dtype, tile):
     """Tiles the default heuristic never picks but tuning may (rectangular, for N or M of 64;
-    4x4 register tiles on 64 threads, for small problems), applied through the tuned table and interpreted on a ragged matmul against numpy (float32
-    1e-4, float16 2e-3 relative to the result's scale)."""
+    the 2x2 register tile on 256 threads; 64x64 warp tiles on 4 warps), applied through the
+    tuned table and interpreted on a ragged matmul against numpy (float32 1e-4, float16 2e-3
+    relative to the result's scale)."""
     from test_gpu_interpret import close, function
 
     from relaxmlir.tools.gpu_interpret import interpret
@@ -281,7 +286,7 @@ def test_tuning_only_tiles_compute_the_matmul(dtype, tile):
     c = np.full((m, n), np.nan, dtype)
     text = str(interpret(tuned, a, b, c).module)
     threads = re.search(r"threads\([^)]*\) in \(%\w+ = %c(\d+)", text).group(1)
-    warps = {"mma128x64/64x32": 4, "mma128x256/64x64": 8, "32x32/4x4": 2}
+    warps = {"mma128x64/64x32": 4, "mma128x128/64x64": 4}
     assert int(threads) == 32 * warps.get(tile, 8)  # 16x16 threads, or the tile's warps
     close(c, a.astype(np.float64) @ b.astype(np.float64), 1e-4 if dtype == "float32" else 2e-3)
 
@@ -327,7 +332,7 @@ def test_conv_kernel_knobs_compute_the_convolution(knobs, bk):
 @pytest.mark.parametrize(
     "knob, match",
     [
-        ({"gpu.matmul.tile": "huge"}, "gpu.matmul.tile = 'huge': this op takes mma128x128"),
+        ({"gpu.matmul.tile": "huge"}, "gpu.matmul.tile = 'huge': this op takes mma128x256"),
         ({"gpu.matmul.splits": 0}, "gpu.matmul.splits = 0: expected an int from 1 to 16"),
         ({"gpu.matmul.stages": 7}, "gpu.matmul.stages = 7: expected 0"),
         ({"gpu.matmul.min_blocks": 3}, "gpu.matmul.min_blocks = 3: expected 0"),

@@ -24,7 +24,7 @@ func.func private @add(%a: tensor<64x1024xf32>, %b: tensor<64x1024xf32>, %out: t
 // CHECK-SAME: relax.schedule = ["matmul"]
 // CHECK-NOT: scf.forall
 // CHECK: linalg.generic {{.*}} attrs = {relax.gpu_contract_init}
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]{{.*}} attrs = {relax.gpu_contract = "32x32/2x2"}
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]{{.*}} attrs = {relax.gpu_contract = "32x32/4x4"}
 // CHECK: linalg.generic {{.*}} attrs = {relax.gpu_contract_epilogue = array<i64: 0, 0>}
 #mk = affine_map<(m, n, k) -> (m, k)>
 #nk = affine_map<(m, n, k) -> (n, k)>
