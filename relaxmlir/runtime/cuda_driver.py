@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
+import math
 import sys
 import threading
 from typing import Any
@@ -144,6 +145,8 @@ LIBCUDA = "libcuda.so.1"
 def driver() -> Driver:
     """The driver, loaded on first use; CudaError when this machine has none."""
     global _DRIVER
+    if _DRIVER is not None:  # every call and allocation asks: no lock once loaded
+        return _DRIVER
     with _DRIVER_LOCK:
         if _DRIVER is None:
             try:
@@ -187,6 +190,11 @@ def current_stream(device: Device) -> int:
         return handle
     torch = sys.modules.get("torch")  # only when the user imported it: never imported here
     if torch is not None and torch.cuda.is_initialized():
+        # the raw handle, as torch's own generated code reads it: current_stream() builds a
+        # Stream object per call (microseconds, on every model call)
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return int(raw(device.device_id))
         return int(torch.cuda.current_stream(device.device_id).cuda_stream)
     return 0
 
@@ -223,7 +231,7 @@ class DeviceData:
 
     @property
     def nbytes(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64)) * self.dtype.itemsize
+        return math.prod(self.shape) * self.dtype.itemsize
 
 
 def empty(shape, dtype: Any, device: Device, stream: int | None = None) -> DeviceData:

@@ -78,6 +78,7 @@ class CudaEntryPoint:
                 native.relaxmlir_cuda_take_error.restype = ctypes.c_int
                 self._native_streams.append(native.relaxmlir_cuda_set_stream)
                 self._native_errors.append(native.relaxmlir_cuda_take_error)
+        self._error_buf = ctypes.create_string_buffer(1024)  # the failure a call leaves, if any
         self.slots = [memref_abi.ArgSlot(len(s.shape)) for s in info.params + info.results]
         self._last: tuple | None = None  # (arguments, their device data, shape bindings)
         self.packed = memref_abi.packed_args(self.slots)
@@ -152,26 +153,29 @@ class CudaEntryPoint:
         if self._native_errors:
             # every library's record is read (and cleared) before the first one is raised: a
             # failure left behind would stop that library's next call
-            pending = [_take(t) for t in (self._take_error, *self._native_errors)]
+            buf = self._error_buf
+            pending = [_take(t, buf) for t in (self._take_error, *self._native_errors)]
             first = next((m for m in pending if m), "")
             if first:
                 raise CudaError(first)
         else:
-            raise_pending(self._take_error)
+            raise_pending(self._take_error, self._error_buf)
         if dps:
             return None
         return outs[0] if len(outs) == 1 else tuple(outs)
 
 
-def _take(take_error: Any) -> str:
-    """The failure a library recorded ("" if none), cleared there."""
-    buf = ctypes.create_string_buffer(1024)
+def _take(take_error: Any, buf: Any = None) -> str:
+    """The failure a library recorded ("" if none), cleared there; `buf`: a string buffer to
+    reuse."""
+    if buf is None:
+        buf = ctypes.create_string_buffer(1024)
     return buf.value.decode(errors="replace") if take_error(buf, len(buf)) else ""
 
 
-def raise_pending(take_error: Any) -> None:
+def raise_pending(take_error: Any, buf: Any = None) -> None:
     """Raise the first failure that the library's CUDA runtime recorded (and clear it)."""
-    message = _take(take_error)
+    message = _take(take_error, buf)
     if message:
         raise CudaError(message)
 

@@ -241,3 +241,30 @@ def test_recorded_runtime_errors_are_raised():
 
 def test_ctypes_is_all_the_runtime_needs():
     assert ctypes.sizeof(cuda_driver.DLTensor) == 48  # dlpack.h's layout on 64-bit
+
+
+def test_calls_run_on_torchs_current_stream(monkeypatch):
+    """Model calls go on the stream torch has current for the device, read as the raw handle
+    (a Stream object per call costs microseconds), or through current_stream() where this
+    torch lacks the raw reader; `use_stream` overrides both, and without an initialized torch
+    CUDA the legacy stream 0 is used. A stand-in torch module: no GPU needed."""
+    import types
+
+    asked = []
+    cuda = types.SimpleNamespace(
+        is_initialized=lambda: True,
+        current_stream=lambda i: types.SimpleNamespace(cuda_stream=0x500 + i),
+    )
+    fake = types.SimpleNamespace(
+        cuda=cuda,
+        _C=types.SimpleNamespace(_cuda_getCurrentRawStream=lambda i: asked.append(i) or 0x700 + i),
+    )
+    monkeypatch.setitem(__import__("sys").modules, "torch", fake)
+    dev = rm.cuda(1)
+    assert cuda_driver.current_stream(dev) == 0x701 and asked == [1]
+    with cuda_driver.use_stream(0x900):
+        assert cuda_driver.current_stream(dev) == 0x900
+    del fake._C._cuda_getCurrentRawStream
+    assert cuda_driver.current_stream(dev) == 0x501
+    cuda.is_initialized = lambda: False
+    assert cuda_driver.current_stream(dev) == 0
