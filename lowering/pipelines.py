@@ -153,6 +153,9 @@ def cuda_stages(target: Target) -> "Stages":
             "relax-gpu-record-constants",  # constant sizes, for the device copies after LLVM
         ]),  # fmt: skip
         ("nvvm", [
+            # warpgroup MMA (wgmma) while its accumulators are still scf.for values: the
+            # conversion retypes loop-carried values, not block arguments after scf-to-cf
+            "gpu.module(convert-nvgpu-to-nvvm)",
             "convert-vector-to-scf",
             "convert-scf-to-cf",  # before convert-gpu-to-nvvm inside the gpu module (MLIR_NOTES)
             "convert-nvvm-to-llvm",

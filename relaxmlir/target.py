@@ -68,6 +68,9 @@ CUDA_ARCHS: dict[str, dict[str, Any]] = {
     "sm_86": {"ptx": 71, "max-shared-memory-per-block": 99 * 1024},
     "sm_89": {"ptx": 78, "max-shared-memory-per-block": 99 * 1024},
     "sm_90": {"ptx": 80, "max-shared-memory-per-block": 227 * 1024},
+    # Hopper with its arch-specific instructions (wgmma): PTX for sm_90a runs on sm_90 devices
+    # only (H100, H200), not on later ones
+    "sm_90a": {"ptx": 80, "max-shared-memory-per-block": 227 * 1024},
 }
 
 # -- Kinds --------------------------------------------------------------------------------------

@@ -24,6 +24,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import re
 import statistics
 import sys
 from pathlib import Path
@@ -147,6 +148,7 @@ WORKLOADS = {
     "layer_norm": ("layer_norm 16384 x 768 f32", lambda: _rows("layer_norm", 16384, 768)),
     "matmul_f32": ("matmul 4096^3 f32 (no TF32)", lambda: _matmul(4096, "float32")),
     "matmul_f16": ("matmul 4096^3 f16", lambda: _matmul(4096, "float16")),
+    "matmul_f16_wgmma": ("matmul 4096^3 f16, sm_90a (wgmma)", lambda: _matmul(4096, "float16")),
     "matmul_tf32": ("matmul 4096^3 f32, TF32 allowed", lambda: _matmul(4096, "float32")),
     "mlp": ("MLP 784-1024-1024-10, batch 256", lambda: _mlp(256)),
     "bert_base": ("BERT-base encoder, seq 128, batch 1", lambda: _bert_base()),
@@ -183,20 +185,31 @@ def _imported(name: str):
     return from_exported_program(ep, keep_params_as_input=True), len(inputs)
 
 
+# Workloads built for another arch than the target's: Hopper's own instructions (wgmma)
+ARCH = {"matmul_f16_wgmma": "sm_90a"}
+
+
 def _target(name: str, target: str) -> str:
+    if name in ARCH:
+        arch = f"-arch={ARCH[name]}"
+        target = re.sub(r"-arch=\S+", arch, target) if "-arch=" in target else f"{target} {arch}"
     return target + (" -allow-tf32=1" if name in TF32 else "")
 
 
 def trials(out: Path, work_dir: Path, names: list[str], target: str, budget: int) -> None:
     """The tuning tasks of the workloads, one per distinct kernel (calls summed over the
     workloads), their candidates exported for the GPU machine: into `out`, or `out/tf32` for
-    the workloads built with TF32 allowed (another target, so other records)."""
+    the workloads built with TF32 allowed and `out/sm_90a` for those built for Hopper's own
+    instructions (other targets, so other records)."""
     from relaxmlir import meta_schedule as ms
     from relaxmlir.target import Target
 
     groups: dict[str, list[str]] = {}
+    folders = {target: out}
     for name in names:
-        groups.setdefault(_target(name, target), []).append(name)
+        tstr = _target(name, target)
+        groups.setdefault(tstr, []).append(name)
+        folders.setdefault(tstr, out / ("tf32" if name in TF32 else ARCH.get(name, "other")))
     tasks_of: dict[str, list] = {}
     for tstr, members in groups.items():
         tasks: dict[str, object] = {}
@@ -209,7 +222,7 @@ def trials(out: Path, work_dir: Path, names: list[str], target: str, budget: int
         tasks_of[tstr] = sorted(tasks.values(), key=lambda t: -t.flops * t.calls)
     total = sum(len(tasks) for tasks in tasks_of.values()) or 1
     for tstr, tasks in tasks_of.items():
-        folder = out if tstr == target else out / "tf32"
+        folder = folders[tstr]
         share = max(1, budget * len(tasks) // total)
         ms.export_trials(None, Target(tstr), str(work_dir), str(folder), share, tasks=tasks)
         print(f"{folder}: {len(tasks)} kernels for {tstr}, {share} trials", flush=True)

@@ -29,7 +29,17 @@ sys.path.insert(0, str(ROOT))
 RTOL = ATOL = 1e-3  # test_models.py's tolerances (f32 throughout)
 # Cases too large to interpret in minutes (~10^8 multiply-adds): `interpret` runs them only
 # when named.
-TOO_LARGE_TO_INTERPRET = {"k_linear_large", "k_matmul_f16_mma_large"}
+TOO_LARGE_TO_INTERPRET = {
+    "k_linear_large",
+    "k_matmul_f16_mma_large",
+    "k_matmul_f16_wgmma",
+    "k_matmul_f16_wgmma_bias_relu",
+}
+# Cases built for another target than --target's: Hopper's wgmma kernels (sm_90a)
+TARGETS = {
+    "k_matmul_f16_wgmma": "cuda -arch=sm_90a",
+    "k_matmul_f16_wgmma_bias_relu": "cuda -arch=sm_90a",
+}
 HALF_TOL = 1e-2  # float16 outputs: their own rounding (2^-11) plus a different summation order
 
 
@@ -49,6 +59,10 @@ def kernel_cases() -> dict:
 
     def seq(*layers):
         return lambda: nn.Sequential(*layers)
+
+    class MatmulBiasRelu(nn.Module):
+        def forward(self, a, b, bias):
+            return torch.relu(a @ b + bias)
 
     class Softmax(nn.Module):
         def forward(self, x):
@@ -94,6 +108,20 @@ def kernel_cases() -> dict:
             Bmm,
             lambda: [torch.randn(1, 24, 2048).half(), torch.randn(1, 2048, 40).half()],
         ),
+        # float16 on Hopper's wgmma (TARGETS): 17 x 17 blocks of 128x128, every edge ragged
+        # (2160, 2120, and K = 200 = 3 tiles of 64 + 8), then a bias + ReLU epilogue
+        "k_matmul_f16_wgmma": (
+            Bmm,
+            lambda: [torch.randn(1, 2160, 200).half(), torch.randn(1, 200, 2120).half()],
+        ),
+        "k_matmul_f16_wgmma_bias_relu": (
+            MatmulBiasRelu,
+            lambda: [
+                torch.randn(2176, 256).half(),
+                torch.randn(256, 2304).half(),
+                torch.randn(2304).half(),
+            ],
+        ),
     }
 
 
@@ -130,14 +158,14 @@ def export(out: Path, target: str) -> None:
         torch.manual_seed(0)
         model, args = make().eval(), inputs()
         mod = from_exported_program(torch.export.export(model, tuple(args)))
-        relax.build(mod, target=target).export_library(str(out / f"{name}.so"))
+        relax.build(mod, target=TARGETS.get(name, target)).export_library(str(out / f"{name}.so"))
         with torch.no_grad():
             want = model(*args)
         want = want if isinstance(want, tuple) else (want,)
         arrays = {f"in{i}": a.numpy() for i, a in enumerate(args)}
         arrays.update({f"out{i}": w.numpy() for i, w in enumerate(want)})
         np.savez(out / f"{name}.npz", **arrays)
-        print(f"{name}: built for {target}", flush=True)
+        print(f"{name}: built for {TARGETS.get(name, target)}", flush=True)
 
 
 def run_one(libs: Path, name: str) -> str:
@@ -171,7 +199,9 @@ def compare(got: list, want: list) -> str:
         else:
             rtol, atol = RTOL, ATOL
         same = g.shape == w.shape
-        if not same or not np.allclose(g.astype(np.float32), w.astype(np.float32), rtol=rtol, atol=atol):
+        if not same or not np.allclose(
+            g.astype(np.float32), w.astype(np.float32), rtol=rtol, atol=atol
+        ):
             err = np.max(np.abs(g - w)) if same else f"shape {g.shape} vs {w.shape}"
             problems.append(f"output {i}: max |err| {err}")
     return "; ".join(problems)

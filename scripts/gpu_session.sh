@@ -38,7 +38,9 @@ device)
     fi
     if [[ ",$parts," == *,trials,* ]]; then
         folders=(gpu_trials)
-        [ -f gpu_trials/tf32/trials.json ] && folders+=(gpu_trials/tf32)
+        for f in gpu_trials/tf32 gpu_trials/sm_90a; do
+            [ -f $f/trials.json ] && folders+=($f)
+        done
         timeout 220 python -m relaxmlir.runtime.trials "${folders[@]}" --timeout 20 \
             > "$out/trials.txt" 2>&1
         echo "trials: exit $? (a stopped run resumes where it was)" >> "$out/status.txt"
@@ -55,7 +57,7 @@ device)
     ;;
 tuned)
     results="${2:?give the output folder of the device run}"
-    for f in gpu_trials gpu_trials/tf32; do
+    for f in gpu_trials gpu_trials/tf32 gpu_trials/sm_90a; do
         [ -f "$results/$f/results.jsonl" ] && cp "$results/$f/results.jsonl" "$f/"
     done
     python scripts/bench_gpu.py export --out gpu_tuned --tuned gpu_tuning --import gpu_trials

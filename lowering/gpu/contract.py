@@ -36,7 +36,7 @@ import math as pymath
 from dataclasses import dataclass, field, replace
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, math, memref, nvgpu, nvvm, scf, vector
+from mlir.dialects import arith, builtin, gpu, llvm, math, memref, nvgpu, nvvm, scf, vector
 
 from lowering.gpu import emit
 from lowering.registry import PassError, register_pass
@@ -85,9 +85,12 @@ class Config:
     bk: int = 8
     mma: bool = False  # tensor cores: TM x TN is one warp's tile of mma.sync steps
     tf32: bool = False  # float32 operands as TF32: 16x8x8 steps (else 16-bit ones, 16x8x16)
+    wgmma: bool = False  # Hopper's wgmma: one warpgroup computes the whole BM x BN tile
 
     @property
     def threads(self) -> int:
+        if self.wgmma:
+            return WARPGROUP
         tiles = (self.bm // self.tm) * (self.bn // self.tn)
         return tiles * WARP if self.mma else tiles
 
@@ -109,6 +112,11 @@ MMA_CONFIGS = (
     Config("mma128x128/64x32", 128, 128, 64, 32, bk=32, mma=True),
     Config("mma64x64/32x32", 64, 64, 32, 32, bk=32, mma=True),
 )
+# Hopper (sm_90a): one warpgroup's wgmma steps (m64n128k16) over 128x128 tiles staged by
+# cp.async in the 128-byte swizzled layout wgmma reads (`_build_wgmma`); 16-bit operands, A
+# K-contiguous, B N-contiguous (else the kernel is the mma.sync one of the same block tile).
+WGMMA_ARCHS = ("sm_90a",)
+WGMMA_CONFIGS = (Config("wgmma128x128", 128, 128, 128, 128, bk=64, mma=True, wgmma=True),)
 # float32 on tensor cores as TF32, where the target allows it ("allow-tf32").
 TF32_CONFIGS = (
     Config("tf32 128x128/64x32", 128, 128, 64, 32, bk=32, mma=True, tf32=True),
@@ -131,6 +139,7 @@ TUNING_CONFIGS = {
     "tf32": (),
 }
 WARP = 32
+WARPGROUP = 4 * WARP
 MMA_PAD = 8  # shared rows of 16-bit elements padded by 16 bytes (ldmatrix rows stay aligned)
 TF32_PAD = 4  # ... of float32 by 4: the 8 rows a fragment load touches hit distinct banks
 TF32_KROW_PAD = 8  # ... and K rows by 8: the 4 K rows a fragment load touches, too
@@ -307,10 +316,13 @@ class Plan:
     window: bool = True  # FMA tiles: K tiles of whole windows where that helps (`_window_bk`)
 
 
-def configs_for(op: ir.Operation, allow_tf32: bool, tuning: bool = False) -> tuple[Config, ...]:
-    """The tile configs the op's operands allow (with `tuning`, the tuning-only ones too)."""
+def configs_for(
+    op: ir.Operation, allow_tf32: bool, tuning: bool = False, wgmma: bool = False
+) -> tuple[Config, ...]:
+    """The tile configs the op's operands allow (with `tuning`, the tuning-only ones too;
+    `wgmma`: the target has Hopper's warpgroup MMA, sm_90a)."""
     if tensor_core_operands(op):
-        kind, configs = "mma", MMA_CONFIGS
+        kind, configs = "mma", (WGMMA_CONFIGS if wgmma else ()) + MMA_CONFIGS
     elif allow_tf32 and tf32_operands(op):
         kind, configs = "tf32", TF32_CONFIGS
     else:
@@ -319,12 +331,15 @@ def configs_for(op: ir.Operation, allow_tf32: bool, tuning: bool = False) -> tup
 
 
 def _config(name: str) -> Config | None:
-    every = CONFIGS + MMA_CONFIGS + TF32_CONFIGS + sum(TUNING_CONFIGS.values(), ())
+    every = CONFIGS + WGMMA_CONFIGS + MMA_CONFIGS + TF32_CONFIGS + sum(TUNING_CONFIGS.values(), ())
     return next((c for c in every if c.name == name), None)
 
 
 def plan(
-    ops: list[ir.Operation], allow_tf32: bool = False, knobs: dict | None = None
+    ops: list[ir.Operation],
+    allow_tf32: bool = False,
+    knobs: dict | None = None,
+    wgmma: bool = False,
 ) -> Plan | None:
     """The last contraction of a PrimFunc that the kernel takes, its fill and the elementwise
     consumers that follow it directly (each the only user of the value before it); its tile
@@ -334,13 +349,13 @@ def plan(
         r = roles(ops[c])
         if r is None:
             continue
-        configs = configs_for(ops[c], allow_tf32)
+        configs = configs_for(ops[c], allow_tf32, wgmma=wgmma)
         chosen = choose(r, configs)
         if chosen is None:
             return None
         cfg, splits = chosen
         if TILE_KNOB in knobs:
-            tunable = configs_for(ops[c], allow_tf32, tuning=True)
+            tunable = configs_for(ops[c], allow_tf32, tuning=True, wgmma=wgmma)
             cfg = next((x for x in tunable if x.name == knobs[TILE_KNOB]), None)
             if cfg is None:
                 names = ", ".join(x.name for x in tunable)
@@ -1079,6 +1094,182 @@ def _build_mma(
         job.close()
 
 
+WGMMA_FALLBACK = "mma128x128/64x32"  # the wgmma tile's block on mma.sync
+SWIZZLE_BYTES = 128  # wgmma tiles: rows of 128 bytes, 16-byte chunks XOR-swizzled by row % 8
+SWIZZLE_ALIGN = 1024  # ... from a base on 1024 bytes (the swizzle acts on address bits 4-9)
+WGMMA_SHARED_BYTES = 96 * 1024  # the ring: two blocks per SM (227 KiB)
+
+
+def _wgmma_staging(job: _Job) -> bool:
+    """Whether the wgmma kernel can stage the job's operands: 16-bit, A with K contiguous, B
+    with N contiguous (wgmma reads B transposed), each in 16-byte vectors, a K tile of one
+    128-byte swizzled row and B's tile in 64-wide column blocks."""
+    a, b, r, cfg = job.a, job.b, job.r, job.cfg
+    return (
+        _vector_axis(a, r, r.m) == "k"
+        and _vector_axis(b, r, r.n) == "own"
+        and cfg.bk * a.elem.width // 8 == SWIZZLE_BYTES
+        and cfg.bn % 64 == 0
+        and cfg.bm % 64 == 0
+    )
+
+
+def _swizzled(row: ir.Value, col: ir.Value) -> ir.Value:
+    """The column of 16-byte chunk `col` (an element index, a multiple of 8) of a row of a
+    128-byte swizzled tile: the chunk index XOR row % 8 (CUTLASS's Swizzle<3,4,3>, the TMA's
+    SWIZZLE_128B)."""
+    chunk = arith.XOrIOp(emit.div(col, 8), emit.rem(row, 8)).result
+    return emit.mul(chunk, 8)
+
+
+def _build_wgmma(
+    contraction: ir.Operation, init, epilogue, cfg: Config, splits: int, pads: dict, ring: int = 0
+) -> bool:
+    """The kernel of `_build_mma` on Hopper's warpgroup MMA: one warpgroup (128 threads) per
+    BM x BN block tile; both operands copied by cp.async into a ring of shared tiles in the
+    128-byte swizzled layout that wgmma's descriptors read (A: BM rows of BK = 64 16-bit
+    elements; B: BK rows of each 64-column block, read transposed); each K step waits for its
+    tile, fences it for the async proxy, meets the block, issues the tile's wgmma steps
+    (`nvgpu.warpgroup.mma`, accumulators in registers), then refills the slot the previous
+    step read once its wgmma group is done. The accumulators then go through shared memory to
+    the epilogue, two adjacent outputs a thread, rows coalesced. False (nothing written) where
+    the operands do not stage so (`_wgmma_staging`)."""
+    job = _Job(contraction, init, epilogue, cfg, splits, pads)
+    if not _wgmma_staging(job):
+        return False
+    a, b = job.a, job.b
+    bm, bn, bk = cfg.bm, cfg.bn, cfg.bk
+    elem_bytes = a.elem.width // 8
+    a_bytes, b_bytes = bm * bk * elem_bytes, bk * bn * elem_bytes
+    stage_bytes = a_bytes + b_bytes
+    stages = ring or min(MAX_STAGES, WGMMA_SHARED_BYTES // stage_bytes)  # tuned: any of 2-4
+    stages = max(2, min(stages, -(-job.k_span // bk) + 1))
+    f32 = ir.F32Type.get()
+    out_bytes = bm * bn * f32.width // 8
+    total = max(stages * stage_bytes, out_bytes) + SWIZZLE_ALIGN
+    space = ir.Attribute.parse(emit.WORKGROUP)
+    a_tile_t = emit.shared([bm, bk], a.elem)
+    b_tile_t = emit.shared([bk, bn], b.elem)
+    b_cols_t = emit.shared([bn // 64, bk, 64], b.elem)  # the same bytes, by 64-column block
+
+    def box(shape: list[int]) -> ir.MemRefType:  # a tensor map's box (its swizzle is read)
+        return ir.MemRefType.get(shape, a.elem, memory_space=ir.Attribute.parse("3"))
+
+    def desc(t: ir.MemRefType) -> ir.Type:
+        return ir.Type.parse(f"!nvgpu.warpgroup.descriptor<tensor={t}>")
+
+    sw = nvgpu.TensorMapSwizzleKind.SWIZZLE_128B
+    rest = (
+        nvgpu.TensorMapL2PromoKind.L2PROMO_NONE,
+        nvgpu.TensorMapOOBKind.OOB_ZERO,
+        nvgpu.TensorMapInterleaveKind.INTERLEAVE_NONE,
+    )
+    map_a = nvgpu.TensorMapDescriptorType.get(box([bm, bk]), sw, *rest)
+    map_b = nvgpu.TensorMapDescriptorType.get(box([bk, 64]), sw, *rest)
+    acc_t = ir.Type.parse(f"!nvgpu.warpgroup.accumulator<fragmented=vector<{bm}x{bn}xf32>>")
+
+    with contraction.location, ir.InsertionPoint(job.anchor):
+        body = job.launch([], total)
+        with ir.InsertionPoint(body):
+            job.place(body)
+            i8 = ir.IntegerType.get_signless(8)
+            raw_t = ir.MemRefType.get([ir.ShapedType.get_dynamic_size()], i8, memory_space=space)
+            raw = gpu.DynamicSharedMemoryOp(raw_t).result
+            start = memref.ExtractAlignedPointerAsIndexOp(raw).result
+            base = emit.rem(
+                arith.SubIOp(emit.const(SWIZZLE_ALIGN), emit.rem(start, SWIZZLE_ALIGN)).result,
+                SWIZZLE_ALIGN,
+            )
+
+            def view(t: ir.MemRefType, offset: ir.Value) -> ir.Value:
+                return memref.ViewOp(t, raw, emit.add(base, offset), []).result
+
+            def a_tile(slot, t=a_tile_t):
+                return view(t, emit.mul(slot, stage_bytes))
+
+            def b_tile(slot, t=b_tile_t):
+                return view(t, emit.add(emit.mul(slot, stage_bytes), a_bytes))
+
+            job.stage("k", "own")
+            # the descriptors read the swizzle from a tensor map's type; no tensor map exists
+            # (the tiles come by cp.async), so a placeholder value carries the type
+            null = llvm.ZeroOp(ir.Type.parse("!llvm.ptr")).result
+            tmap_a = builtin.UnrealizedConversionCastOp([map_a], [null]).result
+            tmap_b = builtin.UnrealizedConversionCastOp([map_b], [null]).result
+
+            def request(k0, slot) -> ir.Value:
+                ta = a_tile(slot)
+                copies = job.stage_a.copy_async(
+                    k0, job.k_total, None, None, lambda row, col: (ta, [row, _swizzled(row, col)])
+                )
+                tb = b_tile(slot, b_cols_t)
+
+                def place_b(row, col):  # B's row k, column n: 64-column block n / 64, row k
+                    return tb, [emit.div(col, 64), row, _swizzled(row, emit.rem(col, 64))]
+
+                copies += job.stage_b.copy_async(k0, job.k_total, None, None, place_b)
+                return nvgpu.DeviceAsyncCreateGroupOp(copies).result
+
+            lower, upper = job.k_bounds()
+            group = None
+            for s in range(stages - 1):
+                group = request(emit.add(lower, s * bk), emit.const(s))
+            acc0 = nvgpu.WarpgroupMmaInitAccumulatorOp(acc_t).result
+            loop = scf.ForOp(lower, upper, emit.const(bk), [acc0])
+            with ir.InsertionPoint(loop.body):
+                k0 = loop.induction_variable
+                step = emit.div(arith.SubIOp(k0, lower).result, bk)
+                slot = emit.rem(step, stages)
+                nvgpu.DeviceAsyncWaitOp(group, numGroups=stages - 2)
+                # cp.async wrote through the generic proxy, wgmma reads through the async one
+                nvvm.FenceProxyOp(
+                    ir.Attribute.parse("#nvvm.proxy_kind<async.shared>"),
+                    space=ir.Attribute.parse("#nvvm.shared_space<cta>"),
+                )
+                gpu.BarrierOp()
+                da = nvgpu.WarpgroupGenerateDescriptorOp(
+                    desc(a_tile_t), a_tile(slot), tmap_a
+                ).result
+                db = nvgpu.WarpgroupGenerateDescriptorOp(
+                    desc(b_tile_t), b_tile(slot), tmap_b
+                ).result
+                # waits until at most this step's group is in flight: the previous step's
+                # slot is read no more, and is refilled next
+                acc = nvgpu.WarpgroupMmaOp(
+                    acc_t, da, db, loop.inner_iter_args[0], waitGroup=1, transposeB=True
+                ).result
+                request(
+                    emit.add(k0, (stages - 1) * bk), emit.rem(emit.add(step, stages - 1), stages)
+                )
+                scf.YieldOp([acc])
+            nvgpu.DeviceAsyncWaitOp(group, numGroups=0)
+            nvvm.WgmmaWaitGroupSyncOp(0)
+            gpu.BarrierOp()  # every tile read: the ring's memory takes the accumulators
+            out = view(emit.shared([bm, bn], f32), emit.const(0))
+            nvgpu.WarpgroupMmaStoreOp(loop.results[0], out)
+            gpu.BarrierOp()
+            pairs = job.pairs()
+            vec2 = ir.VectorType.get([2], f32)
+            for rep in range(bm * bn // 2 // WARPGROUP):
+                e = emit.add(job.tid, rep * WARPGROUP)
+                row = emit.div(e, bn // 2)
+                col = emit.mul(emit.rem(e, bn // 2), 2)
+                v = vector.LoadOp(vec2, out, [row, col]).result
+                vals = []
+                for i in range(2):
+                    c = emit.add(col, i)
+                    part = vector.ExtractOp(v, [], [i]).result
+                    vals.append(arith.AddFOp(job.start(row, c), part).result)
+                if pairs:
+                    job.finish_pair(vals, row, col)
+                else:
+                    for i in range(2):
+                        job.finish(vals[i], row, emit.add(col, i))
+            gpu.TerminatorOp()
+        job.close()
+    return True
+
+
 ASYNC_SHARED_BYTES = 96 * 1024  # the ring's shared memory: within every arch's opt-in limit
 MAX_STAGES = 4
 
@@ -1536,17 +1727,19 @@ class _VectorStage:
             out.append(arith.SelectOp(ok, value, zeros).result if ok is not None else value)
         return out
 
-    def copy_async(self, k0, k_total: int, smem: ir.Value, slot: ir.Value) -> list[ir.Value]:
+    def copy_async(self, k0, k_total: int, smem: ir.Value, slot: ir.Value, place=None) -> list:
         """cp.async of each vector of the tile at K offset k0 into ring slot `slot` of the shared
-        tile (16 bytes, L1 bypassed); past the edges the source size is 0, so the copy writes
-        zeros. Returns the copies' tokens."""
+        tile (16 bytes, L1 bypassed), or where `place(row, col)` says ((buffer, indices): the
+        wgmma kernel's swizzled tiles); past the edges the source size is 0, so the copy
+        writes zeros. Returns the copies' tokens."""
         width = ir.VectorType(self.vtype).shape[0]
         count = ir.IntegerAttr.get(emit.index_type(), width)
         tokens = []
         for (row, col), (at, ok) in zip(self.slots, self.sources(k0, k_total)):
             size = None if ok is None else emit.select(ok, emit.const(width), emit.const(0))
+            dst, where = place(row, col) if place is not None else (smem, [slot, row, col])
             copy = nvgpu.DeviceAsyncCopyOp(
-                smem, [slot, row, col], self.op.value, at, count, srcElements=size, bypassL1=True
+                dst, where, self.op.value, at, count, srcElements=size, bypassL1=True
             )
             tokens.append(copy.result)
         return tokens
@@ -1625,8 +1818,13 @@ def contract_kernels():
                 init, epilogue = _group(func_op, op)
                 pads = _take_pads(func_op, op)
                 splits = _int_attr(op, SPLIT_ATTR, 1)
-                if cfg.mma:
-                    _build_mma(op, init, epilogue, cfg, splits, pads, _int_attr(op, STAGES_ATTR, 0))
+                ring = _int_attr(op, STAGES_ATTR, 0)
+                if cfg.wgmma:
+                    if not _build_wgmma(op, init, epilogue, cfg, splits, pads, ring):
+                        fallback = _config(WGMMA_FALLBACK)  # operands wgmma cannot read
+                        _build_mma(op, init, epilogue, fallback, splits, pads, ring)
+                elif cfg.mma:
+                    _build_mma(op, init, epilogue, cfg, splits, pads, ring)
                 else:
                     blocks = _int_attr(op, MIN_BLOCKS_ATTR, 0)
                     window = NO_WINDOW_ATTR not in op.attributes

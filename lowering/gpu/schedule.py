@@ -274,7 +274,8 @@ def _apply(
     s = Script()
     handles = [s.match_tagged(tag) for tag in range(len(ops))]
     tf32 = bool(target.get("allow-tf32", 0))
-    plan = contract.plan(ops, tf32, knobs) if fuse and "matmul" in enabled else None
+    wgmma = target.get("arch") in contract.WGMMA_ARCHS
+    plan = contract.plan(ops, tf32, knobs, wgmma) if fuse and "matmul" in enabled else None
     if plan is not None:
         # The Matmul rule's kernel template (contract.py) writes the contraction, its fill and
         # epilogue after bufferization; any other op gets a Fallback kernel of its own.

@@ -29,11 +29,12 @@ STAGE_CHOICES = (0, 2, 3, 4)
 
 def _contraction(ops: list[ir.Operation], target) -> list[Knob]:
     tf32 = bool(target.get("allow-tf32", 0))
-    p = contract.plan(ops, tf32)
+    wgmma = target.get("arch") in contract.WGMMA_ARCHS
+    p = contract.plan(ops, tf32, wgmma=wgmma)
     if p is None:
         return []
     op = ops[p.contraction]
-    configs = contract.configs_for(op, tf32, tuning=True)
+    configs = contract.configs_for(op, tf32, tuning=True, wgmma=wgmma)
     r = contract.roles(op)
     k = r.extent(r.k)
     splits = {s for s in SPLIT_CHOICES if s == 1 or k >= s * p.config.bk}

@@ -67,7 +67,9 @@ def check_ptx(ex, arch: str = "sm_90", version: str = "8.0") -> dict[str, str]:
     return sources
 
 
-@pytest.mark.parametrize(("arch", "ptx"), [("sm_80", 70), ("sm_89", 78), ("sm_90", 80)])
+@pytest.mark.parametrize(
+    ("arch", "ptx"), [("sm_80", 70), ("sm_89", 78), ("sm_90", 80), ("sm_90a", 80)]
+)
 def test_pipeline_always_sets_the_ptx_version(arch: str, ptx: int):
     passes = target_pipeline(rm.target.Target({"kind": "cuda", "arch": arch}))
     assert f"nvvm-attach-target{{chip={arch} features=+ptx{ptx} O=3}}" in passes
@@ -131,8 +133,8 @@ def test_busy_fma_kernels_keep_two_blocks_per_sm(tmp_path):
     """A 3x3 convolution (64x64 tile) stages 18 elements a thread per K tile of four whole
     windows: its kernel is capped at 128 registers (.maxnreg: two 256-thread blocks per SM),
     which ptxas meets without spilling; the tuning knob gpu.matmul.min_blocks = 1 lifts the
-    cap, and gpu.matmul.window_k = 0 keeps K tiles of 8. A lean kernel (a 2x2 register tile)
-    stays uncapped."""
+    cap, and gpu.matmul.window_k = 0 keeps K tiles of 8. A lean kernel (a small matmul's
+    32x32 tile on 64 threads) stays uncapped."""
     import subprocess
 
     from lowering.schedule.space import set_tuned_table
@@ -183,6 +185,50 @@ def test_busy_fma_kernels_keep_two_blocks_per_sm(tmp_path):
         bb.emit_func_output(out)
     (ptx,) = [k for k in check_ptx(relax.build(bb.get(), target="cuda")).values() if "fma" in k]
     assert ".maxnreg" not in ptx
+
+
+def _matmul_f16(m: int, k: int, n: int, b_by_columns: bool = False) -> rm.IRModule:
+    """A float16 matmul (float16 result); B given as [n, k] and transposed when `b_by_columns`."""
+    a = relax.Var("a", relax.TensorStructInfo((m, k), "float16"))
+    b = relax.Var("b", relax.TensorStructInfo((n, k) if b_by_columns else (k, n), "float16"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [a, b]):
+        with bb.dataflow():
+            rhs = relax.op.permute_dims(b) if b_by_columns else b
+            out = bb.emit_output(relax.op.matmul(a, rhs))
+        bb.emit_func_output(out)
+    return bb.get()
+
+
+def test_f16_matmul_takes_warpgroup_mma_on_sm90a(tmp_path):
+    """For sm_90a, a float16 matmul that 128x128 tiles spread over the GPU (2160 x 200 @ 200
+    x 2120: 17 x 17 blocks, every edge ragged) runs on wgmma: m64n128k16 steps, one warpgroup
+    per block, the cp.async ring fenced for the async proxy; ptxas accepts it without
+    spilling. For sm_90 the same matmul keeps mma.sync, and so does a B with K contiguous on
+    sm_90a (wgmma reads B by K rows)."""
+    import subprocess
+
+    mod = _matmul_f16(2160, 200, 2120)
+    (ptx,) = check_ptx(relax.build(mod, target="cuda -arch=sm_90a"), arch="sm_90a").values()
+    assert "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16" in ptx
+    assert ".maxntid 128, 1, 1" in ptx and "fence.proxy.async.shared::cta" in ptx
+    assert "mma.sync" not in ptx
+    if PTXAS is not None:
+        src = tmp_path / "wgmma.ptx"
+        src.write_text(ptx)
+        proc = subprocess.run(
+            [PTXAS, "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "wgmma.cubin")],
+            capture_output=True, text=True, check=True,
+        )  # fmt: skip
+        assert " 0 bytes spill stores" in proc.stderr, proc.stderr
+    for target, m in (
+        ("cuda -arch=sm_90", mod),
+        ("cuda -arch=sm_90a", _matmul_f16(2160, 200, 2120, True)),
+    ):
+        ptxs = "".join(
+            check_ptx(relax.build(m, target=target), arch=target[-6:].strip("=")).values()
+        )
+        assert "wgmma" not in ptxs and "mma.sync.aligned.m16n8k16" in ptxs, target
 
 
 def test_scalar_result_is_one_thread_kernel():

@@ -223,3 +223,87 @@ func.func private @matmul_f16_mma(%arg0: memref<40x32xf16>, %arg1: memref<32x24x
   memref.dealloc %alloc : memref<40x24xf32>
   return
 }
+
+// -----
+
+// The same float16 matmul on Hopper's warpgroup MMA (the sm_90a tile): one warpgroup of 128
+// threads per 128x128 block; A and B copied by cp.async (16 bytes, zeros past the edges: 200 is
+// not a multiple of 128, K = 72 not one of 64) into a ring of shared tiles in the 128-byte
+// swizzled layout (chunk XOR row % 8), from a base rounded up to 1024 bytes; each K step waits
+// for its tile, fences it for the async proxy, meets the block and issues the warpgroup MMA (B
+// read transposed), which waits for the previous step's group (its default waitGroup, 1)
+// before that slot is refilled.
+// The accumulators go through shared memory to the paired f16 stores.
+// CHECK-LABEL: func.func private @matmul_f16_wgmma
+// CHECK-NOT: linalg.
+// CHECK: gpu.launch
+// CHECK-SAME: threads(%{{.+}}, %{{.+}}, %{{.+}}) in (%{{.+}} = %c128
+// CHECK: gpu.dynamic_shared_memory
+// CHECK: memref.extract_aligned_pointer_as_index
+// CHECK: arith.xori
+// CHECK: nvgpu.device_async_copy {{.+}} : memref<200x72xf16> to memref<128x64xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.device_async_copy {{.+}} : memref<72x136xf16> to memref<2x64x64xf16, #gpu.address_space<workgroup>>
+// CHECK: nvgpu.warpgroup.mma.init.accumulator
+// CHECK: scf.for
+// CHECK: nvgpu.device_async_wait
+// CHECK: nvvm.fence.proxy {kind = #nvvm.proxy_kind<async.shared>, space = #nvvm.shared_space<cta>}
+// CHECK: gpu.barrier
+// CHECK: nvgpu.warpgroup.generate.descriptor
+// CHECK: nvgpu.warpgroup.generate.descriptor
+// CHECK: nvgpu.warpgroup.mma {{.+}} {transposeB} :
+// CHECK: nvgpu.device_async_create_group
+// CHECK: nvgpu.device_async_wait %{{.+}} {numGroups = 0 : i32}
+// CHECK: nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK: nvgpu.warpgroup.mma.store
+// CHECK: vector.store {{.+}} : memref<200x136xf16>, vector<2xf16>
+// CHECK: gpu.terminator
+// CHECK-NOT: linalg.
+func.func private @matmul_f16_wgmma(%arg0: memref<200x72xf16>, %arg1: memref<72x136xf16>, %arg2: memref<200x136xf16>) attributes {relax.prim_func} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<200x136xf32>
+  linalg.generic {indexing_maps = [#scalar, #id], iterator_types = ["parallel", "parallel"]} ins(%cst : f32) outs(%alloc : memref<200x136xf32>) attrs = {relax.gpu_contract_init} {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#mm16_a, #mm16_b, #mm16_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : memref<200x72xf16>, memref<72x136xf16>) outs(%alloc : memref<200x136xf32>) attrs = {relax.gpu_contract = "wgmma128x128"} {
+  ^bb0(%in: f16, %in_0: f16, %out: f32):
+    %0 = arith.extf %in : f16 to f32
+    %1 = arith.extf %in_0 : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%alloc : memref<200x136xf32>) outs(%arg2 : memref<200x136xf16>) attrs = {relax.gpu_contract_epilogue = array<i64: 0, 0>} {
+  ^bb0(%in: f32, %out: f16):
+    %0 = arith.truncf %in : f32 to f16
+    linalg.yield %0 : f16
+  }
+  memref.dealloc %alloc : memref<200x136xf32>
+  return
+}
+
+// -----
+
+// wgmma reads B by K rows only: a B with K contiguous (x @ w^T) gets the mma.sync kernel of
+// the same 128x128 block tile (8 warps of 64x32).
+// CHECK-LABEL: func.func private @matmul_f16_wgmma_b_by_columns
+// CHECK-NOT: nvgpu.warpgroup
+// CHECK: nvgpu.mma.sync
+// CHECK-NOT: nvgpu.warpgroup
+#mm16_bt = affine_map<(m, n, k) -> (n, k)>
+func.func private @matmul_f16_wgmma_b_by_columns(%arg0: memref<200x72xf16>, %arg1: memref<136x72xf16>, %arg2: memref<200x136xf32>) attributes {relax.prim_func} {
+  %cst = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#scalar, #id], iterator_types = ["parallel", "parallel"]} ins(%cst : f32) outs(%arg2 : memref<200x136xf32>) attrs = {relax.gpu_contract_init} {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  linalg.generic {indexing_maps = [#mm16_a, #mm16_bt, #mm16_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %arg1 : memref<200x72xf16>, memref<136x72xf16>) outs(%arg2 : memref<200x136xf32>) attrs = {relax.gpu_contract = "wgmma128x128"} {
+  ^bb0(%in: f16, %in_0: f16, %out: f32):
+    %0 = arith.extf %in : f16 to f32
+    %1 = arith.extf %in_0 : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
