@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from lowering.gpu import contract, emit, rows, transpose
+from lowering.gpu import space as gpu_space
 from lowering.registry import PassError, register_pass, target_option
 from lowering.schedule.common import (
     PRIM_FUNC_ATTR,
@@ -35,6 +36,7 @@ from lowering.schedule.common import (
     _untag,
     apply_script,
     classify,
+    generalize,
 )
 from lowering.schedule.space import knobs_of
 from relaxmlir.target import Target
@@ -239,18 +241,6 @@ def schedule_function(
     return name
 
 
-def generalize(func_op: ir.Operation) -> None:
-    """Named ops (fill, matmul, transpose...) -> linalg.generic, so that `classify` reads every
-    op's loops and maps."""
-    s = Script()
-    ops = s.fresh("named")
-    s.emit(
-        f"{ops} = transform.structured.match interface{{LinalgOp}} in {s.func} : ({s.ANY}) -> {s.ANY}"
-    )
-    s.emit(f"transform.structured.generalize {ops} : ({s.ANY}) -> {s.ANY}")
-    apply_script(func_op, s)
-
-
 def _apply(
     func_op: ir.Operation, target: Target, enabled, fuse: bool, knobs: dict | None = None
 ) -> tuple[str, list[int]]:
@@ -373,7 +363,12 @@ def schedule_module(module_op: ir.Operation, target: Target, enabled=DEFAULT_RUL
     for func_op in prim_funcs(module_op):
         if BLOCK_DIMS_ATTR in func_op.attributes:
             continue  # already scheduled (a dlight pass ran before relax.build)
-        knobs = knobs_of(func_op, module_op, target)
+        knobs = knobs_of(
+            func_op,
+            module_op,
+            target,
+            lambda f=func_op: {k: v.default for k, v in gpu_space.space_for(f, target).items()},
+        )
         try:
             schedule_function(func_op, target, tuple(enabled), knobs)
         except PassError as exc:  # a tuned knob this kernel cannot take

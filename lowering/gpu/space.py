@@ -19,8 +19,7 @@ from collections.abc import Callable
 from mlir import ir
 
 from lowering.gpu import contract
-from lowering.gpu.schedule import generalize
-from lowering.schedule.common import linalg_ops
+from lowering.schedule.common import generalize, linalg_ops
 from lowering.schedule.space import Knob
 
 SPLIT_CHOICES = (1, 2, 4, 8, 16)

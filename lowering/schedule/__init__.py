@@ -36,7 +36,7 @@ from lowering.schedule.common import (
 )
 from lowering.schedule.driver import schedule_function
 from lowering.schedule.matmul import PackedLayout, pack_weight, use_prepacked_weight
-from lowering.schedule.space import knobs_of
+from lowering.schedule.space import knobs_of, space_for
 
 __all__ = [
     "SCHEDULES",
@@ -61,7 +61,12 @@ def prim_funcs(module_op: ir.Operation) -> list[ir.Operation]:
 def schedule_module(module_op: ir.Operation, opts: ScheduleOptions) -> None:
     """Schedule every PrimFunc of `module_op` in place; records the chosen rules on each one."""
     for func_op in prim_funcs(module_op):
-        knobs = knobs_of(func_op, module_op, opts.target)
+        knobs = knobs_of(
+            func_op,
+            module_op,
+            opts.target,
+            lambda f=func_op: {k: v.default for k, v in space_for(f, opts).items()},
+        )
         func_opts = opts
         if knobs:
             threads = int(knobs.get("threads", 0))

@@ -612,6 +612,18 @@ def apply_script(func_op: ir.Operation, script: Script, quiet: bool = False) -> 
     interpreter.apply_named_sequence(func_op, seq, tmod)
 
 
+def generalize(func_op: ir.Operation) -> None:
+    """Named ops (fill, matmul, transpose...) -> linalg.generic, so that `classify` reads every
+    op's loops and maps (the GPU rules read generics only)."""
+    s = Script()
+    ops = s.fresh("named")
+    s.emit(
+        f"{ops} = transform.structured.match interface{{LinalgOp}} in {s.func} : ({s.ANY}) -> {s.ANY}"
+    )
+    s.emit(f"transform.structured.generalize {ops} : ({s.ANY}) -> {s.ANY}")
+    apply_script(func_op, s)
+
+
 def legalize_function(func_op: ir.Operation) -> None:
     """What must run even with schedule=off: decompose pack/unpack ops (prepacked weights)."""
     has_packs = []

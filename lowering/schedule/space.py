@@ -127,14 +127,28 @@ def kernel_key(func_op: ir.Operation, target: object) -> str:
     return h.hexdigest()[:24]
 
 
-def knobs_of(func_op: ir.Operation, module_op: ir.Operation | None, target: object) -> dict:
-    """The knobs chosen for `func_op`: its own attribute, else the module's tuned table."""
+def knobs_of(
+    func_op: ir.Operation,
+    module_op: ir.Operation | None,
+    target: object,
+    defaults: Callable[[], dict] | None = None,
+) -> dict:
+    """The knobs chosen for `func_op`: its own attribute, else the module's tuned table. A
+    table entry `{"knobs", "over"}` (the tuning database's) applies only where the kernel's
+    current default point (`defaults()`) is among the points `over` it was measured against;
+    else the kernel keeps its default, so a tuned build is never slower than the default
+    the tuning measured. A plain entry (knob -> value) always applies."""
     if KNOBS_ATTR in func_op.attributes:
         return json.loads(ir.StringAttr(func_op.attributes[KNOBS_ATTR]).value)
-    if module_op is not None and TUNED_ATTR in module_op.attributes:
-        table = json.loads(ir.StringAttr(module_op.attributes[TUNED_ATTR]).value)
-        return dict(table.get(kernel_key(func_op, target), {}))
-    return {}
+    if module_op is None or TUNED_ATTR not in module_op.attributes:
+        return {}
+    table = json.loads(ir.StringAttr(module_op.attributes[TUNED_ATTR]).value)
+    entry = dict(table.get(kernel_key(func_op, target), {}))
+    if set(entry) != {"knobs", "over"}:
+        return entry
+    if defaults is not None and defaults() not in entry["over"]:
+        return {}
+    return dict(entry["knobs"])
 
 
 def set_knobs(func_op: ir.Operation, knobs: dict) -> None:

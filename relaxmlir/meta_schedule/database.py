@@ -147,13 +147,17 @@ class JSONDatabase:
     def measured(self, key: str, target: str) -> set[str]:
         return {knobs_id(r["knobs"]) for r in self.records.get((key, target), [])}
 
-    def best(self, key: str, target: str) -> dict | None:
-        """The fastest valid record of a kernel on exactly this target (None: no record)."""
-        valid = [
+    def _valid(self, key: str, target: str) -> list[dict]:
+        """The task's records that measured a time (no error)."""
+        return [
             r
             for r in self.records.get((key, target), [])
             if r.get("error") is None and r.get("median_us")
         ]
+
+    def best(self, key: str, target: str) -> dict | None:
+        """The fastest valid record of a kernel on exactly this target (None: no record)."""
+        valid = self._valid(key, target)
         return min(valid, key=lambda r: r["median_us"]) if valid else None
 
     def commit_decision(
@@ -196,6 +200,22 @@ class JSONDatabase:
                 knobs = self.chosen(key, t)
                 if knobs is not None and not is_strategy_knobs(knobs):
                     out[key] = knobs
+        return out
+
+    def guarded_knobs(self, target: str) -> dict[str, dict]:
+        """key -> `{"knobs": chosen, "over": points}`, for every kernel tuned on `target`:
+        `points` are the knob points measured no faster than the chosen one (itself included).
+        A build applies the knobs only where its default is one of them (`knobs_of`): a record
+        measured against another default (the schedule rules changed since) proves nothing
+        against this one, and the kernel keeps its default."""
+        out = {}
+        for key, knobs in self.best_knobs(target).items():
+            valid = self._valid(key, target)
+            mine = [r["median_us"] for r in valid if knobs_id(r["knobs"]) == knobs_id(knobs)]
+            over = [r["knobs"] for r in valid if mine and r["median_us"] >= min(mine)]
+            if knobs_id(knobs) not in {knobs_id(o) for o in over}:
+                over.append(knobs)
+            out[key] = {"knobs": knobs, "over": over}
         return out
 
     def best_strategies(self, target: str) -> dict[str, str]:

@@ -253,7 +253,7 @@ def annotate(module_op, work_dir: str, target: Target) -> None:
     from relaxmlir.relax.op.strategy import set_tuned_choices
 
     db = JSONDatabase(work_dir)
-    set_tuned_table(module_op, db.best_knobs(str(target)))
+    set_tuned_table(module_op, db.guarded_knobs(str(target)))
     set_tuned_choices(module_op, db.best_strategies(str(target)))
 
 

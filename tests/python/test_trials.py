@@ -374,3 +374,35 @@ def test_reference_check_compares_around_nan_channels(tmp_path):
     assert check_reference([misplaced], path, may_write=False) == (
         "wrong result (output 0: 1 of 64 elements differ)"
     )
+
+
+def test_a_record_applies_only_over_the_default_it_beat(tmp_path):
+    """The build applies a tuned record only where the kernel's current default point was
+    measured no faster than it (a record tuned against an older default proves nothing
+    against a new one): the f16 matmul takes its faster measured tile while its default was
+    among the points measured, and keeps the default when the database never measured it."""
+    mod, target = _matmul_f16(), Target("cuda")
+    (task,) = ms.extract_tasks(mod, target)
+    tstr = str(target)
+    default = task.default_knobs()
+    other = {**default, "gpu.matmul.tile": "mma128x128/64x32", "gpu.matmul.splits": 1}
+    third = {**other, "gpu.matmul.stages": 2}
+
+    def kernel(work: Path) -> str:
+        text = str(relax.build(ms.apply_database(mod, str(work), target), target).lowered)
+        return re.sub(r"\w+TimeInMs = \d+", "", text.split("\n", 1)[1])
+
+    plain = re.sub(
+        r"\w+TimeInMs = \d+", "", str(relax.build(mod, target).lowered).split("\n", 1)[1]
+    )
+    beat = tmp_path / "beat"
+    db = JSONDatabase(str(beat))
+    db.commit_record(task.key, tstr, default, [100.0], None)
+    db.commit_record(task.key, tstr, other, [80.0], None)
+    assert db.guarded_knobs(tstr) == {task.key: {"knobs": other, "over": [default, other]}}
+    assert kernel(beat) != plain
+    stale = tmp_path / "stale"  # measured against another default: this one never ran
+    db = JSONDatabase(str(stale))
+    db.commit_record(task.key, tstr, third, [100.0], None)
+    db.commit_record(task.key, tstr, other, [80.0], None)
+    assert kernel(stale) == plain
