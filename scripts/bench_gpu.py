@@ -259,7 +259,7 @@ def export(out: Path, names: list[str], target: str, tuned: Path | None = None) 
             else " (ptxas not found: unchecked)"
         )
         print(
-            f"{name}: built for {target} in {time.perf_counter() - start:.1f} s, {len(kernels)} kernels{checked}",
+            f"{name}: built for {_target(name, target)} in {time.perf_counter() - start:.1f} s, {len(kernels)} kernels{checked}",
             flush=True,
         )
 

@@ -50,7 +50,11 @@ PAD_ATTR = "relax.gpu_contract_pad"  # on the fill and the copy that pad an inpu
 PAD = 4  # shared rows padded by 4 elements: column-wise stores hit distinct banks (BK = 8)
 GEMV_ROWS = 4  # = schedule.GEMV_MAX_ROWS (schedule.py imports this module): the GEMV rule's
 MANY_BLOCKS = 264  # two waves of an H100/H200 (132 SMs): a smaller tile is taken below this
-MIN_SPLIT_K = 256  # a K split keeps at least this many steps of the reduction
+MIN_SPLIT_K = 256  # a K split of a tensor-core kernel keeps this many steps of the reduction
+# ... and of an FMA kernel (on the H200, ResNet-18 b1's 3x3 convs of K 2304-4608 on 56 blocks:
+# 16 splits 22-23 us, 5-9 splits 29-30)
+FMA_MIN_SPLIT_K = 128
+FMA_BLOCK_THREADS = 256  # MANY_BLOCKS counts FMA blocks of this many threads
 FMA_MIN_BLOCKS = 2  # blocks per SM a busy FMA kernel's registers leave room for
 BUSY_THREAD = 64  # ... busy: accumulators + 4 per staged element (value, address, test)
 SMALL_REGISTER_TILE = 16  # FMA tiles with fewer outputs per thread are split-K's last resort
@@ -225,25 +229,25 @@ def roles(op: ir.Operation) -> Roles | None:
 def choose(r: Roles, configs: tuple[Config, ...] = CONFIGS) -> tuple[Config, int] | None:
     """The tile config and the number of K splits: the largest tile that still fills the GPU
     (the smallest block only where no larger one fills it with K split); when even the
-    smallest leaves it half idle and K is long, K is split over more blocks."""
+    smallest leaves it half idle, K is split over more blocks."""
     m, n, batch, k = r.extent(r.m), r.extent(r.n), r.extent(r.batch), r.extent(r.k)
     if m <= GEMV_ROWS:
         return None  # a handful of rows: the GEMV rule's one thread per output column
+    window = pymath.prod(r.ranges[d] for d in r.k[1:])  # a convolution's K: channels x window
 
     def padded(cfg: Config) -> int:  # outputs computed, edges included
         return -(-m // cfg.bm) * cfg.bm * -(-n // cfg.bn) * cfg.bn
 
     def blocks(cfg: Config) -> int:
-        return -(-m // cfg.bm) * -(-n // cfg.bn) * batch
+        """Blocks of the grid, counted in 256-thread FMA blocks (MANY_BLOCKS's unit): a
+        64-thread block hides a quarter of the latency one of 256 does."""
+        count = -(-m // cfg.bm) * -(-n // cfg.bn) * batch
+        return count if cfg.mma else max(1, count * cfg.threads // FMA_BLOCK_THREADS)
 
     def small(cfg: Config) -> bool:
         return cfg.bm * cfg.bn <= SMALL_BLOCK or cfg.tm * cfg.tn < SMALL_REGISTER_TILE
 
-    filling = [c for c in configs if blocks(c) >= MANY_BLOCKS]
-    if filling:  # the least work past the edges (N = 64 takes 64-wide tiles), then the largest
-        best = min(filling, key=padded)
-        if best.mma or not small(best):
-            return best, 1
+    def split_larger() -> tuple[Config, int] | None:
         # A small tile reads more of A and B per FMA (a 2x2 register tile: 4 FMAs per two
         # shared-memory reads; a 32x32 block: twice the global reads of a 64x64 one). Where K
         # is long, a larger tile split along K fills the GPU as well (ResNet's last stage at
@@ -254,11 +258,23 @@ def choose(r: Roles, configs: tuple[Config, ...] = CONFIGS) -> tuple[Config, int
             splits = -(-MANY_BLOCKS // blocks(c))
             if not small(c) and splits <= MAX_SPLITS and k // splits >= LONG_SPLIT_K:
                 split.append((c, splits))
-        if split:
-            return min(split, key=lambda cs: (padded(cs[0]), cs[1]))
-        return best, 1
-    cfg = configs[-1]
-    splits = min(-(-MANY_BLOCKS // blocks(cfg)), k // MIN_SPLIT_K, MAX_SPLITS)
+        return min(split, key=lambda cs: (padded(cs[0]), cs[1])) if split else None
+
+    filling = [c for c in configs if blocks(c) >= MANY_BLOCKS]
+    if filling:  # the least work past the edges (N = 64 takes 64-wide tiles), then the largest
+        best = min(filling, key=padded)
+        if best.mma or not small(best):
+            return best, 1
+        return split_larger() or (best, 1)
+    larger = split_larger()
+    if larger is not None:
+        return larger
+    # the smallest tile that stages whole windows (a 7x7 stem's 49 a K tile: 49 elements a
+    # thread on the 64-thread tile, too many, and K tiles of 8 are 1.5x slower on the H200)
+    whole = [c for c in configs if c.mma or window == 1 or _staged(c, window) <= MAX_STAGED]
+    cfg = whole[-1] if whole else configs[-1]
+    min_k = MIN_SPLIT_K if cfg.mma else FMA_MIN_SPLIT_K
+    splits = min(-(-MANY_BLOCKS // blocks(cfg)), k // min_k, MAX_SPLITS)
     return cfg, max(splits, 1)
 
 

@@ -187,6 +187,33 @@ def test_busy_fma_kernels_keep_two_blocks_per_sm(tmp_path):
     assert ".maxnreg" not in ptx
 
 
+@pytest.mark.parametrize(
+    ("m", "n", "k", "tile", "splits"),
+    [
+        # ResNet-18 b1's 7x7 stem (K = 3 x 7 x 7): the 64-thread tile cannot stage whole
+        # windows, the 64x64 one can (18.3 us against 28.1 on the H200)
+        (112 * 112, 64, (3, 7, 7), "64x64/4x4", 1),
+        # b1's layer-3 3x3 conv: 56 blocks of 64 threads, K 2304 split 16 ways (22.3 us; 5
+        # splits: 29)
+        (14 * 14, 256, (256, 3, 3), "32x32/4x4", 16),
+        # b32's layer 4: the 64x64 tile in 2 splits of K 2304 (350 us; 32x32/4x4: 388)
+        (32 * 7 * 7, 512, (512, 3, 3), "64x64/4x4", 2),
+        (4096, 4096, (4096,), "128x128/8x8", 1),  # fills the GPU as it is
+        (128, 768, (3072,), "32x32/4x4", 11),  # BERT's FFN down: 96 blocks of 64 threads
+    ],
+)
+def test_matmul_rule_fills_the_gpu_with_threads(m, n, k, tile, splits):
+    """The Matmul rule's tile and K splits (contract.choose) count a block by its threads (a
+    64-thread block hides a quarter of the latency of a 256-thread one), split K down to 128
+    steps on FMA tiles, and keep convolution windows whole in K tiles."""
+    from lowering.gpu import contract
+
+    ranges = [m, n, *k]
+    r = contract.Roles(ranges, [], [0], [1], list(range(2, 2 + len(k))))
+    cfg, chosen = contract.choose(r)
+    assert (cfg.name, chosen) == (tile, splits)
+
+
 def _matmul_f16(m: int, k: int, n: int, b_by_columns: bool = False) -> rm.IRModule:
     """A float16 matmul (float16 result); B given as [n, k] and transposed when `b_by_columns`."""
     a = relax.Var("a", relax.TensorStructInfo((m, k), "float16"))

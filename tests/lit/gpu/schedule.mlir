@@ -17,14 +17,14 @@ func.func private @add(%a: tensor<64x1024xf32>, %b: tensor<64x1024xf32>, %out: t
 // -----
 
 // Matmul with a fused bias epilogue: the Matmul rule tags the contraction with its tile (a
-// 256x256 output takes 32x32 blocks: larger ones would leave most multiprocessors idle), its
-// fill and its epilogue ([position, operand carrying the product]); relax-gpu-contract writes
+// 256x256 output takes 32x32 blocks: larger ones would leave most multiprocessors idle; their
+// 64 blocks of 64 threads still do, so K = 256 is split in two), its fill and its epilogue ([position, operand carrying the product]); relax-gpu-contract writes
 // the kernel after bufferization (tests/lit/gpu/contract.mlir). Nothing is tiled here.
 // CHECK-LABEL: func.func private @linear
 // CHECK-SAME: relax.schedule = ["matmul"]
 // CHECK-NOT: scf.forall
 // CHECK: linalg.generic {{.*}} attrs = {relax.gpu_contract_init}
-// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]{{.*}} attrs = {relax.gpu_contract = "32x32/4x4"}
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "reduction"]{{.*}} attrs = {relax.gpu_contract = "32x32/4x4", relax.gpu_contract_split = 2 : i64}
 // CHECK: linalg.generic {{.*}} attrs = {relax.gpu_contract_epilogue = array<i64: 0, 0>}
 #mk = affine_map<(m, n, k) -> (m, k)>
 #nk = affine_map<(m, n, k) -> (n, k)>
