@@ -1,9 +1,11 @@
-// RUN: env RELAXMLIR_PRINT_STRATEGY=1 relaxmlir-opt %s --relax-legalize-ops 2>&1 >/dev/null | FileCheck %s --check-prefix=CHOICE
-// RUN: relaxmlir-opt %s --relax-legalize-ops | FileCheck %s
+// RUN: env RELAXMLIR_PRINT_STRATEGY=1 relaxmlir-opt %s '--relax-legalize-ops{target="llvm -mcpu=znver4 -num-cores=2 -l1d-cache=32768 -l2-cache=1048576 -l3-cache=33554432"}' 2>&1 >/dev/null | FileCheck %s --check-prefix=CHOICE
+// RUN: relaxmlir-opt %s '--relax-legalize-ops{target="llvm -mcpu=znver4 -num-cores=2 -l1d-cache=32768 -l2-cache=1048576 -l3-cache=33554432"}' | FileCheck %s
 
 // A tuned strategy choice (the module's `relax.tuned_strategies`, which MetaScheduleApplyDatabase
-// writes) is keyed by the call's workload (op, operand and result types, attributes, target): the
-// stride-2 conv's workload names im2col + GEMM, the other conv has no record and keeps the default.
+// writes) is keyed by the call's workload (op, operand and result types, attributes, target; the
+// RUN lines spell the target out, else the key is the host's, which changes between machines):
+// the stride-2 conv's workload names im2col + GEMM, the other conv has no record and keeps the
+// default.
 // CHOICE: strategy: relax.nn_conv2d at loc({{.*}}) on llvm: conv2d_nchw.im2col (plevel 8; tuned choice, workload ddc7f369d0638f3be18736d5;
 // The GEMM the im2col implementation emits is legalized in turn by the matmul strategy.
 // CHOICE: strategy: relax.matmul at loc({{.*}}) on llvm: matmul.packed (plevel 10;
