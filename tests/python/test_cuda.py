@@ -51,6 +51,19 @@ def _shared_bytes(ptx: str) -> list[int]:
     return [int(b) for b in re.findall(r"\.shared \.align \d+ \.b8 \w+\[(\d+)\]", ptx)]
 
 
+def _ptxas_info(ptx: str, arch: str, tmp_path) -> str:
+    """ptxas -v's report on `ptx` (registers, spills), which must assemble for `arch`."""
+    import subprocess
+
+    src = tmp_path / "kernel.ptx"
+    src.write_text(ptx)
+    proc = subprocess.run(
+        [PTXAS, f"-arch={arch}", "-v", str(src), "-o", str(tmp_path / "kernel.cubin")],
+        capture_output=True, text=True, check=True,
+    )  # fmt: skip
+    return proc.stderr
+
+
 def schedules(ex) -> set[str]:
     return set(re.findall(r'relax.schedule = \["([^"]*)"\]', str(ex.lowered)))
 
@@ -135,7 +148,6 @@ def test_busy_fma_kernels_keep_two_blocks_per_sm(tmp_path):
     which ptxas meets without spilling; the tuning knob gpu.matmul.min_blocks = 1 lifts the
     cap, and gpu.matmul.window_k = 0 keeps K tiles of 8. A lean kernel (a small matmul's
     32x32 tile on 64 threads) stays uncapped."""
-    import subprocess
 
     from lowering.schedule.space import set_tuned_table
     from relaxmlir import meta_schedule as ms
@@ -167,14 +179,9 @@ def test_busy_fma_kernels_keep_two_blocks_per_sm(tmp_path):
     assert ".maxnreg" not in fma_kernel({"gpu.matmul.min_blocks": 1})
     # gpu.matmul.window_k = 0: K tiles of the config's 8 instead of 4 windows of 9
     assert _shared_bytes(fma_kernel({"gpu.matmul.window_k": 0})) == [8 * 68 * 4] * 2
-    src = tmp_path / "conv.ptx"
-    src.write_text(ptx)
-    proc = subprocess.run(
-        [PTXAS, "-arch=sm_90", "-v", str(src), "-o", str(tmp_path / "conv.cubin")],
-        capture_output=True, text=True, check=True,
-    )  # fmt: skip
-    registers = int(re.search(r"Used (\d+) registers", proc.stderr).group(1))
-    assert registers <= 128 and " 0 bytes spill stores" in proc.stderr
+    info = _ptxas_info(ptx, "sm_90", tmp_path)
+    registers = int(re.search(r"Used (\d+) registers", info).group(1))
+    assert registers <= 128 and " 0 bytes spill stores" in info
 
     a = relax.Var("a", relax.TensorStructInfo((50, 30), "float32"))
     b = relax.Var("b", relax.TensorStructInfo((30, 40), "float32"))
@@ -233,7 +240,6 @@ def test_f16_matmul_takes_warpgroup_mma_on_sm90a(tmp_path):
     per block, the cp.async ring fenced for the async proxy; ptxas accepts it without
     spilling. For sm_90 the same matmul keeps mma.sync, and so does a B with K contiguous on
     sm_90a (wgmma reads B by K rows)."""
-    import subprocess
 
     mod = _matmul_f16(2160, 200, 2120)
     (ptx,) = check_ptx(relax.build(mod, target="cuda -arch=sm_90a"), arch="sm_90a").values()
@@ -241,13 +247,8 @@ def test_f16_matmul_takes_warpgroup_mma_on_sm90a(tmp_path):
     assert ".maxntid 128, 1, 1" in ptx and "fence.proxy.async.shared::cta" in ptx
     assert "mma.sync" not in ptx
     if PTXAS is not None:
-        src = tmp_path / "wgmma.ptx"
-        src.write_text(ptx)
-        proc = subprocess.run(
-            [PTXAS, "-arch=sm_90a", "-v", str(src), "-o", str(tmp_path / "wgmma.cubin")],
-            capture_output=True, text=True, check=True,
-        )  # fmt: skip
-        assert " 0 bytes spill stores" in proc.stderr, proc.stderr
+        info = _ptxas_info(ptx, "sm_90a", tmp_path)
+        assert " 0 bytes spill stores" in info, info
     for target, m in (
         ("cuda -arch=sm_90", mod),
         ("cuda -arch=sm_90a", _matmul_f16(2160, 200, 2120, True)),
