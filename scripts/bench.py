@@ -672,6 +672,14 @@ def _peak_text(peak_info: dict) -> str:
     )
 
 
+def _host_mcpu() -> str:
+    """The CPU model the host target detected (its -mcpu): the name lscpu gives is often just
+    "AMD EPYC", which does not say Zen 4 from Zen 5."""
+    from relaxmlir.target import Target
+
+    return str(Target("llvm").get("mcpu"))
+
+
 def render(
     rows: list[dict],
     command: str,
@@ -708,7 +716,10 @@ def render(
         "",
         f"- Command: `{command}`",
         f"- Date: {date}",
-        f"- CPU: {peak.cpu_model()}, {os.cpu_count()} cores, {peak.vector_isa()}",
+        (
+            f"- CPU: {peak.cpu_model()} (relaxmlir's host target: -mcpu={_host_mcpu()}), "
+            f"{os.cpu_count()} cores, {peak.vector_isa()}"
+        ),
         f"- Measured f32 peak: {_peak_text(peak_info)}",
         *blas_lines,
         (
