@@ -497,7 +497,7 @@ def main(argv: list[str] | None = None) -> None:
         from relaxmlir import meta_schedule as ms
 
         for folder in args.imported:
-            for sub_folder in [folder, folder / "tf32"]:
+            for sub_folder in [folder, folder / "tf32", *(folder / a for a in set(ARCH.values()))]:
                 if not (sub_folder / "trials.json").exists():
                     continue
                 if not (sub_folder / "results.jsonl").exists():
