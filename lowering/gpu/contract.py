@@ -1214,16 +1214,16 @@ def _build_wgmma(
             tmap_b = builtin.UnrealizedConversionCastOp([map_b], [null]).result
 
             def request(k0, slot) -> ir.Value:
-                ta = a_tile(slot)
-                copies = job.stage_a.copy_async(
-                    k0, job.k_total, None, None, lambda row, col: (ta, [row, _swizzled(row, col)])
-                )
-                tb = b_tile(slot, b_cols_t)
+                ta, tb = a_tile(slot), b_tile(slot, b_cols_t)
+
+                def place_a(row, col):  # A's row m, column k
+                    return ta, [row, _swizzled(row, col)]
 
                 def place_b(row, col):  # B's row k, column n: 64-column block n / 64, row k
                     return tb, [emit.div(col, 64), row, _swizzled(row, emit.rem(col, 64))]
 
-                copies += job.stage_b.copy_async(k0, job.k_total, None, None, place_b)
+                copies = job.stage_a.copy_async(k0, job.k_total, place_a)
+                copies += job.stage_b.copy_async(k0, job.k_total, place_b)
                 return nvgpu.DeviceAsyncCreateGroupOp(copies).result
 
             lower, upper = job.k_bounds()
@@ -1342,8 +1342,8 @@ def _async_pipeline(job: _Job, stages: int, smem: tuple, accs: list, compute) ->
     lower, upper = job.k_bounds()
 
     def request(k0, slot) -> ir.Value:
-        copies = job.stage_a.copy_async(k0, total, smem_a, slot)
-        copies += job.stage_b.copy_async(k0, total, smem_b, slot)
+        copies = job.stage_a.copy_async(k0, total, lambda row, col: (smem_a, [slot, row, col]))
+        copies += job.stage_b.copy_async(k0, total, lambda row, col: (smem_b, [slot, row, col]))
         return nvgpu.DeviceAsyncCreateGroupOp(copies).result
 
     group = None
@@ -1743,17 +1743,17 @@ class _VectorStage:
             out.append(arith.SelectOp(ok, value, zeros).result if ok is not None else value)
         return out
 
-    def copy_async(self, k0, k_total: int, smem: ir.Value, slot: ir.Value, place=None) -> list:
-        """cp.async of each vector of the tile at K offset k0 into ring slot `slot` of the shared
-        tile (16 bytes, L1 bypassed), or where `place(row, col)` says ((buffer, indices): the
-        wgmma kernel's swizzled tiles); past the edges the source size is 0, so the copy
-        writes zeros. Returns the copies' tokens."""
+    def copy_async(self, k0, k_total: int, place) -> list[ir.Value]:
+        """cp.async of each vector of the tile at K offset k0 (16 bytes, L1 bypassed) to where
+        `place(row, col)` says, as (shared buffer, indices): a ring slot of the mma.sync
+        kernel's tiles, a swizzled place in the wgmma kernel's; past the edges the source size
+        is 0, so the copy writes zeros. Returns the copies' tokens."""
         width = ir.VectorType(self.vtype).shape[0]
         count = ir.IntegerAttr.get(emit.index_type(), width)
         tokens = []
         for (row, col), (at, ok) in zip(self.slots, self.sources(k0, k_total)):
             size = None if ok is None else emit.select(ok, emit.const(width), emit.const(0))
-            dst, where = place(row, col) if place is not None else (smem, [slot, row, col])
+            dst, where = place(row, col)
             copy = nvgpu.DeviceAsyncCopyOp(
                 dst, where, self.op.value, at, count, srcElements=size, bypassL1=True
             )
