@@ -1272,9 +1272,29 @@ def _schedule(threads: list, where: str) -> None:
             )
 
 
+def _refuse_wgmma(module_op: ir.Operation) -> None:
+    """Hopper's warpgroup MMA (sm_90a) reads shared memory through descriptors the interpreter
+    does not model: say so before the first op it cannot run."""
+    found = []
+
+    def visit(op):
+        if op.operation.name.startswith("nvgpu.warpgroup."):
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module_op.walk(visit)
+    if found:
+        raise InterpretError(
+            "wgmma kernels (nvgpu.warpgroup ops, built for sm_90a) are not interpreted; "
+            "interpret a build for sm_90, whose kernels take mma.sync"
+        )
+
+
 def run_function(module_op: ir.Operation, name: str, *arrays: np.ndarray) -> list:
     """Interpret function `name` of `module_op` (after the CUDA pipeline's map stage) on numpy
     arrays for its memref arguments (written in place); returns its results."""
+    _refuse_wgmma(module_op)
     fn = _Compiler(module_op).function(name)
     env: list = [None] * len(fn.slots)
     if len(arrays) != len(fn.args):

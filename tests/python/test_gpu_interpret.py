@@ -460,3 +460,21 @@ def test_gemv_kernels(m, k, dtype, transposed, rows_kernel):
         x.astype(np.float64) @ (w64.T if transposed else w64),
         1e-4 if dtype == "float32" else 2e-3,
     )
+
+
+def test_wgmma_kernels_are_refused_by_name():
+    """sm_90a's warpgroup MMA reads shared memory through descriptors the interpreter does not
+    model: interpreting such a build is a clear error that says so (a 64x64x16 f16 matmul,
+    tuned onto the wgmma tile)."""
+    mod = function(
+        [((64, 16), "float16"), ((16, 64), "float16")], lambda bb, x, y: relax.op.matmul(x, y)
+    )
+    target = Target("cuda -arch=sm_90a")
+    (task,) = ms.extract_tasks(mod, target)
+    set_tuned_table(
+        mod.module.operation,
+        {task.key: {**task.default_knobs(), "gpu.matmul.tile": "wgmma128x128"}},
+    )
+    a, b = np.ones((64, 16), np.float16), np.ones((16, 64), np.float16)
+    with pytest.raises(InterpretError, match="wgmma kernels .* are not interpreted"):
+        interpret(mod, a, b, np.zeros((64, 64), np.float16), target=target)
