@@ -28,24 +28,12 @@ from lowering.export import (
     export_library,
     large_constants,
 )
+from lowering.registry import contains_op
 from relaxmlir.runtime import libraries
 
 
 class JitError(RuntimeError):
     """The module cannot be JIT-compiled or run here (target, missing library, MLIR error)."""
-
-
-def _has_openmp(module: ir.Module) -> bool:
-    found = []
-
-    def visit(op):
-        if op.operation.name.startswith("omp."):
-            found.append(True)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module.operation.walk(visit)
-    return bool(found)
 
 
 def external_symbols(module: ir.Module) -> list[str]:
@@ -57,7 +45,7 @@ def external_symbols(module: ir.Module) -> list[str]:
         op = op.operation
         if op.name == "llvm.func" and not len(op.regions[0].blocks):
             out.append(ir.StringAttr(op.attributes["sym_name"]).value)
-    if _has_openmp(module):
+    if contains_op(module.operation, "omp."):
         out += libraries.OPENMP_ENTRY_POINTS
     return out
 

@@ -62,6 +62,21 @@ def get_pass(name: str) -> PassInfo:
     return PASSES[name]
 
 
+def contains_op(root: ir.Operation, prefix: str) -> bool:
+    """Whether an op whose name starts with `prefix` ("omp.", "nvgpu.warpgroup.") is nested in
+    `root` (the walk stops at the first)."""
+    found = []
+
+    def visit(op):
+        if op.operation.name.startswith(prefix):
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit)
+    return bool(found)
+
+
 def split_top_level(text: str, sep: str = ",") -> list[str]:
     """Split on `sep` outside of (), {} and quotes."""
     parts, depth, quote, start = [], 0, None, 0

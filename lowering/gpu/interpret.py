@@ -34,6 +34,7 @@ import numpy as np
 from mlir import ir
 
 from lowering.dense import to_numpy
+from lowering.registry import contains_op
 from relaxmlir.runtime.dtype import np_dtype
 
 __all__ = ["InterpretError", "run_function"]
@@ -1275,16 +1276,7 @@ def _schedule(threads: list, where: str) -> None:
 def _refuse_wgmma(module_op: ir.Operation) -> None:
     """Hopper's warpgroup MMA (sm_90a) reads shared memory through descriptors the interpreter
     does not model: say so before the first op it cannot run."""
-    found = []
-
-    def visit(op):
-        if op.operation.name.startswith("nvgpu.warpgroup."):
-            found.append(op)
-            return ir.WalkResult.INTERRUPT
-        return ir.WalkResult.ADVANCE
-
-    module_op.walk(visit)
-    if found:
+    if contains_op(module_op, "nvgpu.warpgroup."):
         raise InterpretError(
             "wgmma kernels (nvgpu.warpgroup ops, built for sm_90a) are not interpreted; "
             "interpret a build for sm_90, whose kernels take mma.sync"
