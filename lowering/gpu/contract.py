@@ -332,6 +332,11 @@ class Plan:
     window: bool = True  # FMA tiles: K tiles of whole windows where that helps (`_window_bk`)
 
 
+def has_wgmma(target) -> bool:
+    """Whether the cuda `target` has Hopper's warpgroup MMA (its arch-specific sm_90a)."""
+    return target.get("arch") in WGMMA_ARCHS
+
+
 def configs_for(
     op: ir.Operation, allow_tf32: bool, tuning: bool = False, wgmma: bool = False
 ) -> tuple[Config, ...]:
@@ -1113,7 +1118,6 @@ def _build_mma(
 WGMMA_FALLBACK = "mma128x128/64x32"  # the wgmma tile's block on mma.sync
 SWIZZLE_BYTES = 128  # wgmma tiles: rows of 128 bytes, 16-byte chunks XOR-swizzled by row % 8
 SWIZZLE_ALIGN = 1024  # ... from a base on 1024 bytes (the swizzle acts on address bits 4-9)
-WGMMA_SHARED_BYTES = 96 * 1024  # the ring: two blocks per SM (227 KiB)
 
 
 def _wgmma_staging(job: _Job) -> bool:
@@ -1158,7 +1162,7 @@ def _build_wgmma(
     elem_bytes = a.elem.width // 8
     a_bytes, b_bytes = bm * bk * elem_bytes, bk * bn * elem_bytes
     stage_bytes = a_bytes + b_bytes
-    stages = ring or min(MAX_STAGES, WGMMA_SHARED_BYTES // stage_bytes)  # tuned: any of 2-4
+    stages = ring or min(MAX_STAGES, ASYNC_SHARED_BYTES // stage_bytes)  # tuned: any of 2-4
     stages = max(2, min(stages, -(-job.k_span // bk) + 1))
     f32 = ir.F32Type.get()
     out_bytes = bm * bn * f32.width // 8

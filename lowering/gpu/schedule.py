@@ -38,7 +38,7 @@ from lowering.schedule.common import (
     classify,
     generalize,
 )
-from lowering.schedule.space import knobs_of
+from lowering.schedule.space import default_point, knobs_of
 from relaxmlir.target import Target
 
 BLOCK_DIMS_ATTR = "relax.gpu_block_dims"  # [x, y, z] threads per block, read by relax-gpu-map
@@ -264,7 +264,7 @@ def _apply(
     s = Script()
     handles = [s.match_tagged(tag) for tag in range(len(ops))]
     tf32 = bool(target.get("allow-tf32", 0))
-    wgmma = target.get("arch") in contract.WGMMA_ARCHS
+    wgmma = contract.has_wgmma(target)
     plan = contract.plan(ops, tf32, knobs, wgmma) if fuse and "matmul" in enabled else None
     if plan is not None:
         # The Matmul rule's kernel template (contract.py) writes the contraction, its fill and
@@ -367,7 +367,7 @@ def schedule_module(module_op: ir.Operation, target: Target, enabled=DEFAULT_RUL
             func_op,
             module_op,
             target,
-            lambda f=func_op: {k: v.default for k, v in gpu_space.space_for(f, target).items()},
+            lambda f=func_op: default_point(gpu_space.space_for(f, target)),
         )
         try:
             schedule_function(func_op, target, tuple(enabled), knobs)

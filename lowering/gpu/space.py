@@ -28,7 +28,7 @@ STAGE_CHOICES = (0, 2, 3, 4)
 
 def _contraction(ops: list[ir.Operation], target) -> list[Knob]:
     tf32 = bool(target.get("allow-tf32", 0))
-    wgmma = target.get("arch") in contract.WGMMA_ARCHS
+    wgmma = contract.has_wgmma(target)
     p = contract.plan(ops, tf32, wgmma=wgmma)
     if p is None:
         return []

@@ -36,7 +36,7 @@ from lowering.schedule.common import (
 )
 from lowering.schedule.driver import schedule_function
 from lowering.schedule.matmul import PackedLayout, pack_weight, use_prepacked_weight
-from lowering.schedule.space import knobs_of, space_for
+from lowering.schedule.space import default_point, knobs_of, space_for
 
 __all__ = [
     "SCHEDULES",
@@ -65,7 +65,7 @@ def schedule_module(module_op: ir.Operation, opts: ScheduleOptions) -> None:
             func_op,
             module_op,
             opts.target,
-            lambda f=func_op: {k: v.default for k, v in space_for(f, opts).items()},
+            lambda f=func_op: default_point(space_for(f, opts)),
         )
         func_opts = opts
         if knobs:

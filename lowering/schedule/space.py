@@ -41,6 +41,11 @@ class Knob:
         return {"values": list(self.values), "default": self.default}
 
 
+def default_point(space: dict[str, Knob]) -> dict:
+    """The knob values of a space's default schedule."""
+    return {name: knob.default for name, knob in space.items()}
+
+
 def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
     """Register-tile rows, the cache blocks (rows and columns of C, K elements), on more than
     one core the dimension the threads split, and where C accumulates when the tiles divide it."""

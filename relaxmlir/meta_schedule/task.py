@@ -29,7 +29,7 @@ from lowering.pipelines import PIPELINES, target_pipeline, target_stages
 from lowering.registry import run_pipeline
 from lowering.schedule import prim_funcs
 from lowering.schedule.common import ScheduleOptions, classify, linalg_ops
-from lowering.schedule.space import Knob, kernel_key, space_for
+from lowering.schedule.space import Knob, default_point, kernel_key, space_for
 from relaxmlir.ir import IRModule
 from relaxmlir.meta_schedule.database import STRATEGY_KNOB
 from relaxmlir.scope import scope
@@ -47,7 +47,7 @@ class Task:
     kind: str = "kernel"  # or "strategy": func_text is a relax module of one op call
 
     def default_knobs(self) -> dict:
-        return {name: knob.default for name, knob in self.space.items()}
+        return default_point(self.space)
 
 
 def _flops(func_op: ir.Operation) -> int:
@@ -150,9 +150,7 @@ def strategy_tasks(choices: list) -> list[Task]:
         dims = "x".join(str(d) for d in c.call.struct_info.shape)
         space = {STRATEGY_KNOB: Knob(STRATEGY_KNOB, tuple(c.valid), c.default)}
         name = f"{c.op} -> {dims}"  # e.g. "relax.nn_conv2d -> 1x16x6x6"
-        tasks[c.key] = Task(
-            c.key, name, _call_module(c), space, 1, _call_flops(c), kind="strategy"
-        )
+        tasks[c.key] = Task(c.key, name, _call_module(c), space, 1, _call_flops(c), kind="strategy")
     return list(tasks.values())
 
 
