@@ -189,6 +189,12 @@ def _imported(name: str):
 ARCH = {"matmul_f16_wgmma": "sm_90a"}
 
 
+def _trials_folder(name: str) -> str | None:
+    """The subfolder of the trials folder that holds a workload's candidates when it is built
+    for another target (None: the folder itself)."""
+    return "tf32" if name in TF32 else ARCH.get(name)
+
+
 def _target(name: str, target: str) -> str:
     if name in ARCH:
         arch = f"-arch={ARCH[name]}"
@@ -205,11 +211,12 @@ def trials(out: Path, work_dir: Path, names: list[str], target: str, budget: int
     from relaxmlir.target import Target
 
     groups: dict[str, list[str]] = {}
-    folders = {target: out}
+    folders: dict[str, Path] = {}
     for name in names:
         tstr = _target(name, target)
         groups.setdefault(tstr, []).append(name)
-        folders.setdefault(tstr, out / ("tf32" if name in TF32 else ARCH.get(name, "other")))
+        sub = _trials_folder(name)
+        folders.setdefault(tstr, out / sub if sub else out)
     tasks_of: dict[str, list] = {}
     for tstr, members in groups.items():
         tasks: dict[str, object] = {}
@@ -497,7 +504,8 @@ def main(argv: list[str] | None = None) -> None:
         from relaxmlir import meta_schedule as ms
 
         for folder in args.imported:
-            for sub_folder in [folder, folder / "tf32", *(folder / a for a in set(ARCH.values()))]:
+            subs = sorted({s for s in map(_trials_folder, WORKLOADS) if s})
+            for sub_folder in [folder, *(folder / s for s in subs)]:
                 if not (sub_folder / "trials.json").exists():
                     continue
                 if not (sub_folder / "results.jsonl").exists():
