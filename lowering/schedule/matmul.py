@@ -427,7 +427,9 @@ def _schedule_b_pack(
     if threads > 1:
         rest = int(np.prod([info.size(d) for d in b_outer if d != info.n]))  # K (x batch)
         threads = _copy_threads(threads, rest * _ceil(info.size(info.n), t.nr) * t.nr, opts)
-    _schedule_pack(s, h, b_outer, info.k, info.n, [t.nr], threads, t.pack_k)
+    _schedule_pack(
+        s, h, b_outer, info.k, info.n, [t.nr], threads, t.pack_k, rows_along_panels=_b_k_major(info)
+    )
 
 
 def _copy_threads(threads: int, elements: int, opts: ScheduleOptions) -> int:
@@ -493,15 +495,27 @@ def _schedule_pack(
     inner: list[int],
     threads: int,
     pack_k: int,
+    *,
+    rows_along_panels: bool = False,
 ) -> None:
-    """Vectorize a pack op: `pack_k` steps along K, one panel at a time; masks handle padding."""
+    """Vectorize a pack op: `pack_k` steps along K, one panel at a time; masks handle padding.
+
+    `rows_along_panels`: the source's contiguous rows run across the panels (a [K, N] B), so the
+    K steps go outside the panels. Panel by panel, each step read one line from each of `pack_k`
+    rows a page apart, which no prefetcher follows; K outside, consecutive steps read along the
+    rows. W3 (1024^3, B packed at every call) 0.98 -> 1.02x numpy at 1 thread on Zen 5, 0.975 ->
+    0.99x on its AVX2 path; W4 (256^3) 2-3% faster."""
     sizes = [1] * len(outer)
     sizes[outer.index(k)] = pack_k
     if threads > 1:
         split = [0] * len(outer)
         split[0] = threads
         h, _ = s.tile_forall(h, num_threads=split)
-    h, _ = s.tile_for(h, sizes)
+    order = list(range(len(outer)))
+    panel, step = outer.index(tiled_dim), outer.index(k)
+    if rows_along_panels and panel < step:
+        order[panel], order[step] = step, panel
+    h, _ = s.tile_for(h, sizes, interchange=order if order != sorted(order) else None)
     s.vectorize(h, sizes + inner)
 
 

@@ -54,13 +54,17 @@ func.func private @matmul_packed(%a: tensor<512x512xf32>, %b: tensor<512x512xf32
 // The same product without the knob takes the rows route (K fits one K block, B the cache):
 // A is read in place by 8-row tiles over the whole K, only B is packed, and the two threads
 // split the rows; each tile's accumulators are loaded and stored once. B (1 MB) fits the
-// target's L2, so each thread packs its own copy inside the thread loop.
+// target's L2, so each thread packs its own copy inside the thread loop. The pack steps along
+// K outside the 16 panels: each step reads 16 rows of B [K, N] along their length (lines the
+// prefetchers follow) instead of one line of each row, a page apart, per panel.
 // CHECK-LABEL: func.func private @matmul_rows
 // CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
 // CHECK-NOT: tensor<64x512x8xf32>
 // CHECK: scf.forall (%{{.+}}) in (2)
 // CHECK-NOT: scf.forall
-// CHECK: %[[BPACK:.+]] = scf.for {{.*}} -> (tensor<16x512x32xf32>)
+// CHECK: %[[BPACK:.+]] = scf.for %[[K:.+]] = %c0 to %c512 step %c16 {{.*}} -> (tensor<16x512x32xf32>)
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c16 step %c1
+// CHECK: vector.transfer_read %arg1[%[[K]], %{{.+}}]{{.*}} : tensor<512x512xf32>, vector<16x32xf32>
 // CHECK-NOT: scf.forall
 // CHECK: scf.for {{.*}} -> (vector<8x32xf32>)
 // CHECK: vector.transfer_read %arg0{{.*}} : tensor<512x512xf32>, vector<8x1xf32>
