@@ -158,14 +158,15 @@ def export(out: Path, target: str) -> None:
         torch.manual_seed(0)
         model, args = make().eval(), inputs()
         mod = from_exported_program(torch.export.export(model, tuple(args)))
-        relax.build(mod, target=TARGETS.get(name, target)).export_library(str(out / f"{name}.so"))
+        built_for = TARGETS.get(name, target)
+        relax.build(mod, target=built_for).export_library(str(out / f"{name}.so"))
         with torch.no_grad():
             want = model(*args)
         want = want if isinstance(want, tuple) else (want,)
         arrays = {f"in{i}": a.numpy() for i, a in enumerate(args)}
         arrays.update({f"out{i}": w.numpy() for i, w in enumerate(want)})
         np.savez(out / f"{name}.npz", **arrays)
-        print(f"{name}: built for {TARGETS.get(name, target)}", flush=True)
+        print(f"{name}: built for {built_for}", flush=True)
 
 
 def run_one(libs: Path, name: str) -> str:

@@ -512,11 +512,12 @@ def _schedule_pack(
         split = [0] * len(outer)
         split[0] = threads
         h, _ = s.tile_forall(h, num_threads=split)
-    order = list(range(len(outer)))
+    order = None  # the loops in the op's order: panels outside K
     panel, step = outer.index(tiled_dim), outer.index(k)
     if rows_along_panels and panel < step:
+        order = list(range(len(outer)))
         order[panel], order[step] = step, panel
-    h, _ = s.tile_for(h, sizes, interchange=order if order != sorted(order) else None)
+    h, _ = s.tile_for(h, sizes, interchange=order)
     s.vectorize(h, sizes + inner)
 
 

@@ -212,7 +212,8 @@ class JSONDatabase:
         for key, knobs in self.best_knobs(target).items():
             valid = self._valid(key, target)
             mine = [r["median_us"] for r in valid if knobs_id(r["knobs"]) == knobs_id(knobs)]
-            over = [r["knobs"] for r in valid if mine and r["median_us"] >= min(mine)]
+            fastest = min(mine, default=None)
+            over = [r["knobs"] for r in valid if fastest is not None and r["median_us"] >= fastest]
             if knobs_id(knobs) not in {knobs_id(o) for o in over}:
                 over.append(knobs)
             out[key] = {"knobs": knobs, "over": over}
