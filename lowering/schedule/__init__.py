@@ -7,9 +7,10 @@
 
 Runs on tensor-level PrimFuncs (`func.func` with `relax.prim_func`), before bufferization. TE's
 irregular forms (guarded pads, reshape gathers, strided windows, unit dims) are first rewritten
-into regular linalg on views (`normalize.py`); then each linalg op is classified (matmul / reduction / elementwise / fallback, `common.classify`) and gets
-the rule of `SCHEDULES[(target kind, pattern)]`; rules size their tiles from the target's vector
-width and register count. Options:
+into regular linalg on views (`normalize.py`); then each linalg op is classified (matmul / conv /
+reduction / elementwise / gather / fallback, `common.classify`) and gets the rule of
+`SCHEDULES[(target kind, pattern)]`; rules size their tiles from the target's vector width and
+register count. Options:
 - `target=...`: a target string (default: the target in scope, else the host CPU).
 - `threads=N`: the parallel split of large ops (default: the target's cores); `threads=1` emits
   no `scf.forall`.

@@ -26,7 +26,7 @@ SCHEDULE_ATTR = "relax.schedule"  # left on each scheduled function: the rules t
 # a parse/verification MLIRError.
 SCRIPT_ERRORS = (ValueError, ir.MLIRError)
 PREPACKED_ATTR = "relax.prepacked"  # on a linalg.unpack of an argument packed ahead of time
-PATTERNS = ("matmul", "conv", "reduction", "elementwise", "fallback")
+PATTERNS = ("matmul", "conv", "reduction", "elementwise", "gather", "fallback")
 PRINT_SCRIPT_ENV = "RELAXMLIR_PRINT_SCHEDULE"  # set to 1: print every generated script to stderr
 ROWS_VERSION_ATTR = "relax_rows_version"  # temporary: which copy of a row dispatch an op is in
 INIT_FILL_ATTR = "relax_init_fill"  # temporary: the zero fill that starts a tagged op's accumulator
@@ -118,6 +118,7 @@ class OpInfo:
     k: int | None = None
     b_prepacked: bool = False  # B is a linalg.unpack marked PREPACKED_ATTR (weights packed ahead)
     rows_version: str = ""  # "few" / "many": the copy of a run-time row dispatch (driver.py)
+    gather_loop: int | None = None  # gather only: the loop along the sources' last axis
 
     @property
     def static(self) -> bool:
@@ -285,7 +286,10 @@ def classify(op: ir.Operation) -> OpInfo:
     body = _body_ops(op)
     info.traps = any(o.name in TRAPPING_OPS for o in body)
     if any(o.name in IRREGULAR_OPS or len(o.regions) for o in body):
-        return info  # computed indices / control flow in the payload: the vectorizer gives up
+        info.gather_loop = _row_gather(op, body, iterators, operand_dims)
+        if info.gather_loop is not None:
+            info.pattern = "gather"  # reads at computed indices, contiguous along one loop
+        return info  # other computed indices, control flow: naive loops
     if len(results) == 1 and _is_conv(op, maps, operand_dims, iterators):
         info.pattern = "conv"
         return info
@@ -302,6 +306,55 @@ def classify(op: ir.Operation) -> OpInfo:
     else:
         info.pattern = "reduction"
     return info
+
+
+def _row_gather(op: ir.Operation, body: list[ir.Operation], iterators, operand_dims) -> int | None:
+    """The loop along which an all-parallel op's element reads (`tensor.extract` at computed
+    indices) all walk their sources' last axis, while their other indices do not depend on
+    it; else None. A vector along that loop then reads one contiguous vector per extract
+    (MLIR's vectorizer turns such extracts into transfer reads). TE writes clamped windows
+    this way (the blocked max pool's taps)."""
+    if len(op.results) != 1 or any(t != "parallel" for t in iterators) or not operand_dims[-1]:
+        return None
+    if any(d is None for d in operand_dims) or any(len(o.regions) for o in body):
+        return None
+
+    def index_dim(value: ir.Value) -> int | None:
+        owner = value.owner
+        if isinstance(owner, ir.Block) or owner.operation.name != "linalg.index":
+            return None
+        return ir.IntegerAttr(owner.operation.attributes["dim"]).value
+
+    memo: dict = {}
+
+    block = op.regions[0].blocks[0]
+
+    def uses_inner(value: ir.Value) -> bool:
+        owner = value.owner
+        if isinstance(owner, ir.Block):  # an operand's element: varies with the loops it reads by
+            arg = ir.BlockArgument(value)
+            return owner == block and inner in (operand_dims[arg.arg_number] or [])
+        if value in memo:
+            return memo[value]
+        o = owner.operation
+        memo[value] = index_dim(value) == inner or any(uses_inner(v) for v in o.operands)
+        return memo[value]
+
+    extracts = [o for o in body if o.name == "tensor.extract"]
+    if not extracts or not extracts[0].operands[1:]:
+        return None
+    inner = index_dim(extracts[0].operands[-1])
+    if inner is None or inner not in operand_dims[-1]:
+        return None
+    for ex in extracts:
+        source, *indices = ex.operands
+        if not indices or index_dim(indices[-1]) != inner:
+            return None
+        if any(uses_inner(v) for v in indices[:-1]):
+            return None
+        if ir.RankedTensorType(source.type).shape[-1] < 0:
+            return None
+    return inner
 
 
 def _is_conv(op: ir.Operation, maps, operand_dims, iterators) -> bool:
@@ -483,6 +536,15 @@ class Script:
         )
         return tiled, loops
 
+    def interchange(self, h: str, order: list[int]) -> str:
+        """Reorder a generic's loops: loop i of the result is loop `order[i]` of `h`."""
+        out = self.fresh("perm")
+        self.emit(
+            f"{out} = transform.structured.interchange {h} iterator_interchange = {order} "
+            f": ({self.ANY}) -> {self.ANY}"
+        )
+        return out
+
     def tile_forall(
         self,
         h: str,
@@ -520,9 +582,14 @@ class Script:
         )
         return fused, new_loop
 
-    def vectorize(self, h: str, vector_sizes: list[int] | None = None) -> None:
+    def vectorize(
+        self, h: str, vector_sizes: list[int] | None = None, extracts: bool = False
+    ) -> None:
+        """`extracts`: vectorize `tensor.extract` in the payload too (contiguous ones become
+        transfer reads, others gathers); without it such an op is not vectorized."""
         sizes = f" vector_sizes {vector_sizes}" if vector_sizes else ""
-        self.emit(f"transform.structured.vectorize {h}{sizes} : {self.ANY}")
+        flag = " {vectorize_nd_extract}" if extracts else ""
+        self.emit(f"transform.structured.vectorize {h}{sizes}{flag} : {self.ANY}")
 
     def patterns(self, *names: str, target: str | None = None) -> None:
         body = " ".join(f"transform.apply_patterns.{n}" for n in names)

@@ -30,7 +30,10 @@ Reduction = _rule("reduction", "Reduction: vectorized reductions along the inner
 GeneralReduction = _rule(
     "general_reduction", "GeneralReduction: reductions and their elementwise users"
 )
-Elementwise = _rule("elementwise", "Elementwise: vectorized, split across threads when large")
+Elementwise = _rule(
+    "elementwise",
+    "Elementwise: vectorized (gathers along one loop too), split across threads when large",
+)
 Fallback = _rule(
     "fallback", "Fallback: elementwise, conv and irregular ops (naive loops for those)"
 )
@@ -42,8 +45,8 @@ PATTERNS = {
     "conv": {"conv"},
     "reduction": {"reduction"},
     "general_reduction": {"reduction", "elementwise"},
-    "elementwise": {"elementwise"},
-    "fallback": {"fallback", "elementwise", "conv"},
+    "elementwise": {"elementwise", "gather"},
+    "fallback": {"fallback", "elementwise", "gather", "conv"},
 }
 
 
