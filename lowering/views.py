@@ -43,11 +43,15 @@ def row_major_view(value: ir.Value, want: ir.Type) -> ir.Value:
     if list(have.shape) == list(shape.shape):
         return value
     flat = value
-    if have.rank != 1:
-        flat_t = make([math.prod(have.shape)], have.element_type)
+    flat_t = make([math.prod(have.shape)], have.element_type)
+    if have.rank == 0:  # a scalar: no axis to collapse, one unit axis to add
+        flat = dialect.ExpandShapeOp(flat_t, value, reassociation([]), [], [1]).result
+    elif have.rank != 1:
         flat = dialect.CollapseShapeOp(
             flat_t, value, reassociation([list(range(have.rank))])
         ).result
+    if shape.rank == 0:
+        return dialect.CollapseShapeOp(want, flat, reassociation([])).result
     if shape.rank == 1:
         return flat
     whole = reassociation([list(range(shape.rank))])

@@ -226,6 +226,13 @@ def test_fuzz_regression_strided_slice_of_an_empty_tensor():
     check_relax(Graph(inputs=[Input(shape=(0, 2, 2), dtype='float32', lo=-4.0, hi=1.0), Input(shape=(0, 2, 2), dtype='float32', lo=-2.0, hi=2.0)], nodes=[Node(op='equal', args=(0, 1), attrs={}), Node(op='strided_slice', args=(2,), attrs={'axis': 1, 'begin': 0, 'end': -1, 'stride': 2}), Node(op='multiply', args=(1, 0), attrs={})], outputs=[3, 4], symbols={'n': 5}, seed=2))  # fmt: skip
 
 
+def test_fuzz_regression_scalar_inserted_into_one_element():
+    """~x[0:1:2] of a (1,) tensor: unit dims dropped, the kernel inserts a 0-d result into a
+    fresh tensor<1>; relax-prim-func-dps made that insert a view by collapsing the 0-d tensor
+    with an empty reassociation group (invalid) instead of expanding it."""
+    check_relax(Graph(inputs=[Input(shape=(1,), dtype='int32', lo=-2, hi=2)], nodes=[Node(op='max', args=(0,), attrs={'axis': None, 'keepdims': False}), Node(op='bitwise_not', args=(0,), attrs={}), Node(op='strided_slice', args=(2,), attrs={'axis': 0, 'begin': 0, 'end': 1, 'stride': 2})], outputs=[1, 3], symbols={}, seed=0))  # fmt: skip
+
+
 def test_empty_split_part_at_the_end():
     """The same offset in split: the last part of split(x, [3]) over 3 columns is empty."""
     x = relax.Var("x", relax.TensorStructInfo((3, 3), "float32"))
