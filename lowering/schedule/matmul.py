@@ -181,6 +181,8 @@ class MatmulSchedule(ScheduleRule):
             return "matmul-fallback"
         if route in ("small", "dot"):
             h = _split_columns(s, h, info, opts, t)
+        if route == "small" and _symbolic_row_tiles(info, t):
+            return _schedule_symbolic_tiles(s, h, info, t)
         if route == "small":
             return _schedule_small(s, h, info, t)
         if route == "dot":
@@ -620,6 +622,57 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
         tiled, _ = s.tile_for(_match_generic(s, part), reg)
         s.vectorize(tiled, vec)
     return f"matmul-small-1x{n_tile}-peeled"
+
+
+def _symbolic_row_tiles(info: OpInfo, t: MicroTile) -> bool:
+    """Symbolic rows times a [K, N] B at least a register tile wide: attention over a symbolic
+    sequence (Q @ K^T with K^T materialized, scores @ V)."""
+    return info.ranges[info.m] is None and (info.ranges[info.n] is None or info.size(info.n) >= t.nr)
+
+
+def _peel(s: Script, loop: str) -> tuple[str, str]:
+    """`loop` split into its whole tiles (static size once canonicalized) and the partial one."""
+    main, rest = s.fresh("main"), s.fresh("rest")
+    s.emit(
+        f"{main}, {rest} = transform.loop.peel {_cast(s, loop, 'scf.for')} : "
+        f'(!transform.op<"scf.for">) -> ({s.ANY}, {s.ANY})'
+    )
+    s.patterns("canonicalization", target=main)
+    return main, rest
+
+
+def _schedule_symbolic_tiles(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
+    """The MR x NR register tile straight on A's and B's rows, for symbolic rows (and columns):
+    rows by MR, peeled (the remainder row by row), columns by NR, peeled when symbolic (the
+    partial strip masked), K innermost. Neither operand is packed: a packed copy would need a
+    buffer of dynamic size, and per head B is small (Q @ K^T: [64, n]; scores @ V: an NR-wide
+    strip of V, 32 KB at n = 256). A 1 x 4L tile (`_schedule_small`) loaded 4 vectors of B
+    for 4 FMAs and ran BERT-base's attention at 56-65 GFLOP/s at n = 256 (static: 180-230)."""
+    nloops = len(info.ranges)
+    rows = [1 if d in info.batch else 0 for d in range(nloops)]
+    rows[info.m] = t.mr
+    h, loops = s.tile_for(h, rows)
+    whole_rows, rest_rows = _peel(s, loops[sum(1 for d in range(info.m) if rows[d])])
+    one_row = [0] * nloops
+    one_row[info.m] = 1
+    columns = [0] * nloops
+    columns[info.n] = t.nr
+    step = [0] * nloops
+    step[info.k] = 1
+    for part, mr in ((whole_rows, t.mr), (rest_rows, 1)):
+        g = _match_generic(s, part)
+        if mr == 1:
+            g, _ = s.tile_for(g, one_row)
+        g, (n_loop,) = s.tile_for(g, columns)
+        strips = [g]
+        if info.ranges[info.n] is None or info.size(info.n) % t.nr:
+            strips = [_match_generic(s, p) for p in _peel(s, n_loop)]
+        for strip in strips:
+            tiled, _ = s.tile_for(strip, step)
+            vec = [1] * nloops
+            vec[info.m], vec[info.n] = mr, t.nr
+            s.vectorize(tiled, vec)
+    return f"matmul-tiles-{t.mr}x{t.nr}+1x{t.nr}"
 
 
 # ----------------------------------------------------------------------------------------------

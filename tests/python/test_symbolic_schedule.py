@@ -162,13 +162,17 @@ def test_softmax_over_a_symbolic_axis():
     )
 
 
-def test_attention_matmuls_over_a_symbolic_sequence():
-    """Q @ K^T (K^T materialized: B is [64, n], a symbolic N: whole 64-wide strips, then a peeled
-    partial one) and scores @ V (a symbolic K streamed under a static 64-wide strip), heads split
-    across threads; sums of up to 1000 products."""
-    q = relax.Var("q", relax.TensorStructInfo((1, 4, "n", 64), "float32"))
-    kt = relax.Var("kt", relax.TensorStructInfo((1, 4, 64, "n"), "float32"))
-    v = relax.Var("v", relax.TensorStructInfo((1, 4, "n", 64), "float32"))
+@pytest.mark.parametrize("head", [64, 40])
+def test_attention_matmuls_over_a_symbolic_sequence(head):
+    """Q @ K^T (K^T materialized: B is [head, n], a symbolic N) and scores @ V (a symbolic K):
+    register tiles of MR symbolic rows (peeled: the remainder row by row) by NR columns (peeled
+    when symbolic, or when NR does not divide the head size: a masked partial strip), heads
+    split across threads; sums of up to 1000 products."""
+    from lowering.schedule.matmul import micro_tile
+
+    q = relax.Var("q", relax.TensorStructInfo((1, 4, "n", head), "float32"))
+    kt = relax.Var("kt", relax.TensorStructInfo((1, 4, head, "n"), "float32"))
+    v = relax.Var("v", relax.TensorStructInfo((1, 4, "n", head), "float32"))
 
     bb = relax.BlockBuilder()
     with bb.function("main", [q, kt, v]):
@@ -178,13 +182,14 @@ def test_attention_matmuls_over_a_symbolic_sequence():
         bb.emit_func_output(gv)
     mod = bb.get()
     used = _schedules(mod)
-    assert sorted(u for u in used if u.startswith("matmul")) == [
-        "matmul-small-1x64", "matmul-small-1x64-peeled"
-    ], used  # fmt: skip
+    t = micro_tile(TARGET)
+    assert [u for u in used if u.startswith("matmul")] == [
+        f"matmul-tiles-{t.mr}x{t.nr}+1x{t.nr}"
+    ] * 2, used
 
     def inputs(n):
         rng = np.random.default_rng(n)
-        shapes = [(1, 4, n, 64), (1, 4, 64, n), (1, 4, n, 64)]
+        shapes = [(1, 4, n, head), (1, 4, head, n), (1, 4, n, head)]
         return [rng.standard_normal(s, dtype=np.float32) * 0.2 for s in shapes]
 
     _run_sizes(mod, inputs, lambda q, kt, v: (q @ kt) @ v)
