@@ -136,6 +136,36 @@ class OpInfo:
         return total
 
 
+def split_across_threads(info: OpInfo, opts: ScheduleOptions, threshold: int) -> bool:
+    """Does this op get a parallel loop: a static one of at least `threshold` iterations, a
+    symbolic one in the parallel copy of a run-time size dispatch (`driver.version_rows`)."""
+    if opts.threads <= 1:
+        return False
+    return info.work >= threshold if info.static else info.rows_version == "many"
+
+
+def split_threads(
+    s: Script, h: str, info: OpInfo, loops: list[int], threads: int
+) -> tuple[str, int | None, int | None]:
+    """`h` split across `threads` along one of `loops` (`thread_loop`): (the tiled op, the loop,
+    its static share per thread or None). Beside symbolic sizes a static loop is split only by
+    an exact share, given as a tile size (`num_threads` left the share dynamic, and a reduction
+    over it then failed to vectorize), else a symbolic loop is split, else none."""
+    d = thread_loop(info, loops, threads)
+    split = [0] * len(info.ranges)
+    r = info.ranges[d]
+    if not info.static and r is not None:
+        if r % threads == 0 and r >= threads:
+            split[d] = r // threads
+            return s.tile_forall(h, tile_sizes=split)[0], d, r // threads
+        d = next((x for x in loops if info.ranges[x] is None), None)
+        if d is None:
+            return h, None, None
+        split = [0] * len(info.ranges)
+    split[d] = threads
+    return s.tile_forall(h, num_threads=split)[0], d, None
+
+
 def thread_loop(info: OpInfo, loops: list[int], threads: int) -> int:
     """Which of `loops` (outermost first, not empty) to split across `threads`: the outermost
     static one that gives each thread as many iterations, else the longest with an iteration
@@ -152,7 +182,10 @@ def thread_loop(info: OpInfo, loops: list[int], threads: int) -> int:
     if even:
         return even[0]
     longest = max(sizes, key=lambda d: sizes[d], default=None)
-    return longest if longest is not None and sizes[longest] >= threads else loops[0]
+    if longest is not None and sizes[longest] >= threads:
+        return longest
+    symbolic = [d for d in loops if info.ranges[d] is None]  # long enough when it was dispatched
+    return symbolic[0] if symbolic else loops[0]
 
 
 class ScheduleRule:

@@ -8,6 +8,8 @@ from lowering.schedule.common import (
     ScheduleRule,
     Script,
     register_schedule,
+    split_across_threads,
+    split_threads,
     thread_loop,
 )
 
@@ -47,11 +49,9 @@ class ElementwiseSchedule(ScheduleRule):
             width = next(w for w in range(min(vector, size), 0, -1) if size % w == 0)
             if width == 1:
                 return "fallback"
-        if info.static and opts.threads > 1 and info.work >= opts.min_parallel_elements:
-            split = [0] * len(info.ranges)
+        if split_across_threads(info, opts, opts.min_parallel_elements):
             loops = [d for d in range(len(info.ranges)) if d != inner] or [inner]
-            split[thread_loop(info, loops, opts.threads)] = opts.threads
-            h, _ = s.tile_forall(h, num_threads=split)
+            h, _, _ = split_threads(s, h, info, loops, opts.threads)
         sizes = [1] * len(info.ranges)
         sizes[inner] = width
         across = _transposed_loop(info, inner)
@@ -92,7 +92,7 @@ class GatherSchedule(ScheduleRule):
         order = [d for d in range(len(info.ranges)) if d != along] + [along]
         if along != len(info.ranges) - 1:
             h = s.interchange(h, order)
-        if opts.threads > 1 and info.work >= opts.min_parallel_elements:
+        if split_across_threads(info, opts, opts.min_parallel_elements):
             split = [0] * len(order)
             split[order.index(thread_loop(info, order[:-1] or order, opts.threads))] = opts.threads
             h, _ = s.tile_forall(h, num_threads=split)

@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from lowering.schedule.common import (
     OpInfo,
     ScheduleOptions,
     ScheduleRule,
     Script,
     register_schedule,
-    thread_loop,
+    split_across_threads,
+    split_threads,
 )
 
 
@@ -42,12 +45,14 @@ class ReductionSchedule(ScheduleRule):
             return "fallback"
         red = reductions[0]
         nloops = len(info.ranges)
-        if opts.threads > 1 and info.work >= opts.min_parallel_elements:
+        if split_across_threads(info, opts, opts.min_parallel_elements):
             outer = [d for d in range(nloops) if info.iterators[d] == "parallel"]
             if outer:
-                split = [0] * nloops
-                split[thread_loop(info, outer, opts.threads)] = opts.threads
-                h, _ = s.tile_forall(h, num_threads=split)
+                h, d, share = split_threads(s, h, info, outer, opts.threads)
+                if share is not None:  # each thread's part: its share of that loop
+                    info = replace(
+                        info, ranges=[share if i == d else r for i, r in enumerate(info.ranges)]
+                    )
         if window:
             return _window_reduction(s, h, info, inner, opts.lanes)
         if inner == red:
