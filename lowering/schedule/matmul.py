@@ -334,7 +334,13 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     threads = _threads_for(info, opts) if info.static else opts.threads
     split_dim = _row_split(info, threads)
     b_threads = threads if info.static else 1
-    if (
+    few_wide = (  # the serial copy of symbolic rows (a batch of 1), through wide weights
+        info.rows_version == "few"
+        and opts.threads > 1
+        and n_blocks % (opts.threads * nb) == 0
+        and info.size(info.k) * info.size(info.n) >= opts.min_parallel_work
+    )
+    if few_wide or (
         info.static
         and split_dim == info.m
         and n_blocks % (threads * nb) == 0
@@ -346,7 +352,10 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         # row, instead of streaming all of B from L3 once per row tile. A B that fits in L2
         # keeps the split by rows, the split of the row-wise ops around it (bias, layer norm,
         # softmax), so a thread reads the rows it wrote: W6 (d 256, B <= 1 MB) ran 3-5% faster
-        # with its two threads on one L3, 12-15% faster across two.
+        # with its two threads on one L3, 12-15% faster across two. Few symbolic rows split B
+        # too, as the static product of one row does: one core alone streamed BERT-base's
+        # weights at n = 1 (2 threads: 1.4-1.7x the static build).
+        threads = opts.threads if few_wide else threads
         split = [0] * (nloops + 1)
         split[info.n] = n_blocks // threads
         h, forall = s.tile_forall(h, tile_sizes=split)
