@@ -6,6 +6,7 @@
     python scripts/bench.py --only W7,W8     # W7 selects both ResNet-18 batches (W7a, W7b)
     python scripts/bench.py --isa avx2       # every system on its AVX2 code path (see ISA_ENV)
     python scripts/bench.py --tuned DIR      # a tuned column: the records of a tuning work dir
+    python scripts/bench.py --only S2,S8     # symbolic builds (batch / sequence `n`) vs static ones
 
 Each thread count runs in a child process whose numpy/BLAS, torch and relaxmlir thread counts are
 set to the same value before any import, and without the environment's OPENBLAS_CORETYPE /
@@ -319,6 +320,12 @@ WORKLOADS = {
 }
 # real models: no numpy reference, FLOPs of matmuls/convs only
 MODELS = ("W7a", "W7b", "W8", "W9", "W10")
+# Built once with a symbolic axis (torch.export's Dim), timed against a static build per size:
+# id -> (title, the workload it reshapes, input axis made symbolic, its Dim's min, the sizes).
+SYMBOLIC = {
+    "S2": ("W2 MLP with batch n", "W2", 0, 1, (1, 32, 256)),
+    "S8": ("W8 BERT-base with sequence length n", "W8", 1, 2, (1, 32, 256)),
+}
 
 
 def _select(names: list[str]) -> list[str]:
@@ -327,7 +334,7 @@ def _select(names: list[str]) -> list[str]:
     for name in names:
         ids = (
             [name]
-            if name in WORKLOADS
+            if name in WORKLOADS or name in SYMBOLIC
             else [w for w in WORKLOADS if re.fullmatch(re.escape(name) + "[a-z]", w)]
         )
         if not ids:
@@ -383,6 +390,64 @@ def _compile_relaxmlir(model, inputs, threads: int):
         times.append(time.perf_counter() - t0)
     vm = relax.VirtualMachine(ex, rm.cpu())
     return vm["main"], times
+
+
+def _sized_inputs(workload: str, axis: int, n: int) -> list:
+    """The workload's example inputs with `axis` of the first one resized to `n` (same seed)."""
+    import numpy as np
+
+    _, inputs, _, _ = WORKLOADS[workload][1]()
+    shape = list(inputs[0].shape)
+    shape[axis] = n
+    rng = np.random.default_rng(0)
+    if inputs[0].dtype == np.int64:  # token ids
+        return [rng.integers(1, int(inputs[0].max()) + 1, shape, dtype=np.int64)]
+    return [rng.standard_normal(shape, dtype=np.float32)]
+
+
+def run_symbolic(name: str, threads: int, repeat: int) -> list[dict]:
+    """One build with a symbolic axis against one static build per size, timed in turns."""
+    import numpy as np
+    import torch
+
+    import relaxmlir as rm
+    from relaxmlir import relax
+    from relaxmlir.frontend import from_exported_program
+
+    title, workload, axis, low, sizes = SYMBOLIC[name]
+    model = WORKLOADS[workload][1]()[0]
+    target = _target(threads)
+    example = _sized_inputs(workload, axis, max(sizes))
+    dim = torch.export.Dim("n", min=low, max=max(512, *sizes))
+    shapes = tuple({axis: dim} if i == 0 else {} for i in range(len(example)))
+    ep = torch.export.export(
+        model, tuple(torch.from_numpy(x) for x in example), dynamic_shapes=shapes
+    )
+    t0 = time.perf_counter()
+    symbolic = relax.VirtualMachine(relax.build(from_exported_program(ep), target), rm.cpu())
+    build_s = time.perf_counter() - t0
+    rows = []
+    for n in sizes:
+        inputs = _sized_inputs(workload, axis, n)
+        tin = tuple(torch.from_numpy(x) for x in inputs)
+        with torch.no_grad():
+            reference = model(*tin).numpy()
+        static_ep = torch.export.export(model, tin)
+        static = relax.VirtualMachine(
+            relax.build(from_exported_program(static_ep), target), rm.cpu()
+        )
+        timed = {}
+        for key, vm in (("static_ms", static), ("symbolic_ms", symbolic)):
+            out = vm["main"](*inputs).numpy()
+            np.testing.assert_allclose(out, reference, rtol=1e-3, atol=1e-3, err_msg=f"n={n}")
+            timed[key] = lambda f=vm["main"], a=inputs: f(*a)
+        row = {"id": name, "title": title, "threads": threads, "n": n, "build_s": build_s}
+        row.update(_interleaved_ms(timed, repeat, settle=0.25 if threads > 1 else 0.0))
+        rows.append(row)
+        print(json.dumps(row), file=sys.stderr, flush=True)
+        static = timed = None
+        gc.collect()
+    return rows
 
 
 # Workloads that also run with library codegens (a column each beside our own kernels): blas
@@ -558,7 +623,11 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
             probe = core_latency.Probe()
         except (RuntimeError, OSError) as exc:
             print(f"core-to-core round trip not measured: {exc}", file=sys.stderr)
+    symbolic = []
     for name in names:
+        if name in SYMBOLIC:
+            symbolic += run_symbolic(name, threads, repeat)
+            continue
         title, make = WORKLOADS[name]
         model, inputs, flops, numpy_fn = make()
         tin = [torch.from_numpy(x) for x in inputs]
@@ -623,7 +692,7 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
         gc.collect()
     if probe is not None:
         probe.close()
-    return {"rows": rows, "blas": blas}
+    return {"rows": rows, "symbolic": symbolic, "blas": blas}
 
 
 def _roundtrip(probe) -> float | None:
@@ -790,6 +859,32 @@ def render(
     return "\n".join(lines)
 
 
+def render_symbolic(rows: list[dict]) -> str:
+    """The symbolic builds' table (empty without such rows)."""
+    if not rows:
+        return ""
+    lines = [
+        "## Symbolic shapes",
+        "",
+        (
+            "One build with a symbolic axis (torch.export with a `Dim`) serves every size; each "
+            "size also gets its own static build. Both are checked against torch eager (rtol "
+            "1e-3, atol 1e-3), then timed in turns (medians). `symbolic / static` above 1 means "
+            "the symbolic build is slower (issue 9's target: at most 1.2)."
+        ),
+        "",
+        "| workload | threads | n | static ms | symbolic ms | symbolic / static | symbolic build s |",
+        "|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        ratio = r["symbolic_ms"] / r["static_ms"]
+        lines.append(
+            f"| {r['id']} {r['title']} | {r['threads']} | {r['n']} | {_fmt(r['static_ms'])} | "
+            f"{_fmt(r['symbolic_ms'])} | {ratio:.2f} | {_fmt(r['build_s'], 2)} |"
+        )
+    return "\n".join(lines + [""])
+
+
 def _tuned_note(work_dir: str) -> str:
     """What the tuned column holds: the work dir's size and the targets its records are for."""
     if not work_dir:
@@ -815,7 +910,9 @@ def _tuned_note(work_dir: str) -> str:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
-        "--only", default=",".join(WORKLOADS), help="comma-separated workload ids (W7 = W7a,W7b)"
+        "--only",
+        default=",".join([*WORKLOADS, *SYMBOLIC]),
+        help="comma-separated workload ids (W7 = W7a,W7b; S2, S8: symbolic builds)",
     )
     parser.add_argument(
         "--threads", default=f"1,{os.cpu_count()}", help="comma-separated thread counts"
@@ -837,7 +934,8 @@ def main(argv=None) -> int:
         names = _select([n.strip() for n in args.only.split(",") if n.strip()])
     except KeyError as exc:
         parser.error(
-            f"unknown workload {exc}; known: {', '.join(WORKLOADS)} (W7 selects W7a and W7b)"
+            f"unknown workload {exc}; known: {', '.join([*WORKLOADS, *SYMBOLIC])} "
+            "(W7 selects W7a and W7b)"
         )
     if args.child is not None:
         print(json.dumps(run_child(names, args.child, args.repeat, not args.no_torch_compile)))
@@ -850,7 +948,7 @@ def main(argv=None) -> int:
         args.output = str(ROOT / "benchmarks" / name)
     print(f"measured f32 peak: {_peak_text(peak_info)}", file=sys.stderr, flush=True)
     unset = [key for key in BLAS_OVERRIDES if key in os.environ]
-    rows, blas = [], {}
+    rows, symbolic, blas = [], [], {}
     cache_dir = tempfile.mkdtemp(prefix="relaxmlir-bench-cache-")
     for threads in thread_counts:
         env = dict(os.environ)
@@ -893,10 +991,12 @@ def main(argv=None) -> int:
             return 1
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         rows += result["rows"]
+        symbolic += result["symbolic"]
         blas[threads] = result["blas"]
     shutil.rmtree(cache_dir, ignore_errors=True)
     command = "python scripts/bench.py " + " ".join(a for a in (argv or sys.argv[1:]))
     text = render(rows, command.strip(), peak_info, blas, unset, args.isa, _tuned_note(args.tuned))
+    text += render_symbolic(symbolic)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(text)
     print(text)
