@@ -358,9 +358,8 @@ def _row_gather(op: ir.Operation, body: list[ir.Operation], iterators, operand_d
             return None
         return ir.IntegerAttr(owner.operation.attributes["dim"]).value
 
-    memo: dict = {}
-
     block = op.regions[0].blocks[0]
+    memo: dict = {}
 
     def uses_inner(value: ir.Value) -> bool:
         owner = value.owner

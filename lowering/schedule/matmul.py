@@ -403,14 +403,8 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
             h, _ = s.tile_for(h, full_reg)
             s.vectorize(h)
         else:
-            m_loop = loops[sum(1 for d in range(info.m) if sizes[d])]
-            typed = _cast(s, m_loop, "scf.for")
-            main, rest = s.fresh("main"), s.fresh("rest")
-            s.emit(
-                f'{main}, {rest} = transform.loop.peel {typed} : (!transform.op<"scf.for">) -> '
-                f"({s.ANY}, {s.ANY})"
-            )
-            s.patterns("canonicalization", target=main)  # full tiles: MR becomes a static size
+            # full tiles: MR becomes a static size
+            main, rest = _peel(s, loops[sum(1 for d in range(info.m) if sizes[d])])
             # Full tiles: MR x NR accumulators per step of K; remainder rows: 1 x NB*NR.
             full, _ = s.tile_for(_match_generic(s, main), full_reg)
             s.vectorize(full)
@@ -620,13 +614,7 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
         return f"matmul-small-1x{n_tile}"
     # A symbolic N: whole strips of 4 vectors, then one partial strip with masked loads and
     # stores (peeled: a mask on every strip ran Q @ K^T at 11 GFLOP/s, 8x slower).
-    n_loop = loops[sum(1 for d in range(info.n) if outer[d])]
-    main, rest = s.fresh("main"), s.fresh("rest")
-    s.emit(
-        f"{main}, {rest} = transform.loop.peel {_cast(s, n_loop, 'scf.for')} : "
-        f'(!transform.op<"scf.for">) -> ({s.ANY}, {s.ANY})'
-    )
-    s.patterns("canonicalization", target=main)  # whole strips: a static n_tile
+    main, rest = _peel(s, loops[sum(1 for d in range(info.n) if outer[d])])  # whole: static
     for part in (main, rest):
         tiled, _ = s.tile_for(_match_generic(s, part), reg)
         s.vectorize(tiled, vec)
@@ -636,7 +624,9 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
 def _symbolic_row_tiles(info: OpInfo, t: MicroTile) -> bool:
     """Symbolic rows times a [K, N] B at least a register tile wide: attention over a symbolic
     sequence (Q @ K^T with K^T materialized, scores @ V)."""
-    return info.ranges[info.m] is None and (info.ranges[info.n] is None or info.size(info.n) >= t.nr)
+    return info.ranges[info.m] is None and (
+        info.ranges[info.n] is None or info.size(info.n) >= t.nr
+    )
 
 
 def _peel(s: Script, loop: str) -> tuple[str, str]:
