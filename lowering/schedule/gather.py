@@ -15,6 +15,9 @@ transpose the elementwise rule vectorizes), and views cost no copy.
 
 The index arithmetic is evaluated with numpy over the whole (static) iteration space, and the
 affine form is checked at every point, so any TE index expression qualifies, not a fixed pattern.
+With symbolic sizes (`_SymbolicPlan`), each symbolic source axis must be read at its own loop's
+index and the static axes between them are fitted over the static loops alone, segment by
+segment: BERT's reshape of [1, n, 768] into heads becomes an expand_shape of the input.
 """
 
 from __future__ import annotations
@@ -23,7 +26,7 @@ import itertools
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import linalg, tensor
+from mlir.dialects import arith, linalg, tensor
 
 from lowering.schedule.common import matching_generics, reassociation
 
@@ -175,7 +178,7 @@ def match_gather(op: ir.Operation):
     """(extract op, view plan) for a raisable gather generic, else None."""
     space = parallel_space(op)
     if space is None:
-        return None
+        return _match_symbolic(op)
     ranges = space[1]
     body = op.regions[0].blocks[0]
     extracts = [o.operation for o in body.operations if o.operation.name == "tensor.extract"]
@@ -230,6 +233,195 @@ def _view(source: ir.Value, plan) -> ir.Value:
     return v
 
 
+class _SymbolicPlan:
+    """A gather over symbolic sizes as a view: each symbolic source axis is read at its own
+    loop's index (a pass-through: `x[.., n, ..]`), the static axes between them form segments
+    whose reads are affine in the static loops, each with its `_view_plan`. The view collapses
+    every segment, expands it to its plan's shape and slices it; the symbolic axes stay."""
+
+    def __init__(self, groups: list, loops: list[int]):
+        self.groups = groups  # per segment or symbolic axis: ("dyn", axis, loop, out axis) or
+        self.loops = loops  # ("seg", [axes], plan); the loop of each view axis, in order
+        self.plan = (None, None, None, loops)  # `_rebuild` reads the loops as plan[3]
+
+    def __getitem__(self, i):
+        return self.plan[i]
+
+    def view(self, source: ir.Value, out: ir.Value) -> ir.Value:
+        src_type = ir.RankedTensorType(source.type)
+        elem = src_type.element_type
+        dyn = ir.ShapedType.get_dynamic_size()
+        index = ir.IndexType.get()
+
+        def dim(value: ir.Value, axis: int) -> ir.Value:
+            return tensor.DimOp(value, arith.ConstantOp(index, axis).result).result
+
+        collapse, collapsed, expand, expanded, sizes_dyn = [], [], [], [], []
+        offsets, sizes, kept = [], [], []
+        for g in self.groups:
+            if g[0] == "dyn":
+                _, axis, _, out_axis = g
+                expand.append([len(expanded)])
+                collapse.append([axis])
+                collapsed.append(dyn)
+                expanded.append(dyn)
+                sizes_dyn.append(dim(source, axis))
+                offsets.append(0)
+                sizes.append(("dyn", dim(out, out_axis)))
+                kept.append(True)
+            else:
+                _, axes, (shape, offs, szs, loops) = g
+                collapse.append(list(axes))
+                collapsed.append(int(np.prod([src_type.shape[a] for a in axes])))
+                expand.append(list(range(len(expanded), len(expanded) + len(shape))))
+                expanded += list(shape)
+                offsets += list(offs)
+                sizes += list(szs)
+                kept += [True] * len(loops) + [False] * (len(shape) - len(loops))
+        v = source
+        if collapse != [[a] for a in range(src_type.rank)]:
+            t = ir.RankedTensorType.get(collapsed, elem)
+            v = tensor.CollapseShapeOp(t, v, reassociation(collapse)).result
+        if expanded != collapsed:
+            t = ir.RankedTensorType.get(expanded, elem)
+            v = tensor.ExpandShapeOp(t, v, reassociation(expand), sizes_dyn, expanded).result
+        static_sizes = [dyn if isinstance(z, tuple) else z for z in sizes]
+        dyn_sizes = [z[1] for z in sizes if isinstance(z, tuple)]
+        if any(offsets) or static_sizes != expanded or dyn_sizes:
+            shape = [z for z, k in zip(static_sizes, kept) if k]
+            t = ir.RankedTensorType.get(shape, elem)
+            v = tensor.ExtractSliceOp(
+                t, v, [], dyn_sizes, [], offsets, static_sizes, [1] * len(expanded)
+            ).result
+        elif not all(kept):
+            raise AssertionError("symbolic gather view keeps a constant axis")
+        return v
+
+
+def _match_symbolic(op: ir.Operation):
+    """(extract op, `_SymbolicPlan`) for a gather whose output has symbolic sizes, else None."""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return None
+    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    if any("parallel" not in t for t in iterators):
+        return None
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    out_type = ir.RankedTensorType(op.results[0].type)
+    if out_type.has_static_shape or not maps[-1].is_permutation:
+        return None
+    ranges: list = [0] * len(iterators)
+    out_axis = {}
+    for axis, expr in enumerate(maps[-1].results):
+        d = ir.AffineDimExpr(expr).position
+        size = out_type.shape[axis]
+        ranges[d] = None if ir.ShapedType.is_dynamic_size(size) else size
+        out_axis[d] = axis
+    static_loops = [d for d, r in enumerate(ranges) if r is not None]
+    if int(np.prod([ranges[d] for d in static_loops])) > MAX_POINTS:
+        return None
+    body = op.regions[0].blocks[0]
+    extracts = [o.operation for o in body.operations if o.operation.name == "tensor.extract"]
+    if len(extracts) != 1:
+        return None
+    extract = extracts[0]
+    source = extract.operands[0]
+    if not isinstance(source.owner, ir.Block) and source.owner.operation.parent == op:
+        return None
+    src_type = ir.RankedTensorType(source.type)
+    indices = list(extract.operands)[1:]
+    if src_type.rank == 0:
+        return None
+    # Symbolic source axes: each read at one symbolic loop's own index, that loop nowhere else.
+    grid_all = index_grid([r or 1 for r in ranges])
+    grid = [g if ranges[d] is not None else None for d, g in enumerate(grid_all)]
+    passes = {}
+    for axis, v in enumerate(indices):
+        if not ir.ShapedType.is_dynamic_size(src_type.shape[axis]):
+            continue
+        owner = v.owner
+        if isinstance(owner, ir.Block) or owner.operation.name != "linalg.index":
+            return None
+        d = ir.IntegerAttr(owner.operation.attributes["dim"]).value
+        if ranges[d] is not None or d in passes.values():
+            return None
+        passes[axis] = d
+    if sorted(passes.values()) != [d for d, r in enumerate(ranges) if r is None]:
+        return None
+    # Static axes: evaluated over the static loops (a symbolic loop's index raises _NoMatch).
+    try:
+        memo: dict = {}
+        evaluated = {
+            axis: _evaluate_static(v, grid, body, memo)
+            for axis, v in enumerate(indices)
+            if axis not in passes
+        }
+    except _NoMatch:
+        return None
+    static_ranges = [r for r in ranges if r is not None]
+    groups, loops, used = [], [], set()
+    axis = 0
+    while axis < src_type.rank:
+        if axis in passes:
+            d = passes[axis]
+            groups.append(("dyn", axis, d, out_axis[d]))
+            loops.append(d)
+            axis += 1
+            continue
+        end = axis
+        while end < src_type.rank and end not in passes:
+            end += 1
+        seg = list(range(axis, end))
+        shape = [src_type.shape[a] for a in seg]
+        idx = [np.asarray(evaluated[a], dtype=np.int64) for a in seg]
+        for i, n in zip(idx, shape):
+            if np.any(i < 0) or np.any(i >= n):
+                return None
+        strides = np.cumprod([1] + shape[:0:-1])[::-1]
+        addr = sum(np.int64(st) * i for st, i in zip(strides, idx))
+        squeezed = np.broadcast_to(addr, [r or 1 for r in ranges])
+        squeezed = squeezed[tuple(slice(None) if r is not None else 0 for r in ranges)]
+        fit = _affine_fit(np.asarray(squeezed, dtype=np.int64), static_ranges)
+        if fit is None:
+            return None
+        total = int(np.prod(shape))
+        if not any(fit[1]):  # one element of the segment (a unit axis read at 0): sliced away
+            plan = ([total], [fit[0]], [1], [])
+        else:
+            plan = _view_plan(total, fit[0], fit[1], static_ranges)
+        if plan is None:
+            return None
+        seg_loops = [static_loops[j] for j in plan[3]]
+        if used & set(seg_loops):
+            return None
+        used |= set(seg_loops)
+        groups.append(("seg", seg, (plan[0], plan[1], plan[2], seg_loops)))
+        loops += seg_loops
+        axis = end
+    return extract, _SymbolicPlan(groups, loops)
+
+
+def _evaluate_static(value: ir.Value, grid: list, body: ir.Block, memo: dict):
+    """`_evaluate` over the static loops; an index that a symbolic loop (None in `grid`) feeds
+    ends the match."""
+    if _reads_symbolic(value, grid, {}):
+        raise _NoMatch
+    return _evaluate(value, [g if g is not None else 0 for g in grid], body, memo)
+
+
+def _reads_symbolic(value: ir.Value, grid: list, seen: dict) -> bool:
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return False
+    if value in seen:
+        return seen[value]
+    o = owner.operation
+    if o.name == "linalg.index":
+        seen[value] = grid[ir.IntegerAttr(o.attributes["dim"]).value] is None
+    else:
+        seen[value] = any(_reads_symbolic(v, grid, seen) for v in o.operands)
+    return seen[value]
+
+
 def raise_gathers(func_op: ir.Operation) -> int:
     """Rewrite every raisable gather generic of `func_op` (module docstring); returns how many."""
     found = matching_generics(func_op, match_gather)
@@ -246,7 +438,10 @@ def _rebuild(op: ir.Operation, extract: ir.Operation, plan) -> None:
     nloops = len(ir.ArrayAttr(op.attributes["iterator_types"]))
     loops = plan[3]
     with ir.InsertionPoint(op), op.location:
-        view = _view(extract.operands[0], plan)
+        if isinstance(plan, _SymbolicPlan):
+            view = plan.view(extract.operands[0], op.operands[n_in])
+        else:
+            view = _view(extract.operands[0], plan)
         view_type = ir.RankedTensorType(view.type)
         if view_type.rank != len(loops):
             raise AssertionError("gather view rank mismatch")

@@ -234,7 +234,8 @@ def test_head_split_and_merge_reshapes_over_a_symbolic_sequence():
     """[1, n, 48] -> [1, n, 4, 12] -> heads first, and back: reshapes that only split or merge
     static dims next to the symbolic one index per group of dims (x[b, s, h * 12 + d]), with
     static strides and divisors only (the flat index over `n` ran BERT's head merge 11x slower:
-    0.93 -> 0.08 ms at seq 256). They stay copies (the raise to views needs static shapes)."""
+    0.93 -> 0.08 ms at seq 256). The reshapes are raised to views: the symbolic axis passes
+    through, the static ones are expanded or collapsed (`gather._SymbolicPlan`)."""
     x = relax.Var("x", relax.TensorStructInfo((1, "n", 48), "float32"))
 
     def body(x):
