@@ -149,21 +149,47 @@ def parallel_space(op: ir.Operation) -> tuple[list[ir.AffineMap], list[int]] | N
     """(indexing maps, loop ranges) of a single-result, all-parallel generic whose output map
     is a permutation of static extents and whose iteration space is small enough to evaluate in
     full (MAX_POINTS), else None."""
+    space = _output_space(op)
+    if space is None or any(r is None for r in space[1]):
+        return None
+    maps, ranges, _ = space
+    if int(np.prod(ranges)) > MAX_POINTS:
+        return None
+    return maps, ranges
+
+
+def _output_space(op: ir.Operation):
+    """(indexing maps, loop ranges with None for symbolic ones, {loop: output axis}) of a
+    single-result, all-parallel generic whose output map is a permutation, else None."""
     if op.name != "linalg.generic" or len(op.results) != 1:
         return None
     iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
     if any("parallel" not in t for t in iterators):
         return None
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    if not maps[-1].is_permutation:
+        return None
     out_type = ir.RankedTensorType(op.results[0].type)
-    if not out_type.has_static_shape or not maps[-1].is_permutation:
-        return None
-    ranges = [0] * len(iterators)
+    ranges: list = [0] * len(iterators)
+    out_axis = {}
     for axis, expr in enumerate(maps[-1].results):
-        ranges[ir.AffineDimExpr(expr).position] = out_type.shape[axis]
-    if int(np.prod(ranges)) > MAX_POINTS:
+        d = ir.AffineDimExpr(expr).position
+        size = out_type.shape[axis]
+        ranges[d] = None if ir.ShapedType.is_dynamic_size(size) else size
+        out_axis[d] = axis
+    return maps, ranges, out_axis
+
+
+def _single_extract(op: ir.Operation) -> ir.Operation | None:
+    """The one `tensor.extract` of the body, reading a tensor from outside the op, else None."""
+    body = op.regions[0].blocks[0]
+    extracts = [o.operation for o in body.operations if o.operation.name == "tensor.extract"]
+    if len(extracts) != 1:
         return None
-    return maps, ranges
+    source = extracts[0].operands[0]
+    if not isinstance(source.owner, ir.Block) and source.owner.operation.parent == op:
+        return None
+    return extracts[0]
 
 
 def index_grid(ranges: list[int]) -> list[np.ndarray]:
@@ -181,14 +207,10 @@ def match_gather(op: ir.Operation):
         return _match_symbolic(op)
     ranges = space[1]
     body = op.regions[0].blocks[0]
-    extracts = [o.operation for o in body.operations if o.operation.name == "tensor.extract"]
-    if len(extracts) != 1:
+    extract = _single_extract(op)
+    if extract is None:
         return None
-    extract = extracts[0]
-    source = extract.operands[0]
-    if not isinstance(source.owner, ir.Block) and source.owner.operation.parent == op:
-        return None
-    src_type = ir.RankedTensorType(source.type)
+    src_type = ir.RankedTensorType(extract.operands[0].type)
     if not src_type.has_static_shape or src_type.rank == 0:
         return None
     grid = index_grid(ranges)
@@ -300,34 +322,18 @@ class _SymbolicPlan:
 
 def _match_symbolic(op: ir.Operation):
     """(extract op, `_SymbolicPlan`) for a gather whose output has symbolic sizes, else None."""
-    if op.name != "linalg.generic" or len(op.results) != 1:
+    space = _output_space(op)
+    if space is None or all(r is not None for r in space[1]):
         return None
-    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-    if any("parallel" not in t for t in iterators):
-        return None
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    out_type = ir.RankedTensorType(op.results[0].type)
-    if out_type.has_static_shape or not maps[-1].is_permutation:
-        return None
-    ranges: list = [0] * len(iterators)
-    out_axis = {}
-    for axis, expr in enumerate(maps[-1].results):
-        d = ir.AffineDimExpr(expr).position
-        size = out_type.shape[axis]
-        ranges[d] = None if ir.ShapedType.is_dynamic_size(size) else size
-        out_axis[d] = axis
+    _, ranges, out_axis = space
     static_loops = [d for d, r in enumerate(ranges) if r is not None]
     if int(np.prod([ranges[d] for d in static_loops])) > MAX_POINTS:
         return None
     body = op.regions[0].blocks[0]
-    extracts = [o.operation for o in body.operations if o.operation.name == "tensor.extract"]
-    if len(extracts) != 1:
+    extract = _single_extract(op)
+    if extract is None:
         return None
-    extract = extracts[0]
-    source = extract.operands[0]
-    if not isinstance(source.owner, ir.Block) and source.owner.operation.parent == op:
-        return None
-    src_type = ir.RankedTensorType(source.type)
+    src_type = ir.RankedTensorType(extract.operands[0].type)
     indices = list(extract.operands)[1:]
     if src_type.rank == 0:
         return None
