@@ -144,6 +144,21 @@ def split_across_threads(info: OpInfo, opts: ScheduleOptions, threshold: int) ->
     return info.work >= threshold if info.static else info.rows_version == "many"
 
 
+def innermost_loop(info: OpInfo) -> int:
+    """The loop that walks the output's last axis (contiguous in memory)."""
+    out_dims = info.operand_dims[-1]
+    return out_dims[-1] if out_dims else len(info.ranges) - 1
+
+
+def can_split(info: OpInfo, loops: list[int], threads: int) -> bool:
+    """Whether `split_threads` splits a symbolic op along one of `loops`: one is symbolic, or
+    static with an equal share per thread."""
+    return any(
+        info.ranges[d] is None or (info.ranges[d] >= threads and info.ranges[d] % threads == 0)
+        for d in loops
+    )
+
+
 def split_threads(
     s: Script, h: str, info: OpInfo, loops: list[int], threads: int
 ) -> tuple[str, int | None, int | None]:

@@ -20,7 +20,9 @@ from lowering.schedule.common import (
     SCRIPT_ERRORS,
     ScheduleOptions,
     apply_rules,
+    can_split,
     classify,
+    innermost_loop,
     linalg_ops,
 )
 from lowering.schedule.matmul import parallel_rows
@@ -110,8 +112,8 @@ def version_rows(func_op: ir.Operation, opts: ScheduleOptions) -> None:
     between parallel matmuls: BERT-base at n = 256 on 2 threads, 1.4x its static build)."""
     if opts.threads <= 1:
         return
-    for op in linalg_ops(func_op):
-        info = classify(op)
+    infos = [(op, classify(op)) for op in linalg_ops(func_op)]
+    for op, info in infos:
         found = parallel_rows(info, opts)
         a = op.operands[0] if len(op.operands) else None
         if found is None or a is None or not isinstance(a.owner, ir.Block):
@@ -121,7 +123,7 @@ def version_rows(func_op: ir.Operation, opts: ScheduleOptions) -> None:
             continue
         _version_body(func_op, a, [info.operand_dims[0].index(dim)], threshold)
         return
-    if not any(_splits(classify(op), opts.threads) for op in linalg_ops(func_op)):
+    if not any(_splits(info, opts.threads) for _, info in infos):
         return  # nothing that a parallel copy would split
     best = None
     for arg in func_op.regions[0].blocks[0].arguments:
@@ -140,18 +142,14 @@ def version_rows(func_op: ir.Operation, opts: ScheduleOptions) -> None:
 def _splits(info, threads: int) -> bool:
     """Would the elementwise or reduction rule split this symbolic op in a parallel copy: a
     loop it may split (not the vector loop, not a reduction) is symbolic, or static with an
-    equal share per thread (`common.split_threads`)."""
+    equal share per thread (`common.can_split`)."""
     if info.static or info.pattern not in ("elementwise", "reduction"):
         return False
     if info.pattern == "reduction":
         loops = [d for d, t in enumerate(info.iterators) if t == "parallel"]
     else:
-        out = info.operand_dims[-1] or [len(info.ranges) - 1]
-        loops = [d for d in range(len(info.ranges)) if d != out[-1]]
-    return any(
-        info.ranges[d] is None or (info.ranges[d] >= threads and info.ranges[d] % threads == 0)
-        for d in loops
-    )
+        loops = [d for d in range(len(info.ranges)) if d != innermost_loop(info)]
+    return can_split(info, loops, threads)
 
 
 def _version_body(func_op, rows_of, axes: list[int], threshold: int) -> None:

@@ -7,10 +7,10 @@ from lowering.schedule.common import (
     ScheduleOptions,
     ScheduleRule,
     Script,
+    innermost_loop,
     register_schedule,
     split_across_threads,
     split_threads,
-    thread_loop,
 )
 
 # Per target, in f32 lanes L of one vector register: a step along the innermost loop covers 4
@@ -33,7 +33,7 @@ class ElementwiseSchedule(ScheduleRule):
             return "fallback"
         lanes = opts.lanes
         vector = VECTORS_PER_STEP * lanes
-        inner = _innermost_loop(info)
+        inner = innermost_loop(info)
         size = info.ranges[inner]
         width = vector if size is None else min(vector, _round_up(size, lanes))
         if size is not None and size <= vector:
@@ -89,14 +89,12 @@ class GatherSchedule(ScheduleRule):
         width = next(w for w in range(width, 0, -1) if size % w == 0)
         if width == 1:
             return "fallback"  # nothing to vectorize (and MLIR wants one non-unit loop)
-        order = [d for d in range(len(info.ranges)) if d != along] + [along]
-        if along != len(info.ranges) - 1:
-            h = s.interchange(h, order)
+        others = [d for d in range(len(info.ranges)) if d != along]
         if split_across_threads(info, opts, opts.min_parallel_elements):
-            split = [0] * len(order)
-            split[order.index(thread_loop(info, order[:-1] or order, opts.threads))] = opts.threads
-            h, _ = s.tile_forall(h, num_threads=split)
-        sizes = [1] * len(order)
+            h, _, _ = split_threads(s, h, info, others or [along], opts.threads)
+        if along != len(info.ranges) - 1:
+            h = s.interchange(h, others + [along])
+        sizes = [1] * len(info.ranges)
         sizes[-1] = width
         h, _ = s.tile_for(h, sizes)
         s.vectorize(h, sizes, extracts=True)
@@ -117,12 +115,6 @@ def _transposed_loop(info: OpInfo, inner: int) -> int | None:
         if (info.ranges[dims[-1]] or 0) > 1:
             return dims[-1]
     return None
-
-
-def _innermost_loop(info: OpInfo) -> int:
-    """The loop that walks the output's last axis (contiguous in memory)."""
-    out_dims = info.operand_dims[-1]
-    return out_dims[-1] if out_dims else len(info.ranges) - 1
 
 
 @register_schedule("fallback")

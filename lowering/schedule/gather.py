@@ -264,10 +264,6 @@ class _SymbolicPlan:
     def __init__(self, groups: list, loops: list[int]):
         self.groups = groups  # per segment or symbolic axis: ("dyn", axis, loop, out axis) or
         self.loops = loops  # ("seg", [axes], plan); the loop of each view axis, in order
-        self.plan = (None, None, None, loops)  # `_rebuild` reads the loops as plan[3]
-
-    def __getitem__(self, i):
-        return self.plan[i]
 
     def view(self, source: ir.Value, out: ir.Value) -> ir.Value:
         src_type = ir.RankedTensorType(source.type)
@@ -356,8 +352,9 @@ def _match_symbolic(op: ir.Operation):
     # Static axes: evaluated over the static loops (a symbolic loop's index raises _NoMatch).
     try:
         memo: dict = {}
+        seen: dict = {}
         evaluated = {
-            axis: _evaluate_static(v, grid, body, memo)
+            axis: _evaluate_static(v, grid, body, memo, seen)
             for axis, v in enumerate(indices)
             if axis not in passes
         }
@@ -406,10 +403,10 @@ def _match_symbolic(op: ir.Operation):
     return extract, _SymbolicPlan(groups, loops)
 
 
-def _evaluate_static(value: ir.Value, grid: list, body: ir.Block, memo: dict):
+def _evaluate_static(value: ir.Value, grid: list, body: ir.Block, memo: dict, seen: dict):
     """`_evaluate` over the static loops; an index that a symbolic loop (None in `grid`) feeds
-    ends the match."""
-    if _reads_symbolic(value, grid, {}):
+    ends the match (`seen`: `_reads_symbolic`'s answers so far)."""
+    if _reads_symbolic(value, grid, seen):
         raise _NoMatch
     return _evaluate(value, [g if g is not None else 0 for g in grid], body, memo)
 
@@ -442,12 +439,11 @@ def _rebuild(op: ir.Operation, extract: ir.Operation, plan) -> None:
     ins, out = list(op.operands)[:n_in], op.operands[n_in]
     maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
     nloops = len(ir.ArrayAttr(op.attributes["iterator_types"]))
-    loops = plan[3]
     with ir.InsertionPoint(op), op.location:
         if isinstance(plan, _SymbolicPlan):
-            view = plan.view(extract.operands[0], op.operands[n_in])
+            view, loops = plan.view(extract.operands[0], op.operands[n_in]), plan.loops
         else:
-            view = _view(extract.operands[0], plan)
+            view, loops = _view(extract.operands[0], plan), plan[3]
         view_type = ir.RankedTensorType(view.type)
         if view_type.rank != len(loops):
             raise AssertionError("gather view rank mismatch")

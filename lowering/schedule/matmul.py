@@ -335,9 +335,9 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     split_dim = _row_split(info, threads)
     b_threads = threads if info.static else 1
     few_wide = (  # the serial copy of symbolic rows (a batch of 1), through wide weights
-        info.rows_version == "few"
-        and opts.threads > 1
-        and n_blocks % (opts.threads * nb) == 0
+        info.rows_version == "few"  # symbolic: `threads` is opts.threads
+        and threads > 1
+        and n_blocks % (threads * nb) == 0
         and info.size(info.k) * info.size(info.n) >= opts.min_parallel_work
     )
     if few_wide or (
@@ -355,7 +355,6 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         # with its two threads on one L3, 12-15% faster across two. Few symbolic rows split B
         # too, as the static product of one row does: one core alone streamed BERT-base's
         # weights at n = 1 (2 threads: 1.4-1.7x the static build).
-        threads = opts.threads if few_wide else threads
         split = [0] * (nloops + 1)
         split[info.n] = n_blocks // threads
         h, forall = s.tile_forall(h, tile_sizes=split)
@@ -403,9 +402,9 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
             h, _ = s.tile_for(h, full_reg)
             s.vectorize(h)
         else:
-            # full tiles: MR becomes a static size
             main, rest = _peel(s, loops[sum(1 for d in range(info.m) if sizes[d])])
-            # Full tiles: MR x NR accumulators per step of K; remainder rows: 1 x NB*NR.
+            # Full tiles (MR a static size): MR x NR accumulators per step of K; remainder
+            # rows: 1 x NB*NR.
             full, _ = s.tile_for(_match_generic(s, main), full_reg)
             s.vectorize(full)
             tail, _ = s.tile_for(_match_generic(s, rest), tail_reg)

@@ -107,7 +107,8 @@ class EntryPoint:
         """Plain contiguous arrays of the right dtype and rank: bind the symbols directly (the
         checked call, which explains any mismatch, takes everything else). Each parameter is set
         as it passes: the checked call sets them all again. The loop is kept flat: at a batch
-        of 1 this path is most of a small model's call (W2 at n = 1: 5.1 -> 4.4 us, its static build 4.0)."""
+        of 1 this path is most of a small model's call (W2 at n = 1: 5.1 -> 4.4 us, its static
+        build 4.0)."""
         env: dict[str, int] = {}
         keep = []
         for slot, arg, plan, dtype in zip(self.param_slots, args, self.param_plans, self.param_dtypes):

@@ -114,6 +114,20 @@ RMLIR_EXPORT void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64
   return allocate(size, alignment, site_of(__builtin_return_address(0)));
 }
 
+/* Free the least recently cached block (the lock held); its slot, or -1 when none is cached. */
+static int evict_oldest(void) {
+  int old = -1;
+  for (int i = 0; i < SLOTS; i++)
+    if (cache.ptr[i] && (old < 0 || cache.stamp[i] < cache.stamp[old])) old = i;
+  if (old < 0) return -1;
+  header_t *o = (header_t *)cache.ptr[old] - 1;
+  cache.bytes -= cache.size[old];
+  cache.ptr[old] = NULL;
+  o->magic = 0;
+  free(o->raw);
+  return old;
+}
+
 RMLIR_EXPORT void _mlir_memref_to_llvm_free(void *ptr) {
   if (!ptr) return;
   header_t *h = (header_t *)ptr - 1;
@@ -123,43 +137,24 @@ RMLIR_EXPORT void _mlir_memref_to_llvm_free(void *ptr) {
     configure();
     if (h->size <= cache.limit) {
       /* evict the least recently cached blocks until this one fits */
-      while (cache.bytes + h->size > cache.limit) {
-        int old = -1;
-        for (int i = 0; i < SLOTS; i++)
-          if (cache.ptr[i] && (old < 0 || cache.stamp[i] < cache.stamp[old])) old = i;
-        if (old < 0) break;
-        header_t *o = (header_t *)cache.ptr[old] - 1;
-        cache.bytes -= cache.size[old];
-        cache.ptr[old] = NULL;
-        o->magic = 0;
-        free(o->raw);
+      while (cache.bytes + h->size > cache.limit && evict_oldest() >= 0) {
       }
       int slot = -1;
       for (int i = 0; i < SLOTS && slot < 0; i++)
         if (!cache.ptr[i]) slot = i;
-      if (slot < 0) {
-        /* every slot taken: the least recently cached block makes room. Blocks of sizes no
-           longer asked for (a model run at other sizes, another model) would otherwise hold
-           the slots for good, and each call then page-faulted on fresh blocks: BERT-base built
-           for a symbolic sequence, after calls at n = 1 and 32, ran 1.4x slower at n = 256. */
-        for (int i = 0; i < SLOTS; i++)
-          if (slot < 0 || cache.stamp[i] < cache.stamp[slot]) slot = i;
-        header_t *o = (header_t *)cache.ptr[slot] - 1;
-        cache.bytes -= cache.size[slot];
-        cache.ptr[slot] = NULL;
-        o->magic = 0;
-        free(o->raw);
-      }
-      {
-        cache.ptr[slot] = ptr;
-        cache.size[slot] = h->size;
-        cache.alignment[slot] = h->alignment;
-        cache.stamp[slot] = ++cache.clock;
-        cache.site[slot] = h->site;
-        cache.bytes += h->size;
-        pthread_mutex_unlock(&lock);
-        return;
-      }
+      /* every slot taken: the least recently cached block makes room. Blocks of sizes no longer
+         asked for (a model run at other sizes, another model) would otherwise hold the slots
+         for good, and each call then page-faulted on fresh blocks: BERT-base built for a
+         symbolic sequence, after calls at n = 1 and 32, ran 1.4x slower at n = 256. */
+      if (slot < 0) slot = evict_oldest();
+      cache.ptr[slot] = ptr;
+      cache.size[slot] = h->size;
+      cache.alignment[slot] = h->alignment;
+      cache.stamp[slot] = ++cache.clock;
+      cache.site[slot] = h->site;
+      cache.bytes += h->size;
+      pthread_mutex_unlock(&lock);
+      return;
     }
     pthread_mutex_unlock(&lock);
   }
