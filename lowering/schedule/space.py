@@ -47,8 +47,9 @@ def default_point(space: dict[str, Knob]) -> dict:
 
 
 def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
-    """Register-tile rows, the cache blocks (rows and columns of C, K elements), on more than
-    one core the dimension the threads split, and where C accumulates when the tiles divide it."""
+    """Register-tile rows, the cache blocks (rows and columns of C, K elements; B's column
+    blocks on the `rows` route), on more than one core the dimension the threads split, and
+    where C accumulates when the tiles divide it."""
     from lowering.schedule.matmul import (
         C_LAYOUTS,
         CACHE_COLS,
@@ -73,6 +74,11 @@ def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
         knobs.append(Knob("matmul.kc", values, KC))
     if info.static:
         knobs.append(Knob("matmul.route", ROUTES, "auto"))
+    if info.n is not None and info.ranges[info.n] is not None and info.k is not None:
+        # the `rows` route's column blocks of B (0: the rule's choice by L2 size)
+        panels = -(-info.size(info.n) // nr)
+        blocks = sorted({b for b in (1, 2, 4, 8, panels) if panels % b == 0})
+        knobs.append(Knob("matmul.rows_block", (0, *blocks), 0))
     if opts.threads > 1:
         knobs.append(Knob("matmul.split", SPLITS, "auto"))
     whole_tiles = info.static and info.size(info.n) % nr == 0

@@ -138,6 +138,7 @@ def test_matmul_two_threads(m, n, k, tb, parallel_everything):
         {"matmul.route": "packed", "matmul.kc": 512, "matmul.split": "m", "matmul.mr": 4},
         {"matmul.route": "packed", "matmul.split": "n", "matmul.cache_cols": 128},
         {"matmul.route": "rows", "matmul.mr": 6},
+        {"matmul.route": "rows", "matmul.rows_block": 1},
     ],
     ids=lambda k: ",".join(f"{n.split('.')[-1]}={v}" for n, v in k.items()),
 )
@@ -154,6 +155,19 @@ def test_matmul_tuned_knobs_keep_the_numbers(knobs):
     a, b, c = rand(m, k), rand(k, n, seed=1), np.zeros((m, n), np.float32)
     Kernel.build(text, "mm", schedule="threads=2 strict=true")(a, b, c)
     check(c, a @ b, f"matmul {m}x{n}x{k} with {knobs}")
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("knobs", [{}, {"matmul.rows_block": 8}], ids=["default", "block8"])
+def test_matmul_rows_column_blocks_keep_the_numbers(threads, knobs):
+    """B (520 x 512, 1 MB) over half of L2: the rows route takes B's panels in column blocks
+    (2 of the 16 by default, 8 with the knob), with 70 rows that MR divides neither whole nor
+    per thread, so the remainder rows run across each block's panels too."""
+    m, n, k = 70, 512, 520
+    text = _with_knobs(matmul_text(m, n, k), {"matmul.route": "rows", **knobs})
+    a, b, c = rand(m, k), rand(k, n, seed=1), np.zeros((m, n), np.float32)
+    Kernel.build(text, "mm", schedule=f"threads={threads} strict=true")(a, b, c)
+    check(c, a @ b, f"matmul {m}x{n}x{k} threads={threads} {knobs}")
 
 
 def _with_knobs(text: str, knobs: dict) -> str:
