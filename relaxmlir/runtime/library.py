@@ -112,6 +112,26 @@ def _bind_constants(lib: ctypes.CDLL, path: str, records: list) -> Any:
     return view
 
 
+def _share_workspace_cache(lib: ctypes.CDLL) -> None:
+    """Point the library's copy of the workspace allocator at the package's runtime (see
+    `relaxmlir_workspace_forward` in runtime.c): one cache for every model of the process, which
+    `rm.runtime.workspace_cache_info` reports and `release_workspace_cache` empties. A library
+    exported before the allocator could forward keeps its own cache."""
+    try:
+        forward = lib.relaxmlir_workspace_forward
+    except AttributeError:
+        return
+    try:
+        runtime = libraries.load("relaxmlir")
+    except libraries.LibraryNotFound:
+        return  # the library's own copy serves it
+    forward.argtypes = [ctypes.c_void_p, ctypes.c_void_p]
+    forward(
+        ctypes.cast(runtime.relaxmlir_workspace_alloc_at, ctypes.c_void_p),
+        ctypes.cast(runtime._mlir_memref_to_llvm_free, ctypes.c_void_p),
+    )
+
+
 class LibraryCode:
     """`NativeCode` of an Executable loaded from an exported library."""
 
@@ -134,6 +154,7 @@ class LibraryCode:
                 os.unlink(mapped)  # the mappings stay valid
         if shared:
             _MAPPED[key], _LIVE[key] = (st.st_dev, st.st_ino), self
+        _share_workspace_cache(self.lib)
         self.entries = {name: i for i, name in enumerate(meta["entries"])}
         self.packed_index = {p["symbol"]: i for i, p in enumerate(meta.get("packed", []))}
         self._bound: list[Any] = []

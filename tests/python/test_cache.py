@@ -74,6 +74,30 @@ def test_second_build_hits(cache_dir, compilations):
     _check(first, batch=1)
 
 
+def test_cached_models_share_the_workspace_cache(cache_dir):
+    """A model served from the compile cache is a library with its own copy of the native
+    runtime (so that it also runs without the package). Loaded here, it hands its workspace
+    blocks to the process's one cache, which `workspace_cache_info` reports and
+    `release_workspace_cache` empties, instead of keeping up to a limit of its own for good."""
+    from relaxmlir.runtime import libraries
+
+    relax.build(_model(), "llvm")
+    ex = relax.build(_model(), "llvm")
+    assert "loaded from the relaxmlir compile cache" in ex.as_text()
+    f = relax.VirtualMachine(ex, rm.cpu())["main"]
+    x = np.random.default_rng(0).standard_normal((256, 784), dtype=np.float32)
+    libraries.release_workspace_cache()
+    before = libraries.workspace_cache_info()
+    for _ in range(3):
+        out = f(x).numpy()
+    np.testing.assert_allclose(out, reference(x, params()), rtol=RTOL, atol=ATOL)
+    after = libraries.workspace_cache_info()
+    assert after["hits"] > before["hits"] and after["bytes"] > 0, (before, after)
+    assert after["limit"] > 0
+    libraries.release_workspace_cache()
+    assert libraries.workspace_cache_info()["bytes"] == 0
+
+
 def test_disabled_by_env(cache_dir, compilations, monkeypatch):
     monkeypatch.setenv(cache.CACHE_ENV, "0")
     _check(relax.build(_model(), "llvm"))

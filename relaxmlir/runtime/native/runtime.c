@@ -106,12 +106,32 @@ static uint64_t site_of(void *ret) {
   return (uint64_t)(uintptr_t)ret * 31u ^ (uint64_t)pthread_self();
 }
 
+/* A model library carries its own copy of this file, so that it runs without the Python
+   package. Loaded into a process that has the package's runtime, the loader points the copy at
+   that runtime (`relaxmlir_workspace_forward`), before any call: every model then shares one
+   cache, its limit and its statistics, instead of each holding up to a limit of its own, for
+   good, in a library that is never unloaded. */
+static void *(*forward_alloc)(uint64_t size, uint64_t alignment, uint64_t site);
+static void (*forward_free)(void *ptr);
+
+RMLIR_EXPORT void relaxmlir_workspace_forward(void *alloc_at, void *free_fn) {
+  forward_alloc = (void *(*)(uint64_t, uint64_t, uint64_t))alloc_at;
+  forward_free = (void (*)(void *))free_fn;
+}
+
+/* What a forwarding copy calls: an allocation for the call site it has already identified. */
+RMLIR_EXPORT void *relaxmlir_workspace_alloc_at(uint64_t size, uint64_t alignment, uint64_t site) {
+  return allocate(size, alignment, site);
+}
+
 RMLIR_EXPORT void *_mlir_memref_to_llvm_alloc(uint64_t size) {
-  return allocate(size, 16, site_of(__builtin_return_address(0)));
+  uint64_t site = site_of(__builtin_return_address(0));
+  return forward_alloc ? forward_alloc(size, 16, site) : allocate(size, 16, site);
 }
 
 RMLIR_EXPORT void *_mlir_memref_to_llvm_aligned_alloc(uint64_t alignment, uint64_t size) {
-  return allocate(size, alignment, site_of(__builtin_return_address(0)));
+  uint64_t site = site_of(__builtin_return_address(0));
+  return forward_alloc ? forward_alloc(size, alignment, site) : allocate(size, alignment, site);
 }
 
 /* Free the least recently cached block (the lock held); its slot, or -1 when none is cached. */
@@ -130,6 +150,10 @@ static int evict_oldest(void) {
 
 RMLIR_EXPORT void _mlir_memref_to_llvm_free(void *ptr) {
   if (!ptr) return;
+  if (forward_free) {
+    forward_free(ptr);
+    return;
+  }
   header_t *h = (header_t *)ptr - 1;
   if (h->magic != MAGIC) return; /* not ours: never free what we did not allocate */
   if (h->size >= MIN_CACHED) {
@@ -165,6 +189,7 @@ RMLIR_EXPORT void _mlir_memref_to_llvm_free(void *ptr) {
 /* Statistics and control for the Python side (rm.runtime.workspace_cache_info / release). */
 RMLIR_EXPORT void relaxmlir_workspace_stats(uint64_t out[4]) {
   pthread_mutex_lock(&lock);
+  configure(); /* the limit, also before the first block is cached */
   out[0] = cache.bytes;
   out[1] = cache.limit;
   out[2] = cache.hits;
