@@ -195,22 +195,25 @@ class MatmulSchedule(ScheduleRule):
 
 
 def _static_route(info: OpInfo, t: MicroTile, opts: ScheduleOptions) -> str:
-    """`rows` (A read in place by MR-row tiles over the whole K, C written once) where K fits
-    one K block, every thread gets a whole tile and B stays in cache, else `packed` (A and C
-    packed, cache blocks).
+    """`rows` (A read in place by MR-row tiles over the whole K, C written once) where one
+    K x NR panel of B fits half of L2, every thread gets a whole tile and B stays in cache,
+    else `packed` (A and C packed, cache blocks). A K block set by the `matmul.kc` knob
+    (other than the default) sends a deeper K to `packed`, which blocks K; the `matmul.route`
+    knob forces either.
     Measured on Zen 4 (AVX-512 and AVX2) against packed: W3 1024^3 2-4% faster, BERT's GEMMs
-    1-8% (no packing of A, no unpacking of C, accumulators loaded and stored once); the
-    `matmul.route` knob forces either."""
+    1-8% (no packing of A, no unpacking of C, accumulators loaded and stored once). Past one
+    K block (1024), with B in column blocks (`_rows_column_block`), on Zen 5 with prepacked
+    weights: 128x768x3072 (BERT's FFN2) 5% faster at 1 thread, 2% at 2, 256x1024x4096 12% / 5%,
+    128x768x8192 (a panel of 1 MB) as fast; on the AVX2 path within 2% either way."""
     route = str(opts.knob("matmul.route", "auto"))
     if route not in ROUTES:
         raise ValueError(f"matmul.route={route}: expected one of {', '.join(ROUTES)}")
     if route != "auto":
         return route
     k, b_bytes = info.size(info.k), _b_bytes(info)
-    # Whole-K tiles stop paying past one K block: a 3072-deep A row tile no longer stays near
-    # the core (BERT's FFN2 GEMM ran 4% slower than with K blocks).
+    whole_k = k <= t.kc or (t.kc == KC and 4 * k * t.nr <= _l2_bytes(opts) // 2)
     whole_tiles = info.size(info.m) >= t.mr * _threads_for(info, opts)
-    if k <= t.kc and whole_tiles and b_bytes <= ROWS_MAX_B_BYTES:
+    if whole_k and whole_tiles and b_bytes <= ROWS_MAX_B_BYTES:
         return "rows"
     return "packed"
 
@@ -389,8 +392,9 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     rows = info.ranges[info.m]
     if rows is not None and split_dim == info.m and info.rows_version != "few":
         rows = rows // threads if rows % threads == 0 else None
-    block = n_blocks if split_dim == info.n else _rows_column_block(info, opts, t, n_blocks, rows)
-    if block < n_blocks:
+    panels = n_blocks // threads if split_dim == info.n else n_blocks  # each thread's
+    block = _rows_column_block(info, opts, t, panels, rows)
+    if block < panels:
         # B's panels in column blocks that stay in L2 while every row tile passes over them.
         col_block = [0] * (nloops + 1)
         col_block[info.n] = block
@@ -430,14 +434,17 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
 def _rows_column_block(
     info: OpInfo, opts: ScheduleOptions, t: MicroTile, n_blocks: int, rows: int | None
 ) -> int:
-    """B panels per column block of the `rows` route (`n_blocks`: no blocks). Each MR-row tile
-    runs over every panel of B; where B outgrows half of L2, the whole of it came from L3 once
-    per row tile (W3: 4 MB, 128 times). In column blocks of at most a quarter of L2, every row
-    tile reads a block from L2 instead, and A's rows come from L2 or L3 once per block.
+    """B panels per column block of the `rows` route, out of the `n_blocks` panels a thread
+    sees (all of B, or its share where the threads split B's panels); `n_blocks`: no blocks.
+    Each MR-row tile runs over every panel it sees; where those outgrow half of L2, all of
+    them came from L3 once per row tile (W3: 4 MB, 128 times). In column blocks of at most a
+    quarter of L2, every row tile reads a block from L2 instead, and A's rows come from L2 or
+    L3 once per block.
     Measured on Zen 5 (AVX-512), against no blocks, 1 thread: W3 1024^3 248 -> 258 GFLOP/s,
     BERT's 128x768x768 238 -> 249 and 128x3072x768 231 -> 238 (1.5-2.5% on the AVX2 path);
     whole models 3-4% faster (BERT-base 102.8 -> 99.7 ms, GPT-2 106.8 -> 102.7). At 2 threads
-    W3 2-6% faster, the models as before."""
+    W3 2-6% faster; blocks in each thread's share of B (with K past 1024 on this route, see
+    `_static_route`) made BERT-base, GPT-2 and the Llama-style model 4-6% faster."""
     knob = int(opts.knob("matmul.rows_block", 0))
     if knob:
         if n_blocks % knob:

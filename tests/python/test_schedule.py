@@ -80,7 +80,8 @@ MATMULS = [
     (128, 96, 64, True, (), "matmul-rows-8x32+1x32"),
     (2, 40, 48, False, (3,), "matmul-small-1x48"),  # batch, few rows
     (33, 70, 17, True, (2,), "matmul-rows-8x32+1x32"),  # batch, transposed B, odd sizes
-    (40, 64, 1100, False, (), "matmul-packed-8x32"),  # K beyond one K block: cache blocks
+    (40, 64, 1100, False, (), "matmul-rows-8x32+1x64"),  # K past one K block, whole K rows
+    (40, 64, 4200, False, (), "matmul-packed-8x32"),  # a K x 32 panel over L2/2: K blocks
 ]
 
 

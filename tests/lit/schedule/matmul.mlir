@@ -122,6 +122,32 @@ func.func private @matmul_rows_shared_b(%a: tensor<512x512xf32>, %b: tensor<512x
 
 // -----
 
+// A K past one K block (1536) still takes the rows route: a 1536 x 32 panel of B (192 KB) fits
+// half of L2, so every register tile runs the whole K and C is written once. With more column
+// panels (32) than row tiles (8) and a B (6 MB) beyond L2, the threads split B's panels, and
+// each thread's 16 panels (3 MB) go in column blocks too (one panel each: two would pass a
+// quarter of L2).
+// CHECK-LABEL: func.func private @matmul_rows_deep_k
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x32"]
+// CHECK: scf.forall (%{{.+}}) in (2) {{.*}} -> (tensor<32x1536x32xf32>)
+// CHECK: scf.forall (%{{.+}}) in (2) {{.*}} -> (tensor<64x32x32xf32>)
+// CHECK: scf.for %{{.+}} = %c0 to %c16 step %c1 {{.*}} -> (tensor<64x16x32xf32>)
+// CHECK: scf.for %{{.+}} = %c0 to %c64 step %c8 {{.*}} -> (tensor<64x1x32xf32>)
+// CHECK: scf.for %{{.+}} = %c0 to %c1536 step %c1 {{.*}} -> (vector<8x32xf32>)
+func.func private @matmul_rows_deep_k(%a: tensor<64x1536xf32>, %b: tensor<1536x1024xf32>, %c: tensor<64x1024xf32>) -> tensor<64x1024xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<64x1024xf32>) -> tensor<64x1024xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<64x1536xf32>, tensor<1536x1024xf32>) outs(%fill : tensor<64x1024xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64x1024xf32>
+  return %r : tensor<64x1024xf32>
+}
+
+// -----
+
 // Batch-1 GEMV: no packing, no threads (too little work); a 1x128 register tile keeps 8 zmm
 // accumulators busy while K streams by.
 // CHECK-LABEL: func.func private @gemv
