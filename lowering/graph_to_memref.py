@@ -22,7 +22,8 @@ from dialects import relax as rx
 from dialects import shape as sh
 from lowering.dataflow import graph_functions
 from lowering.registry import PassError, register_pass
-from lowering.views import covers_whole, row_major_view
+from lowering.schedule.common import reassociation
+from lowering.views import row_major_view
 
 PACKED_ATTR = "relax.packed"  # on external declarations: the registered function's name
 PACKED_ARGS_ATTR = "relax.packed_args"  # their memref argument types, kept through LLVM conversion
@@ -172,10 +173,9 @@ def _lower_call_tir(fl: _FunctionLowering, op: ir.Operation) -> None:
     if target is None:
         raise PassError(f"'relax.call_tir' op callee @{callee} not found", op)
     if len(op.operands) == 1 and len(op.results) == 1 and op.results[0] not in fl.dest_for:
-        src = fl.operand_buffers(op)[0]
-        want = op.results[0].type
-        if _static(src.type) and _static(want) and _is_reshape_kernel(target):
-            fl.buffers[op.results[0]] = row_major_view(src, _memref_type(want))
+        view = _reshape_view(fl, op, target)
+        if view is not None:
+            fl.buffers[op.results[0]] = view
             return
     ftype = ir.FunctionType(ir.TypeAttr(target.attributes["function_type"]).value)
     n_in = len(op.operands)
@@ -192,39 +192,182 @@ def _lower_call_tir(fl: _FunctionLowering, op: ir.Operation) -> None:
 
 # Kernels that only reshape (TE's reshape, squeeze, expand_dims, a permute of unit axes) become
 # views of their input's buffer, as TVM's RewriteDataflowReshape makes them VM reshapes: GPT-2's
-# [1, 128, 768] -> [128, 768] copied 384 KB serially, 24 times per call.
-_VIEW_OPS = ("tensor.extract_slice", "tensor.insert_slice", "tensor.collapse_shape",
-             "tensor.expand_shape")
+# [1, 128, 768] -> [128, 768] copied 384 KB serially, 24 times per call. Symbolic shapes too:
+# BERT's [1, n, 768] -> [1, n, 12, 64], which the schedule raised to an expand_shape, was
+# still copied once into the kernel's out-argument.
+_VIEW_OPS = (
+    "tensor.extract_slice",
+    "tensor.insert_slice",
+    "tensor.collapse_shape",
+    "tensor.expand_shape",
+)
+_DYNAMIC = ir.ShapedType.get_dynamic_size()
+
+# A size as a product: (int factor, sorted symbolic factors), so that [1, n, 768] and
+# [1, n, 12, 64] are known to hold as many elements. A symbolic dim is one factor ("n*2" too).
+_Size = tuple
 
 
-def _static(t: ir.Type) -> bool:
-    """Static and of rank >= 1 (a 0-d buffer has no collapse_shape view)."""
-    shaped = ir.ShapedType(t)
-    return shaped.has_static_shape and shaped.rank >= 1
+def _size(d) -> _Size:
+    return (d, ()) if isinstance(d, int) else (1, (d,))
+
+
+def _product(sizes) -> _Size:
+    k, names = 1, []
+    for c, f in sizes:
+        k, names = k * c, names + list(f)
+    return (k, tuple(sorted(names)))
+
+
+def _static_attr(op: ir.Operation, name: str) -> list[int]:
+    return list(ir.DenseI64ArrayAttr(op.attributes[name]))
+
+
+def _arg_dims(func_op: ir.Operation, block: ir.Block) -> list[list[_Size]] | None:
+    """Each argument's dims: static ones from its type, symbolic ones from its relax.shape."""
+    has = "arg_attrs" in func_op.attributes
+    attrs = list(ir.ArrayAttr(func_op.attributes["arg_attrs"])) if has else []
+    out = []
+    for i, arg in enumerate(block.arguments):
+        t = ir.ShapedType(arg.type)
+        if t.rank == 0:
+            return None  # a 0-d buffer has no collapse_shape view
+        named = ir.DictAttr(attrs[i]) if i < len(attrs) else None
+        shaped = named is not None and rx.SHAPE_ATTR in named
+        shape = sh.from_attr(named[rx.SHAPE_ATTR]) if shaped else None
+        dims = []
+        for j, d in enumerate(t.shape):
+            if d != _DYNAMIC:
+                dims.append(_size(d))
+            elif shape is not None and isinstance(shape[j], str):
+                dims.append(_size(shape[j]))
+            else:
+                return None
+        out.append(dims)
+    return out
+
+
+def _mixed(static: list[int], dynamic: list[ir.Value], sizes: dict) -> list[_Size] | None:
+    """Static sizes with their dynamic entries taken, in order, from `dynamic` (known sizes)."""
+    out, rest = [], list(dynamic)
+    for d in static:
+        if d != _DYNAMIC:
+            out.append(_size(d))
+        elif rest and rest[0] in sizes:
+            out.append(sizes[rest.pop(0)])
+        else:
+            return None
+    return out
+
+
+def _slice_dims(op: ir.Operation, sizes: dict) -> list[_Size] | None:
+    """The sizes of a whole-extent slice (zero offsets, unit strides), else None."""
+    strides = _static_attr(op, "static_strides")
+    if any(_static_attr(op, "static_offsets")) or any(x != 1 for x in strides):
+        return None  # a nonzero or dynamic offset or stride
+    first = 1 if op.name == "tensor.extract_slice" else 2
+    return _mixed(_static_attr(op, "static_sizes"), list(op.operands)[first:], sizes)
 
 
 def _is_reshape_kernel(func_op: ir.Operation) -> bool:
     """Does the primitive function only carry its one input's elements, in row-major order, into
-    its out-argument (static shapes; slices that only add or drop unit axes)?"""
+    its out-argument? Its ops are shape-only (tensor.dim, constants) or view ops on the chain
+    from the input, and each slice covers the whole of its larger tensor: zero offsets, unit
+    strides and as many elements, counted as products of the arguments' static and symbolic
+    dims (relax.shape), so `n` x 768 and `n` x 12 x 64 compare equal."""
     if not func_op.regions or not func_op.regions[0].blocks:
         return False
     block = func_op.regions[0].blocks[0]
     args = list(block.arguments)
-    if len(args) != 2 or not all(_static(a.type) for a in args):
+    if len(args) != 2:
         return False
+    arg_dims = _arg_dims(func_op, block)
+    if arg_dims is None:
+        return False
+    dims = dict(zip(args, arg_dims))  # tensor value -> its dims
+    sizes: dict = {}  # index value -> its size
     chain = {args[0]}
     for o in block.operations:
         o = o.operation
         if o.name == "func.return":
-            return len(o.operands) == 1 and o.operands[0] in chain
-        if o.name == "tensor.empty":
+            out = o.operands[0] if len(o.operands) == 1 else None
+            return out in chain and _product(dims[out]) == _product(dims[args[1]])
+        if o.name == "arith.constant" and isinstance(o.results[0].type, ir.IndexType):
+            sizes[o.results[0]] = _size(ir.IntegerAttr(o.attributes["value"]).value)
             continue
-        if o.name not in _VIEW_OPS or o.operands[0] not in chain or not _static(o.results[0].type):
+        if o.name == "tensor.dim":
+            src, index = o.operands[0], sizes.get(o.operands[1])
+            if src not in dims or index is None or index[1]:
+                return False
+            sizes[o.results[0]] = dims[src][index[0]]
+            continue
+        if o.name == "tensor.empty":
+            t = ir.ShapedType(o.results[0].type)
+            got = _mixed(list(t.shape), list(o.operands), sizes)
+            if got is None:
+                return False
+            dims[o.results[0]] = got
+            continue
+        if o.name not in _VIEW_OPS or o.operands[0] not in chain:
             return False
-        if o.name in ("tensor.extract_slice", "tensor.insert_slice") and not covers_whole(o):
+        if o.name == "tensor.expand_shape":
+            got = _mixed(_static_attr(o, "static_output_shape"), list(o.operands)[1:], sizes)
+        elif o.name == "tensor.collapse_shape":
+            src = dims[o.operands[0]]
+            groups = ir.ArrayAttr(o.attributes["reassociation"])
+            groups = [[ir.IntegerAttr(i).value for i in g] for g in groups]
+            got = [_product([src[i] for i in g]) for g in groups]
+        elif o.name == "tensor.extract_slice":
+            got = _slice_dims(o, sizes)
+            if got is None or _product(got) != _product(dims[o.operands[0]]):
+                return False
+            unit = _size(1)
+            while len(got) > ir.ShapedType(o.results[0].type).rank and unit in got:
+                got.remove(unit)  # the unit axes the slice drops
+        else:  # tensor.insert_slice: the whole of an out-argument or of a fresh tensor
+            whole = _slice_dims(o, sizes)
+            dest = o.operands[1]
+            if whole is None or dest not in dims or _product(whole) != _product(dims[dest]):
+                return False
+            got = dims[dest]
+        if got is None:
             return False
+        dims[o.results[0]] = got
         chain.add(o.results[0])
     return False
+
+
+def _identity_layout(t: ir.MemRefType) -> bool:
+    layout = t.layout
+    identity = ir.AffineMap.get_identity(t.rank)
+    return isinstance(layout, ir.AffineMapAttr) and layout.value == identity
+
+
+def _reshape_view(fl: _FunctionLowering, op: ir.Operation, target: ir.Operation) -> ir.Value | None:
+    """The result of a reshape kernel as a view of its input's buffer (None: call the kernel):
+    the input collapsed to one axis, expanded to the result's shape, whose symbolic dims come
+    from the call's relax.shape. One symbolic dim at most in the result: a memref expand_shape
+    takes one dynamic size per group."""
+    src = fl.operand_buffers(op)[0]
+    want = _memref_type(op.results[0].type)
+    have = ir.MemRefType(src.type)
+    if have.rank == 0 or want.rank == 0 or not _is_reshape_kernel(target):
+        return None
+    if have.has_static_shape and want.has_static_shape:
+        return row_major_view(src, want)
+    shape = _result_shapes(op)[0]
+    dynamic = [i for i, d in enumerate(want.shape) if d == _DYNAMIC]
+    if shape is None or len(dynamic) > 1 or not _identity_layout(have):
+        return None
+    flat = src
+    if have.rank > 1:
+        flat_t = ir.MemRefType.get([_DYNAMIC], have.element_type)
+        flat = memref.CollapseShapeOp(flat_t, src, reassociation([list(range(have.rank))])).result
+    if want.rank == 1:
+        return flat if flat.type == want else memref.CastOp(want, flat).result
+    sizes = [fl._dim_value(shape[i], op) for i in dynamic]
+    whole = reassociation([list(range(want.rank))])
+    return memref.ExpandShapeOp(want, flat, whole, sizes, list(want.shape)).result
 
 
 def _lower_packed(fl: _FunctionLowering, op: ir.Operation) -> None:

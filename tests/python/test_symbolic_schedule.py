@@ -253,6 +253,30 @@ def test_head_split_and_merge_reshapes_over_a_symbolic_sequence():
     )
 
 
+def test_symbolic_reshape_kernel_is_a_view_between_kernels():
+    """A reshape kernel over a symbolic sequence ([1, n, 48] -> [1, n, 4, 12], its own kernel
+    before the permute into heads) is a view of its input's buffer between the kernels
+    (relax-graph-to-memref), not a call that copies it into a fresh buffer; exact at every size."""
+    x = relax.Var("x", relax.TensorStructInfo((1, "n", 48), "float32"))
+    mod = _function(
+        [x], lambda x: relax.op.permute_dims(relax.op.reshape(x, (1, "n", 4, 12)), [0, 2, 1, 3])
+    )
+    lowered = get_pipeline("zero")(mod.clone())
+    with scope(), TARGET:
+        passes = target_pipeline(TARGET, ["graph", "layout", "schedule"])
+        pipeline = ",".join(passes + ["relax-graph-to-memref"])
+        run_pipeline(lowered.module, f"builtin.module({pipeline})")
+    main = next(op for op in lowered.module.body.operations if "relax.function" in op.attributes)
+    calls = [line for line in str(main).splitlines() if " call @" in line]
+    assert len(calls) == 1 and "memref.expand_shape" in str(main), str(main)
+    vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
+    for n in SIZES:
+        a = np.random.default_rng(n).standard_normal((1, n, 48), dtype=np.float32)
+        np.testing.assert_array_equal(
+            vm["main"](a).numpy(), a.reshape(1, n, 4, 12).transpose(0, 2, 1, 3)
+        )
+
+
 @pytest.mark.parametrize(
     "src, dst",
     [(("n", 3, 4), ("n", 12)), (("n", 12), ("n", 2, 6, 1)), ((6, "n"), (2, 3, "n")),

@@ -88,3 +88,54 @@ func.func @reshape_result(%x: tensor<1x4x8xf32> {relax.name = "x"}) -> tensor<4x
   %0 = "relax.call_tir"(%x) {callee = @unit_permute} : (tensor<1x4x8xf32>) -> tensor<4x1x8xf32>
   return %0 : tensor<4x1x8xf32>
 }
+
+// -----
+
+// Symbolic shapes too: the head split [1, n, 768] -> [1, n, 12, 64] as the schedule leaves it
+// (an expand_shape, then whole slices sized by tensor.dim of the out-argument) is a view, its
+// symbolic dim taken from the call's relax.shape. Both sides hold n x 768 elements, counted
+// from the arguments' relax.shape. A slice that keeps only part of the rows (n - 1 of them)
+// stays a call.
+func.func private @split_heads(%a: tensor<1x?x768xf32> {relax.shape = [1, "n", 768]}, %out: tensor<1x?x12x64xf32> {relax.shape = [1, "n", 12, 64]}) -> tensor<1x?x12x64xf32> attributes {relax.prim_func} {
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %a, %c1 : tensor<1x?x768xf32>
+  %m = tensor.dim %out, %c1 : tensor<1x?x12x64xf32>
+  %e = tensor.expand_shape %a [[0], [1], [2, 3]] output_shape [1, %n, 12, 64] : tensor<1x?x768xf32> into tensor<1x?x12x64xf32>
+  %s = tensor.extract_slice %e[0, 0, 0, 0] [1, %m, 12, 64] [1, 1, 1, 1] : tensor<1x?x12x64xf32> to tensor<?x12x64xf32>
+  %r = tensor.insert_slice %s into %out[0, 0, 0, 0] [1, %m, 12, 64] [1, 1, 1, 1] : tensor<?x12x64xf32> into tensor<1x?x12x64xf32>
+  return %r : tensor<1x?x12x64xf32>
+}
+func.func private @split_heads_but_one(%a: tensor<1x?x768xf32> {relax.shape = [1, "n", 768]}, %out: tensor<1x?x12x64xf32> {relax.shape = [1, "n", 12, 64]}) -> tensor<1x?x12x64xf32> attributes {relax.prim_func} {
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %a, %c1 : tensor<1x?x768xf32>
+  %m = arith.subi %n, %c1 : index
+  %e = tensor.expand_shape %a [[0], [1], [2, 3]] output_shape [1, %n, 12, 64] : tensor<1x?x768xf32> into tensor<1x?x12x64xf32>
+  %s = tensor.extract_slice %e[0, 0, 0, 0] [1, %m, 12, 64] [1, 1, 1, 1] : tensor<1x?x12x64xf32> to tensor<?x12x64xf32>
+  %r = tensor.insert_slice %s into %out[0, 0, 0, 0] [1, %m, 12, 64] [1, 1, 1, 1] : tensor<?x12x64xf32> into tensor<1x?x12x64xf32>
+  return %r : tensor<1x?x12x64xf32>
+}
+func.func private @heads_double(%a: tensor<1x?x12x64xf32> {relax.shape = [1, "n", 12, 64]}, %out: tensor<1x?x12x64xf32> {relax.shape = [1, "n", 12, 64]}) -> tensor<1x?x12x64xf32> attributes {relax.prim_func} {
+  %0 = linalg.add ins(%a, %a : tensor<1x?x12x64xf32>, tensor<1x?x12x64xf32>) outs(%out : tensor<1x?x12x64xf32>) -> tensor<1x?x12x64xf32>
+  return %0 : tensor<1x?x12x64xf32>
+}
+
+// CHECK-LABEL: func.func @symbolic_reshape_view
+// CHECK-SAME: (%[[X:[^:]+]]: memref<1x?x768xf32> {{.*}}, %[[OUT:[^:]+]]: memref<1x?x12x64xf32>)
+// CHECK: %[[N:.+]] = memref.dim %[[X]], %c1
+// CHECK: %[[FLAT:.+]] = memref.collapse_shape %[[X]] {{\[}}[0, 1, 2]] : memref<1x?x768xf32> into memref<?xf32>
+// CHECK: %[[VIEW:.+]] = memref.expand_shape %[[FLAT]] {{\[}}[0, 1, 2, 3]] output_shape [1, %[[N]], 12, 64] : memref<?xf32> into memref<1x?x12x64xf32>
+// CHECK-NOT: call @split_heads
+// CHECK: %[[IN:.+]] = bufferization.to_tensor %[[VIEW]]
+// CHECK: call @heads_double(%[[IN]],
+// CHECK-LABEL: func.func @symbolic_partial_slice
+// CHECK: call @split_heads_but_one(
+func.func @symbolic_reshape_view(%x: tensor<1x?x768xf32> {relax.name = "x", relax.shape = [1, "n", 768]}) -> tensor<1x?x12x64xf32> attributes {relax.function} {
+  %0 = "relax.call_tir"(%x) {callee = @split_heads, relax.shape = [[1, "n", 12, 64]]} : (tensor<1x?x768xf32>) -> tensor<1x?x12x64xf32>
+  %1 = "relax.call_tir"(%0) {callee = @heads_double, relax.shape = [[1, "n", 12, 64]]} : (tensor<1x?x12x64xf32>) -> tensor<1x?x12x64xf32>
+  return %1 : tensor<1x?x12x64xf32>
+}
+func.func @symbolic_partial_slice(%x: tensor<1x?x768xf32> {relax.name = "x", relax.shape = [1, "n", 768]}) -> tensor<1x?x12x64xf32> attributes {relax.function} {
+  %0 = "relax.call_tir"(%x) {callee = @split_heads_but_one, relax.shape = [[1, "n", 12, 64]]} : (tensor<1x?x768xf32>) -> tensor<1x?x12x64xf32>
+  %1 = "relax.call_tir"(%0) {callee = @heads_double, relax.shape = [[1, "n", 12, 64]]} : (tensor<1x?x12x64xf32>) -> tensor<1x?x12x64xf32>
+  return %1 : tensor<1x?x12x64xf32>
+}
