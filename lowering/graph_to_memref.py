@@ -269,6 +269,18 @@ def _slice_dims(op: ir.Operation, sizes: dict) -> list[_Size] | None:
     return _mixed(_static_attr(op, "static_sizes"), list(op.operands)[first:], sizes)
 
 
+def _kept_axes(got: list[_Size], static: list[int], result: ir.Type) -> list[_Size] | None:
+    """The dims of a rank-reducing extract_slice's result: its sizes without the unit axes it
+    drops, matched against the result type as MLIR infers it (a `?` for each dynamic size)."""
+    want, out = list(ir.ShapedType(result).shape), []
+    for size, declared in zip(got, static):
+        if len(out) < len(want) and want[len(out)] == declared:
+            out.append(size)
+        elif declared != 1:
+            return None
+    return out if len(out) == len(want) else None
+
+
 def _is_reshape_kernel(func_op: ir.Operation) -> bool:
     """Does the primitive function only carry its one input's elements, in row-major order, into
     its out-argument? Its ops are shape-only (tensor.dim, constants) or view ops on the chain
@@ -321,9 +333,7 @@ def _is_reshape_kernel(func_op: ir.Operation) -> bool:
             got = _slice_dims(o, sizes)
             if got is None or _product(got) != _product(dims[o.operands[0]]):
                 return False
-            unit = _size(1)
-            while len(got) > ir.ShapedType(o.results[0].type).rank and unit in got:
-                got.remove(unit)  # the unit axes the slice drops
+            got = _kept_axes(got, _static_attr(o, "static_sizes"), o.results[0].type)
         else:  # tensor.insert_slice: the whole of an out-argument or of a fresh tensor
             whole = _slice_dims(o, sizes)
             dest = o.operands[1]
