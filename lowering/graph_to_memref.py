@@ -285,8 +285,9 @@ def _is_reshape_kernel(func_op: ir.Operation) -> bool:
     """Does the primitive function only carry its one input's elements, in row-major order, into
     its out-argument? Its ops are shape-only (tensor.dim, constants) or view ops on the chain
     from the input, and each slice covers the whole of its larger tensor: zero offsets, unit
-    strides and as many elements, counted as products of the arguments' static and symbolic
-    dims (relax.shape), so `n` x 768 and `n` x 12 x 64 compare equal."""
+    strides, and each size that tensor's dim, both known from the arguments' static and
+    symbolic dims (relax.shape); the result holds as many elements as the out-argument,
+    counted as products of those dims, so `n` x 768 and `n` x 12 x 64 compare equal."""
     if not func_op.regions or not func_op.regions[0].blocks:
         return False
     block = func_op.regions[0].blocks[0]
@@ -309,7 +310,7 @@ def _is_reshape_kernel(func_op: ir.Operation) -> bool:
             continue
         if o.name == "tensor.dim":
             src, index = o.operands[0], sizes.get(o.operands[1])
-            if src not in dims or index is None or index[1]:
+            if src not in dims or index is None or index[1] or not 0 <= index[0] < len(dims[src]):
                 return False
             sizes[o.results[0]] = dims[src][index[0]]
             continue
@@ -331,13 +332,12 @@ def _is_reshape_kernel(func_op: ir.Operation) -> bool:
             got = [_product([src[i] for i in g]) for g in groups]
         elif o.name == "tensor.extract_slice":
             got = _slice_dims(o, sizes)
-            if got is None or _product(got) != _product(dims[o.operands[0]]):
+            if got != dims[o.operands[0]]:
                 return False
             got = _kept_axes(got, _static_attr(o, "static_sizes"), o.results[0].type)
         else:  # tensor.insert_slice: the whole of an out-argument or of a fresh tensor
-            whole = _slice_dims(o, sizes)
             dest = o.operands[1]
-            if whole is None or dest not in dims or _product(whole) != _product(dims[dest]):
+            if dest not in dims or _slice_dims(o, sizes) != dims[dest]:
                 return False
             got = dims[dest]
         if got is None:

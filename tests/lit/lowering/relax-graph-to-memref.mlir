@@ -139,3 +139,28 @@ func.func @symbolic_partial_slice(%x: tensor<1x?x768xf32> {relax.name = "x", rel
   %1 = "relax.call_tir"(%0) {callee = @heads_double, relax.shape = [[1, "n", 12, 64]]} : (tensor<1x?x12x64xf32>) -> tensor<1x?x12x64xf32>
   return %1 : tensor<1x?x12x64xf32>
 }
+
+// -----
+
+// As many elements is not enough: [4, n] rows and columns of an [n, 4] input (n <= 4) are a
+// slice whose sizes differ from the input's dims axis by axis, so the kernel stays a call.
+func.func private @swapped_sizes(%a: tensor<?x4xf32> {relax.shape = ["n", 4]}, %out: tensor<4x?xf32> {relax.shape = [4, "n"]}) -> tensor<4x?xf32> attributes {relax.prim_func} {
+  %c1 = arith.constant 1 : index
+  %n = tensor.dim %out, %c1 : tensor<4x?xf32>
+  %s = tensor.extract_slice %a[0, 0] [4, %n] [1, 1] : tensor<?x4xf32> to tensor<4x?xf32>
+  %r = tensor.insert_slice %s into %out[0, 0] [4, %n] [1, 1] : tensor<4x?xf32> into tensor<4x?xf32>
+  return %r : tensor<4x?xf32>
+}
+func.func private @double_4n(%a: tensor<4x?xf32> {relax.shape = [4, "n"]}, %out: tensor<4x?xf32> {relax.shape = [4, "n"]}) -> tensor<4x?xf32> attributes {relax.prim_func} {
+  %0 = linalg.add ins(%a, %a : tensor<4x?xf32>, tensor<4x?xf32>) outs(%out : tensor<4x?xf32>) -> tensor<4x?xf32>
+  return %0 : tensor<4x?xf32>
+}
+
+// CHECK-LABEL: func.func @swapped_slice
+// CHECK-NOT: memref.expand_shape
+// CHECK: call @swapped_sizes(
+func.func @swapped_slice(%x: tensor<?x4xf32> {relax.name = "x", relax.shape = ["n", 4]}) -> tensor<4x?xf32> attributes {relax.function} {
+  %0 = "relax.call_tir"(%x) {callee = @swapped_sizes, relax.shape = [[4, "n"]]} : (tensor<?x4xf32>) -> tensor<4x?xf32>
+  %1 = "relax.call_tir"(%0) {callee = @double_4n, relax.shape = [[4, "n"]]} : (tensor<4x?xf32>) -> tensor<4x?xf32>
+  return %1 : tensor<4x?xf32>
+}
