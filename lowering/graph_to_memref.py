@@ -22,7 +22,6 @@ from dialects import relax as rx
 from dialects import shape as sh
 from lowering.dataflow import graph_functions
 from lowering.registry import PassError, register_pass
-from lowering.schedule.common import reassociation
 from lowering.views import row_major_view
 
 PACKED_ATTR = "relax.packed"  # on external declarations: the registered function's name
@@ -363,21 +362,12 @@ def _reshape_view(fl: _FunctionLowering, op: ir.Operation, target: ir.Operation)
     have = ir.MemRefType(src.type)
     if have.rank == 0 or want.rank == 0 or not _is_reshape_kernel(target):
         return None
-    if have.has_static_shape and want.has_static_shape:
-        return row_major_view(src, want)
-    shape = _result_shapes(op)[0]
     dynamic = [i for i, d in enumerate(want.shape) if d == _DYNAMIC]
-    if shape is None or len(dynamic) > 1 or not _identity_layout(have):
-        return None
-    flat = src
-    if have.rank > 1:
-        flat_t = ir.MemRefType.get([_DYNAMIC], have.element_type)
-        flat = memref.CollapseShapeOp(flat_t, src, reassociation([list(range(have.rank))])).result
-    if want.rank == 1:
-        return flat if flat.type == want else memref.CastOp(want, flat).result
-    sizes = [fl._dim_value(shape[i], op) for i in dynamic]
-    whole = reassociation([list(range(want.rank))])
-    return memref.ExpandShapeOp(want, flat, whole, sizes, list(want.shape)).result
+    if dynamic or not have.has_static_shape:
+        shape = _result_shapes(op)[0]
+        if shape is None or len(dynamic) > 1 or not _identity_layout(have):
+            return None
+    return row_major_view(src, want, [fl._dim_value(shape[i], op) for i in dynamic])
 
 
 def _lower_packed(fl: _FunctionLowering, op: ir.Operation) -> None:

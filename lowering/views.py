@@ -34,16 +34,18 @@ def covers_whole(op: ir.Operation) -> bool:
     )
 
 
-def row_major_view(value: ir.Value, want: ir.Type) -> ir.Value:
-    """`value` (a static tensor, or a memref of identity layout) with the static shape of
-    `want` (as many elements): collapsed to one axis, then expanded."""
+def row_major_view(value: ir.Value, want: ir.Type, sizes: list[ir.Value] = ()) -> ir.Value:
+    """`value` (a tensor, or a memref of identity layout) with the shape of `want` (as many
+    elements): collapsed to one axis, then expanded. `sizes`: the values of `want`'s dynamic
+    dims, in order (one at most: an expand_shape takes one dynamic size per group)."""
     is_memref = isinstance(value.type, ir.MemRefType)
     dialect, make = (memref, ir.MemRefType.get) if is_memref else (tensor, ir.RankedTensorType.get)
     have, shape = ir.ShapedType(value.type), ir.ShapedType(want)
     if list(have.shape) == list(shape.shape):
         return value
     flat = value
-    flat_t = make([math.prod(have.shape)], have.element_type)
+    count = math.prod(have.shape) if have.has_static_shape else ir.ShapedType.get_dynamic_size()
+    flat_t = make([count], have.element_type)
     if have.rank == 0:  # a scalar: no axis to collapse, one unit axis to add
         flat = dialect.ExpandShapeOp(flat_t, value, reassociation([]), [], [1]).result
     elif have.rank != 1:
@@ -53,6 +55,6 @@ def row_major_view(value: ir.Value, want: ir.Type) -> ir.Value:
     if shape.rank == 0:
         return dialect.CollapseShapeOp(want, flat, reassociation([])).result
     if shape.rank == 1:
-        return flat
+        return flat if flat.type == want else dialect.CastOp(want, flat).result
     whole = reassociation([list(range(shape.rank))])
-    return dialect.ExpandShapeOp(want, flat, whole, [], list(shape.shape)).result
+    return dialect.ExpandShapeOp(want, flat, whole, list(sizes), list(shape.shape)).result
