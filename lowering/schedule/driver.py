@@ -115,13 +115,13 @@ def version_rows(func_op: ir.Operation, opts: ScheduleOptions) -> None:
     infos = [(op, classify(op)) for op in linalg_ops(func_op)]
     for op, info in infos:
         found = parallel_rows(info, opts)
-        a = op.operands[0] if len(op.operands) else None
-        if found is None or a is None or not isinstance(a.owner, ir.Block):
+        if found is None or not len(op.operands) or found[0] not in (info.operand_dims[0] or []):
             continue
         dim, threshold = found
-        if a.owner.owner != func_op or dim not in (info.operand_dims[0] or []):
+        source = _row_count_source(op.operands[0], info.operand_dims[0].index(dim))
+        if source is None or source[0].owner.owner != func_op:
             continue
-        _version_body(func_op, a, [info.operand_dims[0].index(dim)], threshold)
+        _version_body(func_op, source[0], [source[1]], threshold)
         return
     if not any(_splits(info, opts.threads) for _, info in infos):
         return  # nothing that a parallel copy would split
@@ -137,6 +137,31 @@ def version_rows(func_op: ir.Operation, opts: ScheduleOptions) -> None:
     if best is not None:
         arg, axes, static = best
         _version_body(func_op, arg, axes, max(2, -(-opts.min_parallel_elements // max(1, static))))
+
+
+def _row_count_source(value: ir.Value, axis: int) -> tuple[ir.Value, int] | None:
+    """A function argument and its axis whose size is that of `value` along `axis`: `value`
+    itself, or the argument a rank-reducing slice takes whole along that axis (a [1, n, 768]
+    input read as [n, 768] by a linear without an epilogue, which had no run-time dispatch:
+    its rows split across threads even for n = 1, and C's copy stayed on one thread)."""
+    if isinstance(value.owner, ir.Block):
+        return value, axis
+    op = value.owner.operation
+    shape = ir.RankedTensorType(value.type).shape
+    if op.name != "tensor.extract_slice" or not ir.ShapedType.is_dynamic_size(shape[axis]):
+        return None
+    _, n_offsets, n_sizes, _ = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
+    sizes = list(op.operands[1 + n_offsets : 1 + n_offsets + n_sizes])
+    k = sum(ir.ShapedType.is_dynamic_size(d) for d in shape[:axis])
+    dim = sizes[k].owner if k < len(sizes) else None
+    if dim is None or isinstance(dim, ir.Block) or dim.operation.name != "tensor.dim":
+        return None
+    source, index = dim.operation.operands
+    if not isinstance(source.owner, ir.Block) or isinstance(index.owner, ir.Block):
+        return None
+    if index.owner.operation.name != "arith.constant":
+        return None
+    return source, ir.IntegerAttr(index.owner.operation.attributes["value"]).value
 
 
 def _splits(info, threads: int) -> bool:

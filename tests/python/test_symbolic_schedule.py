@@ -101,6 +101,22 @@ def test_matmul_k_major_weight():
     )
 
 
+def test_linear_over_a_unit_batch_without_epilogue():
+    """x [1, n, 512] @ W^T, no bias: the row count of the run-time dispatch is read through the
+    slice that drops the unit axis, so n = 1 runs the serial copy and larger n the parallel one
+    (before, there was one copy, split across threads at every n)."""
+    w = np.random.default_rng(2).standard_normal((256, 512), dtype=np.float32) * 0.05
+    x = relax.Var("x", relax.TensorStructInfo((1, "n", 512), "float32"))
+    mod = _function([x], lambda x: relax.op.matmul(x, relax.op.permute_dims(relax.const(w))))
+    used = _schedules(mod)
+    assert sum(u.startswith("matmul-rows-") for u in used) == 2, used  # the two copies
+    _run_sizes(
+        mod,
+        lambda n: [np.random.default_rng(n).standard_normal((1, n, 512), dtype=np.float32)],
+        lambda xs: xs @ w.T,
+    )
+
+
 def test_conv2d_symbolic_batch():
     w = (np.random.default_rng(2).standard_normal((8, 3, 3, 3)) * 0.2).astype(np.float32)
     x = relax.Var("x", relax.TensorStructInfo(("n", 3, 10, 10), "float32"))

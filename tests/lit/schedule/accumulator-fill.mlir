@@ -51,3 +51,45 @@ func.func private @small_linear(%a: tensor<1x64x96xf32>, %b: tensor<96x256xf32>,
   } -> tensor<1x64x256xf32>
   return %r : tensor<1x64x256xf32>
 }
+
+// -----
+
+// A [1, n, 512] x [512, 256] linear over a symbolic sequence `n`, no epilogue. The row count of
+// the run-time dispatch is read through the slice that drops the unit batch axis (n >= 4: the
+// parallel copy). The accumulator is a tensor of its own, filled by each thread on its slice
+// (a slice of the out-argument's fill had left a serial fill of the whole output and a copy of
+// the packed C at every call); C's copy splits as the product did; the out-argument is not
+// zeroed in either copy.
+// CHECK-LABEL: func.func private @symbolic_linear
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128", "matmul-rows-8x32+1x128"]
+// CHECK-NOT: linalg.fill
+// CHECK: %[[N:[a-z0-9_]+]] = tensor.dim %arg0, %c1 : tensor<1x?x512xf32>
+// CHECK: %[[MANY:[a-z0-9_]+]] = arith.cmpi sge, %[[N]], %c4 : index
+// CHECK: scf.if %[[MANY]]
+// CHECK-NOT: linalg.fill
+// CHECK: %[[EMPTY:[a-z0-9_]+]] = tensor.empty(%{{[a-z0-9_]+}}) : tensor<?x8x32xf32>
+// CHECK-NOT: linalg.fill
+// CHECK: scf.forall (%{{.+}}) in (2) shared_outs(%[[ACC:[a-z0-9_]+]] = %[[EMPTY]]) -> (tensor<?x8x32xf32>)
+// CHECK: %[[MINE:[a-z0-9_]+]] = tensor.extract_slice %[[ACC]]
+// CHECK-NEXT: linalg.fill {{.*}} outs(%[[MINE]] : tensor<?x8x32xf32>)
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: linalg.fill
+// CHECK: scf.forall (%{{.+}}) in (2) shared_outs(%{{.+}}) -> (tensor<?x256xf32>)
+// CHECK: tensor.insert_slice {{.*}} into %arg2[0, 0, 0] [1, %{{.+}}, 256]
+// CHECK: } else {
+// CHECK-NOT: scf.forall
+// CHECK: linalg.fill {{.*}} -> tensor<?x8x32xf32>
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: scf.forall
+// CHECK: tensor.insert_slice {{.*}} into %arg2[0, 0, 0] [1, %{{.+}}, 256]
+func.func private @symbolic_linear(%a: tensor<1x?x512xf32>, %b: tensor<512x256xf32>, %c: tensor<1x?x256xf32>) -> tensor<1x?x256xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%c : tensor<1x?x256xf32>) -> tensor<1x?x256xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%a, %b : tensor<1x?x512xf32>, tensor<512x256xf32>) outs(%f : tensor<1x?x256xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x?x256xf32>
+  return %r : tensor<1x?x256xf32>
+}
