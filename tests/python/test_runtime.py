@@ -368,11 +368,7 @@ def test_workspace_blocks_return_to_their_thread():
         libraries.release_workspace_cache()
 
 
-def test_workspace_cache_makes_room_for_the_latest_block():
-    """With every slot of the workspace cache taken by blocks of sizes no longer asked for, a
-    freed block replaces the least recently cached one instead of going back to malloc: a model
-    run at other sizes first (BERT-base built for a symbolic sequence, after n = 1 and 32) then
-    got fresh, page-faulting blocks at every call (1.4x slower at n = 256)."""
+def _workspace_functions():
     import ctypes
 
     from relaxmlir.runtime import libraries
@@ -381,16 +377,31 @@ def test_workspace_cache_makes_room_for_the_latest_block():
     alloc, free = lib._mlir_memref_to_llvm_aligned_alloc, lib._mlir_memref_to_llvm_free
     alloc.restype, alloc.argtypes = ctypes.c_void_p, [ctypes.c_uint64, ctypes.c_uint64]
     free.argtypes = [ctypes.c_void_p]
+    lib.relaxmlir_workspace_set_limit.argtypes = [ctypes.c_uint64]
+    return alloc, free, lib.relaxmlir_workspace_set_limit
+
+
+def test_workspace_cache_makes_room_for_the_latest_block():
+    """At the byte limit, a freed block replaces the least recently cached ones instead of going
+    back to malloc: a model run at other sizes first (BERT-base built for a symbolic sequence,
+    after n = 1 and 32) then got fresh, page-faulting blocks at every call (1.4x slower at
+    n = 256)."""
+    from relaxmlir.runtime import libraries
+
+    alloc, free, set_limit = _workspace_functions()
     libraries.release_workspace_cache()
-    # 80 blocks (more than the cache's 64 slots), all freed: the cache is full of them. The
-    # first is too small for any other to serve (a block up to 1/8 larger may), and only the
-    # last can serve the last's size.
+    limit = libraries.workspace_cache_info()["limit"]
+    # 80 blocks, all freed, under a limit that holds the last 40: the oldest go. The first is
+    # too small for any other to serve (a block up to 1/8 larger may), and only the last can
+    # serve the last's size.
     sizes = [1 << 16] + [(1 << 17) + 4096 * i for i in range(1, 80)]
+    set_limit(sum(sizes[-40:]))
     try:
         blocks = [alloc(64, n) for n in sizes]
         for p in blocks:
             free(p)
         before = libraries.workspace_cache_info()
+        assert before["bytes"] <= sum(sizes[-40:]), before
         again = alloc(64, sizes[-1])  # the latest freed: cached, so served again
         after = libraries.workspace_cache_info()
         free(again)
@@ -398,6 +409,31 @@ def test_workspace_cache_makes_room_for_the_latest_block():
         oldest = alloc(64, sizes[0])  # evicted to make room: a miss
         assert libraries.workspace_cache_info()["misses"] == after["misses"] + 1
         free(oldest)
+    finally:
+        set_limit(limit)
+        libraries.release_workspace_cache()
+
+
+def test_workspace_cache_keeps_every_block_of_a_call_under_its_limit():
+    """Hundreds of blocks freed (a BERT-base call allocates 387 of 64 KB or more) all come back
+    from the cache: only the byte limit evicts. A fixed 64 entries missed 134 of BERT-base's
+    blocks at every call, each a fresh block from malloc."""
+    from relaxmlir.runtime import libraries
+
+    alloc, free, _ = _workspace_functions()
+    libraries.release_workspace_cache()
+    sizes = [(1 << 16) + 4096 * (i % 50) for i in range(400)]
+    try:
+        for p in [alloc(64, n) for n in sizes]:
+            free(p)
+        before = libraries.workspace_cache_info()
+        assert before["bytes"] == sum(sizes), before
+        blocks = [alloc(64, n) for n in sizes]
+        after = libraries.workspace_cache_info()
+        assert after["hits"] - before["hits"] == len(sizes), (before, after)
+        assert after["misses"] == before["misses"] and after["bytes"] == 0, (before, after)
+        for p in blocks:
+            free(p)
     finally:
         libraries.release_workspace_cache()
 
