@@ -344,21 +344,26 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         and n_blocks % (threads * nb) == 0
         and info.size(info.k) * info.size(info.n) >= opts.min_parallel_work
     )
-    if few_wide or (
-        info.static
+    wide_b = (  # a B beyond L2, static rows or the parallel copy of symbolic ones
+        (info.static or info.rows_version == "many")
         and split_dim == info.m
         and n_blocks % (threads * nb) == 0
-        and n_blocks >= _ceil(info.size(info.m), t.mr)
         and _b_bytes(info) > _l2_bytes(opts)
-    ):
-        # More column panels than row tiles (a short sequence through wide weights) and a B
-        # that one core's L2 cannot hold: each thread takes its share of B's panels and every
-        # row, instead of streaming all of B from L3 once per row tile. A B that fits in L2
-        # keeps the split by rows, the split of the row-wise ops around it (bias, layer norm,
-        # softmax), so a thread reads the rows it wrote: W6 (d 256, B <= 1 MB) ran 3-5% faster
-        # with its two threads on one L3, 12-15% faster across two. Few symbolic rows split B
-        # too, as the static product of one row does: one core alone streamed BERT-base's
-        # weights at n = 1 (2 threads: 1.4-1.7x the static build).
+    )
+    if few_wide or wide_b:
+        # A B that one core's L2 cannot hold: each thread takes its share of B's panels and
+        # every row, instead of streaming all of B (from L3, or from memory where a model's
+        # weights do not stay in cache). With B in column blocks (`_rows_column_block`) A is
+        # read once per block either way, so this split halves B's traffic and moves no more
+        # of A. It was taken only with more panels than row tiles; for every row count, timed
+        # in turns on Zen 5 at 2 threads: W3 (1024^3) 1.5-3% faster, BERT-base at sequence 512
+        # 2.6%, and built for a symbolic sequence (whose parallel copy split by rows) 1.13 ->
+        # 0.98x the static build at n = 32, 1.06 -> 1.03 at 256. A B that fits in L2 keeps the
+        # split by rows, the split of the row-wise ops around it (bias, layer norm, softmax), so
+        # a thread reads the rows it wrote: W6 (d 256, B <= 1 MB) ran 3-5% faster with its two
+        # threads on one L3, 12-15% faster across two. Few symbolic rows split B too, as the
+        # static product of one row does: one core alone streamed BERT-base's weights at n = 1
+        # (2 threads: 1.4-1.7x the static build).
         split = [0] * (nloops + 1)
         split[info.n] = n_blocks // threads
         h, forall = s.tile_forall(h, tile_sizes=split)
@@ -430,10 +435,10 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         c_elements = int(np.prod([info.size(d) for d in info.operand_dims[2]]))
         copy_threads = _copy_threads(threads, c_elements, opts)
     else:
-        # Symbolic rows: the parallel copy of the run-time dispatch splits C's copy as it split
-        # the product, each thread the rows it computed (a 256 x 768 x 3072 linear on 2
-        # threads: 1.045 -> 1.025x its static build).
-        copy_threads = threads if info.rows_version == "many" and by is not None else 1
+        # Symbolic rows: the parallel copy of the run-time dispatch splits C's copy by rows, as
+        # the row-wise ops after it (a 256 x 768 x 3072 linear on 2 threads: 1.045 -> 1.025x
+        # its static build).
+        copy_threads = threads if info.rows_version == "many" else 1
     _schedule_unpack(s, unpack, info, t, False, copy_threads, by)
     return f"matmul-rows-{t.mr}x{t.nr}+1x{t.nr * nb}"
 

@@ -101,11 +101,14 @@ def test_matmul_k_major_weight():
     )
 
 
-def test_linear_over_a_unit_batch_without_epilogue():
+@pytest.mark.parametrize("out", [256, 1024])
+def test_linear_over_a_unit_batch_without_epilogue(out):
     """x [1, n, 512] @ W^T, no bias: the row count of the run-time dispatch is read through the
     slice that drops the unit axis, so n = 1 runs the serial copy and larger n the parallel one
-    (before, there was one copy, split across threads at every n)."""
-    w = np.random.default_rng(2).standard_normal((256, 512), dtype=np.float32) * 0.05
+    (before, there was one copy, split across threads at every n). A [1024, 512] W (2 MB, past
+    L2) is split by its panels across the threads in both copies, a [256, 512] one by rows in
+    the parallel copy."""
+    w = np.random.default_rng(2).standard_normal((out, 512), dtype=np.float32) * 0.05
     x = relax.Var("x", relax.TensorStructInfo((1, "n", 512), "float32"))
     mod = _function([x], lambda x: relax.op.matmul(x, relax.op.permute_dims(relax.const(w))))
     used = _schedules(mod)

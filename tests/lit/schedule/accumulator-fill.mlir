@@ -93,3 +93,35 @@ func.func private @symbolic_linear(%a: tensor<1x?x512xf32>, %b: tensor<512x256xf
   } -> tensor<1x?x256xf32>
   return %r : tensor<1x?x256xf32>
 }
+
+// -----
+
+// The same with a [512, 1024] B (2 MB, beyond the 1 MB L2): in both copies the threads take
+// half of B's panels each, over every row (the serial copy's few rows, the parallel copy's
+// many: each thread streams half of B), and the parallel copy's C is copied by rows.
+// CHECK-LABEL: func.func private @symbolic_wide_linear
+// CHECK: scf.if
+// CHECK: scf.forall (%{{.+}}) in (2) shared_outs(%{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (tensor<?x32x32xf32>)
+// CHECK-NOT: } else {
+// CHECK: linalg.fill {{.*}} outs(%{{[a-z0-9_]+}} : tensor<?x16x32xf32>)
+// CHECK-NOT: } else {
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: } else {
+// CHECK: scf.forall (%{{.+}}) in (2) shared_outs(%{{.+}}) -> (tensor<?x1024xf32>)
+// CHECK: } else {
+// CHECK: scf.forall (%{{.+}}) in (2) shared_outs(%{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (tensor<?x32x32xf32>)
+// CHECK: linalg.fill {{.*}} outs(%{{[a-z0-9_]+}} : tensor<?x16x32xf32>)
+// CHECK: scf.forall.in_parallel
+// CHECK-NOT: scf.forall (
+// CHECK: return
+func.func private @symbolic_wide_linear(%a: tensor<1x?x512xf32>, %b: tensor<512x1024xf32>, %c: tensor<1x?x1024xf32>) -> tensor<1x?x1024xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%c : tensor<1x?x1024xf32>) -> tensor<1x?x1024xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d3, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%a, %b : tensor<1x?x512xf32>, tensor<512x1024xf32>) outs(%f : tensor<1x?x1024xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<1x?x1024xf32>
+  return %r : tensor<1x?x1024xf32>
+}

@@ -12,10 +12,10 @@
 // AVX2-LABEL: func.func private @matmul_rows_shared_b
 // AVX2-SAME: relax.schedule = ["matmul-rows-6x16+1x64"]
 // AVX2: scf.forall (%{{.+}}) in (2) {{.*}} -> (tensor<512x64x16xf32>)
-// AVX2: scf.for %{{.+}} = %c0 to %c64 step %c8 {{.*}} -> (tensor<256x64x16xf32>)
-// AVX2: scf.for %{{.+}} = %c0 to %c252 step %c6 {{.*}} -> (tensor<256x8x16xf32>)
+// AVX2: scf.for %{{.+}} = %c0 to %c32 step %c8 {{.*}} -> (tensor<512x32x16xf32>)
+// AVX2: scf.for %{{.+}} = %c0 to %c510 step %c6 {{.*}} -> (tensor<512x8x16xf32>)
 // AVX2: scf.for {{.*}} -> (vector<6x16xf32>)
-// AVX2: scf.for %{{.+}} = %c0 to %c4 step %c1 {{.*}} -> (tensor<4x8x16xf32>)
+// AVX2: scf.for %{{.+}} = %c0 to %c2 step %c1 {{.*}} -> (tensor<2x8x16xf32>)
 // AVX2: scf.for {{.*}} -> (vector<4x16xf32>)
 // AVX2-LABEL: func.func private @gemv
 // SSE-LABEL: func.func private @matmul_packed
@@ -93,19 +93,20 @@ func.func private @matmul_rows(%a: tensor<512x512xf32>, %b: tensor<512x512xf32>,
 
 // -----
 
-// A B beyond the L2 (2 MB) is packed once, the threads taking half of its panels each, before
-// the thread loop over the rows. Inside it, B's panels go in column blocks of a quarter of the
-// L2 (1 MB when the target names none): 4 panels of 512 x 32 (8 of 512 x 16 on AVX2), which
-// every row tile of the thread reads from L2 before the next block, instead of all of B from
-// L3 once per row tile. Rows that MR does not divide (on AVX2, 4 of each thread's 256) run
-// after the full tiles of each block, one at a time across the block's panels.
+// A B beyond the L2 (2 MB) is packed once, the threads taking half of its panels each, and
+// then each thread computes every row over its half of the panels (more row tiles than panels:
+// with B in column blocks, A is read once per block either way, and each thread streams half
+// of B instead of all of it). A thread's panels go in column blocks of a quarter of the L2 (1
+// MB when the target names none): 4 panels of 512 x 32 (8 of 512 x 16 on AVX2), which every
+// row tile reads from L2 before the next block. Rows that MR does not divide (on AVX2, 2 of
+// 512) run after the full tiles of each block, one at a time across the block's panels.
 // CHECK-LABEL: func.func private @matmul_rows_shared_b
 // CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
 // CHECK: %[[BPACK:.+]] = scf.forall (%{{.+}}) in (2) {{.*}} -> (tensor<32x512x32xf32>)
 // CHECK: scf.forall (%{{.+}}) in (2) {{.*}} -> (tensor<512x32x32xf32>)
-// CHECK: scf.for %{{.+}} = %c0 to %c32 step %c4 {{.*}} -> (tensor<256x32x32xf32>)
+// CHECK: scf.for %{{.+}} = %c0 to %c16 step %c4 {{.*}} -> (tensor<512x16x32xf32>)
 // CHECK-NEXT: tensor.extract_slice
-// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c256 step %c8 {{.*}} -> (tensor<256x4x32xf32>)
+// CHECK-NEXT: scf.for %{{.+}} = %c0 to %c512 step %c8 {{.*}} -> (tensor<512x4x32xf32>)
 // CHECK: scf.for {{.*}} -> (vector<8x32xf32>)
 // CHECK: vector.transfer_read %[[BPACK]]{{.*}} vector<32xf32>
 func.func private @matmul_rows_shared_b(%a: tensor<512x512xf32>, %b: tensor<512x1024xf32>, %c: tensor<512x1024xf32>) -> tensor<512x1024xf32> attributes {relax.prim_func} {
