@@ -14,6 +14,7 @@ from typing import Optional
 from mlir import ir
 
 from dialects import relax as rx
+from dialects import shape as sh
 from lowering.dataflow import dataflow_blocks, graph_functions
 from lowering.registry import register_pass
 
@@ -111,6 +112,27 @@ def _is_static(t: ir.Type) -> bool:
     return ir.RankedTensorType(t).has_static_shape
 
 
+def result_symbols(op: ir.Operation) -> tuple | None:
+    """The shape of `op`'s first result as its `relax.shape` names it (sizes and symbol names)."""
+    if rx.SHAPE_ATTR not in op.attributes:
+        return None
+    shapes = ir.ArrayAttr(op.attributes[rx.SHAPE_ATTR])
+    return sh.from_attr(shapes[0]) if len(shapes) else None
+
+
+def symbols_within(t: ir.Type, symbols: tuple | None, outer: tuple | None) -> bool:
+    """Does every dynamic axis of `t` (named by `symbols`) have its symbol among the sizes of
+    `outer`: can a fused kernel take the sizes of this intermediate from its output's?"""
+    dims = ir.RankedTensorType(t).shape
+    if symbols is None or outer is None or len(symbols) != len(dims):
+        return False
+    return all(
+        isinstance(symbols[i], str) and symbols[i] in outer
+        for i, d in enumerate(dims)
+        if ir.ShapedType.is_dynamic_size(d)
+    )
+
+
 def fuse_ops(module_op: ir.Operation) -> None:
     n_groups = 0
     for func_op in graph_functions(module_op):
@@ -140,8 +162,18 @@ def fuse_ops(module_op: ir.Operation) -> None:
                         continue  # a reader outside the group would need the intermediate too
                     if (kinds[producer], kinds[consumer]) not in _FUSABLE:
                         continue
-                    if not _is_static(value.type) and value.type != consumer.results[0].type:
-                        continue  # a dynamic intermediate takes its sizes from the group output
+                    if (
+                        not _is_static(value.type)
+                        and value.type != consumer.results[0].type
+                        and not symbols_within(
+                            value.type, result_symbols(producer), result_symbols(consumer)
+                        )
+                    ):
+                        # A dynamic intermediate takes its sizes from the group's output: of
+                        # the same type, or naming the same symbols (a chain passes them on).
+                        # A head split over a symbolic sequence ([1, n, 768] -> [1, 12, n, 64])
+                        # then stays in its matmul's epilogue.
+                        continue
                     g_prod, g_cons = group_of[producer], group_of[consumer]
                     merged = members[g_prod] + members[g_cons]
                     if sum(kinds[m] in _ANCHORS for m in merged) > 1:

@@ -19,7 +19,7 @@ from mlir.passmanager import PassManager
 from dialects import relax as rx
 from lowering.dataflow import dataflow_blocks, graph_functions
 from lowering.dedupe import body_key
-from lowering.fuse_ops import GROUP_ATTR
+from lowering.fuse_ops import GROUP_ATTR, result_symbols, symbols_within
 from lowering.registry import register_pass
 from lowering.schedule.gather import raise_gathers
 from lowering.schedule.pad import raise_pads
@@ -113,19 +113,33 @@ def _drop_input(op: ir.Operation, index: int, new_init: ir.Value) -> None:
     op.erase()
 
 
-def _empty_like(t: ir.Type, sources: list[ir.Value], before: ir.Operation) -> ir.Value:
-    """`tensor.empty` of type `t`; dynamic sizes from an argument of the same type."""
+def _empty_like(
+    t: ir.Type,
+    sources: list[ir.Value],
+    before: ir.Operation,
+    symbols: tuple | None = None,
+    out: tuple | None = None,
+) -> ir.Value:
+    """`tensor.empty` of type `t`; dynamic sizes from an argument of the same type, else, by
+    symbol name (`symbols`), from the axes of the output argument `out` = (value, symbols)."""
     t = ir.RankedTensorType(t)
+    index = ir.IndexType.get()
     with ir.InsertionPoint(before), ir.Location.unknown():
         if t.has_static_shape:
             return tensor.EmptyOp(list(t.shape), t.element_type).result
         source = next((v for v in reversed(sources) if v.type == t), None)
-        if source is None:
+        if source is not None:
+            axes = [(source, i) for i in range(t.rank)]
+        elif out is not None and symbols_within(t, symbols, out[1]):
+            value, named = out
+            axes = [(value, named.index(n) if isinstance(n, str) else None) for n in symbols]
+        else:
             raise ValueError(f"no argument gives the sizes of intermediate ({t})")
-        dyn = ir.ShapedType.get_dynamic_size()
         sizes = [
-            tensor.DimOp(source, arith.ConstantOp(ir.IndexType.get(), i).result).result if d == dyn else d
-            for i, d in enumerate(t.shape)
+            tensor.DimOp(v, arith.ConstantOp(index, i).result).result
+            if ir.ShapedType.is_dynamic_size(d)
+            else d
+            for (v, i), d in zip(axes, t.shape)
         ]
         return tensor.EmptyOp(sizes, t.element_type).result
 
@@ -149,9 +163,14 @@ def fuse_group(
     last = group[-1]
     out_type = last.results[0].type
     known = {str(v.type) for v in inputs} | {str(out_type)}
+    out_symbols = result_symbols(last)
     for op in group[:-1]:
         t = ir.RankedTensorType(op.results[0].type)
-        if not t.has_static_shape and str(t) not in known:
+        if (
+            not t.has_static_shape
+            and str(t) not in known
+            and not symbols_within(t, result_symbols(op), out_symbols)
+        ):
             for member in group:  # no argument gives this intermediate's sizes: leave unfused
                 del member.attributes[GROUP_ATTR]
             return
@@ -169,7 +188,13 @@ def fuse_group(
         if op == last:
             dest = out_arg
         else:
-            dest = _empty_like(op.results[0].type, [*entry.arguments], terminator)
+            dest = _empty_like(
+                op.results[0].type,
+                [*entry.arguments],
+                terminator,
+                result_symbols(op),
+                (out_arg, out_symbols),
+            )
         results = _inline_body(callee, ins + [dest], terminator)
         mapping[op.results[0]] = results[0]
     with ir.InsertionPoint(terminator), ir.Location.unknown():

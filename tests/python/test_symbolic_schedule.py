@@ -274,11 +274,13 @@ def test_head_split_and_merge_reshapes_over_a_symbolic_sequence():
 
 def test_symbolic_reshape_kernel_is_a_view_between_kernels():
     """A reshape kernel over a symbolic sequence ([1, n, 48] -> [1, n, 4, 12], its own kernel
-    before the permute into heads) is a view of its input's buffer between the kernels
-    (relax-graph-to-memref), not a call that copies it into a fresh buffer; exact at every size."""
+    before a matmul, which takes no prologue) is a view of its input's buffer between the
+    kernels (relax-graph-to-memref), not a call that copies it into a fresh buffer. (Followed by
+    a permute, the two fuse into one kernel.)"""
+    w = np.random.default_rng(3).standard_normal((12, 5), dtype=np.float32)
     x = relax.Var("x", relax.TensorStructInfo((1, "n", 48), "float32"))
     mod = _function(
-        [x], lambda x: relax.op.permute_dims(relax.op.reshape(x, (1, "n", 4, 12)), [0, 2, 1, 3])
+        [x], lambda x: relax.op.matmul(relax.op.reshape(x, (1, "n", 4, 12)), relax.const(w))
     )
     lowered = get_pipeline("zero")(mod.clone())
     with scope(), TARGET:
@@ -291,8 +293,8 @@ def test_symbolic_reshape_kernel_is_a_view_between_kernels():
     vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
     for n in SIZES:
         a = np.random.default_rng(n).standard_normal((1, n, 48), dtype=np.float32)
-        np.testing.assert_array_equal(
-            vm["main"](a).numpy(), a.reshape(1, n, 4, 12).transpose(0, 2, 1, 3)
+        np.testing.assert_allclose(
+            vm["main"](a).numpy(), a.reshape(1, n, 4, 12) @ w, rtol=RTOL, atol=ATOL
         )
 
 

@@ -158,3 +158,53 @@ func.func @matmul_x_tanh_x(%a: tensor<4x8xf32>, %b: tensor<8x16xf32>) -> tensor<
   } {relax.dataflow}
   return %r : tensor<4x16xf32>
 }
+
+// -----
+
+#mk = affine_map<(d0, d1, d2) -> (d0, d2)>
+#kn = affine_map<(d0, d1, d2) -> (d2, d1)>
+#mn = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#tr = affine_map<(d0, d1) -> (d1, d0)>
+func.func private @matmul(%a: tensor<?x8xf32>, %b: tensor<8x16xf32>, %out: tensor<?x16xf32>) -> tensor<?x16xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %init = linalg.fill ins(%zero : f32) outs(%out : tensor<?x16xf32>) -> tensor<?x16xf32>
+  %r = linalg.generic {indexing_maps = [#mk, #kn, #mn], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<?x8xf32>, tensor<8x16xf32>) outs(%init : tensor<?x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<?x16xf32>
+  return %r : tensor<?x16xf32>
+}
+func.func private @transpose(%x: tensor<?x16xf32>, %out: tensor<16x?xf32>) -> tensor<16x?xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [#tr, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<?x16xf32>) outs(%out : tensor<16x?xf32>) {
+  ^bb0(%u: f32, %o: f32):
+    linalg.yield %u : f32
+  } -> tensor<16x?xf32>
+  return %r : tensor<16x?xf32>
+}
+
+// Over a symbolic row count `n`, a matmul and the transpose after it fuse although the
+// intermediate ([n, 16]) and the output ([16, n]) differ in type: the intermediate's symbol is
+// one of the output's sizes (relax.shape), so the fused kernel sizes it from its out-argument.
+// (A head split over a symbolic sequence stays in its matmul's epilogue this way.)
+// CHECK-LABEL: func.func @symbolic_matmul_transpose
+// CHECK: "relax.call_tir"({{.*}}) {callee = @matmul, relax.fuse_group = "[[G:fused_[0-9]+]]"
+// CHECK: "relax.call_tir"({{.*}}) {callee = @transpose, relax.fuse_group = "[[G]]"
+
+// TIR-LABEL: func.func private @fused_matmul_transpose
+// TIR-SAME: %[[OUT:[a-z0-9_]+]]: tensor<16x?xf32>)
+// TIR: %[[N:.+]] = tensor.dim %[[OUT]], %c1 : tensor<16x?xf32>
+// TIR: tensor.empty(%[[N]]) : tensor<?x16xf32>
+// TIR-LABEL: func.func @symbolic_matmul_transpose
+// TIR: "relax.call_tir"(%{{.+}}, %{{.+}}) {callee = @fused_matmul_transpose, relax.shape = {{\[\[}}16, "n"]]}
+// TIR-NOT: relax.call_tir
+func.func @symbolic_matmul_transpose(%a: tensor<?x8xf32> {relax.shape = ["n", 8]}, %b: tensor<8x16xf32>) -> tensor<16x?xf32> attributes {relax.function} {
+  %r = scf.execute_region -> tensor<16x?xf32> no_inline {
+    %0 = "relax.call_tir"(%a, %b) {callee = @matmul, relax.shape = [["n", 16]]} : (tensor<?x8xf32>, tensor<8x16xf32>) -> tensor<?x16xf32>
+    %1 = "relax.call_tir"(%0) {callee = @transpose, relax.shape = [[16, "n"]]} : (tensor<?x16xf32>) -> tensor<16x?xf32>
+    scf.yield %1 : tensor<16x?xf32>
+  } {relax.dataflow}
+  return %r : tensor<16x?xf32>
+}
