@@ -217,6 +217,9 @@ class ScheduleRule:
     def after_prepare(self, func_op: ir.Operation) -> None:
         """Rewrites between the two scripts that the transform dialect has no op for."""
 
+    def after_schedule(self, func_op: ir.Operation) -> None:
+        """Rewrites of the scheduled (vectorized, still tensor) function, after the scripts."""
+
 
 SCHEDULES: dict[tuple[str, str], ScheduleRule] = {}
 
@@ -608,16 +611,20 @@ class Script:
         )
         return tiled, loop
 
-    def fuse_init_fill(self, tag: int, loop: str) -> None:
-        """Fuse the zero fill tagged for op `tag` (`tag_init_fills`) into `loop`, a thread
-        forall: each thread zeroes its own slice of the accumulator where it then computes,
-        instead of one thread zeroing all of it before the parallel region. No-op without one."""
+    def match_init_fill(self, tag: int) -> str:
+        """A handle to the zero fill tagged for op `tag` (`tag_init_fills`); empty without one."""
         fill = self.fresh("fill")
         self.emit(
             f"{fill} = transform.structured.match attributes{{{INIT_FILL_ATTR} = {tag} : i64}} "
             f"in {self.func} : ({self.ANY}) -> {self.ANY}"
         )
-        self.fuse_into(fill, loop)
+        return fill
+
+    def fuse_init_fill(self, tag: int, loop: str) -> None:
+        """Fuse the zero fill tagged for op `tag` (`tag_init_fills`) into `loop`, a thread
+        forall: each thread zeroes its own slice of the accumulator where it then computes,
+        instead of one thread zeroing all of it before the parallel region. No-op without one."""
+        self.fuse_into(self.match_init_fill(tag), loop)
 
     def fuse_into(self, producer: str, loop: str) -> tuple[str, str]:
         """Move `producer` into `loop` (each iteration computes the slice it reads); returns the
@@ -779,6 +786,8 @@ def apply_rules(func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] |
     used = [rules[tag].schedule(main, handles[tag], info, opts) for tag, info in picked]
     finalize(main)
     apply_script(func_op, main)
+    for rule in {id(r): r for r in rules.values()}.values():
+        rule.after_schedule(func_op)
     _untag(func_op)
     approximate_math(func_op)
     contract_fma(func_op)

@@ -171,6 +171,25 @@ def test_matmul_rows_column_blocks_keep_the_numbers(threads, knobs):
     check(c, a @ b, f"matmul {m}x{n}x{k} threads={threads} {knobs}")
 
 
+@pytest.mark.parametrize(
+    "m,n,k,batch,threads",
+    [(17, 64, 32, (2,), 1), (10, 32, 32, (), 2), (9, 200, 100, (3,), 2), (70, 512, 520, (), 2)],
+)
+def test_matmul_rows_tiles_start_from_zero(m, n, k, batch, threads):
+    """The rows route's register tiles start from zero vectors and nothing zeroes the packed C
+    (`zero_start_accumulators`): full tiles, remainder rows, batches, padded panels, column
+    blocks. Each kernel runs twice with different inputs: the second call gets the first's
+    workspace block back, so a tile that read its accumulator instead would add to the first
+    call's result."""
+    text = _with_knobs(matmul_text(m, n, k, batch=batch), {"matmul.route": "rows"})
+    kernel = Kernel.build(text, "mm", schedule=f"threads={threads} strict=true")
+    for seed in (0, 2):
+        a, b = rand(*batch, m, k, seed=seed), rand(*batch, k, n, seed=seed + 1)
+        c = np.full((*batch, m, n), 7.0, np.float32)
+        kernel(a, b, c)
+        check(c, a @ b, f"matmul {batch}x{m}x{n}x{k} threads={threads} call {seed // 2 + 1}")
+
+
 def _with_knobs(text: str, knobs: dict) -> str:
     import json
 

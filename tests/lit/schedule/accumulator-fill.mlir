@@ -2,16 +2,18 @@
 
 // A [1, 64, 512] x [512, 1024] linear on two threads (the rows route, C in [M, N/32, 32]
 // panels; B, 2 MB, is more than the target's 1 MB L2, so the threads take 16 of B's 32 panels
-// each). Its zero accumulator is filled by each thread inside the parallel loop, on the slice
-// that thread then computes; and once the unit batch axis is dropped, the out-argument itself is
-// not zeroed first (the unpacked result overwrites all of it): no fill runs on one thread before
-// or after the parallel regions.
+// each). Nothing zeroes its accumulator: every C tile is computed once over the whole K, so
+// its register tile starts from zero vectors instead of loading a zero-filled tile (a memset of
+// all of C at every call before). Once the unit batch axis is dropped, the out-argument itself
+// is not zeroed either (the unpacked result overwrites all of it).
 // CHECK-LABEL: func.func private @linear
 // CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
 // CHECK-NOT: linalg.fill
-// CHECK: scf.forall {{.*}} shared_outs(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}) -> (tensor<64x32x32xf32>)
-// CHECK: %[[MINE:[a-z0-9_]+]] = tensor.extract_slice %[[ACC]]
-// CHECK-NEXT: linalg.fill {{.*}} outs(%[[MINE]] : tensor<64x16x32xf32>)
+// CHECK: %[[EMPTY:[a-z0-9_]+]] = tensor.empty() : tensor<64x32x32xf32>
+// CHECK-NEXT: scf.forall {{.*}} shared_outs(%{{[a-z0-9_]+}} = %[[EMPTY]]) -> (tensor<64x32x32xf32>)
+// CHECK: %[[Z:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : vector<8x1x32xf32>
+// CHECK-NEXT: %[[Z8:[a-z0-9_]+]] = vector.shape_cast %[[Z]] : vector<8x1x32xf32> to vector<8x32xf32>
+// CHECK-NEXT: scf.for {{.*}} iter_args(%{{.+}} = %[[Z8]]) -> (vector<8x32xf32>)
 // CHECK: scf.forall.in_parallel
 // CHECK-NOT: linalg.fill
 // CHECK: tensor.insert_slice {{.*}} into %arg2[0, 0, 0] [1, 64, 1024]
@@ -30,13 +32,15 @@ func.func private @linear(%a: tensor<1x64x512xf32>, %b: tensor<512x1024xf32>, %c
 // -----
 
 // The same with a [96, 256] B (96 KB, in L2): the threads split the rows, as the row-wise ops
-// around a linear do, each filling its own 32 rows of the accumulator.
+// around a linear do; the tiles start from zero vectors.
 // CHECK-LABEL: func.func private @small_linear
 // CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
 // CHECK-NOT: linalg.fill
-// CHECK: scf.forall {{.*}} shared_outs(%[[ACC:[a-z0-9_]+]] = %{{[a-z0-9_]+}}) -> (tensor<64x8x32xf32>)
-// CHECK: %[[MINE:[a-z0-9_]+]] = tensor.extract_slice %[[ACC]]
-// CHECK-NEXT: linalg.fill {{.*}} outs(%[[MINE]] : tensor<32x8x32xf32>)
+// CHECK: %[[EMPTY:[a-z0-9_]+]] = tensor.empty() : tensor<64x8x32xf32>
+// CHECK-NEXT: scf.forall {{.*}} shared_outs(%{{[a-z0-9_]+}} = %[[EMPTY]]) -> (tensor<64x8x32xf32>)
+// CHECK: %[[Z:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : vector<8x1x32xf32>
+// CHECK-NEXT: %[[Z8:[a-z0-9_]+]] = vector.shape_cast %[[Z]] : vector<8x1x32xf32> to vector<8x32xf32>
+// CHECK-NEXT: scf.for {{.*}} iter_args(%{{.+}} = %[[Z8]]) -> (vector<8x32xf32>)
 // CHECK: scf.forall.in_parallel
 // CHECK-NOT: linalg.fill
 // CHECK: tensor.insert_slice {{.*}} into %arg2[0, 0, 0] [1, 64, 256]
@@ -56,10 +60,10 @@ func.func private @small_linear(%a: tensor<1x64x96xf32>, %b: tensor<96x256xf32>,
 
 // A [1, n, 512] x [512, 256] linear over a symbolic sequence `n`, no epilogue. The row count of
 // the run-time dispatch is read through the slice that drops the unit batch axis (n >= 4: the
-// parallel copy). The accumulator is a tensor of its own, filled by each thread on its slice
-// (a slice of the out-argument's fill had left a serial fill of the whole output and a copy of
-// the packed C at every call); C's copy splits as the product did; the out-argument is not
-// zeroed in either copy.
+// parallel copy). The accumulator is a tensor of its own, never zeroed (the tiles start from
+// zero vectors; a slice of the out-argument's fill had left a serial fill of the whole output
+// and a copy of the packed C at every call); C's copy splits as the product did; the
+// out-argument is not zeroed in either copy.
 // CHECK-LABEL: func.func private @symbolic_linear
 // CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128", "matmul-rows-8x32+1x128"]
 // CHECK-NOT: linalg.fill
@@ -69,16 +73,19 @@ func.func private @small_linear(%a: tensor<1x64x96xf32>, %b: tensor<96x256xf32>,
 // CHECK-NOT: linalg.fill
 // CHECK: %[[EMPTY:[a-z0-9_]+]] = tensor.empty(%{{[a-z0-9_]+}}) : tensor<?x8x32xf32>
 // CHECK-NOT: linalg.fill
-// CHECK: scf.forall (%{{.+}}) in (2) shared_outs(%[[ACC:[a-z0-9_]+]] = %[[EMPTY]]) -> (tensor<?x8x32xf32>)
-// CHECK: %[[MINE:[a-z0-9_]+]] = tensor.extract_slice %[[ACC]]
-// CHECK-NEXT: linalg.fill {{.*}} outs(%[[MINE]] : tensor<?x8x32xf32>)
+// CHECK: scf.forall (%{{.+}}) in (2) shared_outs(%{{[a-z0-9_]+}} = %[[EMPTY]]) -> (tensor<?x8x32xf32>)
+// CHECK: %[[Z:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : vector<8x1x32xf32>
+// CHECK-NEXT: %[[Z8:[a-z0-9_]+]] = vector.shape_cast %[[Z]] : vector<8x1x32xf32> to vector<8x32xf32>
+// CHECK-NEXT: scf.for {{.*}} iter_args(%{{.+}} = %[[Z8]]) -> (vector<8x32xf32>)
 // CHECK: scf.forall.in_parallel
 // CHECK-NOT: linalg.fill
 // CHECK: scf.forall (%{{.+}}) in (2) shared_outs(%{{.+}}) -> (tensor<?x256xf32>)
 // CHECK: tensor.insert_slice {{.*}} into %arg2[0, 0, 0] [1, %{{.+}}, 256]
 // CHECK: } else {
 // CHECK-NOT: scf.forall
-// CHECK: linalg.fill {{.*}} -> tensor<?x8x32xf32>
+// CHECK: %[[Z:[a-z0-9_]+]] = arith.constant dense<0.000000e+00> : vector<8x1x32xf32>
+// CHECK-NEXT: %[[Z8:[a-z0-9_]+]] = vector.shape_cast %[[Z]] : vector<8x1x32xf32> to vector<8x32xf32>
+// CHECK-NEXT: scf.for {{.*}} iter_args(%{{.+}} = %[[Z8]]) -> (vector<8x32xf32>)
 // CHECK-NOT: linalg.fill
 // CHECK-NOT: scf.forall
 // CHECK: tensor.insert_slice {{.*}} into %arg2[0, 0, 0] [1, %{{.+}}, 256]
@@ -100,17 +107,18 @@ func.func private @symbolic_linear(%a: tensor<1x?x512xf32>, %b: tensor<512x256xf
 // half of B's panels each, over every row (the serial copy's few rows, the parallel copy's
 // many: each thread streams half of B), and the parallel copy's C is copied by rows.
 // CHECK-LABEL: func.func private @symbolic_wide_linear
+// CHECK-NOT: linalg.fill
 // CHECK: scf.if
 // CHECK: scf.forall (%{{.+}}) in (2) shared_outs(%{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (tensor<?x32x32xf32>)
 // CHECK-NOT: } else {
-// CHECK: linalg.fill {{.*}} outs(%{{[a-z0-9_]+}} : tensor<?x16x32xf32>)
+// CHECK: tensor.extract_slice %{{.+}} : tensor<?x32x32xf32> to tensor<?x16x32xf32>
 // CHECK-NOT: } else {
 // CHECK: scf.forall.in_parallel
 // CHECK-NOT: } else {
 // CHECK: scf.forall (%{{.+}}) in (2) shared_outs(%{{.+}}) -> (tensor<?x1024xf32>)
 // CHECK: } else {
 // CHECK: scf.forall (%{{.+}}) in (2) shared_outs(%{{[a-z0-9_]+}} = %{{[a-z0-9_]+}}) -> (tensor<?x32x32xf32>)
-// CHECK: linalg.fill {{.*}} outs(%{{[a-z0-9_]+}} : tensor<?x16x32xf32>)
+// CHECK: tensor.extract_slice %{{.+}} : tensor<?x32x32xf32> to tensor<?x16x32xf32>
 // CHECK: scf.forall.in_parallel
 // CHECK-NOT: scf.forall (
 // CHECK: return
