@@ -985,18 +985,22 @@ def inplace_accumulators(func_op: ir.Operation) -> None:
     expand(fill(C))))` for contractions marked INPLACE_ATTR: the contraction's C map goes from
     the packed [.., M/MR, N/NR, MR, NR] order to the expanded [.., M/MR, MR, N/NR, NR] one, a
     view of C itself, so the register tiles load and store C where it lives."""
+    for op in _marked(func_op, "linalg.generic", INPLACE_ATTR):
+        _accumulate_in_place(op)
+
+
+def _marked(func_op: ir.Operation, name: str, attr: str) -> list[ir.Operation]:
+    """The ops `name` in `func_op` that carry the attribute `attr`."""
     found = []
 
     def visit(op):
         op = op.operation
-        if op.name == "linalg.generic" and INPLACE_ATTR in op.attributes:
+        if op.name == name and attr in op.attributes:
             found.append(op)
-            return ir.WalkResult.SKIP
         return ir.WalkResult.ADVANCE
 
     func_op.walk(visit)
-    for op in found:
-        _accumulate_in_place(op)
+    return found
 
 
 def _accumulate_in_place(op: ir.Operation) -> None:
@@ -1083,16 +1087,7 @@ def zero_start_accumulators(func_op: ir.Operation) -> None:
     the initial value of an `scf.for`), of a tensor that leads back to the fill through slices
     and loop-carried values. The copy of C after the loops reads the same tensors, but into
     plain stores."""
-    fills = []
-
-    def visit(op):
-        op = op.operation
-        if op.name == "linalg.fill" and ZERO_START_ATTR in op.attributes:
-            fills.append(op)
-        return ir.WalkResult.ADVANCE
-
-    func_op.walk(visit)
-    for fill in fills:
+    for fill in _marked(func_op, "linalg.fill", ZERO_START_ATTR):
         del fill.attributes[ZERO_START_ATTR]
         if not _is_float_zero(fill.operands[0]):
             continue
