@@ -269,6 +269,25 @@ def _body_ops(op: ir.Operation) -> list[ir.Operation]:
     return [o.operation for o in op.regions[0].blocks[0].operations]
 
 
+def dim_of(value: ir.Value) -> tuple[ir.Value, int] | None:
+    """(tensor, axis) where `value` is `tensor.dim` of that tensor at a constant index."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "tensor.dim":
+        return None
+    source, index = owner.operation.operands
+    if isinstance(index.owner, ir.Block) or index.owner.operation.name != "arith.constant":
+        return None
+    return source, ir.IntegerAttr(index.owner.operation.attributes["value"]).value
+
+
+def slice_sizes(op: ir.Operation) -> list[ir.Value]:
+    """The dynamic size operands of a `tensor.extract_slice` or `tensor.insert_slice`, in the
+    order of the `?` entries of its static sizes."""
+    *_, n_sizes, n_strides = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
+    end = len(op.operands) - n_strides
+    return list(op.operands)[end - n_sizes : end]
+
+
 def is_mul_add(op: ir.Operation) -> bool:
     """Body `out + a * b` (either operand order), the contraction body TE and linalg emit."""
     body = _body_ops(op)
@@ -770,6 +789,7 @@ def apply_rules(func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] |
         info.op.attributes[SCHED_ID_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tag)
     picked = [(tag, info) for tag, info in enumerate(infos) if chosen is None or tag in chosen]
     rules = {tag: get_schedule(opts.target.kind, info.pattern) for tag, info in picked}
+    distinct = list({id(r): r for r in rules.values()}.values())
     pre = Script()
     handles = {tag: pre.match_tagged(tag) for tag, _ in picked}
     for tag, info in picked:
@@ -777,7 +797,7 @@ def apply_rules(func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] |
     if len(pre.lines) > len(handles):
         apply_script(func_op, pre)
         fold_prepacked(func_op)
-        for rule in {id(r): r for r in rules.values()}.values():
+        for rule in distinct:
             rule.after_prepare(func_op)
     tag_init_fills(func_op)
     main = Script()
@@ -786,7 +806,7 @@ def apply_rules(func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] |
     used = [rules[tag].schedule(main, handles[tag], info, opts) for tag, info in picked]
     finalize(main)
     apply_script(func_op, main)
-    for rule in {id(r): r for r in rules.values()}.values():
+    for rule in distinct:
         rule.after_schedule(func_op)
     _untag(func_op)
     approximate_math(func_op)

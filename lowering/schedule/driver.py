@@ -22,8 +22,10 @@ from lowering.schedule.common import (
     apply_rules,
     can_split,
     classify,
+    dim_of,
     innermost_loop,
     linalg_ops,
+    slice_sizes,
 )
 from lowering.schedule.matmul import parallel_rows
 from lowering.schedule.normalize import normalize_function
@@ -150,18 +152,12 @@ def _row_count_source(value: ir.Value, axis: int) -> tuple[ir.Value, int] | None
     shape = ir.RankedTensorType(value.type).shape
     if op.name != "tensor.extract_slice" or not ir.ShapedType.is_dynamic_size(shape[axis]):
         return None
-    _, n_offsets, n_sizes, _ = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
-    sizes = list(op.operands[1 + n_offsets : 1 + n_offsets + n_sizes])
+    sizes = slice_sizes(op)
     k = sum(ir.ShapedType.is_dynamic_size(d) for d in shape[:axis])
-    dim = sizes[k].owner if k < len(sizes) else None
-    if dim is None or isinstance(dim, ir.Block) or dim.operation.name != "tensor.dim":
+    found = dim_of(sizes[k]) if k < len(sizes) else None
+    if found is None or not isinstance(found[0].owner, ir.Block):
         return None
-    source, index = dim.operation.operands
-    if not isinstance(source.owner, ir.Block) or isinstance(index.owner, ir.Block):
-        return None
-    if index.owner.operation.name != "arith.constant":
-        return None
-    return source, ir.IntegerAttr(index.owner.operation.attributes["value"]).value
+    return found
 
 
 def _splits(info, threads: int) -> bool:

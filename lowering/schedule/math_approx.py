@@ -132,14 +132,14 @@ def expand_erf(x: ir.Value) -> ir.Value:
     return _odd_rational(x, ERF_CLAMP, ERF_P, ERF_Q)
 
 
-def _constant_float(v: ir.Value) -> float | None:
+def constant_float(v: ir.Value) -> float | None:
     """The value of a scalar f32 constant, or of a splat vector of one (None otherwise)."""
     owner = v.owner
     if isinstance(owner, ir.Block):
         return None
     op = owner.operation
     if op.name == "vector.broadcast":
-        return _constant_float(op.operands[0])
+        return constant_float(op.operands[0])
     if op.name != "arith.constant":
         return None
     attr = op.attributes["value"]
@@ -157,7 +157,7 @@ def expand_powf(x: ir.Value, y: ir.Value) -> ir.Value | None:
     """x^n for a constant integer n as multiplies (square and multiply): GPT-2's GELU computes
     `pow(x, 3.0)`, which LLVM turns into one `powf` libm call per lane (7 ms of a 128x3072
     activation at one thread). None for other exponents (they stay libm calls)."""
-    n = _constant_float(y)
+    n = constant_float(y)
     if n is None or not n.is_integer():  # also refuses inf and nan
         return None
     n = int(n)

@@ -38,6 +38,7 @@ from lowering.schedule.common import (
     reassociation,
     register_schedule,
 )
+from lowering.schedule.math_approx import constant_float
 from lowering.schedule.reduction import inner_reduction
 from relaxmlir.target import Target
 
@@ -1089,7 +1090,7 @@ def zero_start_accumulators(func_op: ir.Operation) -> None:
     plain stores."""
     for fill in _marked(func_op, "linalg.fill", ZERO_START_ATTR):
         del fill.attributes[ZERO_START_ATTR]
-        if not _is_float_zero(fill.operands[0]):
+        if constant_float(fill.operands[0]) != 0.0:
             continue
         reads, others = [], []
 
@@ -1117,14 +1118,6 @@ def zero_start_accumulators(func_op: ir.Operation) -> None:
             read.erase()
         fill.results[0].replace_all_uses_with(fill.operands[1])
         fill.erase()
-
-
-def _is_float_zero(value: ir.Value) -> bool:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
-        return False
-    attr = owner.operation.attributes["value"]
-    return isinstance(attr, ir.FloatAttr) and ir.FloatAttr(attr).value == 0.0
 
 
 def _starts_a_loop(value: ir.Value) -> bool:

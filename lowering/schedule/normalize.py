@@ -19,7 +19,15 @@ from mlir import ir
 from mlir.dialects import linalg, tensor
 
 from lowering.schedule.branches import split_branches
-from lowering.schedule.common import Script, apply_script, classify, is_mul_add, linalg_ops
+from lowering.schedule.common import (
+    Script,
+    apply_script,
+    classify,
+    dim_of,
+    is_mul_add,
+    linalg_ops,
+    slice_sizes,
+)
 from lowering.schedule.gather import raise_gathers, raise_strided_inputs
 from lowering.schedule.pad import raise_pads
 from lowering.schedule.phases import split_strided_convs
@@ -205,8 +213,7 @@ def _slice_sizes(op: ir.Operation, t: ir.RankedTensorType) -> list | None:
     None when the operands do not match the dynamic axes."""
     if t.has_static_shape:
         return list(t.shape)
-    _, n_offsets, n_sizes, _ = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
-    dynamic = list(op.operands[1 + n_offsets : 1 + n_offsets + n_sizes])
+    dynamic = slice_sizes(op)
     axes = [i for i, d in enumerate(t.shape) if ir.ShapedType.is_dynamic_size(d)]
     if len(axes) != len(dynamic):
         return None
@@ -216,15 +223,8 @@ def _slice_sizes(op: ir.Operation, t: ir.RankedTensorType) -> list | None:
 
 def _is_dim(size: ir.Value, axis: int, of: tuple) -> bool:
     """Is `size` `tensor.dim` of one of the tensors `of` along `axis` (a constant index)?"""
-    op = size.owner
-    if isinstance(op, ir.Block) or op.operation.name != "tensor.dim":
-        return False
-    index = op.operation.operands[1].owner
-    if isinstance(index, ir.Block) or index.operation.name != "arith.constant":
-        return False
-    return ir.IntegerAttr(index.operation.attributes["value"]).value == axis and any(
-        op.operation.operands[0] == t for t in of
-    )
+    found = dim_of(size)
+    return found is not None and found[1] == axis and any(found[0] == t for t in of)
 
 
 def _drop_overwritten_fills(func_op: ir.Operation) -> None:
@@ -239,15 +239,10 @@ def _drop_overwritten_fills(func_op: ir.Operation) -> None:
         if owner.name != "tensor.insert_slice" or use.operand_number != 1:
             return False
         dest = ir.RankedTensorType(owner.operands[1].type)
-        _, _, n_off, n_sizes, n_strides = ir.DenseI32ArrayAttr(
-            owner.attributes["operandSegmentSizes"]
-        )
-        if n_off or n_strides:
-            return False  # dynamic offsets or strides
         offsets = list(ir.DenseI64ArrayAttr(owner.attributes["static_offsets"]))
         strides = list(ir.DenseI64ArrayAttr(owner.attributes["static_strides"]))
         sizes = list(ir.DenseI64ArrayAttr(owner.attributes["static_sizes"]))
-        dynamic = iter(owner.operands[2 : 2 + n_sizes])
+        dynamic = iter(slice_sizes(owner))
         whole = [
             _is_dim(next(dynamic), axis, (fill.results[0], fill.operands[1]))
             if ir.ShapedType.is_dynamic_size(size)
