@@ -231,6 +231,37 @@ def match_gather(op: ir.Operation):
     return None if plan is None else (extract, plan)
 
 
+def _common_groups(src: list[int], dst: list[int]):
+    """The coarsest shape both `src` and `dst` refine, as (collapse groups of `src`, expand
+    groups onto `dst`, its sizes); None for rank 0 or a zero-size axis. Collapsing only the
+    axes that must merge keeps the view of a strided source a view: [1, 128, 768] sliced out
+    of [1, 128, 2304] -> [128, 12, 64] merges [1, 128] and splits 768, where a collapse of all
+    three axes is not contiguous and bufferization would copy the slice."""
+    if not src or not dst or 0 in src or 0 in dst:
+        return None
+    collapse, expand, merged = [], [], []
+    i = j = 0
+    while i < len(src) and j < len(dst):
+        a, b = [i], [j]
+        pa, pb = src[i], dst[j]
+        i, j = i + 1, j + 1
+        while pa != pb:
+            if pa < pb:
+                a.append(i)
+                pa *= src[i]
+                i += 1
+            else:
+                b.append(j)
+                pb *= dst[j]
+                j += 1
+        collapse.append(a)
+        expand.append(b)
+        merged.append(pa)
+    collapse[-1] += range(i, len(src))  # trailing unit axes join the last group
+    expand[-1] += range(j, len(dst))
+    return collapse, expand, merged
+
+
 def _view(source: ir.Value, plan) -> ir.Value:
     shape, offsets, sizes, _ = plan
     src_type = ir.RankedTensorType(source.type)
@@ -238,14 +269,16 @@ def _view(source: ir.Value, plan) -> ir.Value:
     total = int(np.prod(src_type.shape))
     v = source
     if list(src_type.shape) != shape:
-        if src_type.rank > 1:
-            flat = ir.RankedTensorType.get([total], elem)
-            v = tensor.CollapseShapeOp(flat, v, reassociation([list(range(src_type.rank))])).result
-        if shape != [total]:
+        groups = _common_groups(list(src_type.shape), shape)
+        if groups is None:  # rank 0 or a zero-size axis: through the flat shape
+            groups = ([list(range(src_type.rank))], [list(range(len(shape)))], [total])
+        collapse, expand, merged = groups
+        if merged != list(src_type.shape) and src_type.rank > 0:
+            t = ir.RankedTensorType.get(merged, elem)
+            v = tensor.CollapseShapeOp(t, v, reassociation(collapse)).result
+        if shape != merged:
             t = ir.RankedTensorType.get(shape, elem)
-            v = tensor.ExpandShapeOp(
-                t, v, reassociation([list(range(len(shape)))]), [], shape
-            ).result
+            v = tensor.ExpandShapeOp(t, v, reassociation(expand), [], shape).result
     if offsets != [0] * len(shape) or sizes != shape:
         # Rank-reducing when the last axis is the constant one (strides above 1): its size is 1.
         t = ir.RankedTensorType.get(sizes[: len(plan[3])], elem)

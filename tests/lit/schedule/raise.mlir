@@ -102,6 +102,35 @@ func.func private @reshape_transpose(%x: tensor<4x32xf32>, %out: tensor<16x8xf32
 
 // -----
 
+// GPT-2's head split of its fused QKV output: columns 16..31 of [1, 2, 48] as [2, 4, 4] heads,
+// transposed. The view merges the unit axis and expands only the column axis ([1, 2, 48] ->
+// [2, 48] -> [2, 12, 4]). A collapse of all three axes to [96] (which canonicalization cannot
+// fold into the expand: equal ranks) is not contiguous once the source is itself a slice of a
+// wider buffer, and bufferization copied it (serially, at every call).
+// CHECK-LABEL: func.func private @head_split_of_a_slice
+// CHECK: %[[ROWS:.+]] = tensor.collapse_shape %arg0 {{\[\[}}0, 1], [2]] : tensor<1x2x48xf32> into tensor<2x48xf32>
+// CHECK: %[[VIEW:.+]] = tensor.expand_shape %[[ROWS]] {{\[\[}}0], [1, 2]] output_shape [2, 12, 4] : tensor<2x48xf32> into tensor<2x12x4xf32>
+// CHECK: tensor.extract_slice %[[VIEW]][0, 4, 0] [2, 4, 4] [1, 1, 1]
+func.func private @head_split_of_a_slice(%x: tensor<1x2x48xf32>, %out: tensor<4x2x4xf32>) -> tensor<4x2x4xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel"]} outs(%out : tensor<4x2x4xf32>) {
+  ^bb0(%o: f32):
+    %h = linalg.index 0 : index
+    %s = linalg.index 1 : index
+    %d = linalg.index 2 : index
+    %c0 = arith.constant 0 : index
+    %c4 = arith.constant 4 : index
+    %c16 = arith.constant 16 : index
+    %hd = arith.muli %h, %c4 : index
+    %in = arith.addi %hd, %d : index
+    %col = arith.addi %in, %c16 : index
+    %v = tensor.extract %x[%c0, %s, %col] : tensor<1x2x48xf32>
+    linalg.yield %v : f32
+  } -> tensor<4x2x4xf32>
+  return %r : tensor<4x2x4xf32>
+}
+
+// -----
+
 // Max pooling 2x2 stride 2 (TE: strided map + window-shape operands): a reduction over the
 // [.., Y, 2, X, 2] view that reads each output row's windows contiguously and deinterleaves.
 // CHECK-LABEL: func.func private @max_pool
