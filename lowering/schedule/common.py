@@ -118,6 +118,7 @@ class OpInfo:
     k: int | None = None
     b_prepacked: bool = False  # B is a linalg.unpack marked PREPACKED_ATTR (weights packed ahead)
     rows_version: str = ""  # "few" / "many": the copy of a run-time row dispatch (driver.py)
+    c_view: bool = False  # rows route: the epilogue reads the packed C through a reshape
     gather_loop: int | None = None  # gather only: the loop along the sources' last axis
 
     @property

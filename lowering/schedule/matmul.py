@@ -172,9 +172,13 @@ class MatmulSchedule(ScheduleRule):
         s.tag(packed, info.tag)
         if mr and _inplace_c(info, opts, t):
             s.emit(f'transform.annotate {packed} "{INPLACE_ATTR}" : {s.ANY}')
+        if route == "rows" and _c_view(info, t):
+            info.c_view = True
+            s.emit(f'transform.annotate {packed} "{C_VIEW_ATTR}" : {s.ANY}')
 
     def after_prepare(self, func_op: ir.Operation) -> None:
         inplace_accumulators(func_op)
+        view_accumulators(func_op)
 
     def after_schedule(self, func_op: ir.Operation) -> None:
         zero_start_accumulators(func_op)
@@ -443,7 +447,8 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         # the row-wise ops after it (a 256 x 768 x 3072 linear on 2 threads: 1.045 -> 1.025x
         # its static build).
         copy_threads = threads if info.rows_version == "many" else 1
-    _schedule_unpack(s, unpack, info, t, False, copy_threads, by)
+    if not info.c_view:
+        _schedule_unpack(s, unpack, info, t, False, copy_threads, by)
     # Every C tile is computed once over the whole K: it can start from zero registers.
     s.emit(f'transform.annotate {s.match_init_fill(info.tag)} "{ZERO_START_ATTR}" : {s.ANY}')
     return f"matmul-rows-{t.mr}x{t.nr}+1x{t.nr * nb}"
@@ -964,6 +969,91 @@ def use_prepacked_weight(func_op: ir.Operation, arg_index: int, layout: PackedLa
 
 ZERO_START_ATTR = "relax.zero_start"  # on the zero fill of an accumulator whose tiles start at 0
 INPLACE_ATTR = "relax.c_inplace"  # on a packed contraction whose C panels are views of C
+C_VIEW_ATTR = "relax.c_view"  # on a rows-route contraction whose consumers read C as a reshape
+
+
+def _c_view(info: OpInfo, t: MicroTile) -> bool:
+    """Whether the rows route's C goes to its consumers as a reshape of the panels
+    (`view_accumulators`): static, NR divides N, N is C's last axis (the panels [.., M, N/NR, NR]
+    are then C's own row-major layout) and every consumer is an elementwise epilogue. Its copy
+    of C is then not a pass of its own: the epilogue reads the panels where the register tiles
+    left them. A C that is the kernel's result keeps its (parallel) copy into the output."""
+    c_dims = info.operand_dims[2]
+    if not info.static or info.size(info.n) % t.nr or not c_dims or c_dims[-1] != info.n:
+        return False
+    uses = list(info.op.results[0].uses)
+    return bool(uses) and all(_reads_view(u.owner.operation, u.operand_number) for u in uses)
+
+
+def _reads_view(op: ir.Operation, operand: int) -> bool:
+    """Can the generic `op` take C's view as its `operand`: any input, or the init of a
+    one-result elementwise op in place on C (which `_read_into` turns into an input)?"""
+    if op.name != "linalg.generic" or len(op.results) != 1:
+        return False
+    if operand < len(op.operands) - 1:
+        return True
+    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    return all("parallel" in i for i in iterators)
+
+
+def view_accumulators(func_op: ir.Operation) -> None:
+    """`unpack(C panels)` -> `collapse_shape(C panels)` for contractions marked C_VIEW_ATTR
+    (`_c_view`): [.., M, N/NR, NR] -> [.., M, N], a view."""
+    for op in _marked(func_op, "linalg.generic", C_VIEW_ATTR):
+        del op.attributes[C_VIEW_ATTR]
+        uses = list(op.results[0].uses)
+        unpack = uses[0].owner.operation if len(uses) == 1 else None
+        packed = ir.RankedTensorType(op.results[0].type)
+        if (
+            unpack is None
+            or unpack.name != "linalg.unpack"
+            or "outer_dims_perm" in unpack.attributes
+            or list(ir.DenseI64ArrayAttr(unpack.attributes["inner_dims_pos"])) != [packed.rank - 2]
+        ):
+            raise AssertionError(f"matmul C view: unexpected consumer {unpack}")  # see _c_view
+        dest = unpack.operands[1]
+        groups = [[i] for i in range(packed.rank - 2)] + [[packed.rank - 2, packed.rank - 1]]
+        with ir.InsertionPoint(unpack), unpack.location:
+            view = tensor.CollapseShapeOp(dest.type, op.results[0], reassociation(groups)).result
+        unpack.results[0].replace_all_uses_with(view)
+        unpack.erase()
+        for use in list(view.uses):
+            user = use.owner.operation
+            if use.operand_number == len(user.operands) - 1:  # an epilogue in place on C
+                _read_into(user, dest)
+        owner = dest.owner
+        if not isinstance(owner, ir.Block) and owner.name == "tensor.empty" and not list(dest.uses):
+            owner.erase()
+
+
+def _read_into(op: ir.Operation, dest: ir.Value) -> None:
+    """The single-result generic `op`, which updates its init in place, as one that reads the
+    init as a last input and writes `dest`: an epilogue in place on C's panels would leave its
+    result there, and the kernel then copied all of it (serially) into the output."""
+    n_in = len(op.operands) - 1
+    init = op.operands[n_in]
+    maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
+    with ir.InsertionPoint(op), op.location:
+        new = linalg.GenericOp(
+            [dest.type],
+            list(op.operands)[:n_in] + [init],
+            [dest],
+            ir.ArrayAttr.get(maps[:n_in] + [maps[n_in], maps[n_in]]),
+            op.attributes["iterator_types"],
+        )
+        for name in list(op.attributes):
+            if name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
+                new.operation.attributes[name] = op.attributes[name]
+        old = op.regions[0].blocks[0]
+        types = [a.type for a in old.arguments]
+        block = new.regions[0].blocks.append(*types[:n_in], types[n_in], types[n_in])
+    for i, arg in enumerate(old.arguments):  # the init's element is now the last input's
+        arg.replace_all_uses_with(block.arguments[i])
+    for inner_op in [o.operation for o in old.operations]:
+        inner_op.detach_from_parent()
+        ir.InsertionPoint(block).insert(inner_op)
+    op.results[0].replace_all_uses_with(new.results[0])
+    op.erase()
 
 
 def _inplace_c(info: OpInfo, opts: ScheduleOptions, t: MicroTile) -> bool:
@@ -1087,27 +1177,37 @@ def zero_start_accumulators(func_op: ir.Operation) -> None:
     A tile's read is one that starts a K loop's accumulator (its vector, reshaped or not, is
     the initial value of an `scf.for`), of a tensor that leads back to the fill through slices
     and loop-carried values. The copy of C after the loops reads the same tensors, but into
-    plain stores."""
+    plain stores; an epilogue that reads C's panels (`view_accumulators`) does so after the
+    last loop that holds a tile's first read, when every tile is done."""
     for fill in _marked(func_op, "linalg.fill", ZERO_START_ATTR):
         del fill.attributes[ZERO_START_ATTR]
         if constant_float(fill.operands[0]) != 0.0:
             continue
-        reads, others = [], []
+        found = []  # (read, whether it leads to the fill, whether it starts a K loop)
 
-        def find(op, target=fill.results[0], reads=reads, others=others):
+        def find(op, target=fill.results[0], found=found):
             op = op.operation
-            if op.name != "vector.transfer_read":
-                return ir.WalkResult.ADVANCE
-            leads = _leads_to(op.operands[0], target)
-            if leads and _starts_a_loop(op.results[0]):
-                reads.append(op)
-            elif leads is None or (leads and not _copied_out(op.results[0], target)):
-                others.append(op)  # a read we cannot place (a masked one): keep the fill
+            if op.name == "vector.transfer_read":
+                leads = _leads_to(op.operands[0], target)
+                if leads is not False:
+                    found.append((op, leads, bool(leads) and _starts_a_loop(op.results[0])))
             return ir.WalkResult.ADVANCE
 
         func_op.walk(find)
-        if not reads or others:
+        reads = [op for op, _, starts in found if starts]
+        if not reads:
             continue
+        # Every tile's first read is in these top-level loops, which compute all of C; reads
+        # after the last of them see finished values (an epilogue reading C's panels).
+        order = {o.operation: i for i, o in enumerate(func_op.regions[0].blocks[0].operations)}
+        last = max(order[_top_level(op)] for op in reads)
+        if any(
+            leads is None
+            or (order[_top_level(op)] <= last and not _copied_out(op.results[0], fill.results[0]))
+            for op, leads, starts in found
+            if not starts
+        ):
+            continue  # a read we cannot place (a masked one): keep the fill
         for read in reads:
             vt = ir.VectorType(read.results[0].type)
             with ir.InsertionPoint(read), read.location:
@@ -1118,6 +1218,13 @@ def zero_start_accumulators(func_op: ir.Operation) -> None:
             read.erase()
         fill.results[0].replace_all_uses_with(fill.operands[1])
         fill.erase()
+
+
+def _top_level(op: ir.Operation) -> ir.Operation:
+    """The ancestor of `op` (or `op`) directly in its function's body."""
+    while op.parent is not None and op.parent.name != "func.func":
+        op = op.parent
+    return op
 
 
 def _starts_a_loop(value: ir.Value) -> bool:

@@ -190,6 +190,48 @@ def test_matmul_rows_tiles_start_from_zero(m, n, k, batch, threads):
         check(c, a @ b, f"matmul {batch}x{m}x{n}x{k} threads={threads} call {seed // 2 + 1}")
 
 
+@pytest.mark.parametrize(
+    "m,n,k,threads", [(64, 96, 48, 1), (17, 64, 32, 1), (70, 512, 520, 2), (128, 256, 64, 2)]
+)
+def test_matmul_rows_epilogue_reads_the_panels(m, n, k, threads):
+    """A rows-route product followed by an epilogue in place on C (bias + ReLU, as fusion
+    leaves it): the epilogue reads C's panels through a reshape and writes the output
+    (`view_accumulators`), no unpack pass, and the tiles still start from zero. Full tiles,
+    remainder rows, column blocks, 1 and 2 threads; two calls, the output prefilled with 7."""
+    c_t = f"tensor<{m}x{n}xf32>"
+    text = matmul_text(m, n, k).replace(
+        f"%c: {c_t}) -> {c_t}", f"%bias: tensor<{n}xf32>, %c: {c_t}) -> {c_t}"
+    ).replace(
+        f"  return %r : {c_t}",
+        f"""  %e = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+                        iterator_types = ["parallel", "parallel"]}}
+      ins(%bias : tensor<{n}xf32>) outs(%r : {c_t}) {{
+  ^bb0(%b0: f32, %acc: f32):
+    %zero1 = arith.constant 0.0 : f32
+    %s = arith.addf %acc, %b0 : f32
+    %y = arith.maximumf %s, %zero1 : f32
+    linalg.yield %y : f32
+  }} -> {c_t}
+  return %e : {c_t}""",
+    )
+    text = _with_knobs(text, {"matmul.route": "rows"})
+    with ir.Context():
+        module = ir.Module.parse(text)
+        opts = f"threads={threads} strict=true"
+        run_pipeline(module, f"builtin.module(relax-schedule-cpu{{{opts}}})")
+        printed = str(module)
+    assert "linalg.unpack" not in printed and "tensor.collapse_shape" in printed
+    assert "linalg.fill" not in printed  # the zero start still applies
+    kernel = Kernel.build(text, "mm", schedule=f"threads={threads} strict=true")
+    for seed in (0, 2):
+        a, b = rand(m, k, seed=seed), rand(k, n, seed=seed + 1)
+        bias = rand(n, seed=seed + 3)
+        c = np.full((m, n), 7.0, np.float32)
+        kernel(a, b, bias, c)
+        want = np.maximum(a @ b + bias, 0.0)
+        check(c, want, f"matmul+bias+relu {m}x{n}x{k} threads={threads} call {seed // 2 + 1}")
+
+
 def _with_knobs(text: str, knobs: dict) -> str:
     import json
 

@@ -133,3 +133,40 @@ func.func private @symbolic_wide_linear(%a: tensor<1x?x512xf32>, %b: tensor<512x
   } -> tensor<1x?x1024xf32>
   return %r : tensor<1x?x1024xf32>
 }
+
+// -----
+
+// A linear with a bias + ReLU epilogue in place on C, as fusion leaves it. The epilogue reads C's
+// [64, 8, 32] panels through a reshape ([64, 256] is the same row-major memory) and writes the
+// out-argument: no unpack pass between the two, and no copy of the panels into the output
+// after them. The tiles still start from zero vectors: the epilogue's reads come after the
+// loop that holds every tile's first read.
+// CHECK-LABEL: func.func private @linear_bias_relu
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128", "elementwise-64"]
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: linalg.unpack
+// CHECK: %[[EMPTY:[a-z0-9_]+]] = tensor.empty() : tensor<64x8x32xf32>
+// CHECK: %[[P:[a-z0-9_]+]] = scf.forall {{.*}} shared_outs(%{{[a-z0-9_]+}} = %[[EMPTY]]) -> (tensor<64x8x32xf32>)
+// CHECK: arith.constant dense<0.000000e+00> : vector<8x1x32xf32>
+// CHECK: %[[C:[a-z0-9_]+]] = tensor.collapse_shape %[[P]] {{\[\[}}0], [1, 2]] : tensor<64x8x32xf32> into tensor<64x256xf32>
+// CHECK-NEXT: scf.for {{.*}} iter_args(%{{.+}} = %arg3) -> (tensor<64x256xf32>)
+// CHECK: vector.transfer_read %[[C]]
+// CHECK: arith.maximumf
+// CHECK-NOT: linalg.unpack
+func.func private @linear_bias_relu(%a: tensor<64x512xf32>, %b: tensor<512x256xf32>, %bias: tensor<256xf32>, %c: tensor<64x256xf32>) -> tensor<64x256xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%c : tensor<64x256xf32>) -> tensor<64x256xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<64x512xf32>, tensor<512x256xf32>) outs(%f : tensor<64x256xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64x256xf32>
+  %e = linalg.generic {indexing_maps = [affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%bias : tensor<256xf32>) outs(%r : tensor<64x256xf32>) {
+  ^bb0(%b0: f32, %acc: f32):
+    %s = arith.addf %acc, %b0 : f32
+    %y = arith.maximumf %s, %zero : f32
+    linalg.yield %y : f32
+  } -> tensor<64x256xf32>
+  return %e : tensor<64x256xf32>
+}
