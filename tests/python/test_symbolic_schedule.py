@@ -328,3 +328,29 @@ def test_attention_softmax_over_symbolic_rows_and_axis():
         lambda n: [np.random.default_rng(n).standard_normal((4, n, n), dtype=np.float32) * 3],
         lambda xs: torch.softmax(torch.from_numpy(xs), dim=-1).numpy(),
     )
+
+
+def test_linear_bias_relu_over_symbolic_rows():
+    """x [n, 64] @ W^T + b, ReLU: the epilogue reads C's panels through a reshape in both copies
+    of the run-time dispatch, and no fill zeroes them (`view_accumulators`, the zero start).
+    With 16K MACs per row the serial copy runs up to 31 rows: n = 7 (remainder rows only) and
+    20 (two 8-row tiles and 4 more) take it, 256 and 1000 the parallel one."""
+    rng = np.random.default_rng(3)
+    w = (rng.standard_normal((256, 64)) * 0.1).astype(np.float32)
+    b = rng.standard_normal(256).astype(np.float32)
+    x = relax.Var("x", relax.TensorStructInfo(("n", 64), "float32"))
+
+    def body(x):
+        y = relax.op.add(relax.op.matmul(x, relax.op.permute_dims(relax.const(w))), relax.const(b))
+        return relax.op.nn.relu(y)
+
+    mod = _function([x], body)
+    used = _schedules(mod)
+    assert sum(u.startswith("matmul-rows-") for u in used) == 2, used  # the two copies
+    vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
+    for n in (1, 7, 20, 256, 1000):
+        for seed in (n, n + 1):  # twice: a tile that read a stale accumulator would show
+            xs = np.random.default_rng(seed).standard_normal((n, 64), dtype=np.float32)
+            got = vm["main"](xs).numpy()
+            want = np.maximum(xs @ w.T + b, 0)
+            np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"n={n}")

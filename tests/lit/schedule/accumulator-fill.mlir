@@ -170,3 +170,37 @@ func.func private @linear_bias_relu(%a: tensor<64x512xf32>, %b: tensor<512x256xf
   } -> tensor<64x256xf32>
   return %e : tensor<64x256xf32>
 }
+
+// -----
+
+// The same over symbolic rows: both copies of the run-time dispatch (parallel for many rows,
+// serial for few) read the [?, 8, 32] panels through a reshape, and neither zeroes them.
+// CHECK-LABEL: func.func private @symbolic_linear_bias_relu
+// CHECK-NOT: linalg.fill
+// CHECK-NOT: linalg.unpack
+// CHECK: scf.if
+// CHECK: %[[P:[a-z0-9_]+]] = scf.forall {{.*}} -> (tensor<?x8x32xf32>)
+// CHECK: %[[C:[a-z0-9_]+]] = tensor.collapse_shape %[[P]] {{\[\[}}0], [1, 2]] : tensor<?x8x32xf32> into tensor<?x256xf32>
+// CHECK: scf.forall {{.*}} shared_outs(%{{.+}} = %arg3) -> (tensor<?x256xf32>)
+// CHECK: vector.transfer_read %[[C]]
+// CHECK: } else {
+// CHECK: %[[C2:[a-z0-9_]+]] = tensor.collapse_shape %{{.+}} {{\[\[}}0], [1, 2]] : tensor<?x8x32xf32> into tensor<?x256xf32>
+// CHECK: vector.transfer_read %[[C2]]
+// CHECK-NOT: linalg.unpack
+func.func private @symbolic_linear_bias_relu(%a: tensor<?x512xf32>, %b: tensor<512x256xf32>, %bias: tensor<256xf32>, %c: tensor<?x256xf32>) -> tensor<?x256xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%c : tensor<?x256xf32>) -> tensor<?x256xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<?x512xf32>, tensor<512x256xf32>) outs(%f : tensor<?x256xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<?x256xf32>
+  %e = linalg.generic {indexing_maps = [affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%bias : tensor<256xf32>) outs(%r : tensor<?x256xf32>) {
+  ^bb0(%b0: f32, %acc: f32):
+    %s = arith.addf %acc, %b0 : f32
+    %y = arith.maximumf %s, %zero : f32
+    linalg.yield %y : f32
+  } -> tensor<?x256xf32>
+  return %e : tensor<?x256xf32>
+}
