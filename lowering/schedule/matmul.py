@@ -1020,10 +1020,13 @@ def view_accumulators(func_op: ir.Operation) -> None:
             view = tensor.CollapseShapeOp(dest.type, op.results[0], reassociation(groups)).result
         unpack.results[0].replace_all_uses_with(view)
         unpack.erase()
-        for use in list(view.uses):
+        in_place = []  # epilogues in place on C (once each: C may also be one's input)
+        for use in view.uses:
             user = use.owner.operation
-            if use.operand_number == len(user.operands) - 1:  # an epilogue in place on C
-                _read_into(user, dest)
+            if use.operand_number == len(user.operands) - 1 and user not in in_place:
+                in_place.append(user)
+        for user in in_place:
+            _read_into(user, dest)
         owner = dest.owner
         if not isinstance(owner, ir.Block) and owner.name == "tensor.empty" and not list(dest.uses):
             owner.erase()

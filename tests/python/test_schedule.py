@@ -232,6 +232,30 @@ def test_matmul_rows_epilogue_reads_the_panels(m, n, k, threads):
         check(c, want, f"matmul+bias+relu {m}x{n}x{k} threads={threads} call {seed // 2 + 1}")
 
 
+@pytest.mark.parametrize("threads", [1, 2])
+def test_matmul_rows_epilogue_reading_c_twice(threads):
+    """An epilogue with C as both its input and its init (C * C) reads the panels' view for
+    both after `view_accumulators` rewrites it (once)."""
+    m, n, k = 64, 256, 512
+    c_t = f"tensor<{m}x{n}xf32>"
+    text = matmul_text(m, n, k).replace(
+        f"  return %r : {c_t}",
+        f"""  %e = linalg.generic {{indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                        iterator_types = ["parallel", "parallel"]}}
+      ins(%r : {c_t}) outs(%r : {c_t}) {{
+  ^bb0(%v: f32, %acc: f32):
+    %y = arith.mulf %v, %acc : f32
+    linalg.yield %y : f32
+  }} -> {c_t}
+  return %e : {c_t}""",
+    )
+    kernel = Kernel.build(text, "mm", schedule=f"threads={threads} strict=true")
+    a, b = rand(m, k), rand(k, n, seed=1)
+    c = np.full((m, n), 7.0, np.float32)
+    kernel(a, b, c)
+    check(c, (a @ b) ** 2, f"(a @ b)^2 threads={threads}")
+
+
 def _with_knobs(text: str, knobs: dict) -> str:
     import json
 

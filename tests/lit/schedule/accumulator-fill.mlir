@@ -204,3 +204,30 @@ func.func private @symbolic_linear_bias_relu(%a: tensor<?x512xf32>, %b: tensor<5
   } -> tensor<?x256xf32>
   return %e : tensor<?x256xf32>
 }
+
+// -----
+
+// An epilogue that reads C both as its input and as its init (C * C): it is rewritten once, to
+// read the panels' view twice and write the out-argument.
+// CHECK-LABEL: func.func private @linear_square
+// CHECK-NOT: linalg.unpack
+// CHECK: %[[C:[a-z0-9_]+]] = tensor.collapse_shape %{{.+}} {{\[\[}}0], [1, 2]] : tensor<64x8x32xf32> into tensor<64x256xf32>
+// CHECK-NEXT: scf.for {{.*}} iter_args(%{{.+}} = %arg2) -> (tensor<64x256xf32>)
+// CHECK: %[[V:[a-z0-9_]+]] = vector.transfer_read %[[C]]
+// CHECK: arith.mulf %[[V]], %[[V]] : vector<64xf32>
+func.func private @linear_square(%a: tensor<64x512xf32>, %b: tensor<512x256xf32>, %c: tensor<64x256xf32>) -> tensor<64x256xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%c : tensor<64x256xf32>) -> tensor<64x256xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<64x512xf32>, tensor<512x256xf32>) outs(%f : tensor<64x256xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<64x256xf32>
+  %e = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]} ins(%r : tensor<64x256xf32>) outs(%r : tensor<64x256xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %y = arith.mulf %v, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<64x256xf32>
+  return %e : tensor<64x256xf32>
+}
