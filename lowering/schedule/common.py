@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import tensor
+from mlir.dialects import linalg, tensor
 from mlir.dialects.transform import interpreter
 
 from lowering.schedule.math_approx import approximate_math, contract_fma
@@ -484,6 +484,35 @@ def reassociation(groups: list[list[int]]) -> ir.ArrayAttr:
     return ir.ArrayAttr.get(
         [ir.ArrayAttr.get([ir.IntegerAttr.get(i64, i) for i in g]) for g in groups]
     )
+
+
+def rebuild_generic(
+    op: ir.Operation,
+    result_type: ir.Type,
+    inputs: list[ir.Value],
+    outputs: list[ir.Value],
+    maps: list[ir.Attribute],
+    arg_types: list[ir.Type],
+    moved: list[int] | None = None,
+) -> ir.Operation:
+    """A generic like `op` (its iterators, other attributes and body) over new operands and
+    indexing maps, its block taking `arg_types`: `op`'s block argument i becomes the new one's
+    argument `moved[i]` (i by default). Built before `op`; the caller rewires and erases `op`."""
+    with ir.InsertionPoint(op), op.location:
+        new = linalg.GenericOp(
+            [result_type], inputs, outputs, ir.ArrayAttr.get(maps), op.attributes["iterator_types"]
+        ).operation
+        for name in list(op.attributes):
+            if name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
+                new.attributes[name] = op.attributes[name]
+        block = new.regions[0].blocks.append(*arg_types)
+    old = op.regions[0].blocks[0]
+    for i, arg in enumerate(old.arguments):
+        arg.replace_all_uses_with(block.arguments[moved[i] if moved else i])
+    for inner in [o.operation for o in old.operations]:
+        inner.detach_from_parent()
+        ir.InsertionPoint(block).insert(inner)
+    return new
 
 
 def matching_generics(func_op: ir.Operation, match) -> list[tuple[ir.Operation, object]]:

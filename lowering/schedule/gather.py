@@ -26,9 +26,9 @@ import itertools
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import arith, linalg, tensor
+from mlir.dialects import arith, tensor
 
-from lowering.schedule.common import matching_generics, reassociation
+from lowering.schedule.common import matching_generics, reassociation, rebuild_generic
 
 MAX_POINTS = 1 << 22  # iteration spaces evaluated in full (~0.5 s at the cap); larger stay gathers
 
@@ -481,25 +481,18 @@ def _rebuild(op: ir.Operation, extract: ir.Operation, plan) -> None:
         if view_type.rank != len(loops):
             raise AssertionError("gather view rank mismatch")
         new_map = ir.AffineMap.get(nloops, 0, [ir.AffineDimExpr.get(d) for d in loops])
-        new = linalg.GenericOp(
-            [op.results[0].type],
-            ins + [view],
-            [out],
-            ir.ArrayAttr.get(maps[:n_in] + [ir.AffineMapAttr.get(new_map)] + maps[n_in:]),
-            op.attributes["iterator_types"],
-        )
-    old = op.regions[0].blocks[0]
-    types = [a.type for a in old.arguments]
-    elem = view_type.element_type
-    with op.location:
-        block = new.regions[0].blocks.append(*types[:n_in], elem, types[n_in])
-    for i, arg in enumerate(old.arguments):
-        arg.replace_all_uses_with(block.arguments[i if i < n_in else i + 1])
-    extract.results[0].replace_all_uses_with(block.arguments[n_in])
+    types = [a.type for a in op.regions[0].blocks[0].arguments]
+    new = rebuild_generic(
+        op,
+        op.results[0].type,
+        ins + [view],
+        [out],
+        maps[:n_in] + [ir.AffineMapAttr.get(new_map)] + maps[n_in:],
+        types[:n_in] + [view_type.element_type, types[n_in]],
+        [i if i < n_in else i + 1 for i in range(len(types))],
+    )
+    extract.results[0].replace_all_uses_with(new.regions[0].blocks[0].arguments[n_in])
     extract.erase()
-    for inner in [o.operation for o in old.operations]:
-        inner.detach_from_parent()
-        ir.InsertionPoint(block).insert(inner)
     op.results[0].replace_all_uses_with(new.results[0])
     op.erase()
 

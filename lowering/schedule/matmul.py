@@ -36,6 +36,7 @@ from lowering.schedule.common import (
     ScheduleRule,
     Script,
     reassociation,
+    rebuild_generic,
     register_schedule,
 )
 from lowering.schedule.math_approx import constant_float
@@ -338,7 +339,7 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     then the panel's columns."""
     nloops = len(info.ranges)
     b_pack = None if info.b_prepacked else s.producer(h, 1)
-    unpack = s.consumer(h, 0)
+    unpack = None if info.c_view else s.consumer(h, 0)  # (the epilogue reads the panels)
     n_blocks = _ceil(info.size(info.n), t.nr)
     nb = next(b for b in (GEMV_NB, 2, 1) if n_blocks % b == 0)
     # Symbolic rows: the driver runs this copy only when they are many enough (`parallel_rows`);
@@ -436,18 +437,18 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
             s.vectorize(tail)
     if b_pack:
         _schedule_b_pack(s, b_pack, info, opts, t, b_threads)
-    # The copy follows a split by rows or batch; after a split by B's panels it goes by rows,
-    # the split of the row-wise ops after it.
-    by = split_dim if split_dim != info.n else None
-    if info.static:
-        c_elements = int(np.prod([info.size(d) for d in info.operand_dims[2]]))
-        copy_threads = _copy_threads(threads, c_elements, opts)
-    else:
-        # Symbolic rows: the parallel copy of the run-time dispatch splits C's copy by rows, as
-        # the row-wise ops after it (a 256 x 768 x 3072 linear on 2 threads: 1.045 -> 1.025x
-        # its static build).
-        copy_threads = threads if info.rows_version == "many" else 1
-    if not info.c_view:
+    if unpack is not None:
+        # The copy follows a split by rows or batch; after a split by B's panels it goes by
+        # rows, the split of the row-wise ops after it.
+        by = split_dim if split_dim != info.n else None
+        if info.static:
+            c_elements = int(np.prod([info.size(d) for d in info.operand_dims[2]]))
+            copy_threads = _copy_threads(threads, c_elements, opts)
+        else:
+            # Symbolic rows: the parallel copy of the run-time dispatch splits C's copy by rows,
+            # as the row-wise ops after it (a 256 x 768 x 3072 linear on 2 threads: 1.045 ->
+            # 1.025x its static build).
+            copy_threads = threads if info.rows_version == "many" else 1
         _schedule_unpack(s, unpack, info, t, False, copy_threads, by)
     # Every C tile is computed once over the whole K: it can start from zero registers.
     s.emit(f'transform.annotate {s.match_init_fill(info.tag)} "{ZERO_START_ATTR}" : {s.ANY}')
@@ -1037,27 +1038,12 @@ def _read_into(op: ir.Operation, dest: ir.Value) -> None:
     init as a last input and writes `dest`: an epilogue in place on C's panels would leave its
     result there, and the kernel then copied all of it (serially) into the output."""
     n_in = len(op.operands) - 1
-    init = op.operands[n_in]
     maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
-    with ir.InsertionPoint(op), op.location:
-        new = linalg.GenericOp(
-            [dest.type],
-            list(op.operands)[:n_in] + [init],
-            [dest],
-            ir.ArrayAttr.get(maps[:n_in] + [maps[n_in], maps[n_in]]),
-            op.attributes["iterator_types"],
-        )
-        for name in list(op.attributes):
-            if name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
-                new.operation.attributes[name] = op.attributes[name]
-        old = op.regions[0].blocks[0]
-        types = [a.type for a in old.arguments]
-        block = new.regions[0].blocks.append(*types[:n_in], types[n_in], types[n_in])
-    for i, arg in enumerate(old.arguments):  # the init's element is now the last input's
-        arg.replace_all_uses_with(block.arguments[i])
-    for inner_op in [o.operation for o in old.operations]:
-        inner_op.detach_from_parent()
-        ir.InsertionPoint(block).insert(inner_op)
+    types = [a.type for a in op.regions[0].blocks[0].arguments]
+    # the init's element is now the last input's (argument n_in); the new init's is unread
+    new = rebuild_generic(
+        op, dest.type, list(op.operands), [dest], maps + [maps[n_in]], types + [types[n_in]]
+    )
     op.results[0].replace_all_uses_with(new.results[0])
     op.erase()
 
@@ -1144,23 +1130,10 @@ def _accumulate_in_place(op: ir.Operation) -> None:
             start = init.operands[0]
         expanded_type = ir.RankedTensorType.get(shape, elem)
         view = tensor.ExpandShapeOp(expanded_type, start, reassociation(groups), [], shape).result
-        new = linalg.GenericOp(
-            [expanded_type],
-            list(op.operands)[:n_in],
-            [view],
-            ir.ArrayAttr.get(maps[:n_in] + [new_c_map]),
-            op.attributes["iterator_types"],
-        )
-        for name in list(op.attributes):
-            if name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
-                new.operation.attributes[name] = op.attributes[name]
-        old = op.regions[0].blocks[0]
-        block = new.regions[0].blocks.append(*[a.type for a in old.arguments])
-    for i, arg in enumerate(old.arguments):
-        arg.replace_all_uses_with(block.arguments[i])
-    for inner_op in [o.operation for o in old.operations]:
-        inner_op.detach_from_parent()
-        ir.InsertionPoint(block).insert(inner_op)
+    types = [a.type for a in op.regions[0].blocks[0].arguments]
+    new = rebuild_generic(
+        op, expanded_type, list(op.operands)[:n_in], [view], maps[:n_in] + [new_c_map], types
+    )
     with ir.InsertionPoint(unpack), unpack.location:
         result = tensor.CollapseShapeOp(dest_type, new.results[0], reassociation(groups)).result
     unpack.results[0].replace_all_uses_with(result)
