@@ -27,6 +27,7 @@ from relaxmlir.runtime.registry import (  # noqa: F401
     register_func,
     remove_global_func,
 )
+from relaxmlir.runtime.timer import BenchmarkResult  # noqa: F401
 from relaxmlir.runtime.vm import VirtualMachine  # noqa: F401
 
 tensor = array  # `rm.runtime.tensor(np_array, dev)`, TVM's newer name

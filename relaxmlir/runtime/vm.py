@@ -6,10 +6,13 @@ outputs whose sizes the symbolic shapes give, patches cached descriptors and mak
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from relaxmlir.runtime.cuda_entry import CudaEntryPoint
 from relaxmlir.runtime.device import TARGET_DEVICE, Device, cpu
 from relaxmlir.runtime.entry import EntryPoint
 from relaxmlir.runtime.executable import Executable, FunctionInfo
+from relaxmlir.runtime.timer import BenchmarkResult, time_evaluator
 
 MEMORY_CONFIGS = ("pooled",)  # kernel workspaces are cached by the native runtime
 
@@ -63,3 +66,21 @@ class VirtualMachine:
 
     def invoke(self, name: str, *args):
         return self[name](*args)
+
+    def time_evaluator(
+        self,
+        func_name: str,
+        dev: Device | None = None,
+        number: int = 10,
+        repeat: int = 1,
+        min_repeat_ms: float = 0,
+        cooldown_interval_ms: float = 0,
+    ) -> Callable[..., BenchmarkResult]:
+        """TVM's timer: `vm.time_evaluator("main", dev, number=10, repeat=3)(*args)` returns a
+        BenchmarkResult (`.mean`, `.median`, `.min`, `.max`, `.std` in seconds; `.results`: the
+        mean of each repeat). One untimed call first; a repeat shorter than `min_repeat_ms` is
+        run again with more calls (relaxmlir/runtime/timer.py)."""
+        fn = self[func_name]  # an unknown name fails here, not at the first timing
+        if dev is not None and dev != self.device:
+            raise ValueError(f"time_evaluator: the VM runs on {self.device}, not {dev}")
+        return time_evaluator(fn, self.device, number, repeat, min_repeat_ms, cooldown_interval_ms)
