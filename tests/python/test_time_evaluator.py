@@ -106,3 +106,22 @@ def test_wrong_arguments_fail_before_timing(vm):
     with pytest.raises(TypeError, match="argument"):
         timer()
     assert time.perf_counter() - start < 5
+
+
+def test_cuda_batches_end_with_a_stream_synchronization(monkeypatch):
+    """The wiring only (CI has no GPU): each batch, and the untimed call, ends with a
+    synchronization of the stream the calls went to."""
+    from relaxmlir.runtime import cuda_driver
+
+    events = []
+
+    class FakeDriver:
+        def synchronize(self, stream):
+            events.append(("sync", stream))
+
+    monkeypatch.setattr(cuda_driver, "driver", lambda: FakeDriver())
+    monkeypatch.setattr(cuda_driver, "current_stream", lambda device: 1234)
+    timer = time_evaluator(lambda: events.append("call"), rm.cuda(0), number=2, repeat=2)
+    timer()
+    sync = ("sync", 1234)
+    assert events == ["call", sync, "call", "call", sync, "call", "call", sync]
