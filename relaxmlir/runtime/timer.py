@@ -86,10 +86,13 @@ def time_evaluator(
     repeat: int = 1,
     min_repeat_ms: float = 0,
     cooldown_interval_ms: float = 0,
+    repeats_to_cooldown: int = 1,
 ) -> Callable[..., BenchmarkResult]:
-    """A function of `fn`'s arguments that times `fn` on them (module docstring)."""
+    """A function of `fn`'s arguments that times `fn` on them (module docstring); it pauses
+    `cooldown_interval_ms` after every `repeats_to_cooldown` repeats."""
     number = _positive_int("number", number)
     repeat = _positive_int("repeat", repeat)
+    every = _positive_int("repeats_to_cooldown", repeats_to_cooldown)
     min_repeat_s = _non_negative("min_repeat_ms", min_repeat_ms) / 1e3
     cooldown_s = _non_negative("cooldown_interval_ms", cooldown_interval_ms) / 1e3
     sync = _synchronizer(device)
@@ -100,7 +103,7 @@ def time_evaluator(
         results = []
         calls = number
         for r in range(repeat):
-            if r and cooldown_s:
+            if r and cooldown_s and r % every == 0:
                 time.sleep(cooldown_s)
             while True:
                 start = time.perf_counter()

@@ -75,6 +75,7 @@ class VirtualMachine:
         repeat: int = 1,
         min_repeat_ms: float = 0,
         cooldown_interval_ms: float = 0,
+        repeats_to_cooldown: int = 1,
     ) -> Callable[..., BenchmarkResult]:
         """TVM's timer: `vm.time_evaluator("main", dev, number=10, repeat=3)(*args)` returns a
         BenchmarkResult (`.mean`, `.median`, `.min`, `.max`, `.std` in seconds; `.results`: the
@@ -83,4 +84,12 @@ class VirtualMachine:
         fn = self[func_name]  # an unknown name fails here, not at the first timing
         if dev is not None and dev != self.device:
             raise ValueError(f"time_evaluator: the VM runs on {self.device}, not {dev}")
-        return time_evaluator(fn, self.device, number, repeat, min_repeat_ms, cooldown_interval_ms)
+        return time_evaluator(
+            fn,
+            self.device,
+            number,
+            repeat,
+            min_repeat_ms,
+            cooldown_interval_ms,
+            repeats_to_cooldown,
+        )

@@ -78,10 +78,18 @@ def test_cooldown_between_repeats():
     assert time.perf_counter() - start >= 0.06  # two pauses: none before the first repeat
 
 
+def test_cooldown_every_few_repeats(monkeypatch):
+    pauses = []
+    monkeypatch.setattr(time, "sleep", pauses.append)  # the timer calls time.sleep
+    options = {"number": 1, "repeat": 7, "cooldown_interval_ms": 5, "repeats_to_cooldown": 3}
+    time_evaluator(lambda: None, rm.cpu(), **options)()
+    assert pauses == [0.005, 0.005]  # before repeats 3 and 6 (counting from 0)
+
+
 @pytest.mark.parametrize(
     ("option", "value"),
     [("number", 0), ("number", 2.5), ("repeat", -1), ("repeat", True), ("min_repeat_ms", -1),
-     ("min_repeat_ms", "10"), ("cooldown_interval_ms", float("nan"))],
+     ("min_repeat_ms", "10"), ("cooldown_interval_ms", float("nan")), ("repeats_to_cooldown", 0)],
 )  # fmt: skip
 def test_bad_options_are_value_errors(vm, option, value):
     machine, _ = vm
