@@ -12,7 +12,6 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith
 from mlir.dialects import func as func_d
-from mlir.dialects import linalg
 from mlir.dialects import tensor
 from mlir.passmanager import PassManager
 
@@ -21,6 +20,7 @@ from lowering.dataflow import dataflow_blocks, graph_functions
 from lowering.dedupe import body_key
 from lowering.fuse_ops import GROUP_ATTR, result_symbols, symbols_within
 from lowering.registry import register_pass
+from lowering.schedule.common import rebuild_generic
 from lowering.schedule.gather import raise_gathers
 from lowering.schedule.pad import raise_pads
 
@@ -99,16 +99,12 @@ def _drop_input(op: ir.Operation, index: int, new_init: ir.Value) -> None:
     n_in = len(op.operands) - 1
     inputs = [v for i, v in enumerate(list(op.operands)[:n_in]) if i != index]
     maps = [m for i, m in enumerate(ir.ArrayAttr(op.attributes["indexing_maps"])) if i != index]
-    with ir.InsertionPoint(op), op.location:
-        new = linalg.GenericOp(
-            [op.results[0].type], inputs, [new_init], ir.ArrayAttr.get(maps), op.attributes["iterator_types"]
-        )
-    for name in list(op.attributes):
-        if name not in ("indexing_maps", "iterator_types", "operandSegmentSizes"):
-            new.attributes[name] = op.attributes[name]  # a schedule's tags (GPU kernel templates)
-    block = op.regions[0].blocks[0]
-    block.append_to(new.regions[0])
-    block.erase_argument(index)
+    types = [a.type for a in op.regions[0].blocks[0].arguments]
+    moved = [None if i == index else i - (i > index) for i in range(len(types))]
+    # the other attributes (a schedule's tags: GPU kernel templates) carry over
+    new = rebuild_generic(
+        op, op.results[0].type, inputs, [new_init], maps, types[:index] + types[index + 1 :], moved
+    )
     op.results[0].replace_all_uses_with(new.results[0])
     op.erase()
 

@@ -493,11 +493,12 @@ def rebuild_generic(
     outputs: list[ir.Value],
     maps: list[ir.Attribute],
     arg_types: list[ir.Type],
-    moved: list[int] | None = None,
+    moved: list[int | None] | None = None,
 ) -> ir.Operation:
     """A generic like `op` (its iterators, other attributes and body) over new operands and
     indexing maps, its block taking `arg_types`: `op`'s block argument i becomes the new one's
-    argument `moved[i]` (i by default). Built before `op`; the caller rewires and erases `op`."""
+    argument `moved[i]` (i by default; None for an argument the body does not read, which is
+    dropped). Built before `op`; the caller rewires and erases `op`."""
     with ir.InsertionPoint(op), op.location:
         new = linalg.GenericOp(
             [result_type], inputs, outputs, ir.ArrayAttr.get(maps), op.attributes["iterator_types"]
@@ -508,7 +509,12 @@ def rebuild_generic(
         block = new.regions[0].blocks.append(*arg_types)
     old = op.regions[0].blocks[0]
     for i, arg in enumerate(old.arguments):
-        arg.replace_all_uses_with(block.arguments[moved[i] if moved else i])
+        target = moved[i] if moved else i
+        if target is None:
+            if list(arg.uses):
+                raise AssertionError(f"rebuild_generic: dropped argument {i} is read")
+            continue
+        arg.replace_all_uses_with(block.arguments[target])
     for inner in [o.operation for o in old.operations]:
         inner.detach_from_parent()
         ir.InsertionPoint(block).insert(inner)
