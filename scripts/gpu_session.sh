@@ -2,54 +2,74 @@
 # A GPU session in the two halves this workplace allows: the GPU machine has no MLIR, so what
 # runs there is built here first (README, "The CUDA target").
 #
-#   bash scripts/gpu_session.sh prepare [TRIALS]   # here: the model checks, the benchmark and
-#                                                  # TRIALS tuning candidates (default 200)
-#   bash scripts/gpu_session.sh device [PARTS]     # there, in one call: all three, results
-#                                                  # (logs, RESULTS_GPU.md, trial results) in $OUT
+#   bash scripts/gpu_session.sh prepare [TRIALS]   # here: the model checks, the cublas cases,
+#                                                  # the benchmark and TRIALS tuning candidates
+#                                                  # (default 200)
+#   bash scripts/gpu_session.sh device [PARTS] [S] # there, in one call of at most S seconds
+#                                                  # (default 540): all of them, results (logs,
+#                                                  # RESULTS_GPU.md, trial results) in $OUT
 #   bash scripts/gpu_session.sh tuned OUT_FOLDER   # here: read the trial results back and build
 #                                                  # the benchmark with the tuned records
 #
-# Carry gpu_models, gpu_libs, gpu_trials (and gpu_tuned after `tuned`) and relaxmlir/runtime/native.
+# Carry gpu_models, gpu_libs, gpu_trials, cublas_libs (and gpu_tuned after `tuned`) and
+# relaxmlir/runtime/native.
 set -u
 cd "$(dirname "$0")/.."
 
 case "${1:-}" in
 prepare)
     python scripts/gpu_models_check.py export --out gpu_models || exit 1
+    python scripts/cublas_gpu_check.py export --out cublas_libs || exit 1
     python scripts/bench_gpu.py export --out gpu_libs || exit 1
     python scripts/bench_gpu.py trials --out gpu_trials --work-dir gpu_tuning --trials "${2:-200}" || exit 1
-    du -sh gpu_models gpu_libs gpu_trials
+    du -sh gpu_models gpu_libs gpu_trials cublas_libs
     ;;
 device)
-    # parts (default all): models, bench, trials, tuned (the last when gpu_tuned exists); the
-    # timeouts keep all of them inside one 600 s device call
-    parts="${2:-models,bench,trials,tuned}"
+    # parts (default all): models, runtime, cublas, bench, trials, tuned (the last when gpu_tuned
+    # exists), in that order; each part's timeout is cut to what is left of S seconds
+    parts="${2:-models,runtime,cublas,bench,trials,tuned}"
+    deadline=$((SECONDS + ${3:-540}))
     out="${OUT:-gpu_out}"
     mkdir -p "$out"
-    nvidia-smi --query-gpu=name,driver_version --format=csv,noheader > "$out/gpu.txt" 2>&1
-    if [[ ",$parts," == *,models,* ]]; then
-        timeout 120 python scripts/gpu_models_check.py run --libs gpu_models > "$out/models.txt" 2>&1
+    left() { # the smaller of $1 and the seconds left before the deadline (at least 1)
+        local rest=$((deadline - SECONDS))
+        ((rest < 1)) && rest=1
+        echo $(($1 < rest ? $1 : rest))
+    }
+    want() { [[ ",$parts," == *,$1,* ]]; }
+    nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader > "$out/gpu.txt" 2>&1
+    python3 --version >> "$out/gpu.txt" 2>&1
+    if want models; then
+        timeout "$(left 150)" python3 scripts/gpu_models_check.py run --libs gpu_models > "$out/models.txt" 2>&1
         echo "models: exit $?" >> "$out/status.txt"
     fi
-    if [[ ",$parts," == *,bench,* ]]; then
-        timeout 200 python scripts/bench_gpu.py run --libs gpu_libs --repeat 20 --timeout 40 \
+    if want runtime; then
+        timeout "$(left 60)" python3 scripts/gpu_runtime_check.py --libs gpu_models > "$out/runtime.txt" 2>&1
+        echo "runtime: exit $?" >> "$out/status.txt"
+    fi
+    if want cublas && [ -d cublas_libs ]; then
+        timeout "$(left 60)" python3 scripts/cublas_gpu_check.py run --libs cublas_libs > "$out/cublas.txt" 2>&1
+        echo "cublas: exit $?" >> "$out/status.txt"
+    fi
+    if want bench; then
+        timeout "$(left 200)" python3 scripts/bench_gpu.py run --libs gpu_libs --repeat 20 --timeout 40 \
             --profile --results "$out/RESULTS_GPU.md" > "$out/bench.txt" 2>&1
         echo "bench: exit $?" >> "$out/status.txt"
     fi
-    if [[ ",$parts," == *,trials,* ]]; then
+    if want trials; then
         folders=(gpu_trials)
         for f in gpu_trials/tf32 gpu_trials/sm_90a; do
             [ -f $f/trials.json ] && folders+=($f)
         done
-        timeout 220 python -m relaxmlir.runtime.trials "${folders[@]}" --timeout 20 \
+        timeout "$(left 220)" python3 -m relaxmlir.runtime.trials "${folders[@]}" --timeout 20 \
             > "$out/trials.txt" 2>&1
         echo "trials: exit $? (a stopped run resumes where it was)" >> "$out/status.txt"
         for f in "${folders[@]}"; do
             [ -f "$f/results.jsonl" ] && mkdir -p "$out/$f" && cp "$f/results.jsonl" "$out/$f/"
         done
     fi
-    if [[ ",$parts," == *,tuned,* ]] && [ -d gpu_tuned ]; then
-        timeout 200 python scripts/bench_gpu.py run --libs gpu_tuned --repeat 20 --timeout 40 \
+    if want tuned && [ -d gpu_tuned ]; then
+        timeout "$(left 200)" python3 scripts/bench_gpu.py run --libs gpu_tuned --repeat 20 --timeout 40 \
             --results "$out/RESULTS_GPU_TUNED.md" > "$out/bench_tuned.txt" 2>&1
         echo "bench tuned: exit $?" >> "$out/status.txt"
     fi
@@ -63,7 +83,7 @@ tuned)
     python scripts/bench_gpu.py export --out gpu_tuned --tuned gpu_tuning --import gpu_trials
     ;;
 *)
-    sed -n 2,16p "$0"
+    sed -n 2,19p "$0"
     exit 2
     ;;
 esac
