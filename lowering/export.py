@@ -473,7 +473,7 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
         if glue_cc.returncode != 0:
             raise ExportError(f"compiling the entry points failed ({cc}): {err.strip()[:2000]}")
         out = os.path.join(tmp, "model.so")
-        cmd = [cc, "-shared", "-fPIC", "-o", out, *objects, glue_o, *runtime]
+        cmd = [cc, "-shared", "-fPIC", "-O2", "-o", out, *objects, glue_o, *runtime]
         cmd += [CUDA_RUNTIME_C, "-ldl"] if cuda else []
         cmd += ["-Wl,-Bsymbolic", "-Wl,-z,noexecstack"]
         if "openmp" in executable.libraries:

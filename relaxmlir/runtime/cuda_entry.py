@@ -67,6 +67,10 @@ class CudaEntryPoint:
             [ctypes.c_char_p, ctypes.c_int],
             ctypes.c_int,
         )
+        # the device blocks its runtime keeps for reuse go back on release_workspace_cache()
+        # (a library exported before the runtime kept blocks lacks the function)
+        if libraries.address(lib, "relaxmlir_cuda_release_blocks"):
+            libraries.RELEASE_HOOKS.setdefault(lib._name, lib.relaxmlir_cuda_release_blocks)
         # Native kernels that do device work themselves (cublas) follow the model's stream and
         # report their failures the same way: their libraries export the same two functions.
         self._native_streams, self._native_errors = [], []

@@ -321,10 +321,18 @@ def workspace_cache_info() -> dict:
     return {"bytes": stats[0], "limit": stats[1], "hits": stats[2], "misses": stats[3]}
 
 
+# What else keeps memory for reuse and gives it back on release_workspace_cache(): the CUDA
+# model libraries' kept device blocks (cuda_entry registers each library's release function).
+RELEASE_HOOKS: dict[str, Callable[[], None]] = {}
+
+
 def release_workspace_cache() -> None:
-    """Give every cached kernel workspace back to the system allocator."""
+    """Give every cached kernel workspace back to the system allocator, and every device block
+    the loaded CUDA libraries keep back to the driver."""
     if is_loaded("relaxmlir"):
         load("relaxmlir").relaxmlir_workspace_release()
+    for release in list(RELEASE_HOOKS.values()):
+        release()
 
 
 # Which library provides an external symbol of compiled code, by name prefix (first match).

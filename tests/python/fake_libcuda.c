@@ -19,8 +19,13 @@ CUresult cuMemFree_v2(uint64_t p) { free((void *)(uintptr_t)p); return 0; }
 /* a pool as the driver's: freed blocks are reused by size, never returned to the system */
 #define SLOTS 4096
 static uint64_t pool_ptr[SLOTS]; static size_t pool_size[SLOTS]; static int pool_free[SLOTS]; static int pool_n = 0;
+int fake_allocs = 0, fake_frees = 0; /* read by the tests */
+/* set by a test: after fake_oom_skip more allocations, fake_oom_next of them fail for memory */
+int fake_oom_next = 0, fake_oom_skip = 0;
 CUresult cuMemAllocAsync(uint64_t *p, size_t n, void *s) {
   (void)s;
+  if (fake_oom_next > 0 && fake_oom_skip-- <= 0) { fake_oom_next--; return 2; /* CUDA_ERROR_OUT_OF_MEMORY */ }
+  fake_allocs++;
   for (int i = 0; i < pool_n; i++) if (pool_free[i] && pool_size[i] == n) { pool_free[i] = 0; *p = pool_ptr[i]; return 0; }
   *p = (uint64_t)(uintptr_t)malloc(n);
   if (pool_n < SLOTS) { pool_ptr[pool_n] = *p; pool_size[pool_n] = n; pool_free[pool_n] = 0; pool_n++; }
@@ -28,6 +33,7 @@ CUresult cuMemAllocAsync(uint64_t *p, size_t n, void *s) {
 }
 CUresult cuMemFreeAsync(uint64_t p, void *s) {
   (void)s;
+  fake_frees++;
   for (int i = 0; i < pool_n; i++) if (pool_ptr[i] == p) { pool_free[i] = 1; return 0; }
   free((void *)(uintptr_t)p); return 0;
 }

@@ -215,3 +215,54 @@ def test_large_shared_memory_ring_opts_in_once(fake_driver, tmp_path):
         """,
     )
     _run_child(fake_driver, child)
+
+
+def test_device_blocks_are_kept_per_stream_and_released(fake_driver, tmp_path):
+    """The host code allocates each intermediate before its kernel and frees it after its last
+    reader; the runtime keeps freed blocks and hands them to the next allocation of that size
+    on the same stream: a repeated call allocates nothing from the driver but its output. A
+    block kept for one stream is not handed to another; an allocation that fails for memory
+    gives the kept blocks back and tries again; release_workspace_cache() gives them back."""
+    ex = relax.build(mlp("tir", "n"), target="cuda")
+    lib = tmp_path / "mlp_n.so"
+    ex.export_library(str(lib))
+    child = _on_fake(
+        lib,
+        """
+        from relaxmlir.runtime import use_stream
+        rng = np.random.default_rng(0)
+        dev = rm.cuda(0)
+        weights = [rng.standard_normal(s, dtype=np.float32) for s in [(128, 784), (128,), (10, 128), (10,)]]
+        w = [rm.nd.array(a, dev) for a in weights]
+        def count(name):
+            return ctypes.c_int.in_dll(fake, name).value
+        def call(batch, oom=False):
+            x = rm.nd.array(np.ones((batch, 784), "float32"), dev)
+            if oom:  # the call's first allocation is its output; the next one fails
+                ctypes.c_int.in_dll(fake, "fake_oom_skip").value = 1
+                ctypes.c_int.in_dll(fake, "fake_oom_next").value = 1
+            before = count("fake_allocs"), count("fake_frees")
+            out = vm["main"](x, *w)
+            assert out.shape == (batch, 10)
+            return count("fake_allocs") - before[0], count("fake_frees") - before[1]
+        first, _ = call(4)
+        again, freed = call(4)
+        assert first >= 3 and again == 1, (first, again)  # 1: the output (NDArray.empty)
+        assert freed <= 1, freed  # the previous call's output, not the intermediates
+        with use_stream(0x1234):  # another stream: the kept blocks stay where they are
+            other, _ = call(4)
+        assert other == first, (other, first)
+        before = count("fake_frees")
+        grown, _ = call(8, oom=True)  # a new size: the host code's first allocation fails
+        assert count("fake_oom_next") == 0 and grown == first, (grown, first)
+        assert count("fake_frees") - before >= first - 1  # the kept blocks went back
+        call(8)
+        before = count("fake_frees")
+        runtime.release_workspace_cache()
+        assert count("fake_frees") - before >= first - 1
+        again, _ = call(8)
+        assert again == first, (again, first)  # nothing kept any more
+        print("ok")
+        """,
+    )
+    _run_child(fake_driver, child)

@@ -10,7 +10,10 @@
  *   (the one torch uses), so pointers are shared with torch;
  * - every "stream" the host code creates is the caller's stream (relaxmlir_cuda_set_stream;
  *   default: the legacy stream 0): work is ordered after the caller's, synchronizing it is
- *   left to the caller (as in torch), allocations are stream-ordered (cuMemAllocAsync);
+ *   left to the caller (as in torch), allocations are stream-ordered (cuMemAllocAsync), and
+ *   freed blocks are kept for the next allocation of their size on their stream (as torch's
+ *   caching allocator; a stream destroyed while its work runs must not be reused as a handle
+ *   by the caller before that work ends, the rule torch's streams follow too);
  * - constants are copied to the device once per context (relaxmlir_cuda_constant).
  */
 #include <dlfcn.h>
@@ -113,8 +116,9 @@ static int open_driver(void) {
   return 1;
 }
 
-/* The driver opened and a context current on this thread; 0 (error recorded) otherwise. */
-static int ready(void) {
+/* The driver opened and a context current on this thread (stored in *ctx when ctx is given);
+ * 0 (error recorded) otherwise. */
+static int ready_in(CUcontext *ctx_out) {
   if (error[0]) return 0;
   if (loaded == 0) {
     pthread_mutex_lock(&lock);
@@ -124,18 +128,17 @@ static int ready(void) {
   if (loaded < 0) return 0;
   CUcontext ctx = 0;
   if (!check(cu.cuCtxGetCurrent(&ctx), "cuCtxGetCurrent")) return 0;
-  if (ctx) return 1;
-  CUdevice dev;
-  if (!check(cu.cuDeviceGet(&dev, device_ordinal), "cuDeviceGet")) return 0;
-  if (!check(cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain")) return 0;
-  return check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent");
+  if (!ctx) {
+    CUdevice dev;
+    if (!check(cu.cuDeviceGet(&dev, device_ordinal), "cuDeviceGet")) return 0;
+    if (!check(cu.cuDevicePrimaryCtxRetain(&ctx, dev), "cuDevicePrimaryCtxRetain")) return 0;
+    if (!check(cu.cuCtxSetCurrent(ctx), "cuCtxSetCurrent")) return 0;
+  }
+  if (ctx_out) *ctx_out = ctx;
+  return 1;
 }
 
-static CUcontext current(void) {
-  CUcontext ctx = 0;
-  cu.cuCtxGetCurrent(&ctx);
-  return ctx;
-}
+static int ready(void) { return ready_in(NULL); }
 
 /* -- the caller's side ---------------------------------------------------------------------- */
 
@@ -156,10 +159,17 @@ void relaxmlir_cuda_set_device(int ordinal) { device_ordinal = ordinal; }
 
 /* -- modules: the PTX/cubin is loaded into the current context on first use ----------------- */
 
+/* The host code asks for its kernel by name before every launch; the driver's lookup
+ * (cuModuleGetFunction) is kept per module, keyed by the address of the host code's name
+ * constant, and forgotten when the module is loaded into another context. */
+#define FUNCTION_SLOTS 8
+
 typedef struct {
   const void *image;
   CUmodule module;
   CUcontext context;
+  const char *names[FUNCTION_SLOTS];
+  CUfunction functions[FUNCTION_SLOTS];
 } Module;
 
 static void *new_module(const void *image) {
@@ -186,16 +196,30 @@ void mgpuModuleUnload(void *module) {
 
 void *mgpuModuleGetFunction(void *module, const char *name) {
   Module *m = (Module *)module;
-  if (!m || !ready()) return NULL;
-  CUcontext ctx = current();
+  CUcontext ctx = 0;
+  if (!m || !ready_in(&ctx)) return NULL;
+  CUfunction fn = NULL;
+  pthread_mutex_lock(&lock);
   if (!m->module || m->context != ctx) {
     CUmodule loaded_module;
-    if (!check(cu.cuModuleLoadData(&loaded_module, m->image), "cuModuleLoadData")) return NULL;
+    if (!check(cu.cuModuleLoadData(&loaded_module, m->image), "cuModuleLoadData")) {
+      pthread_mutex_unlock(&lock);
+      return NULL;
+    }
     m->module = loaded_module;
     m->context = ctx;
+    memset(m->names, 0, sizeof m->names);
   }
-  CUfunction fn = NULL;
-  if (!check(cu.cuModuleGetFunction(&fn, m->module, name), name)) return NULL;
+  int slot = -1;
+  for (int i = 0; i < FUNCTION_SLOTS && slot < 0; i++) {
+    if (m->names[i] == name) fn = m->functions[i];
+    if (fn || !m->names[i]) slot = i;
+  }
+  if (!fn && check(cu.cuModuleGetFunction(&fn, m->module, name), name) && slot >= 0) {
+    m->names[slot] = name;
+    m->functions[slot] = fn;
+  }
+  pthread_mutex_unlock(&lock);
   return fn;
 }
 
@@ -268,17 +292,90 @@ void mgpuEventRecord(void *event, void *stream) { (void)event, (void)stream; }
 
 /* -- memory ---------------------------------------------------------------------------------- */
 
+/* The host code allocates each intermediate before the kernel that writes it and frees it
+ * after its last reader: one pair per launch. Freed blocks are kept by (size, stream, context)
+ * and handed to the next allocation of that size on the same stream, which stream order makes
+ * safe (as torch's caching allocator does); the driver's pool (cuMemAllocAsync) serves the
+ * rest. Kept blocks go back to the driver when an allocation fails for memory and on
+ * relaxmlir_cuda_release_blocks(). */
+#define LIVE_SLOTS 1024 /* blocks handed out (a block not listed is freed to the driver) */
+#define KEPT_SLOTS 1024
+#define BLOCK_ROUND 512
+#define CUDA_ERROR_OUT_OF_MEMORY 2
+
+typedef struct {
+  CUdeviceptr ptr;
+  size_t bytes;
+  CUstream stream;
+  CUcontext context;
+} Block;
+
+static Block live[LIVE_SLOTS], kept[KEPT_SLOTS];
+static int n_live, n_kept;
+
+/* Gives every kept block back to the driver (in stream order); the lock is held. */
+static void release_kept(void) {
+  for (int i = 0; i < n_kept; i++) cu.cuMemFreeAsync(kept[i].ptr, kept[i].stream);
+  n_kept = 0;
+}
+
+void relaxmlir_cuda_release_blocks(void) {
+  pthread_mutex_lock(&lock);
+  if (loaded > 0) release_kept();
+  pthread_mutex_unlock(&lock);
+}
+
 void *mgpuMemAlloc(uint64_t bytes, void *stream, int8_t host_shared) {
   (void)host_shared;
   CUdeviceptr ptr = 0;
-  if (!ready()) return NULL;
-  if (bytes == 0) bytes = 1; /* a valid, distinct pointer for empty buffers */
-  check(cu.cuMemAllocAsync(&ptr, (size_t)bytes, (CUstream)stream), "cuMemAllocAsync");
+  CUcontext ctx = 0;
+  if (!ready_in(&ctx)) return NULL;
+  size_t size = bytes ? ((size_t)bytes + BLOCK_ROUND - 1) / BLOCK_ROUND * BLOCK_ROUND : BLOCK_ROUND;
+  pthread_mutex_lock(&lock);
+  for (int i = n_kept - 1; i >= 0; i--) {
+    if (kept[i].bytes == size && kept[i].stream == (CUstream)stream && kept[i].context == ctx) {
+      ptr = kept[i].ptr;
+      kept[i] = kept[--n_kept];
+      break;
+    }
+  }
+  if (!ptr) {
+    CUresult code = cu.cuMemAllocAsync(&ptr, size, (CUstream)stream);
+    if (code == CUDA_ERROR_OUT_OF_MEMORY && n_kept) {
+      release_kept();
+      code = cu.cuMemAllocAsync(&ptr, size, (CUstream)stream);
+    }
+    if (!check(code, "cuMemAllocAsync")) ptr = 0;
+  }
+  if (ptr) {
+    for (int i = n_live - 1; i >= 0; i--) /* a block freed by someone else, its address reused */
+      if (live[i].ptr == ptr) live[i] = live[--n_live];
+    if (n_live < LIVE_SLOTS) {
+      Block b = {ptr, size, (CUstream)stream, ctx};
+      live[n_live++] = b;
+    }
+  }
+  pthread_mutex_unlock(&lock);
   return (void *)(uintptr_t)ptr;
 }
 
 void mgpuMemFree(void *ptr, void *stream) {
-  if (ptr && loaded > 0) check(cu.cuMemFreeAsync((CUdeviceptr)(uintptr_t)ptr, (CUstream)stream), "cuMemFreeAsync");
+  if (!ptr || loaded <= 0) return;
+  CUdeviceptr p = (CUdeviceptr)(uintptr_t)ptr;
+  pthread_mutex_lock(&lock);
+  for (int i = n_live - 1; i >= 0; i--) {
+    if (live[i].ptr != p) continue;
+    Block b = live[i];
+    live[i] = live[--n_live];
+    if (b.stream == (CUstream)stream && n_kept < KEPT_SLOTS) {
+      kept[n_kept++] = b;
+      pthread_mutex_unlock(&lock);
+      return;
+    }
+    break;
+  }
+  pthread_mutex_unlock(&lock);
+  check(cu.cuMemFreeAsync(p, (CUstream)stream), "cuMemFreeAsync");
 }
 
 void mgpuMemcpy(void *dst, void *src, size_t bytes, void *stream) {
@@ -312,8 +409,8 @@ static Constant *constants;
 static size_t n_constants, cap_constants;
 
 void *relaxmlir_cuda_constant(const void *host, int64_t bytes) {
-  if (!ready()) return NULL;
-  CUcontext ctx = current();
+  CUcontext ctx = 0;
+  if (!ready_in(&ctx)) return NULL;
   void *found = NULL;
   pthread_mutex_lock(&lock);
   for (size_t i = 0; i < n_constants; ++i)
