@@ -376,6 +376,12 @@ def _confirm(key, candidates, medians, spec, runner, timeout_s, rounds, margin) 
     return {"key": key, "decision": decision}
 
 
+def _cuda_here() -> bool:
+    from relaxmlir.runtime import cuda_driver
+
+    return cuda_driver.available()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m relaxmlir.runtime.trials",
@@ -393,9 +399,13 @@ def main(argv: list[str] | None = None) -> int:
         if not os.path.exists(os.path.join(folder, MANIFEST)):
             parser.error(f"{folder} holds no {MANIFEST}")
         try:
-            read_manifest(folder)
+            manifest = read_manifest(folder)
         except ValueError as exc:
             parser.error(str(exc))
+        # without the device every candidate would fail, and the failures, kept as results,
+        # would keep a later run on the right machine from measuring them
+        if manifest["device"] == "cuda" and not _cuda_here():
+            parser.error(f"{folder}: trials for cuda, and this machine has no usable CUDA device; nothing was run")
     for folder in args.folders:
         path = run_trials(folder, args.timeout, args.repeats, log=print)
         print(f"results: {path}")

@@ -202,6 +202,10 @@ def test_cuda_trials_over_a_stand_in_driver(tmp_path):
     mod, target = _matmul_f16(), Target("cuda")
     work, folder = tmp_path / "work", tmp_path / "trials"
     ms.export_trials(mod, target, str(work), str(folder), 3)
+    if not rm.runtime.cuda_driver.available():  # run here: refused, no failures recorded
+        refused = _runner(folder)
+        assert refused.returncode == 2 and "no usable CUDA device" in refused.stderr, refused.stderr
+        assert not (folder / "results.jsonl").exists()
     run = _runner(folder, {"LD_LIBRARY_PATH": str(fake)})
     assert run.returncode == 0, run.stdout + run.stderr
     db = ms.import_trials(str(work), str(folder))
