@@ -12,6 +12,7 @@ models are small), builds it for `cuda -arch=sm_90`, and writes `<name>.so` and 
 it loads each library, runs it on cuda(0) and compares with the stored outputs (the tolerances
 of the CPU model tests); one line per model, exit status 1 if any differs. Each model runs in its
 own child process, so a kernel that faults is reported against its model and the others still run.
+`run --cuda-graph` calls each three times through CUDA graphs (as usual, captured, replayed).
 """
 
 from __future__ import annotations
@@ -169,8 +170,9 @@ def export(out: Path, target: str) -> None:
         print(f"{name}: built for {built_for}", flush=True)
 
 
-def run_one(libs: Path, name: str) -> str:
-    """Run one model on cuda(0); returns '' when it matches, else what differs."""
+def run_one(libs: Path, name: str, cuda_graph: bool = False) -> str:
+    """Run one model on cuda(0); returns '' when it matches, else what differs. With
+    `cuda_graph`, three calls (as usual, captured and replayed, replayed), each compared."""
     import relaxmlir as rm
     from relaxmlir import runtime
 
@@ -182,12 +184,19 @@ def run_one(libs: Path, name: str) -> str:
         data[k] for k in sorted((k for k in data if k.startswith("out")), key=lambda k: int(k[3:]))
     ]
     dev = rm.cuda(0)
-    vm = runtime.VirtualMachine(runtime.load_module(str(libs / f"{name}.so")), dev)
-    got = vm["main"](*[rm.nd.array(x, dev) for x in ins])
-    got = got if isinstance(got, (tuple, list)) else (got,)
-    for i, g in enumerate(got):
-        assert g.device == dev, f"output {i} is on {g.device}"
-    return compare([g.numpy() for g in got], outs)
+    lib = runtime.load_module(str(libs / f"{name}.so"))
+    vm = runtime.VirtualMachine(lib, dev, cuda_graph=cuda_graph)
+    args = [rm.nd.array(x, dev) for x in ins]
+    problems = []
+    for call in range(3 if cuda_graph else 1):
+        got = vm["main"](*args)
+        got = got if isinstance(got, (tuple, list)) else (got,)
+        for i, g in enumerate(got):
+            assert g.device == dev, f"output {i} is on {g.device}"
+        problem = compare([g.numpy() for g in got], outs)
+        if problem:
+            problems.append(f"call {call + 1}: {problem}" if cuda_graph else problem)
+    return "; ".join(problems)
 
 
 def compare(got: list, want: list) -> str:
@@ -240,12 +249,13 @@ def interpret(target: str, only: list[str]) -> int:
     return 1 if failed else 0
 
 
-def run(libs: Path) -> int:
+def run(libs: Path, cuda_graph: bool = False) -> int:
     names = sorted(p.stem for p in libs.glob("*.so"))
     failed = 0
     for name in names:
         child = subprocess.run(
-            [sys.executable, __file__, "one", "--libs", str(libs), name],
+            [sys.executable, __file__, "one", "--libs", str(libs), name]
+            + (["--cuda-graph"] if cuda_graph else []),
             capture_output=True, text=True, timeout=60, check=False,
         )  # fmt: skip
         if child.returncode == 0:
@@ -268,21 +278,25 @@ def main(argv: list[str] | None = None) -> int:
     ex.add_argument("--target", default="cuda -arch=sm_90")
     rn = sub.add_parser("run", help="run them on cuda(0) (needs a GPU, not MLIR)")
     rn.add_argument("--libs", type=Path, default=ROOT / "gpu_models")
+    rn.add_argument(
+        "--cuda-graph", action="store_true", help="VMs with cuda_graph=True, three calls each"
+    )
     it = sub.add_parser("interpret", help="interpret the kernels on this CPU (needs MLIR, no GPU)")
     it.add_argument("--target", default="cuda -arch=sm_90")
     it.add_argument("names", nargs="*", help="only these models / cases")
     one = sub.add_parser("one", help="one model (the child process of `run`)")
     one.add_argument("--libs", type=Path, required=True)
+    one.add_argument("--cuda-graph", action="store_true")
     one.add_argument("name")
     args = parser.parse_args(argv)
     if args.command == "export":
         export(args.out, args.target)
         return 0
     if args.command == "run":
-        return run(args.libs)
+        return run(args.libs, args.cuda_graph)
     if args.command == "interpret":
         return interpret(args.target, args.names)
-    problem = run_one(args.libs, args.name)
+    problem = run_one(args.libs, args.name, args.cuda_graph)
     if problem:
         print(problem)
         return 1

@@ -53,6 +53,23 @@ _ASYNC = {
     "cuMemPoolSetAttribute": [ctypes.c_void_p, ctypes.c_int, ctypes.c_void_p],
 }
 _POOL_RELEASE_THRESHOLD = 4  # CU_MEMPOOL_ATTR_RELEASE_THRESHOLD
+# CUDA graphs (cuda_graph.py): a call captured once from a stream of our own, replayed on the
+# caller's; cuMemcpyAsync copies a replay's outputs out of the graph's own buffers.
+_GRAPHS = {
+    "cuStreamCreate": [ctypes.POINTER(ctypes.c_void_p), ctypes.c_uint],
+    "cuStreamDestroy_v2": [ctypes.c_void_p],
+    "cuStreamBeginCapture_v2": [ctypes.c_void_p, ctypes.c_int],
+    "cuStreamEndCapture": [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)],
+    "cuGraphInstantiateWithFlags": [
+        ctypes.POINTER(ctypes.c_void_p),
+        ctypes.c_void_p,
+        ctypes.c_ulonglong,
+    ],
+    "cuGraphLaunch": [ctypes.c_void_p, ctypes.c_void_p],
+    "cuGraphExecDestroy": [ctypes.c_void_p],
+    "cuGraphDestroy": [ctypes.c_void_p],
+    "cuMemcpyAsync": [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p],
+}
 
 
 class Driver:
@@ -65,6 +82,10 @@ class Driver:
             fn.argtypes, fn.restype = argtypes, ctypes.c_int
         self.stream_ordered = all(hasattr(lib, name) for name in _ASYNC)
         for name, argtypes in _ASYNC.items() if self.stream_ordered else ():
+            fn = getattr(lib, name)
+            fn.argtypes, fn.restype = argtypes, ctypes.c_int
+        self.graphs = self.stream_ordered and all(hasattr(lib, name) for name in _GRAPHS)
+        for name, argtypes in _GRAPHS.items() if self.graphs else ():
             fn = getattr(lib, name)
             fn.argtypes, fn.restype = argtypes, ctypes.c_int
         self.check(lib.cuInit(0), "cuInit")

@@ -4,6 +4,7 @@ caller's stream, then the first failure its CUDA runtime recorded raised as Cuda
 from __future__ import annotations
 
 import ctypes
+import warnings
 from typing import Any
 
 import numpy as np
@@ -18,6 +19,7 @@ from relaxmlir.runtime.cuda_driver import (
     driver,
     empty,
 )
+from relaxmlir.runtime.cuda_graph import SKIP, CallGraph, GraphCache, capture, pays
 from relaxmlir.runtime.device import Device
 from relaxmlir.runtime.dtype import np_dtype
 from relaxmlir.runtime.ndarray import NDArray
@@ -54,10 +56,20 @@ class CudaEntryPoint:
     """`vm["main"]` of a CUDA executable: device arguments, device results, one native call on the
     caller's stream, then the runtime's first error (if any) raised as CudaError."""
 
-    def __init__(self, executable: Any, info: Any, device: Device):
+    def __init__(self, executable: Any, info: Any, device: Device, cuda_graph: bool = False):
         self.executable, self.info, self.device = executable, info, device
         self.native = executable.code.lookup(info.name)
         lib = executable.code.lib
+        self._graphs: GraphCache | None = None
+        if cuda_graph:
+            if not libraries.address(lib, "relaxmlir_cuda_set_capture"):
+                raise ValueError(
+                    "cuda_graph: this library was exported before relaxmlir captured CUDA "
+                    "graphs; export it again"
+                )
+            self._set_capture = lib.relaxmlir_cuda_set_capture
+            self._set_capture.argtypes, self._set_capture.restype = [ctypes.c_int], ctypes.c_int
+            self._graphs = GraphCache()
         self._set_stream = lib.relaxmlir_cuda_set_stream
         self._set_stream.argtypes = [ctypes.c_void_p]
         self._set_device = lib.relaxmlir_cuda_set_device
@@ -105,6 +117,7 @@ class CudaEntryPoint:
             # The arrays of the previous call again (a model's weights, call after call):
             # checked then, immutable since, and their slots still hold them.
             datas, env = list(last[1]), last[2]
+            key = last[3]
         else:
             env: dict[str, int] = {}
             datas = []
@@ -134,21 +147,70 @@ class CudaEntryPoint:
             # NDArrays only (a torch tensor can be re-pointed between calls), and no input
             # read through an aligned copy (its source can change)
             immutable = not copied and all(isinstance(a, NDArray) for a in args)
-            self._last = (args, tuple(datas), env) if immutable else None
+            key = tuple((d.ptr, d.shape) for d in datas) if self._graphs is not None else None
+            self._last = (args, tuple(datas), env, key) if immutable else None
         drv = driver()
         drv.activate(self.device)
         stream = current_stream(self.device)  # once per call: torch's lookup is not free
+        if self._graphs is not None:
+            graph = self._graph(key + (stream,), datas, env, stream)
+            if graph is not None:
+                outs = [NDArray.on_device(d, self.device) for d in graph.replay(stream)]
+                if dps:
+                    return None
+                return outs[0] if len(outs) == 1 else tuple(outs)
         outs = []
         if not dps:
-            for spec, dtype in zip(info.results, self.dtypes[len(info.params) :]):
-                shape = tuple(
-                    sh.evaluate(d, env) if not isinstance(d, int) else d for d in spec.shape
-                )
-                data = empty(shape, dtype, self.device, stream)
+            for data in self._results(env, stream):
                 outs.append(NDArray.on_device(data, self.device))
                 datas.append(data)
         for slot, data in zip(self.slots[len(args) :], datas[len(args) :]):
             _set_slot(slot, data)  # the results
+        self._run(stream)
+        if dps:
+            return None
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _results(self, env: dict, stream: int) -> list[DeviceData]:
+        """Fresh device arrays for the results, their shapes evaluated in `env`."""
+        results = []
+        for spec, dtype in zip(self.info.results, self.dtypes[len(self.info.params) :]):
+            shape = tuple(sh.evaluate(d, env) if not isinstance(d, int) else d for d in spec.shape)
+            results.append(empty(shape, dtype, self.device, stream))
+        return results
+
+    def _graph(self, key: tuple, datas: list, env: dict, stream: int) -> CallGraph | None:
+        """The graph of this argument set: kept, captured now (its second call), or None."""
+        graphs = self._graphs
+        graph = graphs.get(key)
+        if graph is not None or not graphs.should_capture(key):
+            return None if graph is SKIP else graph
+        if not driver().graphs:
+            graphs.off = True
+            warnings.warn("cuda_graph: this CUDA driver cannot capture graphs; running without", stacklevel=3)
+            return None
+        n = len(datas)
+        outputs = [] if self.info.destination_passing else self._results(env, stream)
+        for slot, data in zip(self.slots[n:], outputs):
+            _set_slot(slot, data)  # the graph's own result buffers
+        try:
+            handle, launches = capture(self._run, self._set_capture)
+        except CudaError as exc:
+            graphs.off = True
+            warnings.warn(
+                f"cuda_graph: capturing {self.info.name}() failed ({exc}); running it without graphs",
+                stacklevel=3,
+            )
+            return None
+        graph = CallGraph(handle, outputs, self.device)
+        if not pays(launches, sum(o.nbytes for o in outputs)):
+            graphs.add(key, SKIP)  # (this call runs as usual; the graph is released)
+            return None
+        graphs.add(key, graph)
+        return graph
+
+    def _run(self, stream: int) -> None:
+        """The native call on `stream`, then the first failure any library recorded, raised."""
         self._set_device(self.device.device_id)
         self._set_stream(stream)
         for set_stream in self._native_streams:
@@ -164,9 +226,6 @@ class CudaEntryPoint:
                 raise CudaError(first)
         else:
             raise_pending(self._take_error, self._error_buf)
-        if dps:
-            return None
-        return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def _take(take_error: Any, buf: Any = None) -> str:

@@ -22,7 +22,8 @@ class VirtualMachine:
 
     Arguments may be `rm.nd.NDArray`, numpy arrays or torch CPU tensors (shared, not copied);
     results are NDArrays (a tuple when the function returns several). A CUDA executable runs on
-    `rm.cuda(i)` and takes arrays already on that device (NDArrays or torch CUDA tensors).
+    `rm.cuda(i)` and takes arrays already on that device (NDArrays or torch CUDA tensors);
+    `cuda_graph=True` replays a call whose arguments repeat as one CUDA graph (cuda_graph.py).
     """
 
     def __init__(
@@ -30,6 +31,7 @@ class VirtualMachine:
         executable: Executable,
         device: Device | None = None,
         memory_cfg: str | None = None,
+        cuda_graph: bool = False,
     ):
         if not isinstance(executable, Executable):
             raise TypeError(
@@ -49,6 +51,11 @@ class VirtualMachine:
         kind = executable.target.kind
         if self.device.device_type != TARGET_DEVICE.get(kind, kind):
             raise ValueError(f"executable built for target '{kind}' cannot run on {self.device}")
+        if not isinstance(cuda_graph, bool):
+            raise TypeError(f"cuda_graph: expected True or False, got {cuda_graph!r}")
+        if cuda_graph and self.device.device_type != "cuda":
+            raise ValueError(f"cuda_graph: CUDA graphs need a cuda device, the VM runs on {self.device}")
+        self.cuda_graph = cuda_graph
         self._entries: dict[str, EntryPoint] = {}
 
     def __getitem__(self, name: str) -> EntryPoint:
@@ -57,8 +64,12 @@ class VirtualMachine:
                 raise KeyError(
                     f"no function '{name}' in the executable; functions: {', '.join(self.executable.infos)}"
                 )
-            entry = CudaEntryPoint if self.device.device_type == "cuda" else EntryPoint
-            self._entries[name] = entry(self.executable, self.executable.infos[name], self.device)
+            info = self.executable.infos[name]
+            if self.device.device_type == "cuda":
+                entry = CudaEntryPoint(self.executable, info, self.device, self.cuda_graph)
+            else:
+                entry = EntryPoint(self.executable, info, self.device)
+            self._entries[name] = entry
         return self._entries[name]
 
     def signature(self, name: str = "main") -> FunctionInfo:

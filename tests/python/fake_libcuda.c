@@ -50,11 +50,14 @@ CUresult cuModuleLoadData(void **m, const void *img) { (void)img; *m = &module_t
 CUresult cuModuleUnload(void *m) { (void)m; return 0; }
 static int fn_token = 1;
 int fake_launches = 0; /* read by the test */
+static void *capturing_on = 0; /* the stream being captured into a graph */
+static int captured_launches = 0;
 CUresult cuModuleGetFunction(void **f, void *m, const char *n) { (void)m, (void)n; *f = &fn_token; return 0; }
 CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned smem, void *s, void **params, void **extra) {
-  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)s, (void)params, (void)extra;
-  fake_launches++;
+  (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)params, (void)extra;
+  if (capturing_on && s == capturing_on) captured_launches++; /* recorded into the graph */
+  else fake_launches++;
   return 0;
 }
 int fake_opt_ins = 0, fake_opt_in_bytes = 0; /* read by the test */
@@ -71,3 +74,29 @@ CUresult cuMemPoolSetAttribute(void *pool, int attr, void *value) {
   return 0;
 }
 
+/* CUDA graphs: launches on a capturing stream are recorded, not counted; a graph launch counts
+ * the launches it recorded. fake_capture_fail makes the next captures end invalidated. */
+int fake_captures = 0, fake_graph_launches = 0, fake_graphs_destroyed = 0, fake_capture_fail = 0;
+CUresult cuStreamCreate(void **s, unsigned flags) { (void)flags; *s = malloc(16); return 0; }
+CUresult cuStreamDestroy_v2(void *s) { free(s); return 0; }
+CUresult cuStreamBeginCapture_v2(void *s, int mode) { (void)mode; capturing_on = s; captured_launches = 0; return 0; }
+CUresult cuStreamEndCapture(void *s, void **graph) {
+  (void)s;
+  capturing_on = 0;
+  if (fake_capture_fail) { *graph = 0; return 901; /* CUDA_ERROR_STREAM_CAPTURE_INVALIDATED */ }
+  int *g = (int *)malloc(sizeof(int));
+  *g = captured_launches;
+  *graph = g;
+  fake_captures++;
+  return 0;
+}
+CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long flags) {
+  (void)flags;
+  int *e = (int *)malloc(sizeof(int));
+  *e = *(int *)graph;
+  *exec = e;
+  return 0;
+}
+CUresult cuGraphDestroy(void *graph) { free(graph); return 0; }
+CUresult cuGraphLaunch(void *exec, void *s) { (void)s; fake_launches += *(int *)exec; fake_graph_launches++; return 0; }
+CUresult cuGraphExecDestroy(void *exec) { free(exec); fake_graphs_destroyed++; return 0; }

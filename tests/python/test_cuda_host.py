@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from mlp_models import mlp, params
 
+import relaxmlir as rm
 from relaxmlir import relax
 
 HERE = Path(__file__).resolve().parent
@@ -264,5 +265,106 @@ def test_device_blocks_are_kept_per_stream_and_released(fake_driver, tmp_path):
         assert again == first, (again, first)  # nothing kept any more
         print("ok")
         """,
+    )
+    _run_child(fake_driver, child)
+
+
+def test_cuda_graph_captures_the_second_call_and_replays(fake_driver, tmp_path):
+    """VirtualMachine(..., cuda_graph=True): the first call with new arguments runs as usual,
+    the second is captured (from a stream of the runtime's own) and replayed, later ones replay
+    it: one graph launch, no allocation but the fresh result the graph's output is copied into.
+    New arguments or another stream start over; at most MAX_GRAPHS argument sets are kept; a
+    capture the driver refuses turns graphs off for the function, with a warning."""
+    ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="cuda")
+    lib = tmp_path / "mlp.so"
+    ex.export_library(str(lib))
+    child = _on_fake(
+        lib,
+        """
+        import warnings
+        from relaxmlir.runtime import cuda_graph, use_stream
+        dev = rm.cuda(0)
+        def count(name):
+            return ctypes.c_int.in_dll(fake, name).value
+        def call(vm, x):
+            names = ["fake_launches", "fake_allocs", "fake_captures", "fake_graph_launches"]
+            before = [count(n) for n in names]
+            out = vm["main"](x)
+            assert out.shape == (4, 10) and out.device == dev
+            return out, [count(n) - b for n, b in zip(names, before)]
+        vm = runtime.VirtualMachine(runtime.load_module(LIB), dev, cuda_graph=True)
+        x = rm.nd.array(np.ones((4, 784), "float32"), dev)
+        out1, (launches, allocs, captures, replays) = call(vm, x)
+        assert launches >= 2 and allocs >= 2 and captures == 0 and replays == 0
+        out2, delta = call(vm, x)  # captured, then replayed once
+        assert delta[2:] == [1, 1] and delta[0] == launches, delta
+        out3, delta = call(vm, x)
+        assert delta == [launches, 1, 0, 1], delta  # one allocation: the fresh result
+        assert len({out1._cuda.ptr, out2._cuda.ptr, out3._cuda.ptr}) == 3
+        y = rm.nd.array(np.ones((4, 784), "float32"), dev)  # new arguments: run, then capture
+        assert call(vm, y)[1][2:] == [0, 0] and call(vm, y)[1][2:] == [1, 1]
+        assert call(vm, x)[1][2:] == [0, 1]  # x's graph is still kept
+        with use_stream(0x1234):  # another stream: a key of its own
+            assert call(vm, x)[1][2:] == [0, 0] and call(vm, x)[1][2:] == [1, 1]
+        zs = [rm.nd.array(np.ones((4, 784), "float32"), dev) for _ in range(cuda_graph.MAX_GRAPHS)]
+        for z in zs:  # (kept alive: a freed array's address may come back)
+            call(vm, z), call(vm, z)
+        assert count("fake_graphs_destroyed") >= 3  # the least recently used went
+        fake_fail = ctypes.c_int.in_dll(fake, "fake_capture_fail")
+        fake_fail.value = 1
+        vm2 = runtime.VirtualMachine(runtime.load_module(LIB), dev, cuda_graph=True)
+        call(vm2, x)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            out, delta = call(vm2, x)  # the capture fails: the call runs as usual
+        assert delta[0] == launches and delta[2:] == [0, 0], delta
+        assert any("capturing main() failed" in str(w.message) for w in caught), caught
+        fake_fail.value = 0
+        assert call(vm2, x)[1][2:] == [0, 0]  # graphs are off for it now
+        print("ok")
+        """.replace("LIB", repr(str(lib))),
+    )
+    _run_child(fake_driver, child)
+
+
+def test_cuda_graph_option_is_checked():
+    ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="llvm")
+    with pytest.raises(ValueError, match="CUDA graphs need a cuda device"):
+        relax.VirtualMachine(ex, rm.cpu(), cuda_graph=True)
+    with pytest.raises(TypeError, match="expected True or False"):
+        relax.VirtualMachine(ex, rm.cpu(), cuda_graph="yes")
+
+
+def test_cuda_graph_kept_only_where_it_pays(fake_driver, tmp_path):
+    """One kernel saves less launch time than a replay costs: its graph is captured once,
+    measured against `pays` and dropped; the key then runs as usual, never captured again."""
+    from relaxmlir.runtime.cuda_graph import pays
+
+    assert pays(278, 393_216) and pays(6, 40_960)  # BERT-base, the MLP
+    assert not pays(1, 64 << 20) and not pays(1, 0)  # gelu over 2^24 floats; any one kernel
+    x = relax.Var("x", relax.TensorStructInfo((4, 5), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.multiply(x, x))
+        bb.emit_func_output(out)
+    lib = tmp_path / "square.so"
+    relax.build(bb.get(), target="cuda").export_library(str(lib))
+    child = _on_fake(
+        lib,
+        """
+        vm = runtime.VirtualMachine(runtime.load_module(LIB), rm.cuda(0), cuda_graph=True)
+        x = rm.nd.array(np.ones((4, 5), "float32"), rm.cuda(0))
+        def count(name):
+            return ctypes.c_int.in_dll(fake, name).value
+        for expected_captures in [0, 1, 0, 0]:
+            before = count("fake_captures"), count("fake_graph_launches"), count("fake_launches")
+            vm["main"](x)
+            after = count("fake_captures"), count("fake_graph_launches"), count("fake_launches")
+            assert (after[0] - before[0], after[1] - before[1], after[2] - before[2]) == (
+                expected_captures, 0, 1), (before, after)
+        assert count("fake_graphs_destroyed") == 1
+        print("ok")
+        """.replace("LIB", repr(str(lib))),
     )
     _run_child(fake_driver, child)

@@ -157,6 +157,18 @@ void relaxmlir_cuda_set_stream(void *stream) { caller_stream = (CUstream)stream;
 
 void relaxmlir_cuda_set_device(int ordinal) { device_ordinal = ordinal; }
 
+/* While the caller captures a call into a CUDA graph, allocations become the graph's own
+ * memory nodes: no block is taken from the kept ones, none is kept. */
+static volatile int capturing, captured_launches;
+
+/* Turns capture mode on or off; returns the kernels launched since it was turned on. */
+int relaxmlir_cuda_set_capture(int on) {
+  int launches = captured_launches;
+  if (on) captured_launches = 0;
+  capturing = on;
+  return launches;
+}
+
 /* -- modules: the PTX/cubin is loaded into the current context on first use ----------------- */
 
 /* The host code asks for its kernel by name before every launch; the driver's lookup
@@ -266,10 +278,12 @@ void mgpuLaunchKernel(void *function, intptr_t gx, intptr_t gy, intptr_t gz, int
   if (gx <= 0 || gy <= 0 || gz <= 0) return; /* an empty tensor: nothing to compute (CUDA
                                               * refuses a grid with a zero extent) */
   if (smem > STATIC_SHARED_LIMIT && !opt_in(function, smem)) return;
-  check(cu.cuLaunchKernel((CUfunction)function, (unsigned)gx, (unsigned)gy, (unsigned)gz,
-                          (unsigned)bx, (unsigned)by, (unsigned)bz, (unsigned)smem,
-                          (CUstream)stream, params, extra),
-        "cuLaunchKernel");
+  if (check(cu.cuLaunchKernel((CUfunction)function, (unsigned)gx, (unsigned)gy, (unsigned)gz,
+                              (unsigned)bx, (unsigned)by, (unsigned)bz, (unsigned)smem,
+                              (CUstream)stream, params, extra),
+            "cuLaunchKernel") &&
+      capturing)
+    captured_launches++;
 }
 
 /* -- streams: always the caller's ------------------------------------------------------------ */
@@ -331,6 +345,10 @@ void *mgpuMemAlloc(uint64_t bytes, void *stream, int8_t host_shared) {
   CUcontext ctx = 0;
   if (!ready_in(&ctx)) return NULL;
   size_t size = bytes ? ((size_t)bytes + BLOCK_ROUND - 1) / BLOCK_ROUND * BLOCK_ROUND : BLOCK_ROUND;
+  if (capturing) {
+    check(cu.cuMemAllocAsync(&ptr, size, (CUstream)stream), "cuMemAllocAsync");
+    return (void *)(uintptr_t)ptr;
+  }
   pthread_mutex_lock(&lock);
   for (int i = n_kept - 1; i >= 0; i--) {
     if (kept[i].bytes == size && kept[i].stream == (CUstream)stream && kept[i].context == ctx) {
