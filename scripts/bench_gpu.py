@@ -401,11 +401,16 @@ def run_one(libs: Path, name: str, repeat: int, profile: bool = False) -> dict:
     inputs = [x.cuda() for x in inputs]
     state = dict(model.state_dict())
     weights = [state[key].contiguous() for key in manifest[name]["params"]]
-    vm = runtime.VirtualMachine(runtime.load_module(str(libs / f"{name}.so")), dev)
+    lib = runtime.load_module(str(libs / f"{name}.so"))
+    vm = runtime.VirtualMachine(lib, dev)
+    graph_vm = runtime.VirtualMachine(lib, dev, cuda_graph=True)
     args = [rm.nd.from_dlpack(t) for t in inputs + weights]  # zero copy
 
     def ours():
         return vm["main"](*args)
+
+    def ours_graph():  # replayed from its third call (where a graph pays; cuda_graph.py)
+        return graph_vm["main"](*args)
 
     def theirs():
         with torch.no_grad():
@@ -419,12 +424,18 @@ def run_one(libs: Path, name: str, repeat: int, profile: bool = False) -> dict:
     err = float(np.max(np.abs(got.numpy().astype(np.float32) - want.float().cpu().numpy())))
     scale = float(want.float().abs().max().cpu()) or 1.0
     ok = err <= tol * max(scale, 1.0)
+    for _ in range(3):  # the graph's results are the plain call's, bit for bit
+        g = ours_graph()
+        g = g[0] if isinstance(g, tuple) else g
+        ok = ok and bool(np.array_equal(g.numpy(), got.numpy()))
     if profile:
         _profile(ours)
         _host_profile(ours)
     t_ours, t_torch = _time_ms(ours, repeat), _time_ms(theirs, repeat)
+    t_graph = _time_ms(ours_graph, repeat)
     return {
         "name": name, "what": WORKLOADS[name][0], "ours_ms": t_ours, "torch_ms": t_torch,
+        "graph_ms": t_graph,
         "rate": (flops or nbytes) / t_ours / 1e9, "torch_rate": (flops or nbytes) / t_torch / 1e9,
         "unit": "TFLOP/s" if flops else "TB/s",
         "max_err": err, "ok": ok,
@@ -440,18 +451,21 @@ def write_results(rows: list[dict], path: Path) -> None:
         (
             f"Run {datetime.datetime.now().isoformat(timespec='minutes')} on {torch.cuda.get_device_name(0)} "
             f"(torch {torch.__version__}, CUDA {torch.version.cuda}); medians of CUDA-event timings, "
-            "same process, same inputs; TF32 off. Produced by `scripts/bench_gpu.py run`."
+            "same process, same inputs; TF32 off. Produced by `scripts/bench_gpu.py run`. The "
+            "cuda_graph column: the same library under `VirtualMachine(..., cuda_graph=True)`, "
+            "its results checked equal to the plain call's."
         ),
         "",
-        "| workload | relaxmlir ms | torch ms | relaxmlir / torch speed | relaxmlir rate | torch rate | max abs err |",
-        "|---|---|---|---|---|---|---|",
+        "| workload | relaxmlir ms | relaxmlir + cuda_graph ms | torch ms | relaxmlir / torch speed | relaxmlir rate | torch rate | max abs err |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
         if "failed" in r:
-            lines.append(f"| {r['what']} | failed: {r['failed']} | | | | | |")
+            lines.append(f"| {r['what']} | failed: {r['failed']} | | | | | | |")
             continue
+        graph = f"{r['graph_ms']:.3f}" if "graph_ms" in r else ""
         lines.append(
-            f"| {r['what']} | {r['ours_ms']:.3f} | {r['torch_ms']:.3f} | {r['torch_ms'] / r['ours_ms']:.2f}x | "
+            f"| {r['what']} | {r['ours_ms']:.3f} | {graph} | {r['torch_ms']:.3f} | {r['torch_ms'] / r['ours_ms']:.2f}x | "
             f"{r['rate']:.2f} {r['unit']} | {r['torch_rate']:.2f} {r['unit']} | {r['max_err']:.1e}{'' if r['ok'] else ' MISMATCH'} |"
         )
     path.parent.mkdir(parents=True, exist_ok=True)
