@@ -9,7 +9,8 @@ graph writes its results into buffers of its own; each replay copies them into f
 so results never change under the caller. Intermediates are the graph's own memory nodes.
 
 The first call with new arguments runs as usual (it also loads the kernels and uploads the
-constants, which must not happen inside a capture); the second captures; a capture the
+constants, which must not happen inside a capture); the next call with the same arguments
+captures (arguments that alternate call by call are never captured); a capture the
 driver refuses turns graphs off for that function with a warning, and the call runs as usual.
 A graph is kept only where it pays (`pays`): a replay saves the GPU's idle gap between
 launches and costs the copy of the results, so a call of one or two kernels writing a large
@@ -103,7 +104,7 @@ def capture(call: Callable[[int], None], set_capture: Callable[[int], int]) -> t
 
 class GraphCache:
     """A function's graphs by argument key (pointers, shapes, stream), least recently used
-    dropped first; a key is captured the second time it is seen."""
+    dropped first; a key is captured when two calls in a row have it."""
 
     def __init__(self):
         self.graphs: OrderedDict[tuple, CallGraph | str] = OrderedDict()
