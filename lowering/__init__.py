@@ -20,6 +20,7 @@ from lowering import (  # noqa: F401,E402
     llvm_target,
     pack_weights,
     prim_func_dps,
+    profile_hooks,
     scalar_loads,
     verify,
 )

@@ -196,7 +196,10 @@ def llvm_stages(target: Target) -> Stages:
             "symbol-dce",  # PrimFuncs that packing replaced
         ]),  # fmt: skip
         ("schedule", [f"relax-schedule-cpu{{{_quoted(target)}}}"]),  # tile/pack/vectorize/threads
-        ("bufferize", BUFFERIZE),
+        ("bufferize", [
+            *BUFFERIZE,
+            "relax-profile-hooks",  # kernel calls timed when profiling is on (vm.profile)
+        ]),  # fmt: skip
         ("codegen", cpu_codegen(target)),
     ]
 

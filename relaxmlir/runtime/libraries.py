@@ -342,6 +342,7 @@ SYMBOL_LIBRARIES: list[tuple[str, str]] = [
     ("omp_", "openmp"),
     ("mlirAsyncRuntime", "mlir_async"),
     ("memrefCopy", "relaxmlir"),  # runtime.c (strided copies between layouts)
+    ("relaxmlir_profile_", "relaxmlir"),  # runtime.c (vm.profile's kernel timers)
     ("_mlir_ciface_print", "mlir_c_runner_utils"),
 ]
 

@@ -308,8 +308,8 @@ def test_reshape_kernels_become_views(rng):
         bb.emit_func_output(gv)
     mod = relax.transform.LegalizeOps()(bb.get())
     main = _graph_main(mod)
-    calls = re.findall(r"call @(\w+)\(", main)
-    assert calls == ["matmul_prepacked"], calls  # the reshape kernel is gone
+    calls = [c for c in re.findall(r"call @(\w+)\(", main) if not c.startswith("relaxmlir_profile_")]
+    assert calls == ["matmul_prepacked"], calls  # the reshape kernel is gone (timers aside)
     assert "memref.collapse_shape" in main and "memref.alloc" not in main, main
     data = rng.standard_normal((1, 8, 16), dtype=np.float32)
     np.testing.assert_allclose(_run(mod, data), data.reshape(8, 16) @ w, rtol=1e-4, atol=1e-4)

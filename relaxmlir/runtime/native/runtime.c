@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #define RMLIR_EXPORT __attribute__((visibility("default")))
 
@@ -234,6 +235,76 @@ RMLIR_EXPORT void relaxmlir_workspace_release(void) {
   cache.count = 0;
   cache.bytes = 0;
   pthread_mutex_unlock(&lock);
+}
+
+/* Kernel timers for vm.profile (lowering/profile_hooks.py brackets every kernel call of an entry
+ * point with begin/end, `name` the address of the callee's name). Off, a hook reads one flag.
+ * On, each end adds the time since its begin to the callee's row; a call runs its kernels one
+ * after another on the calling thread, so one start time per thread suffices. */
+typedef struct {
+  const char *name;
+  int64_t calls;
+  double ns;
+} profile_row_t;
+
+static volatile int profile_on;
+static profile_row_t *profile_rows;
+static int profile_count, profile_cap;
+static __thread struct timespec profile_start;
+
+RMLIR_EXPORT void relaxmlir_profile_begin(int64_t name) {
+  (void)name;
+  if (profile_on) clock_gettime(CLOCK_MONOTONIC, &profile_start);
+}
+
+RMLIR_EXPORT void relaxmlir_profile_end(int64_t name) {
+  if (!profile_on) return;
+  struct timespec now;
+  clock_gettime(CLOCK_MONOTONIC, &now);
+  double ns = (double)(now.tv_sec - profile_start.tv_sec) * 1e9 +
+              (double)(now.tv_nsec - profile_start.tv_nsec);
+  const char *key = (const char *)(intptr_t)name;
+  pthread_mutex_lock(&lock);
+  int i = 0;
+  while (i < profile_count && profile_rows[i].name != key && strcmp(profile_rows[i].name, key))
+    i++;
+  if (i == profile_count) {
+    if (profile_count == profile_cap) {
+      int cap = profile_cap ? 2 * profile_cap : 64;
+      profile_row_t *grown = (profile_row_t *)realloc(profile_rows, (size_t)cap * sizeof *grown);
+      if (!grown) {
+        pthread_mutex_unlock(&lock);
+        return; /* out of memory: this call goes unreported */
+      }
+      profile_rows = grown, profile_cap = cap;
+    }
+    profile_rows[profile_count++] = (profile_row_t){key, 0, 0.0};
+  }
+  profile_rows[i].calls++;
+  profile_rows[i].ns += ns;
+  pthread_mutex_unlock(&lock);
+}
+
+/* Turns the timers on (rows cleared) or off. */
+RMLIR_EXPORT void relaxmlir_profile_enable(int on) {
+  pthread_mutex_lock(&lock);
+  if (on) profile_count = 0;
+  profile_on = on;
+  pthread_mutex_unlock(&lock);
+}
+
+/* Copies up to `cap` rows out (name pointers, call counts, nanoseconds); returns how many. The
+ * names point into the code of the entry that was profiled. */
+RMLIR_EXPORT int relaxmlir_profile_rows(const char **names, int64_t *calls, double *ns, int cap) {
+  pthread_mutex_lock(&lock);
+  int n = profile_count < cap ? profile_count : cap;
+  for (int i = 0; i < n; i++) {
+    names[i] = profile_rows[i].name;
+    calls[i] = profile_rows[i].calls;
+    ns[i] = profile_rows[i].ns;
+  }
+  pthread_mutex_unlock(&lock);
+  return n;
 }
 
 /* memref.copy between non-identity layouts lowers to a call of `memrefCopy` (MLIR's C runner
