@@ -1,9 +1,12 @@
 """`vm.profile(func_name, *args)`: the time of each kernel in one call, as TVM's VM profiler.
 
-Compiled CPU entry points call `relaxmlir_profile_begin/end` around every kernel call
-(lowering/profile_hooks.py); runtime.c keeps the rows while profiling is on. The report sums the
-calls of a kernel (a deduplicated kernel runs once per layer), gives each its share of the call's
-wall time, and what the kernels leave out (allocation, copies, the VM's own work) as "other".
+On the CPU, compiled entry points call `relaxmlir_profile_begin/end` around every kernel call
+(lowering/profile_hooks.py) and runtime.c keeps the rows while profiling is on. On CUDA, the
+model library's runtime (cuda_runtime.c) records a pair of events around every launch and the
+report reads their elapsed times (kernels that cuBLAS launches are not among them). The report
+sums the calls of a kernel (a deduplicated kernel runs once per layer), gives each its share of
+the call's wall time, and what the kernels leave out (allocation, copies, launch gaps, the VM's
+own work) as "other".
 """
 
 from __future__ import annotations
@@ -17,6 +20,8 @@ from typing import Any
 from relaxmlir.runtime import libraries
 
 ENABLE, ROWS = "relaxmlir_profile_enable", "relaxmlir_profile_rows"
+CUDA_ENABLE, CUDA_ROWS = "relaxmlir_cuda_profile_enable", "relaxmlir_cuda_profile_rows"
+MAX_LAUNCHES = 1 << 16  # launches one profiled call may report
 
 
 @dataclass
@@ -132,3 +137,47 @@ def profile_call(entry: Any, timers: ctypes.CDLL, func_name: str, args: tuple) -
     n = read(names, calls, ns, cap)
     rows = [ProfileRow(names[i].decode(errors="replace"), calls[i], ns[i] / 1e3) for i in range(n)]
     return ProfileReport(func_name, rows, total_us)
+
+
+def profile_cuda_call(entry: Any, func_name: str, args: tuple) -> ProfileReport:
+    """One untimed call, then one with an event pair around every launch, waited for."""
+    from relaxmlir.runtime.cuda_driver import CudaError, current_stream, driver
+    from relaxmlir.runtime.cuda_entry import CudaEntryPoint, raise_pending
+
+    if entry._graphs is not None:  # replays launch nothing the timers see: time a plain call
+        entry = CudaEntryPoint(entry.executable, entry.info, entry.device)
+    lib = entry.executable.code.lib
+    if not libraries.address(lib, CUDA_ENABLE):
+        raise ValueError(
+            "vm.profile: this library was exported before relaxmlir could time CUDA kernels; export it again"
+        )
+    enable = lib[CUDA_ENABLE]
+    enable.argtypes, enable.restype = [ctypes.c_int], None
+    read = lib[CUDA_ROWS]
+    read.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_float), ctypes.c_int]
+    read.restype = ctypes.c_int
+    device = entry.device
+    entry(*args)
+    drv = driver()
+    drv.synchronize(current_stream(device))
+    enable(1)
+    try:
+        start = time.perf_counter()
+        entry(*args)
+        drv.synchronize(current_stream(device))
+        total_us = (time.perf_counter() - start) * 1e6
+    finally:
+        enable(0)
+    names = (ctypes.c_char_p * MAX_LAUNCHES)()
+    ms = (ctypes.c_float * MAX_LAUNCHES)()
+    n = read(names, ms, MAX_LAUNCHES)
+    if n < 0:
+        raise_pending(entry._take_error)
+        raise CudaError("vm.profile: reading the kernel timers failed")
+    rows: dict[str, ProfileRow] = {}
+    for i in range(n):
+        name = names[i].decode(errors="replace")
+        row = rows.setdefault(name, ProfileRow(name, 0, 0.0))
+        row.calls += 1
+        row.total_us += ms[i] * 1e3
+    return ProfileReport(func_name, list(rows.values()), total_us)

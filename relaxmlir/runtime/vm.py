@@ -12,7 +12,7 @@ from relaxmlir.runtime.cuda_entry import CudaEntryPoint
 from relaxmlir.runtime.device import TARGET_DEVICE, Device, cpu
 from relaxmlir.runtime.entry import EntryPoint
 from relaxmlir.runtime.executable import Executable, FunctionInfo
-from relaxmlir.runtime.profile import ProfileReport, profile_call, timers_of
+from relaxmlir.runtime.profile import ProfileReport, profile_call, profile_cuda_call, timers_of
 from relaxmlir.runtime.timer import BenchmarkResult, time_evaluator
 
 MEMORY_CONFIGS = ("pooled",)  # kernel workspaces are cached by the native runtime
@@ -82,12 +82,9 @@ class VirtualMachine:
     def profile(self, func_name: str, *args) -> ProfileReport:
         """Run `func_name` once untimed, then once with every kernel call timed; the report
         lists the kernels slowest first (`print(report)`, `report.csv()`, `report.json()`)."""
-        if self.device.device_type != "cpu":
-            raise ValueError(
-                f"vm.profile times CPU kernels; on {self.device} use scripts/bench_gpu.py --profile "
-                "(CUPTI) or ncu"
-            )
         entry = self[func_name]
+        if self.device.device_type == "cuda":
+            return profile_cuda_call(entry, func_name, args)
         return profile_call(entry, timers_of(self.executable), func_name, args)
 
     def time_evaluator(

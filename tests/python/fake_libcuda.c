@@ -50,6 +50,7 @@ CUresult cuModuleLoadData(void **m, const void *img) { (void)img; *m = &module_t
 CUresult cuModuleUnload(void *m) { (void)m; return 0; }
 static int fn_token = 1;
 int fake_launches = 0; /* read by the test */
+static double fake_clock_ms = 0;
 static void *capturing_on = 0; /* the stream being captured into a graph */
 static int captured_launches = 0;
 CUresult cuModuleGetFunction(void **f, void *m, const char *n) { (void)m, (void)n; *f = &fn_token; return 0; }
@@ -57,7 +58,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned
                         unsigned smem, void *s, void **params, void **extra) {
   (void)f, (void)gx, (void)gy, (void)gz, (void)bx, (void)by, (void)bz, (void)smem, (void)params, (void)extra;
   if (capturing_on && s == capturing_on) captured_launches++; /* recorded into the graph */
-  else fake_launches++;
+  else fake_launches++, fake_clock_ms += 0.25;                 /* every kernel takes 250 us */
   return 0;
 }
 int fake_opt_ins = 0, fake_opt_in_bytes = 0; /* read by the test */
@@ -100,3 +101,10 @@ CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long lon
 CUresult cuGraphDestroy(void *graph) { free(graph); return 0; }
 CUresult cuGraphLaunch(void *exec, void *s) { (void)s; fake_launches += *(int *)exec; fake_graph_launches++; return 0; }
 CUresult cuGraphExecDestroy(void *exec) { free(exec); fake_graphs_destroyed++; return 0; }
+/* Events read the fake clock, which each kernel launch advances by 0.25 ms. */
+int fake_events_live = 0;
+CUresult cuEventCreate(void **e, unsigned flags) { (void)flags; *e = calloc(1, sizeof(double)); fake_events_live++; return 0; }
+CUresult cuEventRecord(void *e, void *s) { (void)s; *(double *)e = fake_clock_ms; return 0; }
+CUresult cuEventSynchronize(void *e) { (void)e; return 0; }
+CUresult cuEventElapsedTime(float *ms, void *start, void *stop) { *ms = (float)(*(double *)stop - *(double *)start); return 0; }
+CUresult cuEventDestroy_v2(void *e) { free(e); fake_events_live--; return 0; }

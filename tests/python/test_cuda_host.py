@@ -368,3 +368,34 @@ def test_cuda_graph_kept_only_where_it_pays(fake_driver, tmp_path):
         """.replace("LIB", repr(str(lib))),
     )
     _run_child(fake_driver, child)
+
+
+def test_profile_times_every_launch_with_events(fake_driver, tmp_path):
+    """vm.profile on cuda(0): an event pair around every launch of the profiled call (the
+    stand-in driver's clock moves 0.25 ms per launch), kernels named as the host code names
+    them, summed by name; a graph VM is profiled through a plain call; events are released."""
+    ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="cuda")
+    lib = tmp_path / "mlp.so"
+    ex.export_library(str(lib))
+    child = _on_fake(
+        lib,
+        """
+        dev = rm.cuda(0)
+        x = rm.nd.array(np.ones((4, 784), "float32"), dev)
+        before = ctypes.c_int.in_dll(fake, "fake_launches").value
+        vm["main"](x)
+        per_call = ctypes.c_int.in_dll(fake, "fake_launches").value - before
+        for graphs in (False, True):
+            v = runtime.VirtualMachine(runtime.load_module(LIB), dev, cuda_graph=graphs)
+            for _ in range(3):
+                v["main"](x)  # (a graph VM has captured and replays by now)
+            report = v.profile("main", x)
+            assert sum(r.calls for r in report.rows) == per_call, report
+            assert all(abs(r.mean_us - 250.0) < 1e-3 for r in report.rows), report
+            assert all(r.name.endswith("_kernel") for r in report.rows), report
+            assert report.kernels_us == 250.0 * per_call
+        assert ctypes.c_int.in_dll(fake, "fake_events_live").value == 0
+        print("ok")
+        """.replace("LIB", repr(str(lib))),
+    )
+    _run_child(fake_driver, child)

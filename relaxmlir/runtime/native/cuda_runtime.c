@@ -29,6 +29,7 @@ typedef void *CUcontext;
 typedef void *CUmodule;
 typedef void *CUfunction;
 typedef void *CUstream;
+typedef void *CUevent;
 typedef unsigned long long CUdeviceptr;
 
 static struct {
@@ -53,6 +54,11 @@ static struct {
   CUresult (*cuMemsetD32Async)(CUdeviceptr, unsigned, size_t, CUstream);
   CUresult (*cuMemsetD16Async)(CUdeviceptr, unsigned short, size_t, CUstream);
   CUresult (*cuGetErrorString)(CUresult, const char **);
+  CUresult (*cuEventCreate)(CUevent *, unsigned);
+  CUresult (*cuEventRecord)(CUevent, CUstream);
+  CUresult (*cuEventSynchronize)(CUevent);
+  CUresult (*cuEventElapsedTime)(float *, CUevent, CUevent);
+  CUresult (*cuEventDestroy)(CUevent);
 } cu;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -112,6 +118,11 @@ static int open_driver(void) {
   SYM(cuMemcpyHtoD, "cuMemcpyHtoD_v2");
   SYM(cuMemsetD32Async, "cuMemsetD32Async");
   SYM(cuMemsetD16Async, "cuMemsetD16Async");
+  SYM(cuEventCreate, "cuEventCreate");
+  SYM(cuEventRecord, "cuEventRecord");
+  SYM(cuEventSynchronize, "cuEventSynchronize");
+  SYM(cuEventElapsedTime, "cuEventElapsedTime");
+  SYM(cuEventDestroy, "cuEventDestroy_v2");
   if (!check(cu.cuInit(0), "cuInit")) return -1;
   return 1;
 }
@@ -167,6 +178,101 @@ int relaxmlir_cuda_set_capture(int on) {
   if (on) captured_launches = 0;
   capturing = on;
   return launches;
+}
+
+/* -- kernel timers (vm.profile): a pair of events around every launch while profiling is on -- */
+
+/* Kernel names by function, for the report (the host code names a kernel only when it looks the
+ * function up). */
+#define NAMED_SLOTS 4096
+static struct {
+  CUfunction function;
+  const char *name;
+} named[NAMED_SLOTS];
+static int n_named;
+
+static void remember_name(CUfunction fn, const char *name) { /* the lock is held */
+  for (int i = 0; i < n_named; i++)
+    if (named[i].function == fn) return;
+  if (n_named < NAMED_SLOTS) named[n_named].function = fn, named[n_named++].name = name;
+}
+
+static const char *name_of(CUfunction fn) {
+  for (int i = 0; i < n_named; i++)
+    if (named[i].function == fn) return named[i].name;
+  return "(unnamed kernel)";
+}
+
+typedef struct {
+  const char *name;
+  CUevent start, stop;
+} Timed;
+
+static volatile int profiling;
+static Timed *timed;
+static int n_timed, cap_timed;
+
+static void drop_timed(void) { /* the lock is held */
+  for (int i = 0; i < n_timed; i++) {
+    cu.cuEventDestroy(timed[i].start);
+    cu.cuEventDestroy(timed[i].stop);
+  }
+  n_timed = 0;
+}
+
+/* Turns the timers on (earlier records dropped) or off. */
+void relaxmlir_cuda_profile_enable(int on) {
+  pthread_mutex_lock(&lock);
+  if (on && loaded > 0) drop_timed();
+  profiling = on;
+  pthread_mutex_unlock(&lock);
+}
+
+/* Waits for the last timed launch, then copies up to `cap` launches out (kernel names and
+ * milliseconds, in launch order); returns how many, or -1 (error recorded). */
+int relaxmlir_cuda_profile_rows(const char **names, float *ms, int cap) {
+  pthread_mutex_lock(&lock);
+  int n = n_timed < cap ? n_timed : cap;
+  if (n_timed && !check(cu.cuEventSynchronize(timed[n_timed - 1].stop), "cuEventSynchronize")) n = -1;
+  for (int i = 0; i < n; i++) {
+    names[i] = timed[i].name;
+    if (!check(cu.cuEventElapsedTime(&ms[i], timed[i].start, timed[i].stop), "cuEventElapsedTime")) {
+      n = -1;
+      break;
+    }
+  }
+  if (loaded > 0) drop_timed();
+  pthread_mutex_unlock(&lock);
+  return n;
+}
+
+/* Records the start event of a launch about to happen; the slot to pass to time_stop, or -1. */
+static int time_start(CUfunction fn, CUstream stream) {
+  pthread_mutex_lock(&lock);
+  int slot = -1;
+  if (n_timed == cap_timed) {
+    int cap = cap_timed ? 2 * cap_timed : 256;
+    Timed *grown = (Timed *)realloc(timed, (size_t)cap * sizeof *grown);
+    if (grown) timed = grown, cap_timed = cap;
+  }
+  if (n_timed < cap_timed) {
+    Timed *t = &timed[n_timed];
+    if (check(cu.cuEventCreate(&t->start, 0), "cuEventCreate") &&
+        check(cu.cuEventCreate(&t->stop, 0), "cuEventCreate") &&
+        check(cu.cuEventRecord(t->start, stream), "cuEventRecord")) {
+      t->name = name_of(fn);
+      slot = n_timed++;
+    }
+  }
+  pthread_mutex_unlock(&lock);
+  return slot;
+}
+
+static void time_stop(int slot, CUstream stream) {
+  if (slot < 0) return;
+  pthread_mutex_lock(&lock);
+  check(cu.cuEventRecord(timed[slot].stop, stream), "cuEventRecord");
+  pthread_mutex_unlock(&lock);
 }
 
 /* -- modules: the PTX/cubin is loaded into the current context on first use ----------------- */
@@ -227,9 +333,12 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
     if (m->names[i] == name) fn = m->functions[i];
     if (fn || !m->names[i]) slot = i;
   }
-  if (!fn && check(cu.cuModuleGetFunction(&fn, m->module, name), name) && slot >= 0) {
-    m->names[slot] = name;
-    m->functions[slot] = fn;
+  if (!fn && check(cu.cuModuleGetFunction(&fn, m->module, name), name)) {
+    if (slot >= 0) {
+      m->names[slot] = name;
+      m->functions[slot] = fn;
+    }
+    remember_name(fn, name);
   }
   pthread_mutex_unlock(&lock);
   return fn;
@@ -278,12 +387,14 @@ void mgpuLaunchKernel(void *function, intptr_t gx, intptr_t gy, intptr_t gz, int
   if (gx <= 0 || gy <= 0 || gz <= 0) return; /* an empty tensor: nothing to compute (CUDA
                                               * refuses a grid with a zero extent) */
   if (smem > STATIC_SHARED_LIMIT && !opt_in(function, smem)) return;
+  int slot = profiling && !capturing ? time_start((CUfunction)function, (CUstream)stream) : -1;
   if (check(cu.cuLaunchKernel((CUfunction)function, (unsigned)gx, (unsigned)gy, (unsigned)gz,
                               (unsigned)bx, (unsigned)by, (unsigned)bz, (unsigned)smem,
                               (CUstream)stream, params, extra),
             "cuLaunchKernel") &&
       capturing)
     captured_launches++;
+  time_stop(slot, (CUstream)stream);
 }
 
 /* -- streams: always the caller's ------------------------------------------------------------ */
