@@ -8,8 +8,9 @@ torch eager outputs). Checks, one line each: NDArrays in and out; torch CUDA ten
 handed to torch by DLPack without a copy and `rm.nd.from_dlpack` of a torch tensor without a copy;
 a call under a torch side stream ordered with torch's own work; the errors for arguments on the
 wrong device (numpy, CPU NDArray, torch CPU tensor), of the wrong shape, dtype or count, after
-which the VM still runs; `time_evaluator` on cuda(0); an absent device is a clear error. Exit
-status 1 if any check fails.
+which the VM still runs; `time_evaluator` on cuda(0); a CUDA-graph VM's results equal to the
+plain call's; `vm.profile` on cuda(0); an absent device is a clear error. Exit status 1 if any
+check fails.
 """
 
 from __future__ import annotations
@@ -99,6 +100,22 @@ def checks(libs: Path):
         assert 0 < res.median < 1.0, res
         print(f"    {res}")
 
+    def cuda_graph():
+        graph = runtime.VirtualMachine(lib, dev, cuda_graph=True)
+        x = rm.nd.array(x_np, dev)
+        plain = vm["main"](x).numpy()
+        outs = [graph["main"](x).numpy() for _ in range(4)]  # as usual, captured, replayed x2
+        assert all(np.array_equal(o, plain) for o in outs), "graph results differ"
+        cache = graph["main"]._graphs
+        print(f"    graphs kept {len(cache.graphs)}, off {cache.off}")
+        close(outs[-1])
+
+    def profile():
+        report = vm.profile("main", rm.nd.array(x_np, dev))
+        print("    " + report.table().replace("\n", "\n    "))
+        assert report.rows and all(r.name.endswith("_kernel") for r in report.rows), report
+        assert 0 < report.kernels_us <= report.total_us, report
+
     def absent_device():
         count = torch.cuda.device_count()
         try:
@@ -117,6 +134,8 @@ def checks(libs: Path):
         wrong_device,
         wrong_shape_dtype_count,
         time_evaluator,
+        cuda_graph,
+        profile,
         absent_device,
     ]
 
