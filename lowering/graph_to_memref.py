@@ -444,17 +444,22 @@ class _ModuleHelpers:
     def constant_global(self, value: ir.Attribute, mtype: ir.MemRefType) -> str:
         symbol = f"__constant_{self.n_globals}"
         self.n_globals += 1
-        i64 = ir.IntegerType.get_signless(64)
         with self._insert_point(), ir.Location.unknown():
-            memref.GlobalOp(
-                symbol,
-                ir.TypeAttr.get(mtype),
-                sym_visibility="private",
-                initial_value=value,
-                constant=True,
-                alignment=ir.IntegerAttr.get(i64, 64),
-            )
+            constant_global(symbol, value, mtype, alignment=64)
         return symbol
+
+
+def constant_global(symbol: str, value: ir.Attribute, mtype: ir.MemRefType, alignment: int | None = None) -> None:
+    """A private constant `memref.global` holding `value`, at the insertion point."""
+    i64 = ir.IntegerType.get_signless(64)
+    memref.GlobalOp(
+        symbol,
+        ir.TypeAttr.get(mtype),
+        sym_visibility="private",
+        initial_value=value,
+        constant=True,
+        alignment=ir.IntegerAttr.get(i64, alignment) if alignment else None,
+    )
 
 
 def graph_to_memref(module_op: ir.Operation) -> None:

@@ -15,7 +15,7 @@ from mlir import ir
 from mlir.dialects import arith, func, memref
 
 from dialects import relax as rx
-from lowering.graph_to_memref import PACKED_ATTR
+from lowering.graph_to_memref import PACKED_ATTR, constant_global
 from lowering.registry import register_pass
 
 BEGIN, END = "relaxmlir_profile_begin", "relaxmlir_profile_end"
@@ -68,13 +68,7 @@ def add_profile_hooks(module_op: ir.Operation) -> None:
             value = ir.DenseElementsAttr.get(
                 memoryview(bytearray(data)), type=ir.RankedTensorType.get([len(data)], i8)
             )
-            memref.GlobalOp(
-                symbol,
-                ir.TypeAttr.get(mtype),
-                sym_visibility="private",
-                initial_value=value,
-                constant=True,
-            )
+            constant_global(symbol, value, mtype)
             strings[name] = (symbol, mtype)
     for call in calls:
         symbol, mtype = strings[names.get(_callee(call), _callee(call))]

@@ -66,6 +66,27 @@ def _on_fake(lib: Path, body: str) -> str:
     return textwrap.dedent(head) + textwrap.dedent(body)
 
 
+def _mlp_library(tmp_path: Path) -> Path:
+    """The batch-4 MLP (weights bound) built for cuda and exported: its library's path."""
+    ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="cuda")
+    lib = tmp_path / "mlp.so"
+    ex.export_library(str(lib))
+    return lib
+
+
+def _square_library(tmp_path: Path, shape: tuple) -> Path:
+    """x * x (one elementwise kernel) over a float32 `shape`, built for cuda and exported."""
+    x = relax.Var("x", relax.TensorStructInfo(shape, "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit_output(relax.op.multiply(x, x))
+        bb.emit_func_output(out)
+    lib = tmp_path / "square.so"
+    relax.build(bb.get(), target="cuda").export_library(str(lib))
+    return lib
+
+
 def _matmul(a_shape: tuple, b_shape: tuple, dtype: str):
     a = relax.Var("a", relax.TensorStructInfo(a_shape, dtype))
     b = relax.Var("b", relax.TensorStructInfo(b_shape, dtype))
@@ -78,9 +99,7 @@ def _matmul(a_shape: tuple, b_shape: tuple, dtype: str):
 
 
 def test_host_side_of_a_call(fake_driver, tmp_path):
-    ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="cuda")
-    lib = tmp_path / "mlp.so"
-    ex.export_library(str(lib))
+    lib = _mlp_library(tmp_path)
     child = _on_fake(
         lib,
         """
@@ -114,14 +133,7 @@ def test_host_side_of_a_call(fake_driver, tmp_path):
 def test_empty_grid_is_not_launched(fake_driver, tmp_path):
     """A kernel over a tensor whose symbolic axis is 0 at run time has an empty grid, which
     cuLaunchKernel refuses: the runtime skips the launch (the call returns an empty array)."""
-    x = relax.Var("x", relax.TensorStructInfo(("n", 5), "float32"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            out = bb.emit_output(relax.op.multiply(x, x))
-        bb.emit_func_output(out)
-    lib = tmp_path / "empty.so"
-    relax.build(bb.get(), target="cuda").export_library(str(lib))
+    lib = _square_library(tmp_path, ("n", 5))
     child = _on_fake(
         lib,
         """
@@ -275,9 +287,7 @@ def test_cuda_graph_captures_the_second_call_and_replays(fake_driver, tmp_path):
     it: one graph launch, no allocation but the fresh result the graph's output is copied into.
     New arguments or another stream start over; at most MAX_GRAPHS argument sets are kept; a
     capture the driver refuses turns graphs off for the function, with a warning."""
-    ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="cuda")
-    lib = tmp_path / "mlp.so"
-    ex.export_library(str(lib))
+    lib = _mlp_library(tmp_path)
     child = _on_fake(
         lib,
         """
@@ -342,14 +352,7 @@ def test_cuda_graph_kept_only_where_it_pays(fake_driver, tmp_path):
 
     assert pays(278, 393_216) and pays(6, 40_960)  # BERT-base, the MLP
     assert not pays(1, 64 << 20) and not pays(1, 0)  # gelu over 2^24 floats; any one kernel
-    x = relax.Var("x", relax.TensorStructInfo((4, 5), "float32"))
-    bb = relax.BlockBuilder()
-    with bb.function("main", [x]):
-        with bb.dataflow():
-            out = bb.emit_output(relax.op.multiply(x, x))
-        bb.emit_func_output(out)
-    lib = tmp_path / "square.so"
-    relax.build(bb.get(), target="cuda").export_library(str(lib))
+    lib = _square_library(tmp_path, (4, 5))
     child = _on_fake(
         lib,
         """
@@ -374,9 +377,7 @@ def test_profile_times_every_launch_with_events(fake_driver, tmp_path):
     """vm.profile on cuda(0): an event pair around every launch of the profiled call (the
     stand-in driver's clock moves 0.25 ms per launch), kernels named as the host code names
     them, summed by name; a graph VM is profiled through a plain call; events are released."""
-    ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="cuda")
-    lib = tmp_path / "mlp.so"
-    ex.export_library(str(lib))
+    lib = _mlp_library(tmp_path)
     child = _on_fake(
         lib,
         """
