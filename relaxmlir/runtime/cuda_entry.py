@@ -85,7 +85,7 @@ class CudaEntryPoint:
             libraries.RELEASE_HOOKS.setdefault(lib._name, lib.relaxmlir_cuda_release_blocks)
         # Native kernels that do device work themselves (cublas) follow the model's stream and
         # report their failures the same way: their libraries export the same two functions.
-        self._native_streams, self._native_errors = [], []
+        self._native_streams, self._native_errors, self._native_prepares = [], [], []
         for name in sorted({f.library for f in executable.native_bindings.values()}):
             native = libraries.load(name)
             if libraries.address(native, "relaxmlir_cuda_take_error"):
@@ -94,6 +94,14 @@ class CudaEntryPoint:
                 native.relaxmlir_cuda_take_error.restype = ctypes.c_int
                 self._native_streams.append(native.relaxmlir_cuda_set_stream)
                 self._native_errors.append(native.relaxmlir_cuda_take_error)
+                if libraries.address(native, "relaxmlir_cuda_prepare_stream"):
+                    prepare = native.relaxmlir_cuda_prepare_stream
+                    prepare.argtypes, prepare.restype = [ctypes.c_void_p], ctypes.c_int
+                    self._native_prepares.append(
+                        lambda stream, prepare=prepare, take=native.relaxmlir_cuda_take_error: (
+                            prepare(stream) or raise_pending(take)
+                        )
+                    )
         self._error_buf = ctypes.create_string_buffer(1024)  # the failure a call leaves, if any
         self.slots = [memref_abi.ArgSlot(len(s.shape)) for s in info.params + info.results]
         self._last: tuple | None = None  # (arguments, their device data, shape bindings)
@@ -194,7 +202,9 @@ class CudaEntryPoint:
         for slot, data in zip(self.slots[n:], outputs):
             _set_slot(slot, data)  # the graph's own result buffers
         try:
-            handle, launches = capture(self._run, self._set_capture)
+            handle, launches = capture(
+                self._run, self._set_capture, graphs.capture_stream(stream), self._native_prepares
+            )
         except CudaError as exc:
             graphs.off = True
             warnings.warn(

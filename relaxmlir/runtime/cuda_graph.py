@@ -10,19 +10,20 @@ so results never change under the caller. Intermediates are the graph's own memo
 
 The first call with new arguments runs as usual (it also loads the kernels and uploads the
 constants, which must not happen inside a capture); the next call with the same arguments
-captures (arguments that alternate call by call are never captured); a capture the
+captures, on a stream the function keeps per caller stream, after the native libraries have set
+up their state for it (cuBLAS's workspace); arguments that alternate call by call are never
+captured; a capture the
 driver refuses turns graphs off for that function with a warning, and the call runs as usual.
 A graph is kept only where it pays (`pays`): a replay saves the GPU's idle gap between
 launches and costs the copy of the results, so a call of one or two kernels writing a large
-result runs as usual. cuBLAS kernels (the cublas codegen) allocate their workspace on a new
-stream's first use, which a capture refuses: such models run without graphs (with the warning).
+result runs as usual.
 """
 
 from __future__ import annotations
 
 import ctypes
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from relaxmlir.runtime import cuda_driver
 from relaxmlir.runtime.cuda_driver import DeviceData, driver, empty
@@ -71,35 +72,39 @@ class CallGraph:
             cuda_driver._DRIVER.lib.cuGraphExecDestroy(self.handle)
 
 
-def capture(call: Callable[[int], None], set_capture: Callable[[int], int]) -> tuple[int, int]:
-    """Record `call(stream)`, which queues a model call's work on `stream`, into an executable
-    graph; returns its handle and the kernels it launches. CudaError when the driver refuses
-    (the capture is ended first)."""
+def capture(
+    call: Callable[[int], None],
+    set_capture: Callable[[int], int],
+    stream: int,
+    prepares: Sequence[Callable[[int], None]] = (),
+) -> tuple[int, int]:
+    """Record `call(stream)`, which queues a model call's work on `stream` (a stream of the
+    caller's own, not the legacy one), into an executable graph; returns its handle and the
+    kernels it launches. `prepares` set up the native libraries' per-stream state first (what a
+    capture refuses: cuBLAS's workspace). CudaError when the driver refuses (the capture is ended
+    first)."""
     drv = driver()
-    cap = ctypes.c_void_p()
-    drv.check(drv.lib.cuStreamCreate(ctypes.byref(cap), CU_STREAM_NON_BLOCKING), "cuStreamCreate")
+    for prepare in prepares:
+        prepare(stream)
+    code = drv.lib.cuStreamBeginCapture_v2(stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+    drv.check(code, "cuStreamBeginCapture")
+    graph = ctypes.c_void_p()
+    set_capture(1)
     try:
-        code = drv.lib.cuStreamBeginCapture_v2(cap, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
-        drv.check(code, "cuStreamBeginCapture")
-        graph = ctypes.c_void_p()
-        set_capture(1)
-        try:
-            call(cap.value)
-        finally:
-            launches = set_capture(0)
-            ended = drv.lib.cuStreamEndCapture(cap, ctypes.byref(graph))
-            if ended != 0 and graph.value:
-                drv.lib.cuGraphDestroy(graph)
-        drv.check(ended, "cuStreamEndCapture")
-        exe = ctypes.c_void_p()
-        try:
-            code = drv.lib.cuGraphInstantiateWithFlags(ctypes.byref(exe), graph, 0)
-            drv.check(code, "cuGraphInstantiate")
-        finally:
-            drv.lib.cuGraphDestroy(graph)
-        return exe.value, launches
+        call(stream)
     finally:
-        drv.lib.cuStreamDestroy_v2(cap)
+        launches = set_capture(0)
+        ended = drv.lib.cuStreamEndCapture(stream, ctypes.byref(graph))
+        if ended != 0 and graph.value:
+            drv.lib.cuGraphDestroy(graph)
+    drv.check(ended, "cuStreamEndCapture")
+    exe = ctypes.c_void_p()
+    try:
+        code = drv.lib.cuGraphInstantiateWithFlags(ctypes.byref(exe), graph, 0)
+        drv.check(code, "cuGraphInstantiate")
+    finally:
+        drv.lib.cuGraphDestroy(graph)
+    return exe.value, launches
 
 
 class GraphCache:
@@ -110,6 +115,23 @@ class GraphCache:
         self.graphs: OrderedDict[tuple, CallGraph | str] = OrderedDict()
         self.seen: tuple | None = None
         self.off = False  # a capture failed: this function runs without graphs
+        # one capture stream per caller stream: the graphs replayed on one stream run one after
+        # another, so they may share what a library keeps per stream (cuBLAS's workspace)
+        self.streams: dict[int, int] = {}
+
+    def capture_stream(self, caller: int) -> int:
+        if caller not in self.streams:
+            drv = driver()
+            cap = ctypes.c_void_p()
+            code = drv.lib.cuStreamCreate(ctypes.byref(cap), CU_STREAM_NON_BLOCKING)
+            drv.check(code, "cuStreamCreate")
+            self.streams[caller] = cap.value
+        return self.streams[caller]
+
+    def __del__(self):
+        if cuda_driver._DRIVER is not None:
+            for stream in getattr(self, "streams", {}).values():
+                cuda_driver._DRIVER.lib.cuStreamDestroy_v2(stream)
 
     def get(self, key: tuple) -> CallGraph | str | None:
         """The key's graph, SKIP (its graph did not pay), or None (not captured)."""

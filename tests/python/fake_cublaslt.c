@@ -65,7 +65,9 @@ int cuCtxGetCurrent(void **ctx) {
   *ctx = context;
   return 0;
 }
+int fake_refuse_alloc = 0; /* set by a test: allocations fail as inside a stream capture */
 int cuMemAlloc_v2(unsigned long long *ptr, size_t bytes) {
+  if (fake_refuse_alloc) return 900; /* CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED */
   void *block = n_blocks < 16 ? malloc(bytes) : NULL;
   if (!block) return 2; /* CUDA_ERROR_OUT_OF_MEMORY */
   blocks[n_blocks++] = block;

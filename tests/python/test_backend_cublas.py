@@ -492,6 +492,37 @@ print("ok")
 )
 
 
+PREPARE_CHILD = (
+    CALL_KERNEL
+    + """
+import sys
+fake = ctypes.CDLL(sys.argv[1])
+kernels.relaxmlir_cublas_configure(sys.argv[1].encode(), sys.argv[1].encode(), b"")
+kernels.relaxmlir_cuda_set_stream.argtypes = [ctypes.c_void_p]
+kernels.relaxmlir_cuda_prepare_stream.argtypes = [ctypes.c_void_p]
+refuse = ctypes.c_int.in_dll(fake, "fake_refuse_alloc")
+args = [np.ones((4, 8), "float32"), np.ones((8, 3), "float32"), np.zeros((4, 3), "float32")]
+assert kernels.relaxmlir_cuda_prepare_stream(0x7000) == 1, error()
+refuse.value = 1  # from here on, as inside a capture: no allocation
+kernels.relaxmlir_cuda_set_stream(0x7000)
+assert call("relaxmlir_cublas_f32_matmul", *args) == "" and (args[2] == 8).all()
+kernels.relaxmlir_cuda_set_stream(0x8000)  # a stream not prepared
+assert "cuMemAlloc (workspace)" in call("relaxmlir_cublas_f32_matmul", *args)
+print("ok")
+"""
+)
+
+
+def test_a_prepared_stream_needs_no_allocation(fake_lib):
+    """A CUDA graph capture refuses allocations: `relaxmlir_cuda_prepare_stream` sets up the
+    stream's handle and workspace before it, and the kernels then allocate nothing there."""
+    proc = subprocess.run(
+        [sys.executable, "-c", PREPARE_CHILD, fake_lib],
+        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
 def test_kernels_against_numpy_through_a_fake_cublaslt(fake_lib):
     proc = subprocess.run(
         [sys.executable, "-c", FAKE_CHILD, fake_lib],

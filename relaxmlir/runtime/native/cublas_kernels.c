@@ -714,6 +714,20 @@ EXPORT void relaxmlir_cublas_configure(const char *cublaslt, const char *driver,
 /* Same names as the model's CUDA runtime (cuda_runtime.c): the caller treats both alike. */
 EXPORT void relaxmlir_cuda_set_stream(void *stream) { caller_stream = stream; }
 
+/* Sets up what the kernels need on `stream` (the handle, the stream's workspace) ahead of its
+ * first kernel: a CUDA graph capture on it refuses the workspace's allocation. 1 when ready, 0
+ * with the error recorded. */
+EXPORT int relaxmlir_cuda_prepare_stream(void *stream) {
+  pthread_mutex_lock(&lock);
+  void *saved = caller_stream;
+  caller_stream = stream;
+  device_state st;
+  int ok = ready(&st);
+  caller_stream = saved;
+  pthread_mutex_unlock(&lock);
+  return ok;
+}
+
 EXPORT int relaxmlir_cuda_take_error(char *buf, int size) {
   pthread_mutex_lock(&lock);
   int n = (int)strlen(error);
