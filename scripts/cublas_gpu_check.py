@@ -267,12 +267,36 @@ def run(libs: Path, names: list[str] | None = None) -> list[dict]:
             ok = ok and bool(np.all(err <= info["tol"] * (1 + np.abs(want))))
             if name == STREAM_CASE and i == 0:
                 ok = ok and _under_torch_stream(vm, info["entry"], inputs, want, info["tol"])
+        graphed = _through_graphs(ex, info, data)
+        ok = ok and graphed == "captured, equal"
         rows.append({"name": name, "ok": ok, "max_err": worst, "kernels": bound})
-        print(f"{name}: {'ok' if ok else 'MISMATCH'}, max |err| {worst:.2e}, kernels {bound}",
-              flush=True)  # fmt: skip
+        print(f"{name}: {'ok' if ok else 'MISMATCH'}, max |err| {worst:.2e}, kernels {bound}, "
+              f"cuda_graph: {graphed}", flush=True)  # fmt: skip
     if "linear_t_bias_relu_f32" in manifest and names is None:
         rows.append(missing_library_error(libs))
     return rows
+
+
+def _through_graphs(ex, info: dict, data) -> str:
+    """The first run's inputs through a `cuda_graph=True` VM, four calls (as usual, captured,
+    replayed twice), against a plain call: whether it captured and the results are equal."""
+    import warnings
+
+    import relaxmlir as rm
+    from relaxmlir import runtime
+
+    dev = rm.cuda(0)
+    args = [rm.nd.array(data[f"run0_in{j}"], dev) for j in range(info["inputs"])]
+    plain = runtime.VirtualMachine(ex, dev)[info["entry"]](*args).numpy()
+    entry = runtime.VirtualMachine(ex, dev, cuda_graph=True)[info["entry"]]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        outs = [entry(*args).numpy() for _ in range(4)]
+    if caught:
+        return f"not captured ({caught[0].message})"
+    kept = [g for g in entry._graphs.graphs.values() if g != "skip"]
+    equal = all(np.array_equal(o, plain) for o in outs)
+    return f"{'captured' if kept else 'skipped (does not pay)'}, {'equal' if equal else 'DIFFERENT'}"
 
 
 MISSING_LIBRARY_CHILD = """

@@ -66,6 +66,8 @@ _GRAPHS = {
         ctypes.c_ulonglong,
     ],
     "cuGraphLaunch": [ctypes.c_void_p, ctypes.c_void_p],
+    "cuGraphGetNodes": [ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p), ctypes.POINTER(ctypes.c_size_t)],
+    "cuGraphNodeGetType": [ctypes.c_void_p, ctypes.POINTER(ctypes.c_int)],
     "cuGraphExecDestroy": [ctypes.c_void_p],
     "cuGraphDestroy": [ctypes.c_void_p],
     "cuMemcpyAsync": [ctypes.c_uint64, ctypes.c_uint64, ctypes.c_size_t, ctypes.c_void_p],

@@ -68,7 +68,7 @@ class CudaEntryPoint:
                     "graphs; export it again"
                 )
             self._set_capture = lib.relaxmlir_cuda_set_capture
-            self._set_capture.argtypes, self._set_capture.restype = [ctypes.c_int], ctypes.c_int
+            self._set_capture.argtypes, self._set_capture.restype = [ctypes.c_int], None
             self._graphs = GraphCache()
         self._set_stream = lib.relaxmlir_cuda_set_stream
         self._set_stream.argtypes = [ctypes.c_void_p]

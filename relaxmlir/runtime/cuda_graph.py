@@ -31,6 +31,7 @@ from relaxmlir.runtime.device import Device
 
 CU_STREAM_NON_BLOCKING = 1
 CU_STREAM_CAPTURE_MODE_THREAD_LOCAL = 1
+CU_GRAPH_NODE_TYPE_KERNEL = 0
 MAX_GRAPHS = 8  # per function: argument sets kept, least recently used dropped first
 # Measured on an H200 (benchmarks/RESULTS_GPU.md): a replay saves ~1.1 us of GPU idle time per
 # kernel (BERT-base, 278 launches: 2.33 -> 1.99 ms; ResNet-18 b1, 40: 0.407 -> 0.363) and
@@ -72,9 +73,23 @@ class CallGraph:
             cuda_driver._DRIVER.lib.cuGraphExecDestroy(self.handle)
 
 
+def kernel_nodes(graph: ctypes.c_void_p) -> int:
+    """How many kernels a graph launches (ours and those of the libraries it calls: cuBLAS)."""
+    drv = driver()
+    count = ctypes.c_size_t(0)
+    drv.check(drv.lib.cuGraphGetNodes(graph, None, ctypes.byref(count)), "cuGraphGetNodes")
+    nodes = (ctypes.c_void_p * count.value)()
+    drv.check(drv.lib.cuGraphGetNodes(graph, nodes, ctypes.byref(count)), "cuGraphGetNodes")
+    kind, kernels = ctypes.c_int(), 0
+    for node in nodes[: count.value]:
+        drv.check(drv.lib.cuGraphNodeGetType(node, ctypes.byref(kind)), "cuGraphNodeGetType")
+        kernels += kind.value == CU_GRAPH_NODE_TYPE_KERNEL
+    return kernels
+
+
 def capture(
     call: Callable[[int], None],
-    set_capture: Callable[[int], int],
+    set_capture: Callable[[int], None],
     stream: int,
     prepares: Sequence[Callable[[int], None]] = (),
 ) -> tuple[int, int]:
@@ -93,13 +108,14 @@ def capture(
     try:
         call(stream)
     finally:
-        launches = set_capture(0)
+        set_capture(0)
         ended = drv.lib.cuStreamEndCapture(stream, ctypes.byref(graph))
         if ended != 0 and graph.value:
             drv.lib.cuGraphDestroy(graph)
     drv.check(ended, "cuStreamEndCapture")
     exe = ctypes.c_void_p()
     try:
+        launches = kernel_nodes(graph)
         code = drv.lib.cuGraphInstantiateWithFlags(ctypes.byref(exe), graph, 0)
         drv.check(code, "cuGraphInstantiate")
     finally:

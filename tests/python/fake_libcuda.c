@@ -99,6 +99,15 @@ CUresult cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long lon
   return 0;
 }
 CUresult cuGraphDestroy(void *graph) { free(graph); return 0; }
+/* a graph's nodes: one kernel node per launch it recorded */
+CUresult cuGraphGetNodes(void *graph, void **nodes, size_t *count) {
+  size_t n = (size_t)*(int *)graph;
+  if (nodes)
+    for (size_t i = 0; i < n && i < *count; i++) nodes[i] = (void *)(uintptr_t)(i + 1);
+  *count = n;
+  return 0;
+}
+CUresult cuGraphNodeGetType(void *node, int *type) { (void)node; *type = 0; return 0; }
 CUresult cuGraphLaunch(void *exec, void *s) { (void)s; fake_launches += *(int *)exec; fake_graph_launches++; return 0; }
 CUresult cuGraphExecDestroy(void *exec) { free(exec); fake_graphs_destroyed++; return 0; }
 /* Events read the fake clock, which each kernel launch advances by 0.25 ms. */

@@ -170,15 +170,9 @@ void relaxmlir_cuda_set_device(int ordinal) { device_ordinal = ordinal; }
 
 /* While the caller captures a call into a CUDA graph, allocations become the graph's own
  * memory nodes: no block is taken from the kept ones, none is kept. */
-static volatile int capturing, captured_launches;
+static volatile int capturing;
 
-/* Turns capture mode on or off; returns the kernels launched since it was turned on. */
-int relaxmlir_cuda_set_capture(int on) {
-  int launches = captured_launches;
-  if (on) captured_launches = 0;
-  capturing = on;
-  return launches;
-}
+void relaxmlir_cuda_set_capture(int on) { capturing = on; }
 
 /* -- kernel timers (vm.profile): a pair of events around every launch while profiling is on -- */
 
@@ -388,12 +382,10 @@ void mgpuLaunchKernel(void *function, intptr_t gx, intptr_t gy, intptr_t gz, int
                                               * refuses a grid with a zero extent) */
   if (smem > STATIC_SHARED_LIMIT && !opt_in(function, smem)) return;
   int slot = profiling && !capturing ? time_start((CUfunction)function, (CUstream)stream) : -1;
-  if (check(cu.cuLaunchKernel((CUfunction)function, (unsigned)gx, (unsigned)gy, (unsigned)gz,
-                              (unsigned)bx, (unsigned)by, (unsigned)bz, (unsigned)smem,
-                              (CUstream)stream, params, extra),
-            "cuLaunchKernel") &&
-      capturing)
-    captured_launches++;
+  check(cu.cuLaunchKernel((CUfunction)function, (unsigned)gx, (unsigned)gy, (unsigned)gz,
+                          (unsigned)bx, (unsigned)by, (unsigned)bz, (unsigned)smem,
+                          (CUstream)stream, params, extra),
+        "cuLaunchKernel");
   time_stop(slot, (CUstream)stream);
 }
 
