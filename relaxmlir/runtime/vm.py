@@ -33,6 +33,7 @@ class VirtualMachine:
         device: Device | None = None,
         memory_cfg: str | None = None,
         cuda_graph: bool = False,
+        profile: bool = False,
     ):
         if not isinstance(executable, Executable):
             raise TypeError(
@@ -52,8 +53,11 @@ class VirtualMachine:
         kind = executable.target.kind
         if self.device.device_type != TARGET_DEVICE.get(kind, kind):
             raise ValueError(f"executable built for target '{kind}' cannot run on {self.device}")
-        if not isinstance(cuda_graph, bool):
-            raise TypeError(f"cuda_graph: expected True or False, got {cuda_graph!r}")
+        for option, value in (("cuda_graph", cuda_graph), ("profile", profile)):
+            if not isinstance(value, bool):
+                raise TypeError(f"{option}: expected True or False, got {value!r}")
+        # `profile` is TVM's switch to a profiling VM; here every build carries its kernel
+        # timers (vm.profile works either way), so it is accepted and changes nothing.
         if cuda_graph and self.device.device_type != "cuda":
             raise ValueError(f"cuda_graph: CUDA graphs need a cuda device, the VM runs on {self.device}")
         self.cuda_graph = cuda_graph

@@ -64,7 +64,9 @@ def test_profile_counts_repeated_kernels_and_packed_functions(tmp_path):
 
 def test_profile_errors_are_clear():
     ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", 4)), target="llvm")
-    vm = relax.VirtualMachine(ex, rm.cpu())
+    vm = relax.VirtualMachine(ex, rm.cpu(), profile=True)  # TVM's spelling, accepted
+    with pytest.raises(TypeError, match="profile: expected True or False"):
+        relax.VirtualMachine(ex, rm.cpu(), profile="yes")
     with pytest.raises(KeyError, match="no function 'nope'"):
         vm.profile("nope", _x())
     with pytest.raises(ValueError, match="shape"):
