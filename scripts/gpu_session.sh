@@ -11,8 +11,8 @@
 #   bash scripts/gpu_session.sh tuned OUT_FOLDER   # here: read the trial results back and build
 #                                                  # the benchmark with the tuned records
 #
-# Carry gpu_models, gpu_libs, gpu_trials, cublas_libs (and gpu_tuned after `tuned`) and
-# relaxmlir/runtime/native.
+# Carry gpu_models, gpu_libs, gpu_trials, gpu_trials_mma, cublas_libs (and gpu_tuned after
+# `tuned`) and relaxmlir/runtime/native.
 set -u
 cd "$(dirname "$0")/.."
 
@@ -22,7 +22,10 @@ prepare)
     python scripts/cublas_gpu_check.py export --out cublas_libs || exit 1
     python scripts/bench_gpu.py export --out gpu_libs || exit 1
     python scripts/bench_gpu.py trials --out gpu_trials --work-dir gpu_tuning --trials "${2:-200}" || exit 1
-    du -sh gpu_models gpu_libs gpu_trials cublas_libs
+    # the 4096^3 tensor-core matmuls on their own: every tile, K step, split and ring depth
+    python scripts/bench_gpu.py trials --out gpu_trials_mma --work-dir gpu_tuning_mma --trials 60 \
+        --only matmul_f16,matmul_tf32 || exit 1
+    du -sh gpu_models gpu_libs gpu_trials gpu_trials_mma cublas_libs
     ;;
 device)
     # parts (default all): models, runtime, cublas, bench, trials, tuned (the last when gpu_tuned
@@ -58,14 +61,15 @@ device)
     fi
     if want trials; then
         folders=(gpu_trials)
-        for f in gpu_trials/tf32 gpu_trials/sm_90a; do
+        for f in gpu_trials/tf32 gpu_trials/sm_90a gpu_trials_mma gpu_trials_mma/tf32; do
             [ -f $f/trials.json ] && folders+=($f)
         done
         timeout "$(left 220)" python3 -m relaxmlir.runtime.trials "${folders[@]}" --timeout 20 \
             > "$out/trials.txt" 2>&1
         echo "trials: exit $? (a stopped run resumes where it was)" >> "$out/status.txt"
         for f in "${folders[@]}"; do
-            [ -f "$f/results.jsonl" ] && mkdir -p "$out/$f" && cp "$f/results.jsonl" "$out/$f/"
+            # flat names: the device tool left nested result files behind
+            [ -f "$f/results.jsonl" ] && cp "$f/results.jsonl" "$out/results_${f//\//_}.jsonl"
         done
     fi
     if want tuned && [ -d gpu_tuned ]; then
@@ -77,8 +81,8 @@ device)
     ;;
 tuned)
     results="${2:?give the output folder of the device run}"
-    for f in gpu_trials gpu_trials/tf32 gpu_trials/sm_90a; do
-        [ -f "$results/$f/results.jsonl" ] && cp "$results/$f/results.jsonl" "$f/"
+    for f in gpu_trials gpu_trials/tf32 gpu_trials/sm_90a gpu_trials_mma gpu_trials_mma/tf32; do
+        [ -f "$results/results_${f//\//_}.jsonl" ] && cp "$results/results_${f//\//_}.jsonl" "$f/results.jsonl"
     done
     python scripts/bench_gpu.py export --out gpu_tuned --tuned gpu_tuning --import gpu_trials
     ;;

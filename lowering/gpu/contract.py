@@ -139,6 +139,11 @@ TUNING_CONFIGS = {
         Config("mma128x64/64x32", 128, 64, 64, 32, bk=32, mma=True),
         # 64x64 warp tiles (128 accumulators a thread): 4 warps, or 8 on a 128x256 block
         Config("mma128x128/64x64", 128, 128, 64, 64, bk=32, mma=True),
+        # K steps of 64: half the barriers per K (ncu on the H200: the default, one block of 8
+        # warps per SM, waits on latency between its barriers), on a tile whose 128 registers
+        # leave room for two blocks per SM (at 128x256, or in TF32, a K step of 64 takes 51 KB
+        # of static shared memory, past the 48 KB ptxas allows)
+        Config("mma128x128/64x32 k64", 128, 128, 64, 32, bk=64, mma=True),
     ),
     "tf32": (),
 }

@@ -263,18 +263,19 @@ def test_relaxmlir_tune_exports_and_imports_trials(tmp_path):
 @pytest.mark.parametrize(
     "dtype, tile", [("float32", "128x64/8x4"), ("float32", "64x128/4x8"),
                     ("float32", "32x32/2x2"),
-                    ("float16", "mma128x64/64x32"), ("float16", "mma128x128/64x64")],
+                    ("float16", "mma128x64/64x32"), ("float16", "mma128x128/64x64"),
+                    ("float16", "mma128x128/64x32 k64")],
 )  # fmt: skip
 def test_tuning_only_tiles_compute_the_matmul(dtype, tile):
     """Tiles the default heuristic never picks but tuning may (rectangular, for N or M of 64;
-    the 2x2 register tile on 256 threads; 64x64 warp tiles on 4 warps), applied through the
+    the 2x2 register tile on 256 threads; 64x64 warp tiles on 4 warps; K steps of 64), applied through the
     tuned table and interpreted on a ragged matmul against numpy (float32 1e-4, float16 2e-3
     relative to the result's scale)."""
     from test_gpu_interpret import close, function
 
     from relaxmlir.tools.gpu_interpret import interpret
 
-    m, n, k = 136, 72, 40
+    m, n, k = 136, 72, 136 if "k64" in tile else 40  # K steps of 64: two, and a partial one
     rng = np.random.default_rng(1)
     a = rng.standard_normal((m, k)).astype(dtype)
     b = rng.standard_normal((k, n)).astype(dtype)
