@@ -166,7 +166,7 @@ def export(out: Path, target: str) -> None:
         want = want if isinstance(want, tuple) else (want,)
         arrays = {f"in{i}": a.numpy() for i, a in enumerate(args)}
         arrays.update({f"out{i}": w.numpy() for i, w in enumerate(want)})
-        np.savez(out / f"{name}.npz", **arrays)
+        np.savez_compressed(out / f"{name}.npz", **arrays)  # (what travels is capped)
         print(f"{name}: built for {built_for}", flush=True)
 
 

@@ -4,7 +4,8 @@
 #
 #   bash scripts/gpu_session.sh prepare [TRIALS]   # here: the model checks, the cublas cases,
 #                                                  # the benchmark and TRIALS tuning candidates
-#                                                  # (default 200)
+#                                                  # (default 120: what travels to the device
+#                                                  # is capped at 64 MiB, models ~36 MB)
 #   bash scripts/gpu_session.sh device [PARTS] [S] # there, in one call of at most S seconds
 #                                                  # (default 540): all of them, results (logs,
 #                                                  # RESULTS_GPU.md, trial results) in $OUT
@@ -21,11 +22,14 @@ prepare)
     python scripts/gpu_models_check.py export --out gpu_models || exit 1
     python scripts/cublas_gpu_check.py export --out cublas_libs || exit 1
     python scripts/bench_gpu.py export --out gpu_libs || exit 1
-    python scripts/bench_gpu.py trials --out gpu_trials --work-dir gpu_tuning --trials "${2:-200}" || exit 1
+    python scripts/bench_gpu.py trials --out gpu_trials --work-dir gpu_tuning --trials "${2:-120}" || exit 1
     # the 4096^3 tensor-core matmuls on their own: every tile, K step, split and ring depth
     python scripts/bench_gpu.py trials --out gpu_trials_mma --work-dir gpu_tuning_mma --trials 60 \
         --only matmul_f16,matmul_tf32 || exit 1
     du -sh gpu_models gpu_libs gpu_trials gpu_trials_mma cublas_libs
+    total=$(du -sm gpu_models gpu_libs gpu_trials gpu_trials_mma cublas_libs relaxmlir/runtime/native | awk '{s += $1} END {print s}')
+    echo "to carry: ${total} MB (at most 64 MiB travel, the working tree included)"
+    ((total <= 62)) || echo "too much to carry: prepare again with fewer trials" >&2
     ;;
 device)
     # parts (default all): models, runtime, cublas, bench, trials, tuned (the last when gpu_tuned
