@@ -58,6 +58,8 @@ def _generic_kind(op: ir.Operation) -> Pattern:
     op.regions[0].blocks[0].operations and op.walk(visit)
     n_red = sum("reduction" in t for t in iterators)
     out_map = maps[-1]
+    if not n_red and out_map == ir.AffineMap.get_identity(out_map.n_dims):
+        maps = _unit_axes_as_loops(maps, ir.ShapedType(op.results[0].type).shape)
     if n_red:
         # A reduction whose inputs each miss a different loop (matmul/conv shape) is a contraction.
         n_inputs = len(maps) - 1
@@ -69,6 +71,24 @@ def _generic_kind(op: ir.Operation) -> Pattern:
     if all(m.is_projected_permutation for m in maps[:-1]) and out_map == ir.AffineMap.get_identity(out_map.n_dims):
         return Pattern.BROADCAST
     return Pattern.INJECTIVE
+
+
+def _unit_axes_as_loops(maps: list, out_shape: list[int]) -> list:
+    """TE reads a broadcast operand's size-1 axis at index 0; where the loop over that axis has
+    extent 1 too (a batch of one), 0 is that loop's index: written so, `x ** 2` over
+    [1, 128, 768] reads as elementwise, as over [128, 768] (then it fuses into the mean after
+    it: Llama's RMSNorm)."""
+    rank = len(out_shape)
+    fixed = []
+    for m in maps:
+        exprs = list(m.results)
+        offset = rank - len(exprs)  # broadcasting aligns the trailing axes
+        for j, e in enumerate(exprs):
+            d = j + offset
+            if isinstance(e, ir.AffineConstantExpr) and e.value == 0 and 0 <= d < rank and out_shape[d] == 1:
+                exprs[j] = ir.AffineDimExpr.get(d)
+        fixed.append(ir.AffineMap.get(m.n_dims, m.n_symbols, exprs))
+    return fixed
 
 
 def callee_kind(func_op: ir.Operation) -> Pattern:

@@ -208,3 +208,47 @@ func.func @symbolic_matmul_transpose(%a: tensor<?x8xf32> {relax.shape = ["n", 8]
   } {relax.dataflow}
   return %r : tensor<16x?xf32>
 }
+
+// -----
+
+#b0 = affine_map<(d0, d1, d2) -> (0, d1, d2)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#in4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+#out4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+
+// TE reads the batch axis of a batch-of-one operand at index 0. The loop over that axis has
+// extent 1 too, so `x * x` is elementwise (not injective) and fuses into the sum after it, as
+// the same op over a 2-D tensor does: Llama's RMSNorm prologue.
+func.func private @square(%x: tensor<1x4x8xf32>, %out: tensor<1x4x8xf32>) -> tensor<1x4x8xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [#b0, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : tensor<1x4x8xf32>) outs(%out : tensor<1x4x8xf32>) {
+  ^bb0(%u: f32, %o: f32):
+    %m = arith.mulf %u, %u : f32
+    linalg.yield %m : f32
+  } -> tensor<1x4x8xf32>
+  return %r : tensor<1x4x8xf32>
+}
+func.func private @row_sum(%x: tensor<1x4x8xf32>, %out: tensor<1x4x1xf32>) -> tensor<1x4x1xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %init = linalg.fill ins(%zero : f32) outs(%out : tensor<1x4x1xf32>) -> tensor<1x4x1xf32>
+  %r = linalg.generic {indexing_maps = [#in4, #out4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%x : tensor<1x4x8xf32>) outs(%init : tensor<1x4x1xf32>) {
+  ^bb0(%u: f32, %acc: f32):
+    %s = arith.addf %acc, %u : f32
+    linalg.yield %s : f32
+  } -> tensor<1x4x1xf32>
+  return %r : tensor<1x4x1xf32>
+}
+
+// CHECK-LABEL: func.func @square_then_sum
+// CHECK: "relax.call_tir"({{.*}}) {callee = @square, relax.fuse_group = "[[G:fused_[0-9]+]]"}
+// CHECK: "relax.call_tir"({{.*}}) {callee = @row_sum, relax.fuse_group = "[[G]]"}
+// TIR-LABEL: func.func @square_then_sum
+// TIR: "relax.call_tir"(%{{.+}}) {callee = @fused_square_row_sum}
+// TIR-NOT: relax.call_tir
+func.func @square_then_sum(%x: tensor<1x4x8xf32>) -> tensor<1x4x1xf32> attributes {relax.function} {
+  %r = scf.execute_region -> tensor<1x4x1xf32> no_inline {
+    %0 = "relax.call_tir"(%x) {callee = @square} : (tensor<1x4x8xf32>) -> tensor<1x4x8xf32>
+    %1 = "relax.call_tir"(%0) {callee = @row_sum} : (tensor<1x4x8xf32>) -> tensor<1x4x1xf32>
+    scf.yield %1 : tensor<1x4x1xf32>
+  } {relax.dataflow}
+  return %r : tensor<1x4x1xf32>
+}
