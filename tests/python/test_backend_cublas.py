@@ -388,16 +388,30 @@ def fake_lib(tmp_path_factory) -> str:
     return str(out)
 
 
-FAKE_CHILD = (
-    CALL_KERNEL
-    + """
+# The children's start: the kernels pointed at the stand-in (argv[1]) for cuBLASLt and the driver.
+FAKE_SETUP = """
 import sys
-import numpy as np
-from relaxmlir.runtime import libraries, memref_abi
-
 fake = ctypes.CDLL(sys.argv[1])
 kernels.relaxmlir_cublas_configure(sys.argv[1].encode(), sys.argv[1].encode(), b"")
 kernels.relaxmlir_cuda_set_stream.argtypes = [ctypes.c_void_p]
+"""
+
+
+def _run_fake(child: str, fake_lib: str) -> None:
+    proc = subprocess.run(
+        [sys.executable, "-c", child, fake_lib],
+        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
+    )  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+
+
+FAKE_CHILD = (
+    CALL_KERNEL
+    + FAKE_SETUP
+    + """
+import numpy as np
+from relaxmlir.runtime import libraries, memref_abi
+
 fake.fake_set_context.argtypes = [ctypes.c_void_p]
 
 
@@ -494,11 +508,8 @@ print("ok")
 
 PREPARE_CHILD = (
     CALL_KERNEL
+    + FAKE_SETUP
     + """
-import sys
-fake = ctypes.CDLL(sys.argv[1])
-kernels.relaxmlir_cublas_configure(sys.argv[1].encode(), sys.argv[1].encode(), b"")
-kernels.relaxmlir_cuda_set_stream.argtypes = [ctypes.c_void_p]
 kernels.relaxmlir_cuda_prepare_stream.argtypes = [ctypes.c_void_p]
 refuse = ctypes.c_int.in_dll(fake, "fake_refuse_alloc")
 args = [np.ones((4, 8), "float32"), np.ones((8, 3), "float32"), np.zeros((4, 3), "float32")]
@@ -516,19 +527,11 @@ print("ok")
 def test_a_prepared_stream_needs_no_allocation(fake_lib):
     """A CUDA graph capture refuses allocations: `relaxmlir_cuda_prepare_stream` sets up the
     stream's handle and workspace before it, and the kernels then allocate nothing there."""
-    proc = subprocess.run(
-        [sys.executable, "-c", PREPARE_CHILD, fake_lib],
-        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+    _run_fake(PREPARE_CHILD, fake_lib)
 
 
 def test_kernels_against_numpy_through_a_fake_cublaslt(fake_lib):
-    proc = subprocess.run(
-        [sys.executable, "-c", FAKE_CHILD, fake_lib],
-        capture_output=True, text=True, timeout=300, check=False, cwd=ROOT,
-    )  # fmt: skip
-    assert proc.returncode == 0 and proc.stdout.strip() == "ok", proc.stdout + proc.stderr
+    _run_fake(FAKE_CHILD, fake_lib)
 
 
 # -- on a GPU ----------------------------------------------------------------------------------
