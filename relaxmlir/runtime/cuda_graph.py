@@ -11,12 +11,11 @@ so results never change under the caller. Intermediates are the graph's own memo
 The first call with new arguments runs as usual (it also loads the kernels and uploads the
 constants, which must not happen inside a capture); the next call with the same arguments
 captures, on a stream the function keeps per caller stream, after the native libraries have set
-up their state for it (cuBLAS's workspace); arguments that alternate call by call are never
-captured; a capture the
-driver refuses turns graphs off for that function with a warning, and the call runs as usual.
-A graph is kept only where it pays (`pays`): a replay saves the GPU's idle gap between
-launches and costs the copy of the results, so a call of one or two kernels writing a large
-result runs as usual.
+up their state for it (cuBLAS's workspace). Arguments that alternate call by call are never
+captured. A capture the driver refuses turns graphs off for that function with a warning, and
+the call runs as usual. A graph is kept only where it pays (`pays`): a replay saves the GPU's
+idle gap between launches and costs the copy of the results, so a call of one or two kernels
+writing a large result runs as usual.
 """
 
 from __future__ import annotations
