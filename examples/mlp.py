@@ -57,6 +57,8 @@ def main():
     print("relaxmlir:", out[0])
     print("numpy:    ", ref[0])
     print("max abs difference:", float(np.abs(out - ref).max()))
+    print(vm.time_evaluator("main", rm.cpu(), number=100, repeat=5)(x))  # TVM's timer
+    print(vm.profile("main", x))  # each kernel's time in one call, slowest first
 
 
 if __name__ == "__main__":
