@@ -58,7 +58,7 @@ def _generic_kind(op: ir.Operation) -> Pattern:
     op.regions[0].blocks[0].operations and op.walk(visit)
     n_red = sum("reduction" in t for t in iterators)
     out_map = maps[-1]
-    if not n_red and out_map == ir.AffineMap.get_identity(out_map.n_dims):
+    if not n_red and len(op.results) == 1 and out_map == ir.AffineMap.get_identity(out_map.n_dims):
         maps = _unit_axes_as_loops(maps, ir.ShapedType(op.results[0].type).shape)
     if n_red:
         # A reduction whose inputs each miss a different loop (matmul/conv shape) is a contraction.
