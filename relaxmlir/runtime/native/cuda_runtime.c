@@ -176,25 +176,13 @@ void relaxmlir_cuda_set_capture(int on) { capturing = on; }
 
 /* -- kernel timers (vm.profile): a pair of events around every launch while profiling is on -- */
 
-/* Kernel names by function, for the report (the host code names a kernel only when it looks the
- * function up). */
-#define NAMED_SLOTS 4096
-static struct {
-  CUfunction function;
-  const char *name;
-} named[NAMED_SLOTS];
-static int n_named;
-
-static void remember_name(CUfunction fn, const char *name) { /* the lock is held */
-  for (int i = 0; i < n_named; i++)
-    if (named[i].function == fn) return;
-  if (n_named < NAMED_SLOTS) named[n_named].function = fn, named[n_named++].name = name;
-}
+/* The kernel the host code looked up last on this thread, and its name: the host code asks for
+ * each kernel by name right before launching it, so a timed launch knows what it runs. */
+static __thread CUfunction looked_up;
+static __thread const char *looked_up_name;
 
 static const char *name_of(CUfunction fn) {
-  for (int i = 0; i < n_named; i++)
-    if (named[i].function == fn) return named[i].name;
-  return "(unnamed kernel)";
+  return fn == looked_up ? looked_up_name : "(unnamed kernel)";
 }
 
 typedef struct {
@@ -327,14 +315,12 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
     if (m->names[i] == name) fn = m->functions[i];
     if (fn || !m->names[i]) slot = i;
   }
-  if (!fn && check(cu.cuModuleGetFunction(&fn, m->module, name), name)) {
-    if (slot >= 0) {
-      m->names[slot] = name;
-      m->functions[slot] = fn;
-    }
-    remember_name(fn, name);
+  if (!fn && check(cu.cuModuleGetFunction(&fn, m->module, name), name) && slot >= 0) {
+    m->names[slot] = name;
+    m->functions[slot] = fn;
   }
   pthread_mutex_unlock(&lock);
+  looked_up = fn, looked_up_name = name;
   return fn;
 }
 
