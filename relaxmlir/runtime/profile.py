@@ -14,6 +14,7 @@ from __future__ import annotations
 import ctypes
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -109,11 +110,28 @@ def timers_of(executable: Any) -> ctypes.CDLL:
     return lib
 
 
-def profile_call(entry: Any, timers: ctypes.CDLL, func_name: str, args: tuple) -> ProfileReport:
-    """One untimed call (first-call work: page faults, workspaces), then one call with the
-    kernel timers on."""
-    enable = timers[ENABLE]
+def _timed_call(entry: Any, args: tuple, enable: Any, wait: Callable[[], None] | None = None) -> float:
+    """One untimed call (first-call work: page faults, workspaces), then one with the kernel
+    timers on (`enable`); the second call's wall time in microseconds, its work waited for
+    (`wait`) where it runs asynchronously."""
     enable.argtypes, enable.restype = [ctypes.c_int], None
+    entry(*args)
+    if wait is not None:
+        wait()
+    enable(1)
+    try:
+        start = time.perf_counter()
+        entry(*args)
+        if wait is not None:
+            wait()
+        return (time.perf_counter() - start) * 1e6
+    finally:
+        enable(0)
+
+
+def profile_call(entry: Any, timers: ctypes.CDLL, func_name: str, args: tuple) -> ProfileReport:
+    """The CPU kernels' rows, summed by runtime.c."""
+    total_us = _timed_call(entry, args, timers[ENABLE])
     read = timers[ROWS]
     read.argtypes = [
         ctypes.POINTER(ctypes.c_char_p),
@@ -122,14 +140,6 @@ def profile_call(entry: Any, timers: ctypes.CDLL, func_name: str, args: tuple) -
         ctypes.c_int,
     ]
     read.restype = ctypes.c_int
-    entry(*args)
-    enable(1)
-    try:
-        start = time.perf_counter()
-        entry(*args)
-        total_us = (time.perf_counter() - start) * 1e6
-    finally:
-        enable(0)
     cap = 4096
     names = (ctypes.c_char_p * cap)()
     calls = (ctypes.c_int64 * cap)()
@@ -140,7 +150,7 @@ def profile_call(entry: Any, timers: ctypes.CDLL, func_name: str, args: tuple) -
 
 
 def profile_cuda_call(entry: Any, func_name: str, args: tuple) -> ProfileReport:
-    """One untimed call, then one with an event pair around every launch, waited for."""
+    """An event pair around every launch of the timed call, summed here by kernel."""
     from relaxmlir.runtime.cuda_driver import CudaError, current_stream, driver
     from relaxmlir.runtime.cuda_entry import CudaEntryPoint, raise_pending
 
@@ -151,23 +161,14 @@ def profile_cuda_call(entry: Any, func_name: str, args: tuple) -> ProfileReport:
         raise ValueError(
             "vm.profile: this library was exported before relaxmlir could time CUDA kernels; export it again"
         )
-    enable = lib[CUDA_ENABLE]
-    enable.argtypes, enable.restype = [ctypes.c_int], None
+
+    def wait() -> None:
+        driver().synchronize(current_stream(entry.device))
+
+    total_us = _timed_call(entry, args, lib[CUDA_ENABLE], wait)
     read = lib[CUDA_ROWS]
     read.argtypes = [ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(ctypes.c_float), ctypes.c_int]
     read.restype = ctypes.c_int
-    device = entry.device
-    entry(*args)
-    drv = driver()
-    drv.synchronize(current_stream(device))
-    enable(1)
-    try:
-        start = time.perf_counter()
-        entry(*args)
-        drv.synchronize(current_stream(device))
-        total_us = (time.perf_counter() - start) * 1e6
-    finally:
-        enable(0)
     names = (ctypes.c_char_p * MAX_LAUNCHES)()
     ms = (ctypes.c_float * MAX_LAUNCHES)()
     n = read(names, ms, MAX_LAUNCHES)
