@@ -35,10 +35,8 @@ def _callee_names(body: ir.Block) -> dict[str, str]:
 
 def add_profile_hooks(module_op: ir.Operation) -> None:
     body = module_op.regions[0].blocks[0]
-    if any(
-        op.operation.name == "func.func" and ir.StringAttr(op.attributes["sym_name"]).value == BEGIN
-        for op in body.operations
-    ):
+    names = _callee_names(body)
+    if BEGIN in names:
         return  # instrumented already
     entries = [
         op
@@ -54,14 +52,15 @@ def add_profile_hooks(module_op: ir.Operation) -> None:
     ]
     if not calls:
         return
-    names = _callee_names(body)
+    callees = [ir.FlatSymbolRefAttr(c.attributes["callee"]).value for c in calls]
+    labels = [names.get(callee, callee) for callee in callees]
     i64 = ir.IntegerType.get_signless(64)
     i8 = ir.IntegerType.get_signless(8)
     strings: dict[str, tuple[str, ir.MemRefType]] = {}
     with ir.InsertionPoint.at_block_begin(body), ir.Location.unknown():
         for hook in (BEGIN, END):
             func.FuncOp(hook, ir.FunctionType.get([i64], []), visibility="private")
-        for name in sorted({names.get(_callee(c), _callee(c)) for c in calls}):
+        for name in sorted(set(labels)):
             data = name.encode() + b"\0"
             mtype = ir.MemRefType.get([len(data)], i8)
             symbol = f"__profile_name_{len(strings)}"
@@ -70,8 +69,8 @@ def add_profile_hooks(module_op: ir.Operation) -> None:
             )
             constant_global(symbol, value, mtype)
             strings[name] = (symbol, mtype)
-    for call in calls:
-        symbol, mtype = strings[names.get(_callee(call), _callee(call))]
+    for call, label in zip(calls, labels):
+        symbol, mtype = strings[label]
         with ir.InsertionPoint(call), call.location:
             buffer = memref.GetGlobalOp(mtype, symbol).result
             address = memref.ExtractAlignedPointerAsIndexOp(buffer).result
@@ -79,10 +78,6 @@ def add_profile_hooks(module_op: ir.Operation) -> None:
             func.CallOp([], ir.FlatSymbolRefAttr.get(BEGIN), [name])
         with ir.InsertionPoint.after(call), call.location:
             func.CallOp([], ir.FlatSymbolRefAttr.get(END), [name])
-
-
-def _callee(call: ir.Operation) -> str:
-    return ir.FlatSymbolRefAttr(call.attributes["callee"]).value
 
 
 @register_pass(

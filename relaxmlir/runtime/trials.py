@@ -28,6 +28,8 @@ import subprocess
 import sys
 import time
 
+from relaxmlir.runtime import cuda_driver
+
 MANIFEST = "trials.json"
 RESULTS = "results.jsonl"
 VERSION = 1
@@ -376,12 +378,6 @@ def _confirm(key, candidates, medians, spec, runner, timeout_s, rounds, margin) 
     return {"key": key, "decision": decision}
 
 
-def _cuda_here() -> bool:
-    from relaxmlir.runtime import cuda_driver
-
-    return cuda_driver.available()
-
-
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m relaxmlir.runtime.trials",
@@ -404,7 +400,7 @@ def main(argv: list[str] | None = None) -> int:
             parser.error(str(exc))
         # without the device every candidate would fail, and the failures, kept as results,
         # would keep a later run on the right machine from measuring them
-        if manifest["device"] == "cuda" and not _cuda_here():
+        if manifest["device"] == "cuda" and not cuda_driver.available():
             parser.error(f"{folder}: trials for cuda, and this machine has no usable CUDA device; nothing was run")
     for folder in args.folders:
         path = run_trials(folder, args.timeout, args.repeats, log=print)
