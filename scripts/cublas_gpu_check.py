@@ -284,6 +284,7 @@ def _through_graphs(ex, info: dict, data) -> str:
 
     import relaxmlir as rm
     from relaxmlir import runtime
+    from relaxmlir.runtime.cuda_graph import SKIP
 
     dev = rm.cuda(0)
     args = [rm.nd.array(data[f"run0_in{j}"], dev) for j in range(info["inputs"])]
@@ -294,7 +295,7 @@ def _through_graphs(ex, info: dict, data) -> str:
         outs = [entry(*args).numpy() for _ in range(4)]
     if caught:
         return f"not captured ({caught[0].message})"
-    kept = [g for g in entry._graphs.graphs.values() if g != "skip"]
+    kept = [g for g in entry._graphs.graphs.values() if g is not SKIP]
     equal = all(np.array_equal(o, plain) for o in outs)
     return f"{'captured' if kept else 'skipped (does not pay)'}, {'equal' if equal else 'DIFFERENT'}"
 
