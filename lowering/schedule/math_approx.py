@@ -225,14 +225,17 @@ def contract_fma(root: ir.Operation) -> int:
                 if isinstance(owner, ir.Block) or owner.operation.name != "arith.mulf":
                     continue
                 if len(list(v.uses)) == 1:
-                    found.append((op, owner.operation, op.operands[1 - i]))
+                    found.append((op, owner.operation, 1 - i))
                     break
         return ir.WalkResult.ADVANCE
 
     root.walk(visit)
-    for add, mul, acc in found:
+    # The addend is read at the rewrite, not at the walk: in a chain `(a*b + c*d) + e*f` it is
+    # the previous add, which the previous rewrite has replaced and erased (a handle taken
+    # before that dangles: heap corruption in a depthwise convolution's 9-tap sum).
+    for add, mul, addend in found:
         with ir.InsertionPoint(add), add.location:
-            new = math.fma(mul.operands[0], mul.operands[1], acc)
+            new = math.fma(mul.operands[0], mul.operands[1], add.operands[addend])
         add.results[0].replace_all_uses_with(new)
         add.erase()
         mul.erase()

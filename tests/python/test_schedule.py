@@ -736,6 +736,38 @@ def test_exp_is_a_vector_polynomial():
     assert np.all(out[4:][want < 1e-46] == 0) and np.all(out[4:][x[4:] > 88.8] == np.inf)
 
 
+FMA_CHAIN = """
+func.func @taps(%a: vector<16xf32>, %b: vector<16xf32>, %c: vector<16xf32>, %d: vector<16xf32>,
+                %e: vector<16xf32>, %f: vector<16xf32>) -> vector<16xf32> {
+  %0 = arith.mulf %a, %b : vector<16xf32>
+  %1 = arith.mulf %c, %d : vector<16xf32>
+  %2 = arith.addf %0, %1 : vector<16xf32>
+  %3 = arith.mulf %e, %f : vector<16xf32>
+  %4 = arith.addf %2, %3 : vector<16xf32>
+  return %4 : vector<16xf32>
+}
+"""
+
+
+def test_fma_chain_adds_onto_the_previous_fma():
+    """A sum of products (a depthwise convolution's taps) becomes a chain of FMAs, each adding
+    onto the one before: the addend is read after the previous rewrite erased the add it was
+    (reading it before used a freed operation and corrupted the heap)."""
+    from lowering.schedule.math_approx import contract_fma
+
+    with ir.Context(), ir.Location.unknown():
+        module = ir.Module.parse(FMA_CHAIN)
+        assert contract_fma(module.operation) == 2
+        assert module.operation.verify()
+        ops = [op.operation for op in module.body.operations[0].regions[0].blocks[0].operations]
+        assert [op.name for op in ops] == ["arith.mulf", "math.fma", "math.fma", "func.return"]
+        cd, first, second, ret = ops
+        args = module.body.operations[0].regions[0].blocks[0].arguments
+        assert list(first.operands) == [args[0], args[1], cd.results[0]]
+        assert list(second.operands) == [args[4], args[5], first.results[0]]
+        assert ret.operands[0] == second.results[0]
+
+
 @pytest.mark.parametrize(
     "shape,kernel,stride,route",
     [
