@@ -176,6 +176,77 @@ def test_blocked_region_matches_torch_and_keeps_its_layout():
     np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
 
 
+# (channels, channel multiplier, kernel, stride, padding, spatial size): depthwise convolutions
+DEPTHWISE = [
+    (32, 1, 3, 1, 1, 9),  # MobileNet's 3x3
+    (32, 1, 3, 2, 1, 10),  # strided: the schedule splits the window by phase
+    (48, 1, 5, 2, 2, 11),  # 48 = 3 blocks of 16 (6 of 8 on AVX2)
+    (16, 1, 3, 1, 0, 7),  # no padding
+    (16, 2, 3, 1, 1, 8),  # two filters per channel: stays NCHW
+]
+
+
+class _Depthwise(torch.nn.Module):
+    """MobileNetV2's inverted residual: 1x1 expand, depthwise 3x3, 1x1 project, ReLU6."""
+
+    def __init__(self, c, mult, k, stride, pad):
+        super().__init__()
+        self.dw = torch.nn.Conv2d(c, c * mult, k, stride, pad, groups=c, bias=False)
+        self.bn = torch.nn.BatchNorm2d(c * mult)
+        self.pw = torch.nn.Conv2d(c * mult, 16, 1)
+
+    def forward(self, x):
+        return self.pw(torch.nn.functional.relu6(self.bn(self.dw(x))))
+
+
+@pytest.mark.parametrize("layout", list(LAYOUTS))
+@pytest.mark.parametrize("shape", DEPTHWISE, ids=lambda s: "c{}m{}k{}s{}p{}h{}".format(*s))
+def test_depthwise_conv_layouts_match_torch(shape, layout, monkeypatch):
+    """A depthwise convolution (groups = channels) takes the blocked data layout with an
+    OIHW1i<b>o kernel, its batch norm folded and its bias and ReLU6 fused after it; two
+    filters per channel stay in NCHW."""
+    c, mult, k, stride, pad, size = shape
+    target = rm.target.Target(LAYOUTS[layout])
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    if layout == "nchw":
+        monkeypatch.setenv("RELAXMLIR_ALTER_LAYOUT", "0")
+    torch.manual_seed(0)
+    model = _Depthwise(c, mult, k, stride, pad).eval()
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-1, 1)
+        model.bn.running_var.uniform_(0.5, 2)
+        model.bn.weight.uniform_(0.5, 1.5)
+        model.bn.bias.uniform_(-1, 1)
+    x = torch.randn(2, c, size, size)
+    mod = from_fx(torch.fx.symbolic_trace(model), [(2, c, size, size)], keep_params_as_input=False)
+    if layout.startswith("blocked"):
+        lanes = target.vector_bits // 32
+        with target:
+            folded = relax.transform.FoldBatchnormToConv2D()(mod)
+            text = str(relax.transform.AlterOpLayout()(folded))
+        assert (f'kernel_layout = "OIHW1i{lanes}o"' in text) == (mult == 1)
+    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+
+
+def test_depthwise_conv_blocked_op_checks_its_kernel():
+    """`relax.nn.conv2d` in a blocked layout takes groups = 1, or groups = channels with one
+    filter per channel in an OIHW1i<b>o kernel; anything else is refused by name."""
+    x = relax.Var("x", relax.TensorStructInfo((1, 2, 8, 8, 16), "float32"))
+    k = relax.Var("k", relax.TensorStructInfo((2, 1, 3, 3, 1, 16), "float32"))
+    y = relax.op.nn.conv2d(
+        x, k, padding=1, groups=32, data_layout="NCHW16c", kernel_layout="OIHW1i16o"
+    )
+    assert list(y.struct_info.shape) == [1, 2, 8, 8, 16]
+    with pytest.raises(NotImplementedError, match="groups must be 1 or the channel count"):
+        relax.op.nn.conv2d(x, k, groups=16, data_layout="NCHW16c", kernel_layout="OIHW1i16o")
+    with pytest.raises(NotImplementedError, match="needs kernel_layout 'OIHW1i16o'"):
+        relax.op.nn.conv2d(x, k, groups=32, data_layout="NCHW16c", kernel_layout="OIHW16i16o")
+
+
 def test_layout_transform_op_and_errors():
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorStructInfo((2, 32, 3, 5), "float32"))

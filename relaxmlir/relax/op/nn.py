@@ -223,28 +223,39 @@ def conv2d(
 def _conv2d_blocked(
     data, weight, strides, padding, dilation, groups, data_layout, kernel_layout, out_layout, out_dtype
 ) -> Call:
-    """conv2d of NCHW<bi>c data with an OIHW<bi>i<bo>o kernel into NCHW<bo>c (no groups)."""
+    """conv2d of NCHW<bi>c data with an OIHW<bi>i<bo>o kernel into NCHW<bo>c (one group), or a
+    depthwise conv2d (groups = channels) of NCHW<b>c data with an OIHW1i<b>o kernel
+    [C/b, 1, KH, KW, 1, b] into NCHW<b>c."""
     op = "relax.nn.conv2d"
     bi = _channel_block(data_layout, None, op)
     try:
         ki, ko = kernel_blocks(kernel_layout)
     except ValueError as exc:
         raise NotImplementedError(f"{op}: {exc}") from None
-    if not bi or not ki or ki != bi:
+    depthwise = groups != 1
+    want = f"OIHW1i{bi}o" if depthwise else f"OIHW{bi or '<b>'}i<o>o"
+    if not bi or not ki or (ki, ko) != ((1, bi) if depthwise else (bi, ko)):
         raise NotImplementedError(
-            f"{op}: data_layout '{data_layout}' needs kernel_layout 'OIHW{bi or '<b>'}i<o>o', got '{kernel_layout}'"
+            f"{op}: data_layout '{data_layout}' with groups={groups} needs kernel_layout "
+            f"'{want}', got '{kernel_layout}'"
         )
     if out_layout not in (None, f"NCHW{ko}c"):
         raise NotImplementedError(f"{op}: kernel_layout '{kernel_layout}' gives out_layout 'NCHW{ko}c', got '{out_layout}'")
-    if groups != 1:
-        raise NotImplementedError(f"{op}: groups ({groups}) in the channel-blocked layout '{data_layout}'")
     x, w = tensor_sinfo(data, op, "data"), tensor_sinfo(weight, op, "weight")
     dtype = unify_dtypes(op, x, w)
     if x.ndim != 5 or w.ndim != 6:
         raise ValueError(f"{op}: expected 5-D {data_layout} data and 6-D {kernel_layout} weight, got {x.shape} and {w.shape}")
     n, cb, h, wd, xb = x.shape
     ob, icb, kh, kw, wi, wo = w.shape
-    if (xb, wi, wo) != (bi, ki, ko) or not same_dim(cb, icb):
+    if depthwise:  # one filter per channel: groups = channels = output channels
+        channels = cb * bi if isinstance(cb, int) else None
+        if groups != channels or not same_dim(ob, cb) or icb != 1:
+            raise NotImplementedError(
+                f"{op}: in the channel-blocked layout '{data_layout}' groups must be 1 or the "
+                f"channel count ({channels}) with one filter per channel, got groups={groups} "
+                f"and weight {w.shape}"
+            )
+    if (xb, wi, wo) != (bi, ki, ko) or not same_dim(cb, icb if not depthwise else ob):
         raise ValueError(f"{op}: shapes {x.shape} ({data_layout}) and {w.shape} ({kernel_layout}) do not match")
     strides, dilation = as_ints(strides, 2, op, "strides"), as_ints(dilation, 2, op, "dilation")
     pad = _padding(padding, op)
@@ -255,7 +266,7 @@ def _conv2d_blocked(
         "strides": strides,
         "padding": pad,
         "dilation": dilation,
-        "groups": 1,
+        "groups": groups,
         "data_layout": data_layout,
         "kernel_layout": kernel_layout,
         "out_dtype": out.dtype,

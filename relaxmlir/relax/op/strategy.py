@@ -348,19 +348,24 @@ def is_channel_blocked_conv(call: Call) -> bool:
 
 
 def conv2d_nchwc(data, kernel, strides=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, out_dtype=None):
-    from relaxmlir.topi.nn.blocked import conv2d_nchwc as compute
+    """The blocked convolution: dense (one group) or depthwise (groups = channels, the only
+    grouping `relax.nn.conv2d` accepts in a blocked layout)."""
+    from relaxmlir.topi.nn import blocked
 
-    if groups != 1:
-        raise ValueError(f"conv2d in a channel-blocked layout: groups must be 1, got {groups}")
+    compute = blocked.conv2d_nchwc if groups == 1 else blocked.depthwise_conv2d_nchwc
     return compute(data, kernel, strides, padding, dilation, out_dtype)
 
 
 def is_strided_blocked_conv(call: Call) -> bool:
-    """channel-blocked, equal strides > 1, no dilation, square kernel"""
+    """channel-blocked, one group, equal strides > 1, no dilation, square kernel"""
     a, kh, kw = call.attrs, *call.args[1].struct_info.shape[2:4]
     sh, sw = a["strides"]
     return (
-        is_channel_blocked_conv(call) and sh == sw > 1 and list(a["dilation"]) == [1, 1] and kh == kw
+        is_channel_blocked_conv(call)
+        and a["groups"] == 1
+        and sh == sw > 1
+        and list(a["dilation"]) == [1, 1]
+        and kh == kw
     )
 
 

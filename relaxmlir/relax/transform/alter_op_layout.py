@@ -10,9 +10,10 @@ becomes `layout_transform` -> blocked conv2d (weights re-laid out here, once) ->
 back. The transforms back are then pushed down through elementwise ops (bias, residual add,
 relu: per-channel constants are re-laid out too) and max/global pooling, and a transform that
 meets its inverse cancels, so a ResNet keeps NCHW16c from its first convolution to its global
-pool. What stays in NCHW: ops the blocked layout does not cover (the graph's boundaries,
-reshapes, depthwise or grouped convolutions, channel counts that do not divide into blocks,
-symbolic shapes).
+pool. Depthwise convolutions (groups = channels, MobileNet's) take the same data layout with
+an OIHW1i16o kernel. What stays in NCHW: ops the blocked layout does not cover (the graph's
+boundaries, reshapes, other grouped convolutions, channel counts that do not divide into
+blocks, symbolic shapes).
 
 Both run before legalization (`relax.get_pipeline("zero")`); the layout pass only with a CPU
 target in scope (as in `relax.build`) or given as its option, and not with
@@ -247,8 +248,7 @@ def _blocked_type(nchw: ir.Type, block: int) -> ir.Type:
 def _convertible_conv(op: ir.Operation, lanes: int) -> bool:
     if _string(op, "data_layout") != "NCHW" or _string(op, "kernel_layout") != "OIHW":
         return False
-    if ir.IntegerAttr(op.attributes["groups"]).value != 1:
-        return False
+    groups = ir.IntegerAttr(op.attributes["groups"]).value
     # Equal strides: what the phase-split candidates take (conv2d_nchwc.phased / .phases); the
     # direct kernel's schedule splits any strided window by phase (lowering/schedule/phases.py)
     sh, sw = _ints(op, "strides")
@@ -260,6 +260,10 @@ def _convertible_conv(op: ir.Operation, lanes: int) -> bool:
     if ir.RankedTensorType(op.results[0].type).element_type != ir.F32Type.get():
         return False
     c, o = x[1], w[0]
+    if groups != 1 and not groups == c == o:  # grouped, not depthwise: stays in NCHW
+        return False
+    if groups != 1 and c % lanes:
+        return False
     return o % lanes == 0 and (c % lanes == 0 or c < lanes) and _constant(op.operands[1]) is not None
 
 
@@ -269,15 +273,16 @@ def _convert_conv(op: ir.Operation, lay: _Layouts) -> None:
     c = x_shape[1]
     bi, bo = (lanes if c % lanes == 0 else c), lanes
     w = _constant(op.operands[1])
-    o, _, kh, kw = w.shape
-    # w6[ob, cb, kh, kw, ci, oi] = w[ob * bo + oi, cb * bi + ci, kh, kw]
-    w6 = w.reshape(o // bo, bo, c // bi, bi, kh, kw).transpose(0, 2, 4, 5, 3, 1)
+    o, i, kh, kw = w.shape
+    ki = bi if i == c else 1  # depthwise (groups = channels): one input channel per filter
+    # w6[ob, cb, kh, kw, ci, oi] = w[ob * bo + oi, cb * ki + ci, kh, kw]
+    w6 = w.reshape(o // bo, bo, i // ki, ki, kh, kw).transpose(0, 2, 4, 5, 3, 1)
     with ir.InsertionPoint(op), op.location:
         x = lay.transform(op.operands[0], "NCHW", f"NCHW{bi}c")
         weight = _new_constant(w6, op.operands[1].type)
         attrs = _attrs(op)
         attrs["data_layout"] = ir.StringAttr.get(f"NCHW{bi}c")
-        attrs["kernel_layout"] = ir.StringAttr.get(f"OIHW{bi}i{bo}o")
+        attrs["kernel_layout"] = ir.StringAttr.get(f"OIHW{ki}i{bo}o")
         conv = ir.Operation.create(
             op.name,
             results=[_blocked_type(op.results[0].type, bo)],

@@ -54,6 +54,48 @@ def conv2d_nchwc(
     return te.compute((n, ob, oh, ow, bo), body, name="T_conv2d_nchwc")
 
 
+def depthwise_conv2d_nchwc(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    strides: Sequence[int] = (1, 1),
+    padding: Sequence[int] = (0, 0, 0, 0),
+    dilation: Sequence[int] = (1, 1),
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """Depthwise cross-correlation (one filter per channel, groups = channels) of `data`
+    [N, C/b, H, W, b] with `kernel` [C/b, 1, KH, KW, 1, b] (layout OIHW1i<b>o) into
+    [N, C/b, OH, OW, b]; padding is (top, left, bottom, right).
+
+    Written as a reduction over the window only: channel c of the output reads channel c of
+    the input, so a vector along the block does one FMA per tap with no broadcast, and the
+    convolution rule's register tile (a row of pixels x the block) keeps its sums in registers
+    across the window. As a 9-term sum without reduction axes it was scheduled as an
+    elementwise op one vector at a time (MobileNetV2's 144 x 56 x 56 layer: 112 vs 99 us)."""
+    out_dtype = out_dtype or data.dtype
+    n, cb, h, w, b = data.shape
+    kb, one, kh, kw, one_i, bo = kernel.shape
+    if (kb, one, one_i, bo) != (cb, 1, 1, b):
+        raise ValueError(
+            f"depthwise_conv2d_nchwc: data {list(data.shape)} needs a kernel of shape "
+            f"[{cb}, 1, KH, KW, 1, {b}], got {list(kernel.shape)}"
+        )
+    (sh, sw), (dh, dw) = strides, dilation
+    top, left, bottom, right = padding
+    padded = pad(data, (0, 0, top, left, 0), (0, 0, bottom, right, 0))
+    oh = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + left + right - dw * (kw - 1) - 1) // sw + 1
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+
+    def body(i, c, y, x, ci):
+        v = padded[i, c, y * sh + ry * dh, x * sw + rx * dw, ci]
+        return te.sum(
+            te.cast(v, out_dtype) * te.cast(kernel[c, 0, ry, rx, 0, ci], out_dtype), axis=[ry, rx]
+        )
+
+    return te.compute((n, cb, oh, ow, b), body, name="T_depthwise_conv2d_nchwc")
+
+
 def pool2d_nchwc(
     data: te.Tensor,
     kernel: Sequence[int],

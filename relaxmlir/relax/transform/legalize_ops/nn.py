@@ -35,14 +35,14 @@ def _dropout(bb: BlockBuilder, call: Call) -> Expr:
 @register_legalize("relax.nn.conv2d")
 def _conv2d(bb: BlockBuilder, call: Call) -> Expr:
     a = call.attrs
+    if a.get("data_layout", "NCHW") == "NCHW":
+        compute, groups = topi.nn.conv2d, [a["groups"]]
+    elif a["groups"] == 1:  # channel-blocked (relax-alter-op-layout)
+        compute, groups = blocked.conv2d_nchwc, []
+    else:  # channel-blocked and depthwise (groups = channels)
+        compute, groups = blocked.depthwise_conv2d_nchwc, []
     return bb.call_te(
-        topi.nn.conv2d if a.get("data_layout", "NCHW") == "NCHW" else blocked.conv2d_nchwc,
-        *call.args,
-        a["strides"],
-        a["padding"],
-        a["dilation"],
-        *([a["groups"]] if a.get("data_layout", "NCHW") == "NCHW" else []),
-        a["out_dtype"],
+        compute, *call.args, a["strides"], a["padding"], a["dilation"], *groups, a["out_dtype"]
     )
 
 
