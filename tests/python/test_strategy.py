@@ -256,6 +256,36 @@ def test_im2col_in_a_model_with_constant_weights(capfd, monkeypatch):
     assert capfd.readouterr().err.count("on llvm: conv2d_nchw.im2col (plevel 8; forced") == 2
 
 
+class _Patches(torch.nn.Module):
+    """Non-overlapping windows: a ViT patch embedding, and 2x2 windows 3 pixels apart."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = torch.nn.Conv2d(3, 32, 4, stride=4)
+        self.sparse = torch.nn.Conv2d(3, 8, 2, stride=3, padding=1)
+
+    def forward(self, x):
+        return self.embed(x).flatten(1).sum(1, keepdim=True) + self.sparse(x).flatten(1)
+
+
+def test_patch_embedding_is_im2col_and_matches_torch(capfd, monkeypatch):
+    """Windows that do not overlap (strides >= kernel) go to im2col + matmul by default, in
+    NCHW (relax-alter-op-layout leaves them): the product's K is C x KH x KW instead of one
+    phase kernel per tap with K = C (ViT-B/16's 16x16 patches built for 16 s)."""
+    monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
+    torch.manual_seed(6)
+    model = _Patches().eval()
+    x = torch.randn(2, 3, 16, 17)
+    mod = from_fx(torch.fx.symbolic_trace(model), [(2, 3, 16, 17)], keep_params_as_input=False)
+    with rm.target.Target("llvm"):
+        altered = relax.transform.AlterOpLayout()(mod)
+    assert "relax.layout_transform" not in str(altered)
+    _, got = _run(mod, x.numpy())
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=RTOL, atol=ATOL)
+    err = capfd.readouterr().err
+    assert err.count("on llvm: conv2d_nchw.patches (plevel 17; condition NCHW data, one group") == 2
+
+
 def test_forced_choices_and_their_errors(capfd, monkeypatch):
     monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
     rng = np.random.default_rng(6)

@@ -30,6 +30,7 @@ from mlir import ir
 from dialects import relax as rx
 from lowering.dataflow import graph_functions
 from lowering.registry import register_pass
+from relaxmlir.relax.op.strategy import is_patch_window
 from relaxmlir.relax.transform.fold_constant import dense_to_numpy
 from relaxmlir.target import Target
 from relaxmlir.transform import Pass
@@ -256,6 +257,8 @@ def _convertible_conv(op: ir.Operation, lanes: int) -> bool:
         return False
     x, w, out = _static(op.operands[0]), _static(op.operands[1]), _static(op.results[0])
     if x is None or w is None or out is None or len(x) != 4:
+        return False
+    if is_patch_window(w[2:], (sh, sw), (1, 1)):  # a patch embedding: im2col + matmul in NCHW
         return False
     if ir.RankedTensorType(op.results[0].type).element_type != ir.F32Type.get():
         return False
