@@ -254,6 +254,47 @@ def test_depthwise_conv_blocked_op_checks_its_kernel():
         relax.op.nn.conv2d(x, k, groups=32, data_layout="NCHW16c", kernel_layout="OIHW16i16o")
 
 
+class _SqueezeExcite(torch.nn.Module):
+    """EfficientNet's squeeze-excite around a convolution, then a pooled head: a mean over H
+    and W with and without keepdim, and a multiply by a per-channel [N, C, 1, 1] scale."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = torch.nn.Conv2d(16, 32, 3, padding=1)
+        self.reduce = torch.nn.Conv2d(32, 4, 1)
+        self.expand = torch.nn.Conv2d(4, 32, 1)
+
+    def forward(self, x):
+        y = torch.nn.functional.silu(self.conv(x))
+        s = y.mean((2, 3), keepdim=True)
+        s = torch.sigmoid(self.expand(torch.nn.functional.silu(self.reduce(s))))
+        return (y * s).mean((-2, -1))
+
+
+@pytest.mark.parametrize("layout", ["blocked", "blocked-avx2"])
+def test_squeeze_excite_stays_blocked(layout):
+    """The spatial means and the excitation's multiply run on the blocked tensor: the only
+    transforms back to NCHW are of [N, C, 1, 1] results (the excitation's 4-channel conv stays
+    in NCHW), none of the [N, C, H, W] activations."""
+    target = rm.target.Target(LAYOUTS[layout])
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    torch.manual_seed(0)
+    model = _SqueezeExcite().eval()
+    x = torch.randn(2, 16, 9, 10)
+    mod = from_fx(torch.fx.symbolic_trace(model), [(2, 16, 9, 10)], keep_params_as_input=False)
+    with target:
+        text = str(relax.transform.AlterOpLayout()(mod))
+    backs = [line for line in text.splitlines() if 'dst_layout = "NCHW", src_layout' in line]
+    assert backs and all(line.endswith("x1x1xf32>") for line in backs), backs
+    multiply = text.split('"relax.multiply"')[1].split("\n")[0]
+    assert f"x9x10x{target.vector_bits // 32}xf32" in multiply, multiply  # blocked
+    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+
+
 def test_layout_transform_op_and_errors():
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorStructInfo((2, 32, 3, 5), "float32"))

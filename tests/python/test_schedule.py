@@ -736,6 +736,32 @@ def test_exp_is_a_vector_polynomial():
     assert np.all(out[4:][want < 1e-46] == 0) and np.all(out[4:][x[4:] > 88.8] == np.inf)
 
 
+@pytest.mark.parametrize(
+    "shape,axes,route",
+    [
+        ((1, 3, 10, 12, 16), (2, 3), "reduction-outer-16"),  # spatial mean, channel-blocked
+        ((5, 6, 7), (1, 2), "reduction-inner-"),  # the merged loop is the contiguous one
+        ((6, 7, 5), (0, 1), "reduction-outer-"),
+    ],
+)
+def test_adjacent_reduction_loops_merge(shape, axes, route):
+    """Two reduction loops over consecutive axes become one over a collapsed view
+    (`normalize.merge_reduction_loops`), which the reduction rule vectorizes (two left it to
+    scalar loops)."""
+    from relaxmlir import te, topi
+
+    x_te = te.placeholder(shape, "float32", name="x")
+    y_te = topi.mean(x_te, axis=list(axes), keepdims=True)
+    text = str(te.create_prim_func([x_te, y_te]).module)
+    text = text.replace("func.func @main", "func.func private @m")
+    names = scheduled_names(text, "m")
+    assert names[0].startswith(route), names
+    x = rand(*shape)
+    out = np.zeros([int(d) for d in y_te.shape], np.float32)
+    Kernel.build(text, "m", schedule="threads=2 strict=true")(x, out)
+    check(out, x.mean(axis=axes, keepdims=True), f"mean over {axes} of {shape}")
+
+
 FMA_CHAIN = """
 func.func @taps(%a: vector<16xf32>, %b: vector<16xf32>, %c: vector<16xf32>, %d: vector<16xf32>,
                 %e: vector<16xf32>, %f: vector<16xf32>) -> vector<16xf32> {

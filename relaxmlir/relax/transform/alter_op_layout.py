@@ -324,6 +324,16 @@ def _blocked_constant(array: np.ndarray, shape: list[int], block: int) -> np.nda
     return a.reshape(n, c // block, block, h, w).transpose(0, 1, 3, 4, 2)
 
 
+def _per_channel(shape: list[int], out: list[int]) -> bool:
+    """An NCHW operand of `shape` that broadcasts against `out` with all its channels (so its
+    blocked form broadcasts against the blocked result)."""
+    return (
+        len(shape) == 4
+        and shape[1] == out[1]
+        and all(d in (1, full) for d, full in zip(shape, out))
+    )
+
+
 def _push(op: ir.Operation, lay: _Layouts) -> bool:
     """Move a transform back to NCHW from `op`'s operand to its result; True when rewritten."""
     name = op.name
@@ -352,6 +362,8 @@ def _push(op: ir.Operation, lay: _Layouts) -> bool:
                 return False
             attrs["layout"] = ir.StringAttr.get(layout)
         operands = [value]
+    elif name in _SPATIAL_REDUCTIONS:
+        return _push_spatial_reduction(op, lay)
     elif name in _BINARY:
         out = _static(op.results[0])
         if out is None or len(out) != 4:
@@ -366,8 +378,9 @@ def _push(op: ir.Operation, lay: _Layouts) -> bool:
         block = int(layout[4:-1])
         operands = []
         for v, side in zip(op.operands, sides):
-            if side is not None and side[1] == layout and _static(v) == out:
-                operands.append(side[0])
+            shape = _static(v)
+            if side is not None and side[1] == layout and shape is not None and _per_channel(shape, out):
+                operands.append(side[0])  # blocked already (a squeeze-excite's [N, C, 1, 1] scale)
                 continue
             array = _constant(v)
             if array is not None:
@@ -377,7 +390,7 @@ def _push(op: ir.Operation, lay: _Layouts) -> bool:
                 with ir.InsertionPoint(op), op.location:
                     operands.append(_new_constant(laid, v.type))
                 continue
-            if _static(v) != out:
+            if shape is None or not _per_channel(shape, out):
                 return False
             with ir.InsertionPoint(op), op.location:
                 operands.append(lay.transform(v, "NCHW", layout))
@@ -393,6 +406,42 @@ def _push(op: ir.Operation, lay: _Layouts) -> bool:
     _erase_dead(op)
     return True
 
+
+def _push_spatial_reduction(op: ir.Operation, lay: _Layouts) -> bool:
+    """A mean / sum / max / min over H and W of a blocked tensor (an SE block's squeeze, a
+    classifier's pooling written as `x.mean((2, 3))`) reduces the blocked tensor over the same
+    axes, keeping them: [N, C/b, 1, 1, b], then back to NCHW ([N, C, 1, 1]) and, without
+    keepdims, squeezed to [N, C]. In NCHW it left a transform back after every depthwise
+    convolution of an EfficientNet-style network and one into the excitation's multiply."""
+    back = _back(op.operands[0])
+    if back is None or ir.RankedTensorType(op.operands[0].type).rank != 4:
+        return False
+    if sorted(a % 4 for a in _ints(op, "axis")) != [2, 3]:
+        return False
+    value, layout = back
+    blocked = ir.RankedTensorType(value.type)
+    n, cb, _, _, b = blocked.shape
+    i64 = ir.IntegerType.get_signless(64)
+    attrs = _attrs(op)
+    attrs["axis"] = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, 2), ir.IntegerAttr.get(i64, 3)])
+    attrs["keepdims"] = ir.BoolAttr.get(True)
+    with ir.InsertionPoint(op), op.location:
+        new = ir.Operation.create(
+            op.name,
+            results=[ir.RankedTensorType.get([n, cb, 1, 1, b], blocked.element_type)],
+            operands=[value],
+            attributes=attrs,
+        )
+        result = lay.transform(new.result, layout, "NCHW")
+        if not ir.BoolAttr(op.attributes["keepdims"]).value:
+            squeeze_axes = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, 2), ir.IntegerAttr.get(i64, 3)])
+            result = rx.Squeeze.create([result], [op.results[0].type], {"axis": squeeze_axes}).result
+    op.results[0].replace_all_uses_with(result)
+    _erase_dead(op)
+    return True
+
+
+_SPATIAL_REDUCTIONS = {c.name for c in (rx.Mean, rx.Sum, rx.Max, rx.Min)}
 
 # RELAXMLIR_ALTER_LAYOUT=0 keeps every convolution in NCHW (to compare layouts, or to see the
 # NCHW strategies at work).
