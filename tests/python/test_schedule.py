@@ -762,6 +762,33 @@ def test_adjacent_reduction_loops_merge(shape, axes, route):
     check(out, x.mean(axis=axes, keepdims=True), f"mean over {axes} of {shape}")
 
 
+@pytest.mark.parametrize("stride", [1, 2])
+def test_blocked_depthwise_conv_is_tiled(stride):
+    """A channel-blocked depthwise convolution takes the conv rule's register tile, a strided
+    one once per input phase (4 phase convolutions for a 3x3 / 2 window), never scalar loops."""
+    import torch
+
+    from relaxmlir import te
+    from relaxmlir.topi.nn.blocked import depthwise_conv2d_nchwc
+
+    x_te = te.placeholder((1, 2, 10, 10, 16), "float32", name="x")
+    w_te = te.placeholder((2, 3, 3, 16), "float32", name="w")
+    y_te = depthwise_conv2d_nchwc(x_te, w_te, (stride, stride), (1, 1, 1, 1))
+    text = str(te.create_prim_func([x_te, w_te, y_te]).module)
+    text = text.replace("func.func @main", "func.func private @dw")
+    names = scheduled_names(text, "dw")
+    assert names[0].startswith("elementwise") and len(names) == 1 + stride**2, names  # the pad
+    assert all(n.startswith("conv-") for n in names[1:]), names
+    x, w = rand(1, 2, 10, 10, 16), rand(2, 3, 3, 16, seed=1)
+    out = np.zeros([int(d) for d in y_te.shape], np.float32)
+    Kernel.build(text, "dw", schedule="threads=2 strict=true")(x, w, out)
+    nchw = torch.from_numpy(x.transpose(0, 1, 4, 2, 3).reshape(1, 32, 10, 10))
+    oihw = torch.from_numpy(w.transpose(0, 3, 1, 2).reshape(32, 1, 3, 3))
+    want = torch.nn.functional.conv2d(nchw, oihw, stride=stride, padding=1, groups=32).numpy()
+    got = out.transpose(0, 1, 4, 2, 3).reshape(want.shape)
+    check(got, want, f"depthwise conv, stride {stride}")
+
+
 FMA_CHAIN = """
 func.func @taps(%a: vector<16xf32>, %b: vector<16xf32>, %c: vector<16xf32>, %d: vector<16xf32>,
                 %e: vector<16xf32>, %f: vector<16xf32>) -> vector<16xf32> {

@@ -348,12 +348,37 @@ def is_channel_blocked_conv(call: Call) -> bool:
 
 
 def conv2d_nchwc(data, kernel, strides=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1, out_dtype=None):
-    """The blocked convolution: dense (one group) or depthwise (groups = channels, the only
-    grouping `relax.nn.conv2d` accepts in a blocked layout)."""
+    from relaxmlir.topi.nn.blocked import conv2d_nchwc as compute
+
+    if groups != 1:
+        raise ValueError(f"conv2d_nchwc.direct: groups must be 1, got {groups}")
+    return compute(data, kernel, strides, padding, dilation, out_dtype)
+
+
+def is_dense_blocked_conv(call: Call) -> bool:
+    """data in a channel-blocked layout such as NCHW16c (relax-alter-op-layout's choice), one group"""
+    return is_channel_blocked_conv(call) and call.attrs["groups"] == 1
+
+
+def is_depthwise_blocked_conv(call: Call) -> bool:
+    """channel-blocked data, groups = channels (an OIHW1i<b>o kernel)"""
+    return is_channel_blocked_conv(call) and call.attrs["groups"] != 1
+
+
+def emit_depthwise_conv2d_nchwc(bb, call: Call):
+    """`conv2d_nchwc.depthwise`: the OIHW1i<b>o kernel [C/b, 1, KH, KW, 1, b] reshaped to
+    [C/b, KH, KW, b] (folded at compile time for constant weights), then the window reduction
+    of `topi.nn.blocked.depthwise_conv2d_nchwc`."""
+    from relaxmlir.relax.op import reshape
     from relaxmlir.topi.nn import blocked
 
-    compute = blocked.conv2d_nchwc if groups == 1 else blocked.depthwise_conv2d_nchwc
-    return compute(data, kernel, strides, padding, dilation, out_dtype)
+    a = call.attrs
+    cb, _, kh, kw, _, b = call.args[1].struct_info.shape
+    return bb.call_te(
+        blocked.depthwise_conv2d_nchwc, call.args[0], reshape(call.args[1], (cb, kh, kw, b)),
+        a["strides"], a["padding"], a["dilation"], a["out_dtype"],
+        primfunc_name_hint="depthwise_conv2d_nchwc",
+    )  # fmt: skip
 
 
 def is_strided_blocked_conv(call: Call) -> bool:
@@ -361,8 +386,7 @@ def is_strided_blocked_conv(call: Call) -> bool:
     a, kh, kw = call.attrs, *call.args[1].struct_info.shape[2:4]
     sh, sw = a["strides"]
     return (
-        is_channel_blocked_conv(call)
-        and a["groups"] == 1
+        is_dense_blocked_conv(call)
         and sh == sw > 1
         and list(a["dilation"]) == [1, 1]
         and kh == kw
@@ -522,8 +546,12 @@ def _conv2d_llvm(call: Call, target: Any) -> OpStrategy:
     # Above every NCHW implementation: those do not apply to blocked data. Strided windows too:
     # the schedule splits them by phase; the phase-split kernels below are tuning candidates.
     s.add_implementation(
-        conv2d_nchwc, name="conv2d_nchwc.direct", plevel=20, condition=is_channel_blocked_conv
+        conv2d_nchwc, name="conv2d_nchwc.direct", plevel=20, condition=is_dense_blocked_conv
     )
+    s.add_implementation(
+        emit=emit_depthwise_conv2d_nchwc, name="conv2d_nchwc.depthwise", plevel=20,
+        condition=is_depthwise_blocked_conv,
+    )  # fmt: skip
     s.add_implementation(
         emit=emit_conv2d_nchwc_phased, name="conv2d_nchwc.phased", plevel=18,
         condition=is_strided_blocked_conv,

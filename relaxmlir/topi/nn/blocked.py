@@ -63,21 +63,24 @@ def depthwise_conv2d_nchwc(
     out_dtype: str | None = None,
 ) -> te.Tensor:
     """Depthwise cross-correlation (one filter per channel, groups = channels) of `data`
-    [N, C/b, H, W, b] with `kernel` [C/b, 1, KH, KW, 1, b] (layout OIHW1i<b>o) into
-    [N, C/b, OH, OW, b]; padding is (top, left, bottom, right).
+    [N, C/b, H, W, b] with `kernel` [C/b, KH, KW, b] (an OIHW1i<b>o kernel without its unit
+    axes: `relax.op.strategy.emit_depthwise_conv2d_nchwc` reshapes it) into [N, C/b, OH, OW, b];
+    padding is (top, left, bottom, right).
 
     Written as a reduction over the window only: channel c of the output reads channel c of
     the input, so a vector along the block does one FMA per tap with no broadcast, and the
     convolution rule's register tile (a row of pixels x the block) keeps its sums in registers
     across the window. As a 9-term sum without reduction axes it was scheduled as an
-    elementwise op one vector at a time (MobileNetV2's 144 x 56 x 56 layer: 112 vs 99 us)."""
+    elementwise op one vector at a time (MobileNetV2's 144 x 56 x 56 layer: 112 vs 99 us). The
+    kernel's unit axes read at index 0 would hide the window from the strided-window split
+    (`lowering/schedule/phases.py`): a stride-2 layer fell back to scalar loops."""
     out_dtype = out_dtype or data.dtype
     n, cb, h, w, b = data.shape
-    kb, one, kh, kw, one_i, bo = kernel.shape
-    if (kb, one, one_i, bo) != (cb, 1, 1, b):
+    kb, kh, kw, bo = kernel.shape
+    if (kb, bo) != (cb, b):
         raise ValueError(
             f"depthwise_conv2d_nchwc: data {list(data.shape)} needs a kernel of shape "
-            f"[{cb}, 1, KH, KW, 1, {b}], got {list(kernel.shape)}"
+            f"[{cb}, KH, KW, {b}], got {list(kernel.shape)}"
         )
     (sh, sw), (dh, dw) = strides, dilation
     top, left, bottom, right = padding
@@ -90,7 +93,7 @@ def depthwise_conv2d_nchwc(
     def body(i, c, y, x, ci):
         v = padded[i, c, y * sh + ry * dh, x * sw + rx * dw, ci]
         return te.sum(
-            te.cast(v, out_dtype) * te.cast(kernel[c, 0, ry, rx, 0, ci], out_dtype), axis=[ry, rx]
+            te.cast(v, out_dtype) * te.cast(kernel[c, ry, rx, ci], out_dtype), axis=[ry, rx]
         )
 
     return te.compute((n, cb, oh, ow, b), body, name="T_depthwise_conv2d_nchwc")

@@ -40,7 +40,9 @@ def _conv2d(bb: BlockBuilder, call: Call) -> Expr:
     elif a["groups"] == 1:  # channel-blocked (relax-alter-op-layout)
         compute, groups = blocked.conv2d_nchwc, []
     else:  # channel-blocked and depthwise (groups = channels)
-        compute, groups = blocked.depthwise_conv2d_nchwc, []
+        from relaxmlir.relax.op.strategy import emit_depthwise_conv2d_nchwc
+
+        return emit_depthwise_conv2d_nchwc(bb, call)
     return bb.call_te(
         compute, *call.args, a["strides"], a["padding"], a["dilation"], *groups, a["out_dtype"]
     )
