@@ -241,6 +241,77 @@ def _resnet18_module():
     return ResNet()
 
 
+def _mobilenet_v2_module():
+    """torchvision's mobilenet_v2 layout (width 1.0: inverted residuals with ReLU6, depthwise 3x3
+    convolutions, 24/40-style channel counts that do not divide into 16, a pooled classifier)
+    and init, defined here. 3,504,872 parameters, like torchvision.models.mobilenet_v2()."""
+    import torch
+    from torch import nn
+
+    def conv_bn(cin, cout, kernel=3, stride=1, groups=1):
+        return nn.Sequential(
+            nn.Conv2d(cin, cout, kernel, stride, (kernel - 1) // 2, groups=groups, bias=False),
+            nn.BatchNorm2d(cout),
+            nn.ReLU6(inplace=True),
+        )
+
+    class InvertedResidual(nn.Module):
+        def __init__(self, cin, cout, stride, expand):
+            super().__init__()
+            hidden = cin * expand
+            layers = [conv_bn(cin, hidden, 1)] if expand != 1 else []
+            layers += [
+                conv_bn(hidden, hidden, 3, stride, hidden),
+                nn.Conv2d(hidden, cout, 1, bias=False),
+                nn.BatchNorm2d(cout),
+            ]
+            self.conv = nn.Sequential(*layers)
+            self.residual = stride == 1 and cin == cout
+
+        def forward(self, x):
+            return x + self.conv(x) if self.residual else self.conv(x)
+
+    class MobileNetV2(nn.Module):
+        def __init__(self, num_classes=1000):
+            super().__init__()
+            # (expansion, channels, blocks, stride of the first)
+            config = [(1, 16, 1, 1), (6, 24, 2, 2), (6, 32, 3, 2), (6, 64, 4, 2), (6, 96, 3, 1),
+                      (6, 160, 3, 2), (6, 320, 1, 1)]  # fmt: skip
+            features, cin = [conv_bn(3, 32, 3, 2)], 32
+            for t, c, n, s in config:
+                for i in range(n):
+                    features.append(InvertedResidual(cin, c, s if i == 0 else 1, t))
+                    cin = c
+            features.append(conv_bn(cin, 1280, 1))
+            self.features = nn.Sequential(*features)
+            self.classifier = nn.Sequential(nn.Dropout(0.2), nn.Linear(1280, num_classes))
+            for m in self.modules():
+                if isinstance(m, nn.Conv2d):
+                    nn.init.kaiming_normal_(m.weight, mode="fan_out")
+                elif isinstance(m, nn.Linear):
+                    nn.init.normal_(m.weight, 0, 0.01)
+                    nn.init.zeros_(m.bias)
+
+        def forward(self, x):
+            x = nn.functional.adaptive_avg_pool2d(self.features(x), (1, 1))
+            return self.classifier(torch.flatten(x, 1))
+
+    return MobileNetV2()
+
+
+def _mobilenet_v2(batch):
+    import numpy as np
+    import torch
+    from torch.utils.flop_counter import FlopCounterMode
+
+    torch.manual_seed(0)
+    model = _mobilenet_v2_module().eval()
+    x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
+    with torch.no_grad(), FlopCounterMode(display=False) as counter:  # convolutions + fc
+        model(torch.from_numpy(x))
+    return model, [x], counter.get_total_flops(), None
+
+
 def _resnet18(batch):
     import numpy as np
     import torch
@@ -317,9 +388,10 @@ WORKLOADS = {
     "W8": ("BERT-base encoder, seq 128, batch 1", lambda: _hf_model("bert")),
     "W9": ("GPT-2 small, seq 128, batch 1", lambda: _hf_model("gpt2")),
     "W10": ("Llama-style (GPT-2 small size, GQA), seq 128, batch 1", lambda: _hf_model("llama")),
+    "W11": ("MobileNetV2, batch 1, 3x224x224", lambda: _mobilenet_v2(1)),
 }
 # real models: no numpy reference, FLOPs of matmuls/convs only
-MODELS = ("W7a", "W7b", "W8", "W9", "W10")
+MODELS = ("W7a", "W7b", "W8", "W9", "W10", "W11")
 # Built once with a symbolic axis (torch.export's Dim), timed against a static build per size:
 # id -> (title, the workload it reshapes, input axis made symbolic, its Dim's min, the sizes).
 SYMBOLIC = {
@@ -452,7 +524,7 @@ def run_symbolic(name: str, threads: int, repeat: int) -> list[dict]:
 # Workloads that also run with library codegens (a column each beside our own kernels): blas
 # takes matmuls, dnnl (oneDNN) convolutions and matmuls.
 BLAS_WORKLOADS = ("W2", "W3", "W4", "W6", "W8", "W9", "W10")
-DNNL_WORKLOADS = ("W3", "W4", "W7a", "W7b")
+DNNL_WORKLOADS = ("W3", "W4", "W7a", "W7b", "W11")
 LIBRARY_HINTS = {
     "blas": "pip install scipy-openblas32",
     "dnnl": "pip install onednn-cpu-iomp==2023.2.0 intel-cmplr-lib-rt",
@@ -838,7 +910,8 @@ def render(
             "with its convolutions and matmuls (and their bias/residual/activation epilogues) "
             "offloaded to oneDNN 3.2 by the dnnl codegen (ResNet-18: its 20 convolutions with their "
             "folded batch norms, residual adds and relus as oneDNN post-ops, and the classifier; "
-            "pooling stays ours). `core round trip ns`: a cache line passed between the first two "
+            "pooling stays ours; MobileNetV2: the same for its dense convolutions, its depthwise "
+            "ones stay ours). `core round trip ns`: a cache line passed between the first two "
             "CPUs and back (scripts/core_latency.py), before / after the row's timings: about 60 "
             "ns where the two vCPUs of this machine share an L3, about 350 ns where the hypervisor "
             "has placed them on two CCDs, which it changes from minute to minute; small "
@@ -848,10 +921,13 @@ def render(
         "",
         (
             "\\* Real models (random weights, no numpy reference): their FLOPs count only "
-            "convolutions and matmuls (ResNet-18: torch.utils.flop_counter; BERT/GPT-2/Llama: "
+            "convolutions and matmuls (ResNet-18, MobileNetV2: torch.utils.flop_counter; "
+            "BERT/GPT-2/Llama: "
             "QKV/output projections, FFN (Llama: its three gated-MLP matmuls) and the full seq x seq "
             "attention matmuls, analytically); elementwise "
-            "ops, norms, softmax and pooling are left out, so `% peak` slightly understates the work."
+            "ops, norms, softmax and pooling are left out, so `% peak` slightly understates the work "
+            "(MobileNetV2's depthwise convolutions, 7% of its FLOPs, read and write as much memory "
+            "as its dense ones: its `% peak` is bound by memory traffic, not FMAs)."
         ),
         "",
     ]
