@@ -11,7 +11,7 @@ import torch
 
 import relaxmlir as rm
 from relaxmlir import relax, te
-from relaxmlir.frontend import from_fx
+from relaxmlir.frontend import from_exported_program, from_fx
 
 RTOL = ATOL = 1e-4
 
@@ -289,6 +289,49 @@ def test_squeeze_excite_stays_blocked(layout):
     assert backs and all(line.endswith("x1x1xf32>") for line in backs), backs
     multiply = text.split('"relax.multiply"')[1].split("\n")[0]
     assert f"x9x10x{target.vector_bits // 32}xf32" in multiply, multiply  # blocked
+    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+
+
+class _GroupedAndConv1d(torch.nn.Module):
+    """wav2vec2's shapes, small: conv1d with stride 2 (a [1, 2] stride as a conv2d over H = 1),
+    and a grouped conv1d with a long window (4 groups of 32 channels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.down = torch.nn.Conv1d(16, 128, 3, stride=2)
+        self.grouped = torch.nn.Conv1d(128, 128, 16, padding=8, groups=4)
+        self.grouped2d = torch.nn.Conv2d(128, 64, 3, padding=1, groups=2)
+
+    def forward(self, x):
+        y = torch.nn.functional.gelu(self.down(x))
+        y = y + torch.nn.functional.gelu(self.grouped(y))[:, :, :-1]
+        return self.grouped2d(y.unsqueeze(2).expand(-1, -1, 3, -1))
+
+
+@pytest.mark.parametrize("layout", ["blocked", "blocked-avx2", "nchw"])
+def test_grouped_and_strided_conv1d_match_torch(layout, monkeypatch):
+    """A grouped convolution whose groups divide into channel blocks runs as one blocked
+    convolution per group (a slice of the input's blocks each, concatenated); a conv1d with a
+    stride is blocked too (unequal strides once it is a conv2d)."""
+    target = rm.target.Target(LAYOUTS[layout])
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    if layout == "nchw":
+        monkeypatch.setenv("RELAXMLIR_ALTER_LAYOUT", "0")
+    torch.manual_seed(0)
+    model = _GroupedAndConv1d().eval()
+    x = torch.randn(2, 16, 41)
+    ep = torch.export.export(model, (x,))
+    mod = from_exported_program(ep)
+    if layout != "nchw":
+        with target:
+            text = str(relax.transform.AlterOpLayout()(mod))
+        assert 'data_layout = "NCHW"' not in text  # every convolution blocked
+        # each group's slice of the channel blocks (4 + 2), joined along the blocks again
+        assert text.count("{axes = [1], begin = [") == 4 + 2 and text.count('"relax.concat"') == 2
     vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
     with torch.no_grad():
         want = model(x).numpy()

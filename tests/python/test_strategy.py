@@ -257,12 +257,12 @@ def test_im2col_in_a_model_with_constant_weights(capfd, monkeypatch):
 
 
 class _Patches(torch.nn.Module):
-    """Non-overlapping windows: a ViT patch embedding, and 2x2 windows 3 pixels apart."""
+    """Non-overlapping windows: a ViT patch embedding, and 3x3 windows 4 pixels apart."""
 
     def __init__(self):
         super().__init__()
         self.embed = torch.nn.Conv2d(3, 32, 4, stride=4)
-        self.sparse = torch.nn.Conv2d(3, 8, 2, stride=3, padding=1)
+        self.sparse = torch.nn.Conv2d(3, 8, 3, stride=4, padding=1)
 
     def forward(self, x):
         return self.embed(x).flatten(1).sum(1, keepdim=True) + self.sparse(x).flatten(1)

@@ -81,7 +81,8 @@ class OpStrategy:
             emit,
             schedule,
             condition,
-            getattr(condition, "__doc__", None) or getattr(condition, "__name__", "")
+            # a docstring over several lines prints as one
+            " ".join((getattr(condition, "__doc__", None) or getattr(condition, "__name__", "")).split())
             if condition
             else "",
         )
@@ -494,17 +495,21 @@ IM2COL_PLEVEL = 8  # below the direct kernels (the default), above dnnl
 
 
 def is_patch_conv(call: Call) -> bool:
-    """NCHW data, one group, static shapes, windows that do not overlap (strides >= kernel, no
-    dilation) and a kernel larger than 1x1: a vision transformer's patch embedding"""
+    """NCHW data, one group, static shapes, windows of more than 4 taps that do not overlap
+    (strides >= kernel, no dilation): a vision transformer's patch embedding"""
     kh, kw = call.args[1].struct_info.shape[2:4]
     a = call.attrs
     return is_patch_window((kh, kw), a["strides"], a["dilation"]) and is_im2col_conv(call)
 
 
+PATCH_TAPS = 4  # windows of more taps than this that do not overlap: im2col + matmul
+
+
 def is_patch_window(kernel, strides, dilation) -> bool:
-    """Windows that tile the image without overlap, larger than one pixel."""
+    """Windows that tile the image without overlap, of more than PATCH_TAPS pixels (a 2x2 / 2
+    downsample keeps the direct kernel: 4 phase kernels over all the channels)."""
     (kh, kw), (sh, sw) = kernel, strides
-    return list(dilation) == [1, 1] and kh * kw > 1 and sh >= kh and sw >= kw
+    return list(dilation) == [1, 1] and kh * kw > PATCH_TAPS and sh >= kh and sw >= kw
 
 
 def _add_dnnl(s: OpStrategy, op: str) -> None:
