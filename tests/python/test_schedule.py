@@ -762,6 +762,28 @@ def test_adjacent_reduction_loops_merge(shape, axes, route):
     check(out, x.mean(axis=axes, keepdims=True), f"mean over {axes} of {shape}")
 
 
+@pytest.mark.parametrize("batch,cin,cout,size", [(1, 64, 85, 12), (2, 16, 24, 7)])
+def test_nchw_pointwise_conv_is_a_matmul(batch, cin, cout, size):
+    """An NCHW 1x1 convolution (`conv2d_nchw_1x1.contraction`) has two output-column loops, H
+    and W; merged into one (`normalize.merge_reduction_loops`) it is the product of the
+    [O, C] weight and the [C, H * W] image the matmul rule tiles (85 filters, a detection
+    head, ran as scalar loops before)."""
+    from relaxmlir import te
+    from relaxmlir.relax.op.strategy import conv2d_1x1
+
+    x_te = te.placeholder((batch, cin, size, size), "float32", name="x")
+    w_te = te.placeholder((cout, cin, 1, 1), "float32", name="w")
+    y_te = conv2d_1x1(x_te, w_te)
+    text = str(te.create_prim_func([x_te, w_te, y_te]).module)
+    text = text.replace("func.func @main", "func.func private @pw")
+    names = scheduled_names(text, "pw")
+    assert len(names) == 1 and names[0].startswith("matmul-"), names
+    x, w = rand(batch, cin, size, size), rand(cout, cin, 1, 1, seed=1)
+    out = np.zeros((batch, cout, size, size), np.float32)
+    Kernel.build(text, "pw", schedule="threads=2 strict=true")(x, w, out)
+    check(out, np.einsum("nchw,oc->nohw", x, w[:, :, 0, 0]), "pointwise conv")
+
+
 @pytest.mark.parametrize("stride", [1, 2])
 def test_blocked_depthwise_conv_is_tiled(stride):
     """A channel-blocked depthwise convolution takes the conv rule's register tile, a strided
