@@ -338,6 +338,43 @@ def test_grouped_and_strided_conv1d_match_torch(layout, monkeypatch):
     np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
 
 
+class _Skip(torch.nn.Module):
+    """A UNet-style skip connection: two convolutions' outputs concatenated along the channels
+    (also at a negative axis) and fed to a third."""
+
+    def __init__(self):
+        super().__init__()
+        self.a = torch.nn.Conv2d(8, 16, 3, padding=1)
+        self.b = torch.nn.Conv2d(8, 32, 1)
+        self.fuse = torch.nn.Conv2d(48 + 16, 16, 3, padding=1)
+
+    def forward(self, x):
+        a = torch.relu(self.a(x))
+        y = torch.cat([a, self.b(x)], dim=1)
+        return self.fuse(torch.cat([y, a], dim=-3))
+
+
+@pytest.mark.parametrize("layout", ["blocked", "blocked-avx2"])
+def test_channel_concat_stays_blocked(layout):
+    """A concat along the channels of blocked tensors concatenates their channel blocks: the
+    graph enters the blocked layout once and leaves it once."""
+    target = rm.target.Target(LAYOUTS[layout])
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    torch.manual_seed(0)
+    model = _Skip().eval()
+    x = torch.randn(2, 8, 10, 9)
+    mod = from_fx(torch.fx.symbolic_trace(model), [(2, 8, 10, 9)], keep_params_as_input=False)
+    with target:
+        text = str(relax.transform.AlterOpLayout()(mod))
+    assert text.count('"relax.layout_transform"') == 2, text
+    assert text.count("relax.concat") == 2 and "axis = 1 : i64" in text
+    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+
+
 def test_layout_transform_op_and_errors():
     bb = relax.BlockBuilder()
     x = relax.Var("x", relax.TensorStructInfo((2, 32, 3, 5), "float32"))

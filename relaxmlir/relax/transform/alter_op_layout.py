@@ -448,6 +448,8 @@ def _push(op: ir.Operation, lay: _Layouts) -> bool:
         operands = [value]
     elif name in _SPATIAL_REDUCTIONS:
         return _push_spatial_reduction(op, lay)
+    elif name == rx.Concat.name:
+        return _push_channel_concat(op, lay)
     elif name in _BINARY:
         out = _static(op.results[0])
         if out is None or len(out) != 4:
@@ -528,6 +530,44 @@ def _push_spatial_reduction(op: ir.Operation, lay: _Layouts) -> bool:
 
 
 _SPATIAL_REDUCTIONS = {c.name for c in (rx.Mean, rx.Sum, rx.Max, rx.Min)}
+
+
+def _push_channel_concat(op: ir.Operation, lay: _Layouts) -> bool:
+    """A concat along the channels of NCHW tensors, one of them from a blocked layout, is a
+    concat of the channel blocks when every input's channels divide into blocks (a UNet's skip
+    connection, a detector's neck): the others are transformed in, and the result stays
+    blocked instead of leaving the layout before the concat and entering it again after."""
+    out = _static(op.results[0])
+    if out is None or len(out) != 4 or ir.IntegerAttr(op.attributes["axis"]).value % 4 != 1:
+        return False
+    sides = [_back(v) for v in op.operands]
+    layout = next((side[1] for side in sides if side is not None), None)
+    if layout is None:
+        return False
+    block = int(layout[4:-1])
+    operands = []
+    for v, side in zip(op.operands, sides):
+        shape = _static(v)
+        if shape is None or shape[1] % block:
+            return False
+        if side is not None and side[1] == layout:
+            operands.append(side[0])
+            continue
+        with ir.InsertionPoint(op), op.location:
+            operands.append(lay.transform(v, "NCHW", layout))
+    attrs = _attrs(op)
+    attrs["axis"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)
+    with ir.InsertionPoint(op), op.location:
+        new = ir.Operation.create(
+            op.name,
+            results=[_blocked_type(op.results[0].type, block)],
+            operands=operands,
+            attributes=attrs,
+        )
+        back = lay.transform(new.result, layout, "NCHW")
+    op.results[0].replace_all_uses_with(back)
+    _erase_dead(op)
+    return True
 
 # RELAXMLIR_ALTER_LAYOUT=0 keeps every convolution in NCHW (to compare layouts, or to see the
 # NCHW strategies at work).
