@@ -183,6 +183,20 @@ def test_blocked_region_matches_torch_and_keeps_its_layout():
     np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
 
 
+def _target_or_skip(layout: str) -> rm.target.Target:
+    target = rm.target.Target(LAYOUTS[layout])
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    return target
+
+
+def _check_against_torch(model, x, mod, target) -> None:
+    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+
+
 # (channels, channel multiplier, kernel, stride, padding, spatial size): depthwise convolutions
 DEPTHWISE = [
     (32, 1, 3, 1, 1, 9),  # MobileNet's 3x3
@@ -213,9 +227,7 @@ def test_depthwise_conv_layouts_match_torch(shape, layout, monkeypatch):
     OIHW1i<b>o kernel, its batch norm folded and its bias and ReLU6 fused after it; two
     filters per channel stay in NCHW."""
     c, mult, k, stride, pad, size = shape
-    target = rm.target.Target(LAYOUTS[layout])
-    if target.runs_on_host():
-        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    target = _target_or_skip(layout)
     if layout == "nchw":
         monkeypatch.setenv("RELAXMLIR_ALTER_LAYOUT", "0")
     torch.manual_seed(0)
@@ -233,10 +245,7 @@ def test_depthwise_conv_layouts_match_torch(shape, layout, monkeypatch):
             folded = relax.transform.FoldBatchnormToConv2D()(mod)
             text = str(relax.transform.AlterOpLayout()(folded))
         assert (f'kernel_layout = "OIHW1i{lanes}o"' in text) == (mult == 1)
-    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
-    with torch.no_grad():
-        want = model(x).numpy()
-    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+    _check_against_torch(model, x, mod, target)
 
 
 def test_depthwise_conv_blocked_op_checks_its_kernel():
@@ -276,9 +285,7 @@ def test_squeeze_excite_stays_blocked(layout):
     """The spatial means and the excitation's multiply run on the blocked tensor: the only
     transforms back to NCHW are of [N, C, 1, 1] results (the excitation's 4-channel conv stays
     in NCHW), none of the [N, C, H, W] activations."""
-    target = rm.target.Target(LAYOUTS[layout])
-    if target.runs_on_host():
-        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    target = _target_or_skip(layout)
     torch.manual_seed(0)
     model = _SqueezeExcite().eval()
     x = torch.randn(2, 16, 9, 10)
@@ -289,10 +296,7 @@ def test_squeeze_excite_stays_blocked(layout):
     assert backs and all(line.endswith("x1x1xf32>") for line in backs), backs
     multiply = text.split('"relax.multiply"')[1].split("\n")[0]
     assert f"x9x10x{target.vector_bits // 32}xf32" in multiply, multiply  # blocked
-    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
-    with torch.no_grad():
-        want = model(x).numpy()
-    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+    _check_against_torch(model, x, mod, target)
 
 
 class _GroupedAndConv1d(torch.nn.Module):
@@ -316,9 +320,7 @@ def test_grouped_and_strided_conv1d_match_torch(layout, monkeypatch):
     """A grouped convolution whose groups divide into channel blocks runs as one blocked
     convolution per group (a slice of the input's blocks each, concatenated); a conv1d with a
     stride is blocked too (unequal strides once it is a conv2d)."""
-    target = rm.target.Target(LAYOUTS[layout])
-    if target.runs_on_host():
-        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    target = _target_or_skip(layout)
     if layout == "nchw":
         monkeypatch.setenv("RELAXMLIR_ALTER_LAYOUT", "0")
     torch.manual_seed(0)
@@ -332,10 +334,7 @@ def test_grouped_and_strided_conv1d_match_torch(layout, monkeypatch):
         assert 'data_layout = "NCHW"' not in text  # every convolution blocked
         # each group's slice of the channel blocks (4 + 2), joined along the blocks again
         assert text.count("{axes = [1], begin = [") == 4 + 2 and text.count('"relax.concat"') == 2
-    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
-    with torch.no_grad():
-        want = model(x).numpy()
-    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+    _check_against_torch(model, x, mod, target)
 
 
 class _Skip(torch.nn.Module):
@@ -358,9 +357,7 @@ class _Skip(torch.nn.Module):
 def test_channel_concat_stays_blocked(layout):
     """A concat along the channels of blocked tensors concatenates their channel blocks: the
     graph enters the blocked layout once and leaves it once."""
-    target = rm.target.Target(LAYOUTS[layout])
-    if target.runs_on_host():
-        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    target = _target_or_skip(layout)
     torch.manual_seed(0)
     model = _Skip().eval()
     x = torch.randn(2, 8, 10, 9)
@@ -369,10 +366,7 @@ def test_channel_concat_stays_blocked(layout):
         text = str(relax.transform.AlterOpLayout()(mod))
     assert text.count('"relax.layout_transform"') == 2, text
     assert text.count("relax.concat") == 2 and "axis = 1 : i64" in text
-    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
-    with torch.no_grad():
-        want = model(x).numpy()
-    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+    _check_against_torch(model, x, mod, target)
 
 
 def test_layout_transform_op_and_errors():

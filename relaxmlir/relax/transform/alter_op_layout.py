@@ -484,9 +484,18 @@ def _push(op: ir.Operation, lay: _Layouts) -> bool:
         attrs = _attrs(op)
     else:
         return False
+    return _rebuild_blocked(op, operands, attrs, layout, lay)
+
+
+def _rebuild_blocked(op: ir.Operation, operands, attrs, layout: str, lay: _Layouts) -> bool:
+    """`op` over blocked `operands` with a blocked result, transformed back for its users."""
+    block = int(layout[4:-1])
     with ir.InsertionPoint(op), op.location:
         new = ir.Operation.create(
-            name, results=[_blocked_type(op.results[0].type, block)], operands=operands, attributes=attrs
+            op.name,
+            results=[_blocked_type(op.results[0].type, block)],
+            operands=operands,
+            attributes=attrs,
         )
         back = lay.transform(new.result, layout, "NCHW")
     op.results[0].replace_all_uses_with(back)
@@ -557,17 +566,7 @@ def _push_channel_concat(op: ir.Operation, lay: _Layouts) -> bool:
             operands.append(lay.transform(v, "NCHW", layout))
     attrs = _attrs(op)
     attrs["axis"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)
-    with ir.InsertionPoint(op), op.location:
-        new = ir.Operation.create(
-            op.name,
-            results=[_blocked_type(op.results[0].type, block)],
-            operands=operands,
-            attributes=attrs,
-        )
-        back = lay.transform(new.result, layout, "NCHW")
-    op.results[0].replace_all_uses_with(back)
-    _erase_dead(op)
-    return True
+    return _rebuild_blocked(op, operands, attrs, layout, lay)
 
 # RELAXMLIR_ALTER_LAYOUT=0 keeps every convolution in NCHW (to compare layouts, or to see the
 # NCHW strategies at work).

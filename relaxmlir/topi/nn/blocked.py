@@ -15,6 +15,18 @@ from relaxmlir.topi.nn.conv2d import pad
 from relaxmlir.topi.transform import reshape
 
 
+def _padded_window(data: te.Tensor, kernel, strides, padding, dilation):
+    """(`data` [N, C/b, H, W, b] zero-padded by (top, left, bottom, right), output rows,
+    output columns) of a window of `kernel` taps."""
+    _, _, h, w, _ = data.shape
+    (kh, kw), (sh, sw), (dh, dw) = kernel, strides, dilation
+    top, left, bottom, right = padding
+    padded = pad(data, (0, 0, top, left, 0), (0, 0, bottom, right, 0))
+    oh = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
+    ow = (w + left + right - dw * (kw - 1) - 1) // sw + 1
+    return padded, oh, ow
+
+
 def conv2d_nchwc(
     data: te.Tensor,
     kernel: te.Tensor,
@@ -26,17 +38,14 @@ def conv2d_nchwc(
     """Cross-correlation of `data` [N, C/bi, H, W, bi] with `kernel` [O/bo, C/bi, KH, KW, bi, bo]
     into [N, O/bo, OH, OW, bo]; padding is (top, left, bottom, right). No groups."""
     out_dtype = out_dtype or data.dtype
-    n, cb, h, w, bi = data.shape
+    n, cb, _, _, bi = data.shape
     ob, cb2, kh, kw, bi2, bo = kernel.shape
     if (cb, bi) != (cb2, bi2):
         raise ValueError(
             f"conv2d_nchwc: data has {cb} x {bi} channel blocks, kernel expects {cb2} x {bi2}"
         )
     (sh, sw), (dh, dw) = strides, dilation
-    top, left, bottom, right = padding
-    padded = pad(data, (0, 0, top, left, 0), (0, 0, bottom, right, 0))
-    oh = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
-    ow = (w + left + right - dw * (kw - 1) - 1) // sw + 1
+    padded, oh, ow = _padded_window(data, (kh, kw), strides, padding, dilation)
     # Reduction order: channel blocks, taps, then the block's channels innermost, so successive
     # steps read consecutive weight vectors and consecutive input elements.
     rc = te.reduce_axis((0, cb), name="rc")
@@ -75,7 +84,7 @@ def depthwise_conv2d_nchwc(
     kernel's unit axes read at index 0 would hide the window from the strided-window split
     (`lowering/schedule/phases.py`): a stride-2 layer fell back to scalar loops."""
     out_dtype = out_dtype or data.dtype
-    n, cb, h, w, b = data.shape
+    n, cb, _, _, b = data.shape
     kb, kh, kw, bo = kernel.shape
     if (kb, bo) != (cb, b):
         raise ValueError(
@@ -83,10 +92,7 @@ def depthwise_conv2d_nchwc(
             f"[{cb}, KH, KW, {b}], got {list(kernel.shape)}"
         )
     (sh, sw), (dh, dw) = strides, dilation
-    top, left, bottom, right = padding
-    padded = pad(data, (0, 0, top, left, 0), (0, 0, bottom, right, 0))
-    oh = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
-    ow = (w + left + right - dw * (kw - 1) - 1) // sw + 1
+    padded, oh, ow = _padded_window(data, (kh, kw), strides, padding, dilation)
     ry = te.reduce_axis((0, kh), name="ry")
     rx = te.reduce_axis((0, kw), name="rx")
 
