@@ -300,25 +300,21 @@ def _mobilenet_v2_module():
 
 
 def _mobilenet_v2(batch):
-    import numpy as np
-    import torch
-    from torch.utils.flop_counter import FlopCounterMode
-
-    torch.manual_seed(0)
-    model = _mobilenet_v2_module().eval()
-    x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
-    with torch.no_grad(), FlopCounterMode(display=False) as counter:  # convolutions + fc
-        model(torch.from_numpy(x))
-    return model, [x], counter.get_total_flops(), None
+    return _vision_model(_mobilenet_v2_module, batch)
 
 
 def _resnet18(batch):
+    return _vision_model(_resnet18_module, batch)
+
+
+def _vision_model(make, batch):
+    """An ImageNet model from `make()` (seeded), one random batch, its conv + fc FLOPs."""
     import numpy as np
     import torch
     from torch.utils.flop_counter import FlopCounterMode
 
     torch.manual_seed(0)
-    model = _resnet18_module().eval()
+    model = make().eval()
     x = np.random.default_rng(0).standard_normal((batch, 3, 224, 224), dtype=np.float32)
     with torch.no_grad(), FlopCounterMode(display=False) as counter:  # convolutions + fc
         model(torch.from_numpy(x))
