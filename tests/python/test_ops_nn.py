@@ -85,14 +85,16 @@ def test_conv_and_pool_unbatched_1d_divisor():
 
 def test_conv_transpose():
     """conv_transpose2d/1d with stride, padding, output_padding, groups and dilation; weights as
-    graph inputs here (the kernel is flipped in the graph) and as module constants below."""
+    graph inputs here (the kernel is flipped in the graph) and as module constants below. A
+    kernel equal to its stride is a 1x1 convolution + depth-to-space (both frontends)."""
 
     def ops(x, w, s, w1):
         return (
             F.conv_transpose2d(x, w), F.conv_transpose2d(x, w, stride=2, padding=1),
             F.conv_transpose2d(x, w, stride=(2, 3), padding=(0, 2), output_padding=(1, 2)),
             F.conv_transpose2d(x, w, dilation=2, padding=2), F.conv_transpose1d(s, w1, stride=2),
-            F.conv_transpose2d(x[0], w, stride=2),
+            F.conv_transpose2d(x[0], w, stride=2), F.conv_transpose2d(x, w, stride=3),
+            F.conv_transpose1d(s, w1, stride=4),
         )  # fmt: skip
 
     inputs = [_randn(2, 4, 5, 4), _randn(4, 3, 3, 3), _randn(1, 3, 6), _randn(3, 2, 4)]
@@ -100,7 +102,7 @@ def test_conv_transpose():
     torch.manual_seed(0)
     model = nn.Sequential(
         nn.ConvTranspose2d(4, 6, 3, stride=2, padding=1, output_padding=1, groups=2),
-        nn.ReLU(), nn.ConvTranspose2d(6, 2, (2, 3), bias=False),
+        nn.ReLU(), nn.ConvTranspose2d(6, 2, (2, 3), bias=False), nn.ConvTranspose2d(2, 3, 2, 2),
     )  # fmt: skip
     check_ops(model, [_randn(1, 4, 5, 5)], "ConvTranspose2d", rtol=1e-4, atol=1e-5)
 
