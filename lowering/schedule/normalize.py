@@ -11,8 +11,9 @@ each into regular linalg on views (all semantics-preserving, each a no-op where 
    `gather.raise_strided_inputs`: other non-overlapping windows -> [.., Y, KY, X, KX] views;
 4. `drop_unit_dims`: unit loops and constant-0 indices removed (e.g. [1, 128, 256] x [256, 1024]
    becomes a 2-D matmul), then in-place epilogues restored (`fuse_tir.make_inplace`);
-5. `merge_reduction_loops`: two reduction loops that every operand reads as one contiguous run
-   of axes become one loop over a collapsed view (a mean over H and W of [N, C/16, H, W, 16]).
+5. `merge_loops`: two reduction loops, or two N loops of a contraction, that every operand
+   reads as one contiguous run of axes become one loop over collapsed views (a mean over H and
+   W of [N, C/16, H, W, 16]; an NCHW 1x1 convolution's H and W).
 """
 
 from __future__ import annotations
@@ -28,6 +29,8 @@ from lowering.schedule.common import (
     dim_of,
     is_mul_add,
     linalg_ops,
+    reassociation,
+    rebuild_generic,
     slice_sizes,
 )
 from lowering.schedule.gather import raise_gathers, raise_strided_inputs
@@ -48,7 +51,7 @@ def normalize_function(func_op: ir.Operation) -> None:
     if not any(_unit_window_conv(op) for op in linalg_ops(func_op)):  # its 1x1 window stays
         raise_strided_inputs(func_op)
     drop_unit_dims(func_op)
-    merge_reduction_loops(func_op)
+    merge_loops(func_op)
 
 
 # TE broadcasts size-1 axes as constant-0 indices (`(0, d1, d3)`) and keeps unit loops: dropping
@@ -268,7 +271,7 @@ def _drop_overwritten_fills(func_op: ir.Operation) -> None:
         fill.erase()
 
 
-def merge_reduction_loops(func_op: ir.Operation) -> int:
+def merge_loops(func_op: ir.Operation) -> int:
     """Step 5 of the module docstring; returns how many loops were merged away.
 
     The reduction rule takes one reduction loop (or a short window): the spatial mean of a
@@ -339,8 +342,6 @@ def _mergeable_pair(op: ir.Operation) -> int | None:
 
 def _merge_loops(op: ir.Operation, d: int) -> ir.Operation:
     """`op` with loops d and d + 1 as one (operands reading them collapsed into one axis)."""
-    from lowering.schedule.common import reassociation, rebuild_generic
-
     iterators = list(ir.ArrayAttr(op.attributes["iterator_types"]))
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     nloops = len(iterators)

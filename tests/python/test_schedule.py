@@ -746,7 +746,7 @@ def test_exp_is_a_vector_polynomial():
 )
 def test_adjacent_reduction_loops_merge(shape, axes, route):
     """Two reduction loops over consecutive axes become one over a collapsed view
-    (`normalize.merge_reduction_loops`), which the reduction rule vectorizes (two left it to
+    (`normalize.merge_loops`), which the reduction rule vectorizes (two left it to
     scalar loops)."""
     from relaxmlir import te, topi
 
@@ -765,7 +765,7 @@ def test_adjacent_reduction_loops_merge(shape, axes, route):
 @pytest.mark.parametrize("batch,cin,cout,size", [(1, 64, 85, 12), (2, 16, 24, 7)])
 def test_nchw_pointwise_conv_is_a_matmul(batch, cin, cout, size):
     """An NCHW 1x1 convolution (`conv2d_nchw_1x1.contraction`) has two output-column loops, H
-    and W; merged into one (`normalize.merge_reduction_loops`) it is the product of the
+    and W; merged into one (`normalize.merge_loops`) it is the product of the
     [O, C] weight and the [C, H * W] image the matmul rule tiles (85 filters, a detection
     head, ran as scalar loops before)."""
     from relaxmlir import te

@@ -325,7 +325,7 @@ def conv2d_1x1(data, kernel, out_dtype=None):
     window): `out[n, o, y, x] = sum_c data[n, c, y, x] * kernel[o, c, 0, 0]`.
 
     For one image the kernel is the product's A: [O, C] x [C, H * W] is a plain GEMM once the
-    schedule merges H and W (`normalize.merge_reduction_loops`); with the image as A, its pixels
+    schedule merges H and W (`normalize.merge_loops`); with the image as A, its pixels
     were rows read down a column, which did not vectorize (85 filters over 40 x 40: 2.6 ms ->
     0.1). A batch keeps the image as A: its images and pixels are then the product's rows."""
     from relaxmlir import te
