@@ -246,34 +246,42 @@ def _blocked_type(nchw: ir.Type, block: int) -> ir.Type:
     return ir.RankedTensorType.get([n, c // block, h, w, block], t.element_type)
 
 
-def _convertible_conv(op: ir.Operation, lanes: int) -> bool:
+def _blockable_conv(op: ir.Operation) -> tuple[int, int] | None:
+    """(input channels, output channels) of an NCHW / OIHW float32 conv2d with static shapes,
+    no dilation and a constant weight that is not a patch embedding (im2col + matmul in NCHW);
+    None for any other. The group rules are the caller's."""
     if _string(op, "data_layout") != "NCHW" or _string(op, "kernel_layout") != "OIHW":
-        return False
-    groups = ir.IntegerAttr(op.attributes["groups"]).value
+        return None
     # Any strides: the direct kernel's schedule splits a strided window by phase along each
     # axis (lowering/schedule/phases.py), so a conv1d with stride 2 (a [1, s] stride once it is
     # a conv2d over H = 1: wav2vec2's feature extractor) is blocked too; the phase-split
     # candidates (conv2d_nchwc.phased / .phases) take equal strides only.
-    sh, sw = _ints(op, "strides")
     if _ints(op, "dilation") != [1, 1]:
-        return False
+        return None
     x, w, out = _static(op.operands[0]), _static(op.operands[1]), _static(op.results[0])
     if x is None or w is None or out is None or len(x) != 4:
-        return False
-    if is_patch_window(w[2:], (sh, sw), (1, 1)):  # a patch embedding: im2col + matmul in NCHW
-        return False
+        return None
+    if is_patch_window(w[2:], _ints(op, "strides"), (1, 1)):
+        return None
     if ir.RankedTensorType(op.results[0].type).element_type != ir.F32Type.get():
+        return None
+    if _constant(op.operands[1]) is None:
+        return None
+    return x[1], w[0]
+
+
+def _convertible_conv(op: ir.Operation, lanes: int) -> bool:
+    """One group, or depthwise (groups = channels), with channels that divide into blocks."""
+    channels = _blockable_conv(op)
+    if channels is None:
         return False
-    c, o = x[1], w[0]
-    if groups != 1 and not groups == c == o:  # grouped, not depthwise: stays in NCHW
+    c, o = channels
+    groups = ir.IntegerAttr(op.attributes["groups"]).value
+    if groups != 1 and not groups == c == o:  # grouped, not depthwise: `_convert_grouped`
         return False
     if groups != 1 and not _block(c, lanes):
         return False
-    return (
-        bool(_block(o, lanes))
-        and _input_block(c, lanes) > 0
-        and _constant(op.operands[1]) is not None
-    )
+    return bool(_block(o, lanes)) and _input_block(c, lanes) > 0
 
 
 def _block(channels: int, lanes: int) -> int:
@@ -289,29 +297,39 @@ def _input_block(channels: int, lanes: int) -> int:
     return _block(channels, lanes) or (channels if channels < lanes else 0)
 
 
-def _convert_conv(op: ir.Operation, lay: _Layouts) -> None:
-    lanes = lay.block
-    x_shape = _static(op.operands[0])
-    c = x_shape[1]
-    w = _constant(op.operands[1])
+def _blocked_conv(
+    op: ir.Operation, x: ir.Value, w: np.ndarray, ki: int, bo: int, groups: int | None = None
+) -> ir.Value:
+    """`op`'s conv2d (its `groups`, unless given) of blocked `x` with the OIHW weight `w` laid
+    out in blocks of `ki` input and `bo` output channels (at the insertion point in scope)."""
     o, i, kh, kw = w.shape
-    bi, bo = _input_block(c, lanes), _block(o, lanes)
-    ki = bi if i == c else 1  # depthwise (groups = channels): one input channel per filter
     # w6[ob, cb, kh, kw, ci, oi] = w[ob * bo + oi, cb * ki + ci, kh, kw]
     w6 = w.reshape(o // bo, bo, i // ki, ki, kh, kw).transpose(0, 2, 4, 5, 3, 1)
+    n, _, oh, ow = ir.RankedTensorType(op.results[0].type).shape
+    elem = ir.RankedTensorType(op.results[0].type).element_type
+    attrs = _attrs(op)
+    attrs["data_layout"] = ir.StringAttr.get(f"NCHW{ir.RankedTensorType(x.type).shape[4]}c")
+    attrs["kernel_layout"] = ir.StringAttr.get(f"OIHW{ki}i{bo}o")
+    if groups is not None:
+        attrs["groups"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), groups)
+    return ir.Operation.create(
+        op.name,
+        results=[ir.RankedTensorType.get([n, o // bo, oh, ow, bo], elem)],
+        operands=[x, _new_constant(w6, op.operands[1].type)],
+        attributes=attrs,
+    ).result
+
+
+def _convert_conv(op: ir.Operation, lay: _Layouts) -> None:
+    lanes = lay.block
+    c = _static(op.operands[0])[1]
+    w = _constant(op.operands[1])
+    o, i = w.shape[:2]
+    bi, bo = _input_block(c, lanes), _block(o, lanes)
+    ki = bi if i == c else 1  # depthwise (groups = channels): one input channel per filter
     with ir.InsertionPoint(op), op.location:
         x = lay.transform(op.operands[0], "NCHW", f"NCHW{bi}c")
-        weight = _new_constant(w6, op.operands[1].type)
-        attrs = _attrs(op)
-        attrs["data_layout"] = ir.StringAttr.get(f"NCHW{bi}c")
-        attrs["kernel_layout"] = ir.StringAttr.get(f"OIHW{ki}i{bo}o")
-        conv = ir.Operation.create(
-            op.name,
-            results=[_blocked_type(op.results[0].type, bo)],
-            operands=[x, weight],
-            attributes=attrs,
-        )
-        back = lay.transform(conv.result, f"NCHW{bo}c", "NCHW")
+        back = lay.transform(_blocked_conv(op, x, w, ki, bo), f"NCHW{bo}c", "NCHW")
     op.results[0].replace_all_uses_with(back)
     _erase_dead(op)
 
@@ -322,24 +340,14 @@ MAX_GROUP_SPLIT = 64  # grouped convolutions split into at most this many blocke
 def _splittable_grouped_conv(op: ir.Operation, lanes: int) -> bool:
     """A grouped convolution (1 < groups, not depthwise) with constant weights whose groups'
     input and output channels divide into blocks: one blocked convolution per group."""
-    if _string(op, "data_layout") != "NCHW" or _string(op, "kernel_layout") != "OIHW":
+    channels = _blockable_conv(op)
+    if channels is None:
         return False
+    c, o = channels
     groups = ir.IntegerAttr(op.attributes["groups"]).value
-    x, w, out = _static(op.operands[0]), _static(op.operands[1]), _static(op.results[0])
-    if x is None or w is None or out is None or len(x) != 4 or _ints(op, "dilation") != [1, 1]:
-        return False
-    c, o = x[1], w[0]
     if not 1 < groups <= MAX_GROUP_SPLIT or groups == c == o:
         return False
-    if ir.RankedTensorType(op.results[0].type).element_type != ir.F32Type.get():
-        return False
-    if is_patch_window(w[2:], _ints(op, "strides"), (1, 1)):
-        return False
-    return (
-        bool(_block(c // groups, lanes))
-        and bool(_block(o // groups, lanes))
-        and _constant(op.operands[1]) is not None
-    )
+    return bool(_block(c // groups, lanes)) and bool(_block(o // groups, lanes))
 
 
 def _convert_grouped(op: ir.Operation, lay: _Layouts) -> None:
@@ -349,9 +357,9 @@ def _convert_grouped(op: ir.Operation, lay: _Layouts) -> None:
     lanes = lay.block
     groups = ir.IntegerAttr(op.attributes["groups"]).value
     w = _constant(op.operands[1])
-    o, i, kh, kw = w.shape
-    bi, bo = _block(i, lanes), _block(o // groups, lanes)
+    o, i = w.shape[:2]
     og = o // groups
+    bi, bo = _block(i, lanes), _block(og, lanes)
     i64 = ir.IntegerType.get_signless(64)
 
     def ints(values):
@@ -361,34 +369,19 @@ def _convert_grouped(op: ir.Operation, lay: _Layouts) -> None:
         x = lay.transform(op.operands[0], "NCHW", f"NCHW{bi}c")
         n, _, h, wd, _ = ir.RankedTensorType(x.type).shape
         elem = ir.RankedTensorType(x.type).element_type
-        result = _blocked_type(op.results[0].type, bo)
+        slice_type = ir.RankedTensorType.get([n, i // bi, h, wd, bi], elem)
         parts = []
         for g in range(groups):
             part = rx.StridedSlice.create(
                 [x],
-                [ir.RankedTensorType.get([n, i // bi, h, wd, bi], elem)],
+                [slice_type],
                 {"axes": ints([1]), "begin": ints([g * i // bi]), "end": ints([(g + 1) * i // bi]),
                  "strides": ints([1])},
             ).result  # fmt: skip
-            # w6[ob, cb, kh, kw, ci, oi] = w[g * og + ob * bo + oi, cb * bi + ci, kh, kw]
-            wg = w[g * og : (g + 1) * og]
-            w6 = wg.reshape(og // bo, bo, i // bi, bi, kh, kw).transpose(0, 2, 4, 5, 3, 1)
-            attrs = _attrs(op)
-            attrs["groups"] = ir.IntegerAttr.get(i64, 1)
-            attrs["data_layout"] = ir.StringAttr.get(f"NCHW{bi}c")
-            attrs["kernel_layout"] = ir.StringAttr.get(f"OIHW{bi}i{bo}o")
-            rt = ir.RankedTensorType(result)
-            part_type = ir.RankedTensorType.get(
-                [rt.shape[0], og // bo, *rt.shape[2:]], rt.element_type
-            )
-            conv = ir.Operation.create(
-                op.name,
-                results=[part_type],
-                operands=[part, _new_constant(w6, op.operands[1].type)],
-                attributes=attrs,
-            )
-            parts.append(conv.result)
-        joined = rx.Concat.create(parts, [result], {"axis": ir.IntegerAttr.get(i64, 1)}).result
+            parts.append(_blocked_conv(op, part, w[g * og : (g + 1) * og], bi, bo, groups=1))
+        joined = rx.Concat.create(
+            parts, [_blocked_type(op.results[0].type, bo)], {"axis": ir.IntegerAttr.get(i64, 1)}
+        ).result
         back = lay.transform(joined, f"NCHW{bo}c", "NCHW")
     op.results[0].replace_all_uses_with(back)
     _erase_dead(op)
