@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import linalg, tensor
+from mlir.dialects import linalg, tensor, vector
 from mlir.dialects.transform import interpreter
 
 from lowering.schedule.math_approx import approximate_math, contract_fma
@@ -120,6 +120,9 @@ class OpInfo:
     rows_version: str = ""  # "few" / "many": the copy of a run-time row dispatch (driver.py)
     c_view: bool = False  # rows route: the epilogue reads the packed C through a reshape
     gather_loop: int | None = None  # gather only: the loop along the sources' last axis
+    # (handle, OpInfo) of the ops this op's rule schedules with it (`ScheduleRule.absorbs`):
+    # a conv's earlier phases, then its elementwise epilogue, computed in its register tiles
+    fused: list = field(default_factory=list)
 
     @property
     def static(self) -> bool:
@@ -214,6 +217,13 @@ class ScheduleRule:
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
         raise NotImplementedError
+
+    def absorbs(self, info: OpInfo, infos: list[OpInfo], opts: ScheduleOptions) -> list[int]:
+        """Tags of other ops (in `infos`, all still unscheduled) that this rule schedules
+        together with `info`'s op, which then get no rule of their own: e.g. a conv's
+        elementwise epilogue, computed on the conv's register tiles instead of in a pass of
+        its own over the whole output. Read before any script runs (`info.op` is live)."""
+        return []
 
     def after_prepare(self, func_op: ir.Operation) -> None:
         """Rewrites between the two scripts that the transform dialect has no op for."""
@@ -816,20 +826,30 @@ def legalize_function(func_op: ir.Operation) -> None:
         apply_script(func_op, s)
 
 
-def apply_rules(func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] | None) -> list[str]:
+def apply_rules(
+    func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] | None, fuse: bool = True
+) -> list[str]:
     """Run the rules of the ops in `chosen` (all when None) on `func_op` in place; raises on a
-    script failure, leaving `func_op` partly transformed (callers work on a clone)."""
+    script failure, leaving `func_op` partly transformed (callers work on a clone). `fuse`:
+    let rules schedule other ops with theirs (`ScheduleRule.absorbs`)."""
     infos = [classify(op) for op in linalg_ops(func_op)]
     for tag, info in enumerate(infos):
         info.tag = tag
         info.op.attributes[SCHED_ID_ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), tag)
     picked = [(tag, info) for tag, info in enumerate(infos) if chosen is None or tag in chosen]
     rules = {tag: get_schedule(opts.target.kind, info.pattern) for tag, info in picked}
+    groups, absorbed = {}, {}
+    for tag, info in picked if fuse else []:
+        members = [t for t in rules[tag].absorbs(info, infos, opts) if t in rules and t != tag]
+        if members and not any(t in absorbed or t in groups for t in [tag, *members]):
+            groups[tag] = members
+            absorbed.update((t, tag) for t in members)
     distinct = list({id(r): r for r in rules.values()}.values())
     pre = Script()
     handles = {tag: pre.match_tagged(tag) for tag, _ in picked}
     for tag, info in picked:
-        rules[tag].prepare(pre, handles[tag], info, opts)
+        if tag not in absorbed:
+            rules[tag].prepare(pre, handles[tag], info, opts)
     if len(pre.lines) > len(handles):
         apply_script(func_op, pre)
         fold_prepacked(func_op)
@@ -839,7 +859,13 @@ def apply_rules(func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] |
     main = Script()
     # Match every op first: handles then follow ops that a later rule's patterns rewrite.
     handles = {tag: main.match_tagged(tag) for tag, _ in picked}
-    used = [rules[tag].schedule(main, handles[tag], info, opts) for tag, info in picked]
+    used = []
+    for tag, info in picked:
+        if tag in absorbed:
+            used.append(f"fused-into-{absorbed[tag]}")
+            continue
+        info.fused = [(handles[t], infos[t]) for t in groups.get(tag, [])]
+        used.append(rules[tag].schedule(main, handles[tag], info, opts))
     finalize(main)
     apply_script(func_op, main)
     for rule in distinct:
@@ -848,6 +874,97 @@ def apply_rules(func_op: ir.Operation, opts: ScheduleOptions, chosen: set[int] |
     approximate_math(func_op)
     contract_fma(func_op)
     return used
+
+
+def forward_tile_writes(func_op: ir.Operation) -> int:
+    """`transfer_read(transfer_write(v, t, idx), idx)` -> `v` on tensors where the two move the
+    same elements and differ only in unit vector dims (a fused conv tile: its zero start is
+    written as 2x1x8x16 and read as 2x8x16 through a permutation map; the epilogue reads the
+    sums written the other way round). Upstream's fold wants identical types and maps. Writes
+    left without readers are erased, so the tile never needs a buffer of its own (one-shot
+    bufferization had given each tile a heap copy: the epilogue writes the tile's place while
+    the sums, in the same place, are still to be read). Returns the number of reads replaced."""
+    reads = []
+
+    def visit(op):
+        op = op.operation
+        source = op.operands[0].owner if op.name == "vector.transfer_read" else None
+        if isinstance(source, ir.OpView) and source.operation.name == "vector.transfer_write":
+            reads.append(op)
+        return ir.WalkResult.ADVANCE
+
+    func_op.walk(visit)
+    done = 0
+    for read in reads:
+        write = read.operands[0].owner.operation
+        r_idx, w_idx = _transfer_indices(read), _transfer_indices(write)
+        if r_idx is None or w_idx is None or len(r_idx) != len(w_idx):
+            continue  # masked
+        if any(a != b for a, b in zip(r_idx, w_idx)):
+            continue  # another start
+        r_acc, w_acc = (
+            _accessed(read, read.results[0].type),
+            _accessed(write, write.operands[0].type),
+        )
+        if r_acc is None or r_acc != w_acc:
+            continue
+        value = write.operands[0]
+        with ir.InsertionPoint(read), read.location:
+            if value.type != read.results[0].type:
+                value = vector.ShapeCastOp(read.results[0].type, value).result
+        read.results[0].replace_all_uses_with(value)
+        read.erase()
+        done += 1
+    _erase_dead_writes(func_op)
+    return done
+
+
+def _transfer_indices(op: ir.Operation) -> list[ir.Value] | None:
+    """The start indices of an unmasked transfer_read (source, indices, padding) or
+    transfer_write (vector, dest, indices); None for a masked one."""
+    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
+    if segments[-1]:
+        return None
+    operands = list(op.operands)
+    return (
+        operands[1 : 1 + segments[1]] if op.name.endswith("read") else operands[2 : 2 + segments[2]]
+    )
+
+
+def _accessed(op: ir.Operation, vtype: ir.Type) -> list[tuple[int, int]] | None:
+    """(tensor dim, extent) of each non-unit vector dim of an in-bounds transfer; None when it
+    broadcasts (a constant in its map) or may run out of bounds."""
+    in_bounds = op.attributes.get("in_bounds")
+    if in_bounds is None or not all(ir.BoolAttr(b).value for b in ir.ArrayAttr(in_bounds)):
+        return None
+    pmap = ir.AffineMapAttr(op.attributes["permutation_map"]).value
+    shape = ir.VectorType(vtype).shape
+    out = []
+    for e, size in zip(pmap.results, shape):
+        if not isinstance(e, ir.AffineDimExpr):
+            return None
+        if size != 1:
+            out.append((e.position, size))
+    return out
+
+
+def _erase_dead_writes(func_op: ir.Operation) -> None:
+    """Erase tensor transfer_writes whose result is unused, then the writes they wrote into."""
+    while True:
+        dead = []
+
+        def visit(op, dead=dead):
+            op = op.operation
+            writes_tensor = op.name == "vector.transfer_write" and len(op.results) == 1
+            if writes_tensor and not list(op.results[0].uses):
+                dead.append(op)
+            return ir.WalkResult.ADVANCE
+
+        func_op.walk(visit)
+        if not dead:
+            return
+        for op in dead:
+            op.erase()
 
 
 def tag_init_fills(func_op: ir.Operation) -> None:

@@ -37,8 +37,9 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     The scheduled function replaces `func_op` (which is erased) and carries SCHEDULE_ATTR.
 
     Two scripts run: every rule's `prepare` (packing), then `fold_prepacked`, then every rule's
-    `schedule` and the shared `finalize`. If that fails, each op is tried alone on a copy and the
-    function is scheduled with the ops that succeeded; the others keep their linalg form (naive
+    `schedule` and the shared `finalize`. If that fails, again with every op scheduled by its own
+    rule (no fused groups), then each op is tried alone on a copy and the function is scheduled
+    with the ops that succeeded; the others keep their linalg form (naive
     loops: correct, slower) and a warning names them. With `strict` the first failure is raised.
     """
     if not linalg_ops(func_op) or _has_empty_operand(func_op):
@@ -53,16 +54,18 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     def copy() -> ir.Operation:
         return base.clone(ip=ir.InsertionPoint(scratch.body))
 
-    trial = copy()
-    try:
-        used = apply_rules(trial, opts, None)
-        _replace(func_op, trial, used)
-        return used
-    except SCRIPT_ERRORS as exc:
-        trial.erase()
-        if opts.strict:
-            raise
-        first_error = exc
+    first_error = None
+    for fuse in (True, False):  # then each op by its own rule: a fused group may fail as one
+        trial = copy()
+        try:
+            used = apply_rules(trial, opts, None, fuse)
+            _replace(func_op, trial, used)
+            return used
+        except SCRIPT_ERRORS as exc:
+            trial.erase()
+            if opts.strict:
+                raise
+            first_error = first_error or exc
     good, bad = set(), []
     for tag in range(count):
         trial = copy()
@@ -92,7 +95,7 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
         return []
     trial = copy()
     try:
-        used = apply_rules(trial, opts, good)
+        used = apply_rules(trial, opts, good, fuse=False)
     except SCRIPT_ERRORS as exc:
         trial.erase()
         warnings.warn(

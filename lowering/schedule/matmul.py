@@ -35,6 +35,7 @@ from lowering.schedule.common import (
     ScheduleOptions,
     ScheduleRule,
     Script,
+    forward_tile_writes,
     reassociation,
     rebuild_generic,
     register_schedule,
@@ -778,86 +779,252 @@ class ConvSchedule(ScheduleRule):
     across threads."""
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
-        if info.element_type != "f32":
+        plan = conv_plan(info, opts)
+        if plan is None:
             return "conv-fallback"
-        out = info.operand_dims[2]
-        # A symbolic batch is fine: it is tiled by 1 (and split across threads by filters or
-        # rows, never by the batch); any other symbolic size falls back.
-        if any(r is None for d, r in enumerate(info.ranges) if d != out[0]):
-            return "conv-fallback"
-        nloops = len(info.ranges)
-        vec, width, masked, regs, f_dim, y_dim, accumulators = conv_register_budget(info, opts)
-        # Register tile: F filters x R image rows x the vector. Each step loads R * regs input
-        # vectors and broadcasts F weights for F * R * regs FMAs: pick the block with the most
-        # FMAs per load within the accumulator budget. LeNet at 1 thread: 28x28 layer 6 x 4 x 14 lanes
-        # 160 -> 56 us (was 7 rows x 16 masked lanes); 10x10 layer 4 x 5 x 10: 147 -> 110 us.
-        # Channel-blocked layouts (the vector is a block of output channels): each step loads F
-        # weight vectors and broadcasts R input pixels. At most 32 output channels per tile
-        # (F <= 2 blocks of 16, F <= 4 of 8) keep the weights of a filter tile in L2 while the
-        # tile sweeps every pixel (8 x 2 x 16 streamed 2.4 MB of weights per row pair on a
-        # 256-channel 14x14 layer: 33 GFLOP/s; 2 x 7 reads them once per filter pair: 148). On
-        # AVX2, 4 x 2 x 8 (8 sums, 6 loads) beats 2 x 2 x 8 (4 sums: FMA latency bound) there.
-        blocked = vec in next(d for d in info.operand_dims[:2] if d is not None)  # the weight's
-        best = (0.0, 1, 1)
-        for f in _divisors(info.ranges[f_dim]) if f_dim is not None else [1]:
-            if blocked and f * width > BLOCKED_CONV_CHANNELS:
+        name = f"conv-{plan.filters}x{plan.rows}x{plan.width}"
+        if info.fused:
+            _schedule_with_epilogue(s, h, info, plan)
+            return name + "+epilogue"
+        if plan.parallel is not None:
+            split = [0] * len(info.ranges)
+            split[plan.parallel[0]] = plan.parallel[1]
+            h, forall = s.tile_forall(h, tile_sizes=split)
+            # Each thread zeroes its own part (a fill cannot enter the tile loops through their
+            # iter_args; with an epilogue it comes in as the conv's operand instead).
+            s.fuse_init_fill(info.tag, forall)
+        h, _ = s.tile_for(h, plan.outer)
+        _vectorize_conv_tile(s, h, info, plan.vector_sizes)
+        return name
+
+    def after_schedule(self, func_op: ir.Operation) -> None:
+        forward_tile_writes(func_op)
+
+    def absorbs(self, info: OpInfo, infos: list[OpInfo], opts: ScheduleOptions) -> list[int]:
+        """The conv's epilogue: the elementwise op (bias, batch norm, residual add, ReLU) that
+        reads its result as it is; with the convs of the same output's earlier stride phases
+        (`phases.split_strided_convs`), when this is the last of them. The group is then one
+        loop nest: each register tile starts at zero, sums every phase and tap, goes through
+        the epilogue and is stored once. Separately, the output was zeroed on one thread, the
+        sums were stored, and the epilogue read and wrote the whole output again: 3 of
+        MobileNetV2's 112x112 layers ran at 1.1x on 2 threads, memory-bound."""
+        plan = conv_plan(info, opts) if _fusable_conv(info) else None
+        # Static tiles only: with an unequal thread split or a masked row the fused zero fill
+        # has dynamic sizes, which do not vectorize.
+        if plan is None or not plan.static_tiles(info):
+            return []
+        by_op = {info.op: i for i, info in enumerate(infos)}
+        chain, op = [], info.op
+        while True:  # earlier phases: convs whose result is this one's accumulator
+            init = op.operands[len(op.operands) - 1].owner
+            if isinstance(init, ir.Block) or init.operation not in by_op:
+                break
+            prev = infos[by_op[init.operation]]
+            if not _fusable_conv(prev) or len(list(prev.op.results[0].uses)) != 1:
+                break
+            chain.insert(0, by_op[init.operation])
+            op = prev.op
+        init = op.operands[len(op.operands) - 1]  # the first phase's: the zero fill
+        if isinstance(init.owner, ir.Block) or init.owner.operation.name != "linalg.fill":
+            return []
+        if len(list(init.uses)) != 1:
+            return []
+        epilogue = _conv_epilogue(info, infos, by_op)
+        if epilogue is None:
+            return []
+        return chain + [epilogue]
+
+
+@dataclass
+class ConvPlan:
+    """A conv's register tile and thread split (`conv_plan`)."""
+
+    filters: int  # filter (output channel or channel block) loop iterations per tile
+    rows: int  # image row (or pixel) loop iterations per tile
+    width: int  # lanes along the output's contiguous axis
+    parallel: tuple[int, int] | None  # (loop, chunk) split across threads
+    outer: list[int]  # the register tile, per loop (0 for reductions)
+    vector_sizes: list[int] | None  # explicit sizes of a masked (partial) row
+
+    def static_tiles(self, info: OpInfo) -> bool:
+        """Every tile (and thread share) has static sizes: no masked row, an even split."""
+        uneven = self.parallel is not None and info.ranges[self.parallel[0]] % self.parallel[1]
+        return not uneven and self.vector_sizes is None
+
+
+def conv_plan(info: OpInfo, opts: ScheduleOptions) -> ConvPlan | None:
+    """The register tile and thread split the conv rule gives `info`'s op; None: it falls back
+    (not f32, or a symbolic size other than the batch)."""
+    if info.element_type != "f32":
+        return None
+    out = info.operand_dims[2]
+    # A symbolic batch is fine: it is tiled by 1 (and split across threads by filters or
+    # rows, never by the batch); any other symbolic size falls back.
+    if any(r is None for d, r in enumerate(info.ranges) if d != out[0]):
+        return None
+    vec, width, masked, regs, f_dim, y_dim, accumulators = conv_register_budget(info, opts)
+    # Register tile: F filters x R image rows x the vector. Each step loads R * regs input
+    # vectors and broadcasts F weights for F * R * regs FMAs: pick the block with the most
+    # FMAs per load within the accumulator budget. LeNet at 1 thread: 28x28 layer 6 x 4 x 14 lanes
+    # 160 -> 56 us (was 7 rows x 16 masked lanes); 10x10 layer 4 x 5 x 10: 147 -> 110 us.
+    # Channel-blocked layouts (the vector is a block of output channels): each step loads F
+    # weight vectors and broadcasts R input pixels. At most 32 output channels per tile
+    # (F <= 2 blocks of 16, F <= 4 of 8) keep the weights of a filter tile in L2 while the
+    # tile sweeps every pixel (8 x 2 x 16 streamed 2.4 MB of weights per row pair on a
+    # 256-channel 14x14 layer: 33 GFLOP/s; 2 x 7 reads them once per filter pair: 148). On
+    # AVX2, 4 x 2 x 8 (8 sums, 6 loads) beats 2 x 2 x 8 (4 sums: FMA latency bound) there.
+    blocked = vec in next(d for d in info.operand_dims[:2] if d is not None)  # the weight's
+    best = (0.0, 1, 1)
+    for f in _divisors(info.ranges[f_dim]) if f_dim is not None else [1]:
+        if blocked and f * width > BLOCKED_CONV_CHANNELS:
+            continue
+        for r in _divisors(info.ranges[y_dim]) if y_dim is not None else [1]:
+            if f * r * regs > accumulators:
                 continue
-            for r in _divisors(info.ranges[y_dim]) if y_dim is not None else [1]:
-                if f * r * regs > accumulators:
-                    continue
-                score = f * r * regs / (r * regs + f)
-                best = max(best, (score, f, r))
-        _, n_filters, rows = best
-        # Tuned register tile (space.py): 0 keeps the choice above.
-        tuned_f, tuned_r = int(opts.knob("conv.filters", 0)), int(opts.knob("conv.rows", 0))
-        if tuned_f or tuned_r:
-            n_filters, rows = tuned_f or n_filters, tuned_r or rows
-            f_size = info.ranges[f_dim] if f_dim is not None else 1
-            y_size = info.ranges[y_dim] if y_dim is not None else 1
-            if f_size % n_filters or y_size % rows or n_filters * rows * regs > accumulators:
-                raise ValueError(
-                    f"conv register tile {n_filters} filters x {rows} rows x {regs} registers does not "
-                    f"divide {f_size} x {y_size} or exceeds {accumulators} accumulators"
-                )
-        blocks = ((f_dim, n_filters), (y_dim, rows))
-        parallel = _conv_parallel_split(info, opts, out[0], (vec, f_dim, y_dim), blocks)
-        if parallel is not None:
-            split = [0] * nloops
-            split[parallel[0]] = parallel[1]
-            h, _ = s.tile_forall(h, tile_sizes=split)
-        outer = [1 if t == "parallel" else 0 for t in info.iterators]
-        outer[vec] = width
-        blocked = []  # the tile's non-unit loops, in loop order
-        for dim, size in ((f_dim, n_filters), (y_dim, rows)):
-            if dim is not None:
-                outer[dim] = size
-                if size > 1:
-                    blocked.append((dim, size))
-        h, _ = s.tile_for(h, outer)
-        inner = [0 if t == "parallel" else 1 for t in info.iterators]
-        h, loops = s.tile_for(h, inner)
-        s.patterns("linalg.fold_unit_extent_dims_via_slices", target=loops[-1])
-        # After folding, the tile's loops are the non-unit ones: the blocks, then the vector.
-        s.vectorize(h, [size for _, size in sorted(blocked)] + [width] if masked else None)
-        return f"conv-{n_filters}x{rows}x{width}"
+            score = f * r * regs / (r * regs + f)
+            best = max(best, (score, f, r))
+    _, n_filters, rows = best
+    # Tuned register tile (space.py): 0 keeps the choice above.
+    tuned_f, tuned_r = int(opts.knob("conv.filters", 0)), int(opts.knob("conv.rows", 0))
+    if tuned_f or tuned_r:
+        n_filters, rows = tuned_f or n_filters, tuned_r or rows
+        f_size = info.ranges[f_dim] if f_dim is not None else 1
+        y_size = info.ranges[y_dim] if y_dim is not None else 1
+        if f_size % n_filters or y_size % rows or n_filters * rows * regs > accumulators:
+            raise ValueError(
+                f"conv register tile {n_filters} filters x {rows} rows x {regs} registers does not "
+                f"divide {f_size} x {y_size} or exceeds {accumulators} accumulators"
+            )
+    blocks = ((f_dim, n_filters), (y_dim, rows))
+    parallel = _conv_parallel_split(info, opts, out[0], (vec, f_dim, y_dim), blocks)
+    outer = [1 if t == "parallel" else 0 for t in info.iterators]
+    outer[vec] = width
+    tiled = []  # the tile's non-unit loops, in loop order
+    for dim, size in blocks:
+        if dim is not None:
+            outer[dim] = size
+            if size > 1:
+                tiled.append((dim, size))
+    vector_sizes = [size for _, size in sorted(tiled)] + [width] if masked else None
+    return ConvPlan(n_filters, rows, width, parallel, outer, vector_sizes)
+
+
+def _vectorize_conv_tile(s: Script, h: str, info: OpInfo, vector_sizes: list[int] | None) -> None:
+    """Tile a register tile's reduction loops by 1 and vectorize: after folding unit dims the
+    tile's loops are the non-unit ones (the blocks, then the vector)."""
+    inner = [0 if t == "parallel" else 1 for t in info.iterators]
+    h, loops = s.tile_for(h, inner)
+    s.patterns("linalg.fold_unit_extent_dims_via_slices", target=loops[-1])
+    s.vectorize(h, vector_sizes)
+
+
+def _fusable_conv(info: OpInfo) -> bool:
+    return (
+        info.pattern == "conv"
+        and info.element_type == "f32"
+        and info.static
+        and info.num_results == 1
+    )
+
+
+def _conv_epilogue(info: OpInfo, infos: list[OpInfo], by_op: dict) -> int | None:
+    """The tag of the elementwise op that is the conv's result's only user and reads it with
+    its own output's (identity) map, writing a tensor of the same type; else None."""
+    result = info.op.results[0]
+    uses = list(result.uses)
+    if len(uses) != 1:
+        return None
+    user = uses[0].owner.operation
+    e = infos[by_op[user]] if user in by_op else None
+    if e is None or e.pattern != "elementwise" or user.name != "linalg.generic":
+        return None
+    n_in = len(user.operands) - 1
+    if uses[0].operand_number >= n_in or e.num_results != 1:
+        return None
+    if user.results[0].type != result.type:
+        return None
+    rank = ir.RankedTensorType(result.type).rank
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(user.attributes["indexing_maps"])]
+    identity = ir.AffineMap.get_identity(rank)
+    if len(e.ranges) != rank or maps[-1] != identity or maps[uses[0].operand_number] != identity:
+        return None
+    return by_op[user]
+
+
+def _schedule_with_epilogue(s: Script, h: str, info: OpInfo, plan: ConvPlan) -> None:
+    """The conv `h` (and its earlier phases) computed inside the tile loops of its epilogue:
+    the epilogue is split across threads and tiled by the conv's register tile (its loops are
+    the conv's output axes), the convs and their zero fill are fused into the innermost tile
+    loop, then each conv's tile is vectorized like an unfused one and the epilogue's tile on
+    the vectors it produced."""
+    out = info.operand_dims[2]
+    convs = [(hh, i) for hh, i in info.fused[:-1]] + [(h, info)]
+    e_h, _ = info.fused[-1]
+    rank = len(out)
+    fill = s.match_init_fill(convs[0][1].tag)
+    if plan.parallel is not None:
+        split = [0] * rank
+        split[out.index(plan.parallel[0])] = plan.parallel[1]
+        e_h, forall = s.tile_forall(e_h, tile_sizes=split)
+        for i in reversed(range(len(convs))):
+            fused, forall = s.fuse_into(convs[i][0], forall)
+            convs[i] = (fused, convs[i][1])
+        fill, forall = s.fuse_into(fill, forall)
+    sizes = [plan.outer[d] for d in out]  # the register tile, per output axis
+    e_h, loops = s.tile_for(e_h, sizes)
+    loop = loops[-1]
+    for i in reversed(range(len(convs))):
+        fused, loop = s.fuse_into(convs[i][0], loop)
+        convs[i] = (fused, convs[i][1])
+    fill, loop = s.fuse_into(fill, loop)
+    s.vectorize(fill)
+    for conv, conv_info in convs:
+        _vectorize_conv_tile(s, conv, conv_info, None)
+    s.vectorize(e_h)
 
 
 def _conv_parallel_split(info, opts, batch_dim, tile_dims, blocks) -> tuple[int, int] | None:
     """(dim, chunk) of the threads' split: the batch when it has a chunk per thread, else the
-    filters, else the image rows, in chunks of whole register tiles (a batch of 1 left the
-    second core idle on ResNet-18)."""
+    filters, else the register tile's image rows, in chunks of whole register tiles, else
+    another output axis the tile walks one at a time (the image height of a channel-blocked
+    conv), else the longest such axis in unequal chunks. A batch of 1 left the second core idle
+    on ResNet-18; 16 or 24 output channels (one or three blocks) left it idle on MobileNetV2's
+    112x112 and 56x56 layers until the height was split too."""
     if opts.threads <= 1 or info.work < opts.min_parallel_work:
         return None
     t = opts.threads
     dynamic_batch = info.ranges[batch_dim] is None
     if not dynamic_batch and batch_dim not in tile_dims and info.ranges[batch_dim] % t == 0:
         return batch_dim, info.ranges[batch_dim] // t
+    # Axes tiled by 1 inside a thread's chunk: an unequal last chunk only shortens a loop.
+    others = [d for d in info.operand_dims[2][1:] if d not in tile_dims]
+    even_others = [d for d in others if info.ranges[d] % t == 0]
+    if even_others and _weights_elements(info) <= _elements(info, info.operand_dims[2]):
+        return even_others[0], info.ranges[even_others[0]] // t
     for dim, block in blocks:
         if dim is not None and info.ranges[dim] % (t * block) == 0:
             return dim, info.ranges[dim] // t
+    if even_others:
+        return even_others[0], info.ranges[even_others[0]] // t
     if not dynamic_batch and batch_dim not in tile_dims and info.ranges[batch_dim] >= t:
         return batch_dim, _ceil(info.ranges[batch_dim], t)
+    longest = max(others, key=lambda d: info.ranges[d], default=None)
+    if longest is not None and info.ranges[longest] >= t:
+        return longest, _ceil(info.ranges[longest], t)
     return None
+
+
+def _elements(info, dims) -> int:
+    total = 1
+    for d in dims:
+        total *= info.ranges[d]
+    return total
+
+
+def _weights_elements(info) -> int:
+    """Elements of a conv's filter operand (the input operand whose axes are all loops)."""
+    w_dims = next(d for d in info.operand_dims[:2] if d is not None)
+    return _elements(info, w_dims)
 
 
 # ----------------------------------------------------------------------------------------------

@@ -42,6 +42,7 @@ MAX_BRANCH_SPLITS = 16
 
 def normalize_function(func_op: ir.Operation) -> None:
     """Steps 1-4 of the module docstring on `func_op` (which must sit in a module)."""
+    _index_unit_axes_by_loops(func_op)
     raise_pads(func_op)
     for _ in range(MAX_BRANCH_SPLITS):  # a concat of n inputs nests n - 1 branches
         if not split_branches(func_op):
@@ -84,6 +85,43 @@ def drop_unit_dims(func_op: ir.Operation) -> None:
     from lowering.fuse_tir import make_inplace
 
     make_inplace(func_op)
+
+
+def _index_unit_axes_by_loops(func_op: ir.Operation) -> None:
+    """A constant-0 index into a unit axis that the output indexes by a unit loop is that loop:
+    TE's epilogue of a [1, C/16, H, W, 16] convolution reads the conv's result as `(0, d1, d2,
+    d3, d4)`, the broadcast of a size-1 axis. Read with the output's own map, the result is a
+    plain producer of the epilogue (no rank-reducing view between them), which the conv rule
+    then computes tile by tile inside the epilogue's loops."""
+    for op in linalg_ops(func_op):
+        if op.name != "linalg.generic" or len(op.results) != 1:
+            continue
+        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        out = maps[-1].results
+        ranges = classify(op).ranges
+        changed = False
+        for i in range(len(op.operands) - 1):
+            t = op.operands[i].type
+            if not isinstance(t, ir.RankedTensorType) or ir.RankedTensorType(t).rank != len(out):
+                continue
+            shape = ir.RankedTensorType(t).shape
+            results = list(maps[i].results)
+            for axis, e in enumerate(results):
+                loop = out[axis]
+                if (
+                    isinstance(e, ir.AffineConstantExpr)
+                    and e.value == 0
+                    and shape[axis] == 1
+                    and isinstance(loop, ir.AffineDimExpr)
+                    and ranges[loop.position] == 1
+                ):
+                    results[axis] = loop
+                    changed = True
+            maps[i] = ir.AffineMap.get(maps[i].n_dims, 0, results)
+        if changed:
+            op.attributes["indexing_maps"] = ir.ArrayAttr.get(
+                [ir.AffineMapAttr.get(m) for m in maps]
+            )
 
 
 def _drop_broadcast_axes(func_op: ir.Operation) -> None:

@@ -477,3 +477,133 @@ def test_blocked_max_pool_is_vectorized_along_the_channel_block(target, block, t
     if not to_nchw:
         got = got.transpose(0, 1, 4, 2, 3).reshape(want.shape)
     np.testing.assert_array_equal(got, want)
+
+
+def _inverted_residual(size: int):
+    """MobileNetV2's inverted residual at `size` x `size`: 1x1 expansion 24 -> 96 + BN + ReLU6,
+    depthwise 3x3 + BN + ReLU6, 1x1 projection 96 -> 24 + BN, the residual add; then a
+    strided depthwise 3x3 / 2 (four phase convolutions) + BN + ReLU6."""
+    torch.manual_seed(0)
+    nn = torch.nn
+
+    def conv_bn(cin, cout, k, stride=1, groups=1, act=True):
+        layers = [
+            nn.Conv2d(cin, cout, k, stride, k // 2, groups=groups, bias=False),
+            nn.BatchNorm2d(cout),
+        ]
+        return nn.Sequential(*layers, *([nn.ReLU6()] if act else []))
+
+    class Block(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.body = nn.Sequential(
+                conv_bn(24, 96, 1), conv_bn(96, 96, 3, groups=96), conv_bn(96, 24, 1, act=False)
+            )
+            self.down = conv_bn(24, 24, 3, 2, groups=24)
+
+        def forward(self, x):
+            return self.down(x + self.body(x))
+
+    model = Block().eval()
+    for m in model.modules():
+        if isinstance(m, nn.BatchNorm2d):
+            with torch.no_grad():
+                m.running_mean.uniform_(-1, 1)
+                m.running_var.uniform_(0.5, 2)
+                m.bias.uniform_(-1, 1)
+    return model
+
+
+def _cpu_schedules(mod, target) -> dict[str, list[str]]:
+    """The CPU rules each kernel of `mod` (a from_fx module) gets for `target`."""
+    import re
+
+    from lowering.pipelines import target_pipeline
+    from lowering.registry import run_pipeline
+    from relaxmlir.scope import scope
+
+    with target:
+        mod = relax.get_pipeline("zero")(mod)
+    with scope():
+        stages = target_pipeline(target, ["graph", "layout", "schedule"])
+        run_pipeline(mod.module, "builtin.module(" + ",".join(stages) + ")")
+    return {
+        name: re.findall(r'"([^"]+)"', rules)
+        for name, rules in re.findall(r"@(\w+)\(.*relax\.schedule = \[([^\]]*)\]", str(mod.module))
+    }
+
+
+def _epilogue_check(model, shape, target):
+    """Build `model` for `target`: its kernels' CPU rules, after checking it against torch
+    eager (rtol = atol = 1e-4)."""
+    mod = from_fx(torch.fx.symbolic_trace(model), [shape], keep_params_as_input=False)
+    rules = _cpu_schedules(mod.clone(), target)
+    x = torch.randn(shape)
+    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+    return {name: r for name, r in rules.items() if "conv" in name}
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("size", [14, 7])
+def test_conv_epilogues_run_on_the_register_tiles(size, threads):
+    """Each blocked conv computes its elementwise epilogue (folded batch norm, ReLU6, the residual
+    add) and its earlier stride phases on its own register tiles (`ConvSchedule.absorbs`): the
+    epilogue is "fused-into-<conv>", the conv "+epilogue". The last conv's epilogue is the
+    transform back to NCHW, a transpose: that one stays an op of its own."""
+    target = rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v4", "num-cores": threads})
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    convs = _epilogue_check(_inverted_residual(size), (1, 24, size, size), target)
+    assert len(convs) == 4, convs
+    for rules in convs.values():
+        if any(r.startswith("transpose") for r in rules):  # the stride-2 depthwise conv: 4 phases
+            assert sum(r.startswith("conv-") for r in rules) == 4, rules
+            continue
+        assert sum(r.endswith("+epilogue") for r in rules) == 1, rules
+        assert sum(r.startswith("fused-into-") for r in rules) == 1, rules
+
+
+@pytest.mark.parametrize("threads", [1, 2])
+def test_conv_epilogue_group_falls_apart_on_an_uneven_thread_split(threads):
+    """160 -> 160 channels 1x1 at 7 x 7 on two threads: 10 blocks of 16 filters in register tiles
+    of 2 and 7 rows split 4 + 3 (the weights outweigh the image, so the filters are tried first:
+    5 tiles do not split evenly either). The fused group would zero and tile a dynamic share of
+    rows, which does not vectorize: the conv and its epilogue get their own rules."""
+    target = rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v4", "num-cores": threads})
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(  # the second conv keeps the first one's result blocked
+        nn.Conv2d(160, 160, 1, bias=False), nn.BatchNorm2d(160), nn.ReLU(), nn.Conv2d(160, 16, 1)
+    ).eval()
+    convs = _epilogue_check(model, (1, 160, 7, 7), target)
+    rules = next(r for r in convs.values() if len(r) == 2 and "transpose" not in r[-1])
+    if threads == 1:
+        assert rules == ["conv-2x7x16+epilogue", "fused-into-0"], convs
+    else:
+        assert rules == ["conv-2x7x16", "elementwise-16"], convs
+
+
+def test_failed_fused_group_is_scheduled_op_by_op(monkeypatch, recwarn):
+    """A fused group whose script fails (here: forced onto the uneven split above) does not
+    leave the kernel unscheduled: the driver schedules it again with each op by its own rule,
+    without a warning. Numerics against torch eager as before."""
+    from lowering.schedule.matmul import ConvPlan
+
+    target = rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v4", "num-cores": 2})
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    monkeypatch.setattr(ConvPlan, "static_tiles", lambda self, info: True)
+    monkeypatch.setenv("RELAXMLIR_CACHE", "0")
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(
+        nn.Conv2d(160, 160, 1, bias=False), nn.BatchNorm2d(160), nn.ReLU(), nn.Conv2d(160, 16, 1)
+    ).eval()
+    convs = _epilogue_check(model, (1, 160, 7, 7), target)
+    assert ["conv-2x7x16", "elementwise-16"] in convs.values(), convs
+    assert not [w for w in recwarn if "unscheduled" in str(w.message)]

@@ -3,11 +3,13 @@
 // A 3x3 / 2 window in the channel-blocked layout (lowering/schedule/phases.py): split by input
 // phase into 4 unit-stride convolutions over strided views of the image and the weight, with
 // only their own taps (2x2, 2x1, 1x2, 1x1: 9 in all), each accumulating into the previous one's
-// result; every piece gets the conv rule's register tile. The bias epilogue, broadcast over
-// [1, 2, 1, 1, 16] (unit dims kept for the 1x1 piece), reads a rank-reduced slice of the bias
-// (folded into its vector reads) and is vectorized.
+// result. The last one's rule takes the others and the bias + ReLU epilogue (the conv rule's
+// `absorbs`): one loop nest over the epilogue's register tiles, in which each 2 x 8 x 16 tile
+// starts from zero vectors (no fill of the output), sums the 4 phases in registers, goes
+// through the epilogue (the bias read as 2 x 16) and is written once.
 // CHECK-LABEL: func.func private @conv3x3s2
-// CHECK-SAME: relax.schedule = ["conv-2x8x16", "conv-2x8x16", "conv-2x8x16", "conv-2x8x16", "elementwise-16"]
+// CHECK-SAME: relax.schedule = ["fused-into-3", "fused-into-3", "fused-into-3", "conv-2x8x16+epilogue", "fused-into-3"]
+// CHECK-NOT: linalg.fill
 // CHECK: tensor.extract_slice %arg0[0, 0, 0, 0, 0] [1, 2, 9, 9, 16] [1, 1, 2, 2, 1]
 // CHECK: tensor.extract_slice %arg1[0, 0, 0, 0, 0, 0] [2, 2, 2, 2, 16, 16] [1, 1, 2, 2, 1, 1]
 // CHECK: tensor.extract_slice %arg0[0, 0, 0, 1, 0] [1, 2, 9, 8, 16] [1, 1, 2, 2, 1]
@@ -17,7 +19,18 @@
 // CHECK: tensor.extract_slice %arg0[0, 0, 1, 1, 0] [1, 2, 8, 8, 16] [1, 1, 2, 2, 1]
 // CHECK: tensor.extract_slice %arg1[0, 0, 1, 1, 0, 0] [2, 2, 1, 1, 16, 16] [1, 1, 2, 2, 1, 1]
 // CHECK-NOT: tensor.extract_slice %arg{{[01]}}
-// CHECK: vector.transfer_read %arg2[%c0, %{{.+}}, %c0, %c0, %c0], %{{.+}} : tensor<1x2x1x1x16xf32>, vector<16xf32>
+// CHECK: scf.for %{{.+}} = %c0 to %c8 step %c1 iter_args(%[[OUT:.+]] = %arg3) -> (tensor<1x2x8x8x16xf32>)
+// CHECK: %[[ZERO:.+]] = vector.shape_cast %cst{{.*}} : vector<2x1x8x16xf32> to vector<2x8x16xf32>
+// CHECK: %[[P1:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[ZERO]]) -> (vector<2x8x16xf32>)
+// CHECK: %[[P2:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[P1]]) -> (vector<2x8x16xf32>)
+// CHECK: %[[P3:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[P2]]) -> (vector<2x8x16xf32>)
+// CHECK: %[[P4:.+]] = scf.for {{.+}} iter_args(%{{.+}} = %[[P3]]) -> (vector<2x8x16xf32>)
+// CHECK: vector.transfer_read %arg2[%c0, %c0, %c0, %c0, %c0], %{{.+}} : tensor<1x2x1x1x16xf32>, vector<2x16xf32>
+// CHECK: arith.addf
+// CHECK: arith.maximumf
+// CHECK: vector.transfer_write %{{.+}}, %{{.+}} : vector<2x1x8x16xf32>, tensor<1x2x1x8x16xf32>
+// CHECK-NOT: vector.transfer_write
+// CHECK: return
 
 #in = affine_map<(n, f, y, x, v, c, ky, kx, ci) -> (n, c, 2 * y + ky, 2 * x + kx, ci)>
 #w = affine_map<(n, f, y, x, v, c, ky, kx, ci) -> (f, c, ky, kx, ci, v)>

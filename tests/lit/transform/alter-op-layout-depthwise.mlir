@@ -20,13 +20,14 @@
 
 // Lowered: the depthwise convolution reduces over its window only (the channel block is a
 // parallel loop, read at the same position in the input, the kernel and the output), so the
-// convolution rule tiles it: 2 blocks x 8 pixels x 16 channels, its bias and ReLU6 fused after it.
+// convolution rule tiles it: 2 blocks x 8 pixels x 16 channels, its bias and ReLU6 fused after it
+// and computed on each register tile by the same rule (the epilogue is "fused-into-1").
 // FUSED: func.func private @fused_depthwise_conv2d_nchwc_add_clip({{.*}}) -> tensor<1x2x8x8x16xf32>
 // FUSED: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}}, %arg1 : tensor<1x2x10x10x16xf32>, tensor<2x3x3x16xf32>)
 // FUSED: arith.mulf
 // FUSED: arith.addf
 // FUSED: arith.minimumf
-// TILE: func.func private @fused_depthwise_conv2d_nchwc_add_clip({{.*}}relax.schedule = ["elementwise-16", "conv-2x8x16", "elementwise-16"]
+// TILE: func.func private @fused_depthwise_conv2d_nchwc_add_clip({{.*}}relax.schedule = ["elementwise-16", "conv-2x8x16+epilogue", "fused-into-1"]
 // The transform back to NCHW after the projection is its epilogue, a transpose of the blocks
 // (written to [N, C/8, 8, H, W], a view of the NCHW output), not scalar loops.
 // TILE: func.func private @fused_conv2d_layout_transform1({{.*}}relax.schedule = ["conv-3x8x8", "transpose-8x8"]
