@@ -30,6 +30,7 @@ PATTERNS = ("matmul", "conv", "reduction", "elementwise", "gather", "fallback")
 PRINT_SCRIPT_ENV = "RELAXMLIR_PRINT_SCHEDULE"  # set to 1: print every generated script to stderr
 ROWS_VERSION_ATTR = "relax_rows_version"  # temporary: which copy of a row dispatch an op is in
 INIT_FILL_ATTR = "relax_init_fill"  # temporary: the zero fill that starts a tagged op's accumulator
+PAD_FILL_ATTR = "relax_pad_fill"  # temporary: the fill under a padded image, for its conv's rule
 
 
 @dataclass
@@ -123,6 +124,10 @@ class OpInfo:
     # (handle, OpInfo) of the ops this op's rule schedules with it (`ScheduleRule.absorbs`):
     # a conv's earlier phases, then its elementwise epilogue, computed in its register tiles
     fused: list = field(default_factory=list)
+    # The loop to split across threads, set by a related op's rule (`ScheduleRule.align`) so
+    # that both split their tensors alike; None: the op's own rule chooses.
+    thread_axis: int | None = None
+    pad_fill_axis: int | None = None  # conv only: how `align` split the fill under its image
 
     @property
     def static(self) -> bool:
@@ -224,6 +229,12 @@ class ScheduleRule:
         elementwise epilogue, computed on the conv's register tiles instead of in a pass of
         its own over the whole output. Read before any script runs (`info.op` is live)."""
         return []
+
+    def align(self, info: OpInfo, infos: list[OpInfo], opts: ScheduleOptions) -> None:
+        """Set `thread_axis` on ops (in `infos`, unscheduled) whose tensors this op reads or
+        writes, so that a thread works on the part it, or the thread that made it, touched
+        (a copy split by channels feeding a conv split by rows: each thread read half its
+        input from the other core's cache). Read before any script runs."""
 
     def after_prepare(self, func_op: ir.Operation) -> None:
         """Rewrites between the two scripts that the transform dialect has no op for."""
@@ -685,6 +696,15 @@ class Script:
         )
         return fill
 
+    def match_pad_fill(self, tag: int) -> str:
+        """A handle to the fill under the padded image of conv `tag` (`ConvSchedule.align`)."""
+        fill = self.fresh("pad")
+        self.emit(
+            f"{fill} = transform.structured.match attributes{{{PAD_FILL_ATTR} = {tag} : i64}} "
+            f"in {self.func} : ({self.ANY}) -> {self.ANY}"
+        )
+        return fill
+
     def fuse_init_fill(self, tag: int, loop: str) -> None:
         """Fuse the zero fill tagged for op `tag` (`tag_init_fills`) into `loop`, a thread
         forall: each thread zeroes its own slice of the accumulator where it then computes,
@@ -847,6 +867,9 @@ def apply_rules(
     distinct = list({id(r): r for r in rules.values()}.values())
     pre = Script()
     handles = {tag: pre.match_tagged(tag) for tag, _ in picked}
+    for tag, info in picked:
+        if tag not in absorbed:
+            rules[tag].align(info, infos, opts)
     for tag, info in picked:
         if tag not in absorbed:
             rules[tag].prepare(pre, handles[tag], info, opts)
@@ -1026,7 +1049,7 @@ def fold_prepacked(func_op: ir.Operation) -> None:
 def _untag(root: ir.Operation) -> None:
     def visit(op):
         op = op.operation
-        for name in (SCHED_ID_ATTR, ROWS_VERSION_ATTR, INIT_FILL_ATTR):
+        for name in (SCHED_ID_ATTR, ROWS_VERSION_ATTR, INIT_FILL_ATTR, PAD_FILL_ATTR):
             if name in op.attributes:
                 del op.attributes[name]
         return ir.WalkResult.ADVANCE

@@ -51,6 +51,8 @@ class ElementwiseSchedule(ScheduleRule):
                 return "fallback"
         if split_across_threads(info, opts, opts.min_parallel_elements):
             loops = [d for d in range(len(info.ranges)) if d != inner] or [inner]
+            if info.thread_axis is not None:
+                loops = [info.thread_axis]
             h, _, _ = split_threads(s, h, info, loops, opts.threads)
         sizes = [1] * len(info.ranges)
         sizes[inner] = width

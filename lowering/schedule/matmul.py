@@ -30,6 +30,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
 from lowering.schedule.common import (
+    PAD_FILL_ATTR,
     PREPACKED_ATTR,
     OpInfo,
     ScheduleOptions,
@@ -779,9 +780,18 @@ class ConvSchedule(ScheduleRule):
     across threads."""
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
-        plan = conv_plan(info, opts)
+        work = info.work + sum(m.work for _, m in info.fused if m.pattern == "conv")
+        plan = conv_plan(info, opts, work)
         if plan is None:
             return "conv-fallback"
+        if info.pad_fill_axis is not None:
+            fill = s.match_pad_fill(info.tag)
+            rank = len(info.operand_dims[2])
+            split = [0] * rank
+            split[info.pad_fill_axis] = opts.threads
+            fill, _ = s.tile_forall(fill, num_threads=split)
+            fill, _ = s.tile_for(fill, [1] * (rank - 1) + [0])
+            s.vectorize(fill)
         name = f"conv-{plan.filters}x{plan.rows}x{plan.width}"
         if info.fused:
             _schedule_with_epilogue(s, h, info, plan)
@@ -800,6 +810,41 @@ class ConvSchedule(ScheduleRule):
     def after_schedule(self, func_op: ir.Operation) -> None:
         forward_tile_writes(func_op)
 
+    def align(self, info: OpInfo, infos: list[OpInfo], opts: ScheduleOptions) -> None:
+        """The copy that fills the interior of this conv's padded image splits the image axis
+        that the conv's threads split (MobileNetV2's depthwise convs split rows; the copy had
+        split channel blocks: on 2 threads a 14x14x384 one ran 3x slower than on 1)."""
+        if not info.static:
+            return
+        by_op = {i.op: n for n, i in enumerate(infos)}
+        work = sum(infos[t].work for t in _phase_chain(info, infos, by_op)) + info.work
+        plan = conv_plan(info, opts, work)
+        if plan is None or plan.parallel is None:
+            return
+        image = next(n for n, dims in enumerate(info.operand_dims[:2]) if dims is None)
+        maps = [
+            ir.AffineMapAttr(a).value for a in ir.ArrayAttr(info.op.attributes["indexing_maps"])
+        ]
+        axis = next(
+            (a for a, e in enumerate(maps[image].results) if plan.parallel[0] in _dims_of(e)), None
+        )
+        copy = _pad_copy(info.op.operands[image])
+        if axis is None or copy is None or copy not in by_op:
+            return
+        copy_info = infos[by_op[copy]]
+        if copy_info.pattern != "elementwise" or len(copy_info.ranges) != len(maps[image].results):
+            return
+        copy_info.thread_axis = axis
+        # The fill under the padded image (its border): split alike, rather than left to one
+        # thread before the parallel copy (a 114x114x96 image: 5 MB).
+        base = copy.operands[1].owner
+        if not isinstance(base, ir.Block) and base.operation.name == "tensor.extract_slice":
+            fill = base.operation.operands[0].owner
+            if not isinstance(fill, ir.Block) and fill.operation.name == "linalg.fill":
+                i64 = ir.IntegerType.get_signless(64)
+                fill.operation.attributes[PAD_FILL_ATTR] = ir.IntegerAttr.get(i64, info.tag)
+                info.pad_fill_axis = axis
+
     def absorbs(self, info: OpInfo, infos: list[OpInfo], opts: ScheduleOptions) -> list[int]:
         """The conv's epilogue: the elementwise op (bias, batch norm, residual add, ReLU) that
         reads its result as it is; with the convs of the same output's earlier stride phases
@@ -808,26 +853,20 @@ class ConvSchedule(ScheduleRule):
         the epilogue and is stored once. Separately, the output was zeroed on one thread, the
         sums were stored, and the epilogue read and wrote the whole output again: 3 of
         MobileNetV2's 112x112 layers ran at 1.1x on 2 threads, memory-bound."""
-        plan = conv_plan(info, opts) if _fusable_conv(info) else None
-        # Static tiles only: with an unequal thread split or a masked row the fused zero fill
-        # has dynamic sizes, which do not vectorize.
-        if plan is None or not plan.static_tiles(info):
+        if not _fusable_conv(info):
             return []
-        by_op = {info.op: i for i, info in enumerate(infos)}
-        chain, op = [], info.op
-        while True:  # earlier phases: convs whose result is this one's accumulator
-            init = op.operands[len(op.operands) - 1].owner
-            if isinstance(init, ir.Block) or init.operation not in by_op:
-                break
-            prev = infos[by_op[init.operation]]
-            if not _fusable_conv(prev) or len(list(prev.op.results[0].uses)) != 1:
-                break
-            chain.insert(0, by_op[init.operation])
-            op = prev.op
-        init = op.operands[len(op.operands) - 1]  # the first phase's: the zero fill
+        by_op = {i.op: n for n, i in enumerate(infos)}
+        chain = _phase_chain(info, infos, by_op)
+        first = infos[chain[0]] if chain else info
+        init = first.op.operands[len(first.op.operands) - 1]  # the first phase's: the zero fill
         if isinstance(init.owner, ir.Block) or init.owner.operation.name != "linalg.fill":
             return []
         if len(list(init.uses)) != 1:
+            return []
+        plan = conv_plan(info, opts, sum(infos[t].work for t in chain) + info.work)
+        # Static tiles only: with an unequal thread split or a masked row the fused zero fill
+        # has dynamic sizes, which do not vectorize.
+        if plan is None or not plan.static_tiles(info):
             return []
         epilogue = _conv_epilogue(info, infos, by_op)
         if epilogue is None:
@@ -852,9 +891,10 @@ class ConvPlan:
         return not uneven and self.vector_sizes is None
 
 
-def conv_plan(info: OpInfo, opts: ScheduleOptions) -> ConvPlan | None:
+def conv_plan(info: OpInfo, opts: ScheduleOptions, work: int | None = None) -> ConvPlan | None:
     """The register tile and thread split the conv rule gives `info`'s op; None: it falls back
-    (not f32, or a symbolic size other than the batch)."""
+    (not f32, or a symbolic size other than the batch). `work`: that of the op and the earlier
+    phases that accumulate into it (they run in its tiles), for the threads' size threshold."""
     if info.element_type != "f32":
         return None
     out = info.operand_dims[2]
@@ -896,7 +936,7 @@ def conv_plan(info: OpInfo, opts: ScheduleOptions) -> ConvPlan | None:
                 f"divide {f_size} x {y_size} or exceeds {accumulators} accumulators"
             )
     blocks = ((f_dim, n_filters), (y_dim, rows))
-    parallel = _conv_parallel_split(info, opts, out[0], (vec, f_dim, y_dim), blocks)
+    parallel = _conv_parallel_split(info, opts, out[0], (vec, f_dim, y_dim), blocks, work)
     outer = [1 if t == "parallel" else 0 for t in info.iterators]
     outer[vec] = width
     tiled = []  # the tile's non-unit loops, in loop order
@@ -925,6 +965,47 @@ def _fusable_conv(info: OpInfo) -> bool:
         and info.static
         and info.num_results == 1
     )
+
+
+def _dims_of(e) -> set[int]:
+    """The loop dims an affine expression reads (`d2 + d6` -> {2, 6})."""
+    if isinstance(e, ir.AffineDimExpr):
+        return {e.position}
+    if isinstance(e, ir.AffineBinaryExpr):
+        return _dims_of(e.lhs) | _dims_of(e.rhs)
+    return set()
+
+
+def _phase_chain(info: OpInfo, infos: list[OpInfo], by_op: dict) -> list[int]:
+    """Tags of the earlier stride phases of `info`'s conv (`phases.split_strided_convs`): the
+    convs whose single-use result is the next one's accumulator, first to last."""
+    chain, op = [], info.op
+    while True:
+        init = op.operands[len(op.operands) - 1].owner
+        if isinstance(init, ir.Block) or init.operation not in by_op:
+            return chain
+        prev = infos[by_op[init.operation]]
+        if not _fusable_conv(prev) or len(list(prev.op.results[0].uses)) != 1:
+            return chain
+        chain.insert(0, by_op[init.operation])
+        op = prev.op
+
+
+def _pad_copy(image: ir.Value) -> ir.Operation | None:
+    """The `linalg.copy` that wrote the interior of a padded image (`pad.raise_pads`), seen
+    through the strided views of a phase-split conv; None if the image is not one."""
+    while not isinstance(image.owner, ir.Block):
+        op = image.owner.operation
+        if op.name == "tensor.extract_slice":
+            image = op.operands[0]
+        elif op.name == "tensor.insert_slice":
+            source = op.operands[0].owner
+            if isinstance(source, ir.Block) or source.operation.name != "linalg.copy":
+                return None
+            return source.operation
+        else:
+            return None
+    return None
 
 
 def _conv_epilogue(info: OpInfo, infos: list[OpInfo], by_op: dict) -> int | None:
@@ -983,14 +1064,16 @@ def _schedule_with_epilogue(s: Script, h: str, info: OpInfo, plan: ConvPlan) -> 
     s.vectorize(e_h)
 
 
-def _conv_parallel_split(info, opts, batch_dim, tile_dims, blocks) -> tuple[int, int] | None:
+def _conv_parallel_split(info, opts, batch_dim, tile_dims, blocks, work=None):
     """(dim, chunk) of the threads' split: the batch when it has a chunk per thread, else the
     filters, else the register tile's image rows, in chunks of whole register tiles, else
     another output axis the tile walks one at a time (the image height of a channel-blocked
     conv), else the longest such axis in unequal chunks. A batch of 1 left the second core idle
     on ResNet-18; 16 or 24 output channels (one or three blocks) left it idle on MobileNetV2's
-    112x112 and 56x56 layers until the height was split too."""
-    if opts.threads <= 1 or info.work < opts.min_parallel_work:
+    112x112 and 56x56 layers until the height was split too. `work` (default the op's own)
+    is compared with the size threshold: a strided conv's phases split across threads as one
+    (each of a 3x3 / 2 depthwise conv's four was below it: the group ran on one thread)."""
+    if opts.threads <= 1 or (work or info.work) < opts.min_parallel_work:
         return None
     t = opts.threads
     dynamic_batch = info.ranges[batch_dim] is None

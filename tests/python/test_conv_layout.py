@@ -514,10 +514,8 @@ def _inverted_residual(size: int):
     return model
 
 
-def _cpu_schedules(mod, target) -> dict[str, list[str]]:
-    """The CPU rules each kernel of `mod` (a from_fx module) gets for `target`."""
-    import re
-
+def _scheduled(mod, target) -> str:
+    """`mod` (a from_fx module) through relax.build's stages up to the CPU schedules, as text."""
     from lowering.pipelines import target_pipeline
     from lowering.registry import run_pipeline
     from relaxmlir.scope import scope
@@ -527,9 +525,18 @@ def _cpu_schedules(mod, target) -> dict[str, list[str]]:
     with scope():
         stages = target_pipeline(target, ["graph", "layout", "schedule"])
         run_pipeline(mod.module, "builtin.module(" + ",".join(stages) + ")")
+    return str(mod.module)
+
+
+def _cpu_schedules(mod, target) -> dict[str, list[str]]:
+    """The CPU rules each kernel of `mod` (a from_fx module) gets for `target`."""
+    import re
+
     return {
         name: re.findall(r'"([^"]+)"', rules)
-        for name, rules in re.findall(r"@(\w+)\(.*relax\.schedule = \[([^\]]*)\]", str(mod.module))
+        for name, rules in re.findall(
+            r"@(\w+)\(.*relax\.schedule = \[([^\]]*)\]", _scheduled(mod, target)
+        )
     }
 
 
@@ -607,3 +614,33 @@ def test_failed_fused_group_is_scheduled_op_by_op(monkeypatch, recwarn):
     convs = _epilogue_check(model, (1, 160, 7, 7), target)
     assert ["conv-2x7x16", "elementwise-16"] in convs.values(), convs
     assert not [w for w in recwarn if "unscheduled" in str(w.message)]
+
+
+def test_padded_depthwise_conv_splits_its_image_like_its_rows():
+    """On two threads a depthwise conv splits its output rows; the fill under its padded image
+    and the copy into the interior split the image's rows too (`ConvSchedule.align`), so each
+    thread reads what it wrote (the copy had split channel blocks and the fill had run on one
+    thread: a 14x14x384 layer ran 3x slower on 2 threads than on 1)."""
+    import re
+
+    target = rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v4", "num-cores": 2})
+    mod = from_fx(
+        torch.fx.symbolic_trace(_inverted_residual(28)),
+        [(1, 24, 28, 28)],
+        keep_params_as_input=False,
+    )
+    text = _scheduled(mod, target)
+    (body,) = re.findall(
+        r"func.func private @fused_depthwise_conv2d_nchwc_add_clip\(.*?\n  \}", text, re.DOTALL
+    )
+    assert "linalg.fill" not in body  # vectorized inside its forall
+    splits = re.findall(r"tensor.parallel_insert_slice %\w+ into %\w+\[([^\]]*)\]", body)
+    assert len(splits) == 3, splits  # the fill, the copy, the conv with its epilogue
+    for offsets in splits:
+        assert [o.startswith("%") for o in offsets.split(", ")] == [
+            False,
+            False,
+            True,
+            False,
+            False,
+        ]
