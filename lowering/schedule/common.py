@@ -619,13 +619,17 @@ class Script:
         return [self.fresh(base) for _ in range(n)]
 
     # -- matching ---------------------------------------------------------------------------------
-    def match_tagged(self, tag: int) -> str:
-        h = self.fresh("op")
+    def match_attribute(self, name: str, value: int, base: str = "op") -> str:
+        """A handle to the payload ops carrying integer attribute `name` = `value` (empty if none)."""
+        h = self.fresh(base)
         self.emit(
-            f"{h} = transform.structured.match attributes{{{SCHED_ID_ATTR} = {tag} : i64}} "
+            f"{h} = transform.structured.match attributes{{{name} = {value} : i64}} "
             f"in {self.func} : ({self.ANY}) -> {self.ANY}"
         )
         return h
+
+    def match_tagged(self, tag: int) -> str:
+        return self.match_attribute(SCHED_ID_ATTR, tag)
 
     def tag(self, h: str, tag: int) -> None:
         p = self.fresh("tag")
@@ -689,21 +693,11 @@ class Script:
 
     def match_init_fill(self, tag: int) -> str:
         """A handle to the zero fill tagged for op `tag` (`tag_init_fills`); empty without one."""
-        fill = self.fresh("fill")
-        self.emit(
-            f"{fill} = transform.structured.match attributes{{{INIT_FILL_ATTR} = {tag} : i64}} "
-            f"in {self.func} : ({self.ANY}) -> {self.ANY}"
-        )
-        return fill
+        return self.match_attribute(INIT_FILL_ATTR, tag, "fill")
 
     def match_pad_fill(self, tag: int) -> str:
         """A handle to the fill under the padded image of conv `tag` (`ConvSchedule.align`)."""
-        fill = self.fresh("pad")
-        self.emit(
-            f"{fill} = transform.structured.match attributes{{{PAD_FILL_ATTR} = {tag} : i64}} "
-            f"in {self.func} : ({self.ANY}) -> {self.ANY}"
-        )
-        return fill
+        return self.match_attribute(PAD_FILL_ATTR, tag, "pad")
 
     def fuse_init_fill(self, tag: int, loop: str) -> None:
         """Fuse the zero fill tagged for op `tag` (`tag_init_fills`) into `loop`, a thread
