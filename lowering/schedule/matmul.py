@@ -776,8 +776,10 @@ class ConvSchedule(ScheduleRule):
     """Register tile = a block of filters x a block of image rows x the output's contiguous axis
     (up to one register); every reduction loop (channels, kernel window) is tiled to 1, which turns
     the tile into an outer-product update once unit dimensions are folded, so the partial sums
-    stay in registers across the whole window (FMAs: `math_approx.contract_fma`). Batch split
-    across threads."""
+    stay in registers across the whole window (FMAs: `math_approx.contract_fma`). Threads split
+    the batch, else the filters or image rows (`_conv_parallel_split`). The elementwise epilogue
+    and earlier stride phases run in the same tiles (`absorbs`); the padded image's fill and
+    copy split like the conv (`align`)."""
 
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
         work = info.work + sum(m.work for _, m in info.fused if m.pattern == "conv")
@@ -840,9 +842,15 @@ class ConvSchedule(ScheduleRule):
         base = copy.operands[1].owner
         if not isinstance(base, ir.Block) and base.operation.name == "tensor.extract_slice":
             fill = base.operation.operands[0].owner
-            if not isinstance(fill, ir.Block) and fill.operation.name == "linalg.fill":
+            fill_op = None if isinstance(fill, ir.Block) else fill.operation
+            # once: the phases of an unfused strided conv each read the same padded image
+            if (
+                fill_op is not None
+                and fill_op.name == "linalg.fill"
+                and PAD_FILL_ATTR not in fill_op.attributes
+            ):
                 i64 = ir.IntegerType.get_signless(64)
-                fill.operation.attributes[PAD_FILL_ATTR] = ir.IntegerAttr.get(i64, info.tag)
+                fill_op.attributes[PAD_FILL_ATTR] = ir.IntegerAttr.get(i64, info.tag)
                 info.pad_fill_axis = axis
 
     def absorbs(self, info: OpInfo, infos: list[OpInfo], opts: ScheduleOptions) -> list[int]:
