@@ -76,6 +76,7 @@ class EntryPoint:
             and all(d in bound for r in result_plans for d in r if type(d) is str)
         )
         self.result_plans = list(zip(result_plans, self.result_dtypes))
+        self.result_shapes: dict[tuple, list] = {}  # parameter shapes -> results (symbolic path)
         self.n_params = len(info.params)
         self.param_slots = self.slots[: self.n_params]
         self.result_slots = self.slots[self.n_params :]
@@ -105,35 +106,51 @@ class EntryPoint:
 
     def _symbolic_call(self, args):
         """Plain contiguous arrays of the right dtype and rank: bind the symbols directly (the
-        checked call, which explains any mismatch, takes everything else). Each parameter is set
-        as it passes: the checked call sets them all again. The loop is kept flat: at a batch
-        of 1 this path is most of a small model's call (W2 at n = 1: 5.1 -> 4.4 us, its static
-        build 4.0)."""
-        env: dict[str, int] = {}
-        keep = []
-        for slot, arg, plan, dtype in zip(self.param_slots, args, self.param_plans, self.param_dtypes):
+        checked call, which explains any mismatch, takes everything else). The result shapes of
+        the last few input shapes are kept, so a repeated shape skips the binding. The loop is
+        kept flat: at a batch of 1 this path is most of a small model's call (W2 at n = 1:
+        5.1 -> 4.4 us, its static build 4.0; with the shapes kept 0.5 us less again)."""
+        arrays, shapes = [], []
+        for arg, dtype in zip(args, self.param_dtypes):
             if type(arg) is not np.ndarray:
                 if type(arg) is not NDArray or arg.device != self.device:
                     return self._checked_call(args)
                 arg = arg.view_numpy()
                 if type(arg) is not np.ndarray:
                     return self._checked_call(args)
-            shape = arg.shape
-            if arg.dtype != dtype or len(shape) != len(plan) or not arg.flags.c_contiguous:
+            if arg.dtype != dtype or not arg.flags.c_contiguous:
                 return self._checked_call(args)
+            arrays.append(arg)
+            shapes.append(arg.shape)
+        key = tuple(shapes)
+        results = self.result_shapes.get(key)
+        if results is None:
+            results = self._bind_shapes(key)
+            if results is None:
+                return self._checked_call(args)
+            if len(self.result_shapes) >= 8:
+                self.result_shapes.pop(next(iter(self.result_shapes)))
+            self.result_shapes[key] = results
+        for slot, a in zip(self.param_slots, arrays):
+            slot.set(a)
+        return self._run_with_results([np.empty(sh, dt) for sh, dt in results])
+
+    def _bind_shapes(self, shapes: tuple) -> list | None:
+        """(shape, dtype) of each result for these parameter shapes; None on a mismatch."""
+        env: dict[str, int] = {}
+        for plan, shape in zip(self.param_plans, shapes):
+            if len(shape) != len(plan):
+                return None
             for want, got in zip(plan, shape):
                 if type(want) is int:
                     if want != got:
-                        return self._checked_call(args)
+                        return None
                 elif env.setdefault(want, got) != got:
-                    return self._checked_call(args)
-            slot.set(arg)
-            keep.append(arg)
-        outs = [
-            np.empty(tuple([d if type(d) is int else env[d] for d in plan]), dtype)
+                    return None
+        return [
+            (tuple([d if type(d) is int else env[d] for d in plan]), dtype)
             for plan, dtype in self.result_plans
         ]
-        return self._run_with_results(outs)
 
     def _run_with_results(self, outs: list):
         """Call with the parameters already set and `outs` as the results; NDArray(s) back."""

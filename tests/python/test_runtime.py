@@ -467,3 +467,13 @@ def test_symbolic_fast_path_binds_and_falls_back():
         f(np.zeros((3, 5), np.float32), np.zeros((3, 5), np.float32))  # static dim
     with pytest.raises(TypeError, match="dtype float64"):
         f(np.zeros((3, 4)), np.zeros((3, 4), np.float32))
+    # result shapes are kept per parameter shapes (the last 8): sizes in turn, past the limit
+    # (n = 3 evicted, then bound again); shapes that do not bind still get the checked error
+    for n in [2, 3, 2, *range(4, 14), 3]:
+        a, b = (rng.standard_normal((n, 4), dtype=np.float32) for _ in range(2))
+        got = f(a, b).numpy()
+        assert got.shape == (n, 4)
+        np.testing.assert_array_equal(got, a + b)
+    assert len(f.result_shapes) == 8
+    with pytest.raises(ValueError, match="expected signature main"):
+        f(np.zeros((3, 4), np.float32), np.zeros((13, 4), np.float32))
