@@ -171,6 +171,30 @@ def match_pad(op: ir.Operation):
     return source, low, high, fill[1]
 
 
+def _border(value: ir.Value, out_type, src_type, low: list[int]) -> ir.Value:
+    """A tensor of `out_type` holding `value` outside the interior (`src_type` at `low`): one
+    fill per padded side, a slab across the whole extent of the other axes."""
+    shape = list(out_type.shape)
+    rank = len(shape)
+    result = tensor.EmptyOp(shape, out_type.element_type).result
+    for axis in range(rank):
+        high = shape[axis] - low[axis] - src_type.shape[axis]
+        for start, size in ((0, low[axis]), (low[axis] + src_type.shape[axis], high)):
+            if size <= 0:
+                continue
+            slab = list(shape)
+            slab[axis] = size
+            offsets = [0] * rank
+            offsets[axis] = start
+            ones = [1] * rank
+            slab_type = ir.RankedTensorType.get(slab, out_type.element_type)
+            # filled in place: a fill of a slab of its own became a buffer and a strided copy
+            part = tensor.ExtractSliceOp(slab_type, result, [], [], [], offsets, slab, ones)
+            filled = linalg.fill(value, outs=[part.result])
+            result = tensor.InsertSliceOp(filled, result, [], [], [], offsets, slab, ones).result
+    return result
+
+
 def raise_pads(func_op: ir.Operation) -> int:
     """Rewrite every TE pad generic of `func_op` (module docstring); returns how many."""
     found = matching_generics(func_op, match_pad)
@@ -184,15 +208,20 @@ def raise_pads(func_op: ir.Operation) -> int:
                 results=[out_type.element_type],
                 attributes={"value": ir.FloatAttr.get(out_type.element_type, value)},
             ).result
-            empty = tensor.EmptyOp(list(out_type.shape), out_type.element_type).result
-            filled = linalg.fill(cst, outs=[empty])
             ones = [1] * rank
-            interior = tensor.ExtractSliceOp(
-                src_type, filled, [], [], [], low, src_type.shape, ones
-            )
-            # linalg.copy, not an identity generic: canonicalization would erase that one and
-            # leave a strided memref.copy (a runtime call per element) to bufferization.
-            copy = linalg.copy(source, outs=[interior.result])
+            if isinstance(source.owner, ir.Block):
+                empty = tensor.EmptyOp(list(out_type.shape), out_type.element_type).result
+                filled = linalg.fill(cst, outs=[empty])
+                interior = tensor.ExtractSliceOp(
+                    src_type, filled, [], [], [], low, src_type.shape, ones
+                )
+                # linalg.copy, not an identity generic: canonicalization would erase that one
+                # and leave a strided memref.copy (a runtime call per element) to bufferization.
+                copy = linalg.copy(source, outs=[interior.result])
+            else:
+                # Computed here: inserted as it is, the op that computes it writes into the
+                # interior (empty-tensor elimination), and only the border is filled.
+                filled, copy = _border(cst, out_type, src_type, low), source
             inserted = tensor.InsertSliceOp(copy, filled, [], [], [], low, src_type.shape, ones)
         op.results[0].replace_all_uses_with(inserted.result)
         op.erase()

@@ -616,11 +616,12 @@ def test_failed_fused_group_is_scheduled_op_by_op(monkeypatch, recwarn):
     assert not [w for w in recwarn if "unscheduled" in str(w.message)]
 
 
-def test_padded_depthwise_conv_splits_its_image_like_its_rows():
-    """On two threads a depthwise conv splits its output rows; the fill under its padded image
-    and the copy into the interior split the image's rows too (`ConvSchedule.align`), so each
-    thread reads what it wrote (the copy had split channel blocks and the fill had run on one
-    thread: a 14x14x384 layer ran 3x slower on 2 threads than on 1)."""
+def test_depthwise_padding_is_written_by_the_producer():
+    """A blocked depthwise conv's padding is a call of its own (`emit_depthwise_conv2d_nchwc`),
+    which fusion puts at the end of the kernel that makes the image: the expansion conv's
+    epilogue writes into the padded buffer's interior and only the border is filled there
+    (`pad.raise_pads` on a computed source), so the depthwise kernel reads its padded input as
+    it is: no fill and no copy of the image in it. Numerics: the other tests of this file."""
     import re
 
     target = rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v4", "num-cores": 2})
@@ -630,9 +631,38 @@ def test_padded_depthwise_conv_splits_its_image_like_its_rows():
         keep_params_as_input=False,
     )
     text = _scheduled(mod, target)
-    (body,) = re.findall(
-        r"func.func private @fused_depthwise_conv2d_nchwc_add_clip\(.*?\n  \}", text, re.DOTALL
+    names = re.findall(r"func.func private @(\w+)\(", text)
+    assert "fused_conv2d_add_clip_pad" in names, names  # 1x1 expansion + BN + ReLU6 + padding
+    for name in [n for n in names if n.startswith("fused_depthwise")]:
+        (body,) = re.findall(rf"func.func private @{name}\(.*?\n  \}}", text, re.DOTALL)
+        assert "linalg.copy" not in body, name
+    # the stride-1 one (96 channels at 28 x 28) takes its input padded to 30 x 30
+    assert re.search(
+        r"@fused_depthwise_conv2d_nchwc_add_clip\(%arg0: tensor<1x6x30x30x16xf32>", text
     )
+
+
+def test_padded_conv_splits_its_image_like_its_rows():
+    """On two threads a 3x3 conv over a computed image splits its output rows; the fill under
+    its padded image and the copy into the interior split the image's rows too
+    (`ConvSchedule.align`), so each thread reads what it wrote (the copy had split channel
+    blocks and the fill had run on one thread: a 14x14x384 depthwise layer ran 3x slower on 2
+    threads than on 1, before its padding moved to the producer)."""
+    import re
+
+    target = rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v4", "num-cores": 2})
+    torch.manual_seed(0)
+    nn = torch.nn
+    model = nn.Sequential(  # the last 1x1 conv keeps the 3x3 conv's result blocked
+        nn.Conv2d(32, 64, 1),
+        nn.ReLU(),
+        nn.Conv2d(64, 64, 3, padding=1),
+        nn.ReLU(),
+        nn.Conv2d(64, 16, 1),
+    ).eval()
+    mod = from_fx(torch.fx.symbolic_trace(model), [(1, 32, 28, 28)], keep_params_as_input=False)
+    text = _scheduled(mod, target)
+    body = re.search(r"func.func private @fused_conv2d1_\w*\(.*?\n  \}", text, re.DOTALL).group(0)
     assert "linalg.fill" not in body  # vectorized inside its forall
     splits = re.findall(r"tensor.parallel_insert_slice %\w+ into %\w+\[([^\]]*)\]", body)
     assert len(splits) == 3, splits  # the fill, the copy, the conv with its epilogue

@@ -377,12 +377,23 @@ def emit_depthwise_conv2d_nchwc(bb, call: Call):
     of `topi.nn.blocked.depthwise_conv2d_nchwc`."""
     from relaxmlir.relax.op import reshape
     from relaxmlir.topi.nn import blocked
+    from relaxmlir.topi.nn.conv2d import pad
 
     a = call.attrs
     cb, _, kh, kw, _, b = call.args[1].struct_info.shape
+    data, padding = call.args[0], tuple(a["padding"])
+    if any(padding):
+        # The padding as a call of its own: fusion puts it at the end of the kernel that makes
+        # the image (the expansion conv's epilogue then writes into the padded buffer), instead
+        # of a copy of the whole image into a padded one inside this kernel.
+        top, left, bottom, right = padding
+        data = bb.call_te(
+            pad, data, (0, 0, top, left, 0), (0, 0, bottom, right, 0), primfunc_name_hint="pad"
+        )
+        padding = (0, 0, 0, 0)
     return bb.call_te(
-        blocked.depthwise_conv2d_nchwc, call.args[0], reshape(call.args[1], (cb, kh, kw, b)),
-        a["strides"], a["padding"], a["dilation"], a["out_dtype"],
+        blocked.depthwise_conv2d_nchwc, data, reshape(call.args[1], (cb, kh, kw, b)),
+        a["strides"], padding, a["dilation"], a["out_dtype"],
         primfunc_name_hint="depthwise_conv2d_nchwc",
     )  # fmt: skip
 

@@ -18,16 +18,22 @@
 // LAYOUT: "relax.layout_transform"(%[[P]]) {dst_layout = "NCHW", src_layout = "NCHW8c"}
 // LAYOUT-NOT: relax.layout_transform
 
-// Lowered: the depthwise convolution reduces over its window only (the channel block is a
-// parallel loop, read at the same position in the input, the kernel and the output), so the
-// convolution rule tiles it: 2 blocks x 8 pixels x 16 channels, its bias and ReLU6 fused after it
-// and computed on each register tile by the same rule (the epilogue is "fused-into-1").
-// FUSED: func.func private @fused_depthwise_conv2d_nchwc_add_clip({{.*}}) -> tensor<1x2x8x8x16xf32>
-// FUSED: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}}, %arg1 : tensor<1x2x10x10x16xf32>, tensor<2x3x3x16xf32>)
+// Lowered: the depthwise convolution's padding is a call of its own, which fusion puts after
+// the layout transform that makes the image: that kernel writes into the padded buffer's
+// interior and fills only its border (one fill per side). The depthwise convolution then
+// reduces over its window only (the channel block is a parallel loop, read at the same
+// position in the input, the kernel and the output) on its padded input as it is, and the
+// convolution rule tiles it: 2 blocks x 8 pixels x 16 channels, its bias and ReLU6 fused after
+// it and computed on each register tile by the same rule (the epilogue is "fused-into-0").
+// FUSED: func.func private @fused_layout_transform_pad(%arg0: tensor<1x32x8x8xf32>, %arg1: tensor<1x2x10x10x16xf32>)
+// FUSED-COUNT-4: linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<1x2x{{1x10|10x1}}x16xf32>)
+// FUSED: tensor.insert_slice %{{.*}} into %{{.*}}[0, 0, 1, 1, 0] [1, 2, 8, 8, 16]
+// FUSED: func.func private @fused_depthwise_conv2d_nchwc_add_clip(%arg0: tensor<1x2x10x10x16xf32>
+// FUSED: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%arg0, %arg1 : tensor<1x2x10x10x16xf32>, tensor<2x3x3x16xf32>)
 // FUSED: arith.mulf
 // FUSED: arith.addf
 // FUSED: arith.minimumf
-// TILE: func.func private @fused_depthwise_conv2d_nchwc_add_clip({{.*}}relax.schedule = ["elementwise-16", "conv-2x8x16+epilogue", "fused-into-1"]
+// TILE: func.func private @fused_depthwise_conv2d_nchwc_add_clip({{.*}}relax.schedule = ["conv-2x8x16+epilogue", "fused-into-0"]
 // The transform back to NCHW after the projection is its epilogue, a transpose of the blocks
 // (written to [N, C/8, 8, H, W], a view of the NCHW output), not scalar loops.
 // TILE: func.func private @fused_conv2d_layout_transform1({{.*}}relax.schedule = ["conv-3x8x8", "transpose-8x8"]
