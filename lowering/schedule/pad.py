@@ -10,7 +10,10 @@ loop nest no schedule recognizes. Rewritten as
     %out  = tensor.insert_slice %copy into %fill[lo][size]
 
 the pad is a regular elementwise copy (vectorized by the elementwise rule, written in place into
-the padded buffer), and the consumer reads a plain tensor: a direct convolution again.
+the padded buffer), and the consumer reads a plain tensor: a direct convolution again. A source
+that a linalg op of the same function computes (a depthwise conv's padding fused after the
+kernel that makes its image) is inserted as it is, and only the border is filled: that op then
+writes the padded buffer's interior itself.
 """
 
 from __future__ import annotations
@@ -209,7 +212,13 @@ def raise_pads(func_op: ir.Operation) -> int:
                 attributes={"value": ir.FloatAttr.get(out_type.element_type, value)},
             ).result
             ones = [1] * rank
-            if isinstance(source.owner, ir.Block):
+            producer = None if isinstance(source.owner, ir.Block) else source.owner.operation
+            computed = (
+                producer is not None
+                and producer.name.startswith("linalg.")
+                and len(list(source.uses)) == 1  # the pad itself
+            )
+            if not computed:  # an argument, or a view of one: copied into a filled buffer
                 empty = tensor.EmptyOp(list(out_type.shape), out_type.element_type).result
                 filled = linalg.fill(cst, outs=[empty])
                 interior = tensor.ExtractSliceOp(
