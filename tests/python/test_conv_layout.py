@@ -56,9 +56,7 @@ LAYOUTS = {"blocked": "llvm", "blocked-avx2": "llvm -mcpu=x86-64-v3", "nchw": "l
 @pytest.mark.parametrize("shape", SHAPES, ids=lambda s: "c{}o{}k{}s{}p{}h{}".format(*s))
 def test_conv_layouts_match_torch(shape, layout, monkeypatch):
     cin, cout, k, stride, pad, size = shape
-    target = rm.target.Target(LAYOUTS[layout])
-    if target.runs_on_host():
-        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    target = _target_or_skip(layout)
     if layout == "nchw":
         monkeypatch.setenv("RELAXMLIR_ALTER_LAYOUT", "0")
     model = _model(cin, cout, k, stride, pad)
@@ -96,9 +94,7 @@ def test_strided_conv_per_phase_matches_torch(shape, layout, impl, capfd, monkey
     from relaxmlir.relax.op import strategy
 
     cin, cout, k, stride, pad, size = shape
-    target = rm.target.Target(LAYOUTS[layout])
-    if target.runs_on_host():
-        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    target = _target_or_skip(layout)
     monkeypatch.setenv(strategy.PRINT_STRATEGY_ENV, "1")
     model = _model(cin, cout, k, stride, pad)
     x = torch.randn(2, cin, size, size)
@@ -183,11 +179,31 @@ def test_blocked_region_matches_torch_and_keeps_its_layout():
     np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
 
 
-def _target_or_skip(layout: str) -> rm.target.Target:
-    target = rm.target.Target(LAYOUTS[layout])
+def _runnable(target: rm.target.Target) -> rm.target.Target:
+    """`target`, or a skip where this machine cannot run its code."""
     if target.runs_on_host():
         pytest.skip(f"this machine lacks {target.runs_on_host()}")
     return target
+
+
+def _target_or_skip(layout: str) -> rm.target.Target:
+    return _runnable(rm.target.Target(LAYOUTS[layout]))
+
+
+def _avx512(threads: int) -> rm.target.Target:
+    return rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v4", "num-cores": threads})
+
+
+def _altered(make, shape, target):
+    """(model, input, module, the module after AlterOpLayout for `target` as text) of the
+    seeded `make()` traced with an input of `shape`."""
+    torch.manual_seed(0)
+    model = make().eval()
+    x = torch.randn(shape)
+    mod = from_fx(torch.fx.symbolic_trace(model), [shape], keep_params_as_input=False)
+    with target:
+        text = str(relax.transform.AlterOpLayout()(mod))
+    return model, x, mod, text
 
 
 def _check_against_torch(model, x, mod, target) -> None:
@@ -286,12 +302,7 @@ def test_squeeze_excite_stays_blocked(layout):
     transforms back to NCHW are of [N, C, 1, 1] results (the excitation's 4-channel conv stays
     in NCHW), none of the [N, C, H, W] activations."""
     target = _target_or_skip(layout)
-    torch.manual_seed(0)
-    model = _SqueezeExcite().eval()
-    x = torch.randn(2, 16, 9, 10)
-    mod = from_fx(torch.fx.symbolic_trace(model), [(2, 16, 9, 10)], keep_params_as_input=False)
-    with target:
-        text = str(relax.transform.AlterOpLayout()(mod))
+    model, x, mod, text = _altered(_SqueezeExcite, (2, 16, 9, 10), target)
     backs = [line for line in text.splitlines() if 'dst_layout = "NCHW", src_layout' in line]
     assert backs and all(line.endswith("x1x1xf32>") for line in backs), backs
     multiply = text.split('"relax.multiply"')[1].split("\n")[0]
@@ -358,12 +369,7 @@ def test_channel_concat_stays_blocked(layout):
     """A concat along the channels of blocked tensors concatenates their channel blocks: the
     graph enters the blocked layout once and leaves it once."""
     target = _target_or_skip(layout)
-    torch.manual_seed(0)
-    model = _Skip().eval()
-    x = torch.randn(2, 8, 10, 9)
-    mod = from_fx(torch.fx.symbolic_trace(model), [(2, 8, 10, 9)], keep_params_as_input=False)
-    with target:
-        text = str(relax.transform.AlterOpLayout()(mod))
+    model, x, mod, text = _altered(_Skip, (2, 8, 10, 9), target)
     assert text.count('"relax.layout_transform"') == 2, text
     assert text.count("relax.concat") == 2 and "axis = 1 : i64" in text
     _check_against_torch(model, x, mod, target)
@@ -545,11 +551,7 @@ def _epilogue_check(model, shape, target):
     eager (rtol = atol = 1e-4)."""
     mod = from_fx(torch.fx.symbolic_trace(model), [shape], keep_params_as_input=False)
     rules = _cpu_schedules(mod.clone(), target)
-    x = torch.randn(shape)
-    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
-    with torch.no_grad():
-        want = model(x).numpy()
-    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+    _check_against_torch(model, torch.randn(shape), mod, target)
     return {name: r for name, r in rules.items() if "conv" in name}
 
 
@@ -560,9 +562,7 @@ def test_conv_epilogues_run_on_the_register_tiles(size, threads):
     add) and its earlier stride phases on its own register tiles (`ConvSchedule.absorbs`): the
     epilogue is "fused-into-<conv>", the conv "+epilogue". The last conv's epilogue is the
     transform back to NCHW, a transpose: that one stays an op of its own."""
-    target = rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v4", "num-cores": threads})
-    if target.runs_on_host():
-        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    target = _runnable(_avx512(threads))
     convs = _epilogue_check(_inverted_residual(size), (1, 24, size, size), target)
     assert len(convs) == 4, convs
     for rules in convs.values():
@@ -573,21 +573,23 @@ def test_conv_epilogues_run_on_the_register_tiles(size, threads):
         assert sum(r.startswith("fused-into-") for r in rules) == 1, rules
 
 
+def _wide_7x7():
+    """160 -> 160 channels 1x1 + BN + ReLU at 7 x 7; the second conv keeps its result blocked."""
+    torch.manual_seed(0)
+    nn = torch.nn
+    return nn.Sequential(
+        nn.Conv2d(160, 160, 1, bias=False), nn.BatchNorm2d(160), nn.ReLU(), nn.Conv2d(160, 16, 1)
+    ).eval()
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_conv_epilogue_group_falls_apart_on_an_uneven_thread_split(threads):
     """160 -> 160 channels 1x1 at 7 x 7 on two threads: 10 blocks of 16 filters in register tiles
     of 2 and 7 rows split 4 + 3 (the weights outweigh the image, so the filters are tried first:
     5 tiles do not split evenly either). The fused group would zero and tile a dynamic share of
     rows, which does not vectorize: the conv and its epilogue get their own rules."""
-    target = rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v4", "num-cores": threads})
-    if target.runs_on_host():
-        pytest.skip(f"this machine lacks {target.runs_on_host()}")
-    torch.manual_seed(0)
-    nn = torch.nn
-    model = nn.Sequential(  # the second conv keeps the first one's result blocked
-        nn.Conv2d(160, 160, 1, bias=False), nn.BatchNorm2d(160), nn.ReLU(), nn.Conv2d(160, 16, 1)
-    ).eval()
-    convs = _epilogue_check(model, (1, 160, 7, 7), target)
+    target = _runnable(_avx512(threads))
+    convs = _epilogue_check(_wide_7x7(), (1, 160, 7, 7), target)
     rules = next(r for r in convs.values() if len(r) == 2 and "transpose" not in r[-1])
     if threads == 1:
         assert rules == ["conv-2x7x16+epilogue", "fused-into-0"], convs
@@ -601,17 +603,10 @@ def test_failed_fused_group_is_scheduled_op_by_op(monkeypatch, recwarn):
     without a warning. Numerics against torch eager as before."""
     from lowering.schedule.matmul import ConvPlan
 
-    target = rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v4", "num-cores": 2})
-    if target.runs_on_host():
-        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    target = _runnable(_avx512(2))
     monkeypatch.setattr(ConvPlan, "static_tiles", lambda self, info: True)
     monkeypatch.setenv("RELAXMLIR_CACHE", "0")
-    torch.manual_seed(0)
-    nn = torch.nn
-    model = nn.Sequential(
-        nn.Conv2d(160, 160, 1, bias=False), nn.BatchNorm2d(160), nn.ReLU(), nn.Conv2d(160, 16, 1)
-    ).eval()
-    convs = _epilogue_check(model, (1, 160, 7, 7), target)
+    convs = _epilogue_check(_wide_7x7(), (1, 160, 7, 7), target)
     assert ["conv-2x7x16", "elementwise-16"] in convs.values(), convs
     assert not [w for w in recwarn if "unscheduled" in str(w.message)]
 
@@ -624,7 +619,7 @@ def test_depthwise_padding_is_written_by_the_producer():
     it is: no fill and no copy of the image in it. Numerics: the other tests of this file."""
     import re
 
-    target = rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v4", "num-cores": 2})
+    target = _avx512(2)
     mod = from_fx(
         torch.fx.symbolic_trace(_inverted_residual(28)),
         [(1, 24, 28, 28)],
@@ -650,7 +645,7 @@ def test_padded_conv_splits_its_image_like_its_rows():
     threads than on 1, before its padding moved to the producer)."""
     import re
 
-    target = rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v4", "num-cores": 2})
+    target = _avx512(2)
     torch.manual_seed(0)
     nn = torch.nn
     model = nn.Sequential(  # the last 1x1 conv keeps the 3x3 conv's result blocked
