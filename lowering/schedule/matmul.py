@@ -1047,27 +1047,25 @@ def _schedule_with_epilogue(s: Script, h: str, info: OpInfo, plan: ConvPlan) -> 
     loop, then each conv's tile is vectorized like an unfused one and the epilogue's tile on
     the vectors it produced."""
     out = info.operand_dims[2]
-    convs = [(hh, i) for hh, i in info.fused[:-1]] + [(h, info)]
     e_h, _ = info.fused[-1]
-    rank = len(out)
-    fill = s.match_init_fill(convs[0][1].tag)
+    # the producers, last first (each one's tile reads the next's), then the zero fill
+    handles = [h] + [m for m, _ in reversed(info.fused[:-1])]
+    handles.append(s.match_init_fill(info.fused[0][1].tag if len(info.fused) > 1 else info.tag))
+
+    def fuse_into(loop: str) -> None:
+        for i, producer in enumerate(handles):
+            handles[i], loop = s.fuse_into(producer, loop)
+
     if plan.parallel is not None:
-        split = [0] * rank
+        split = [0] * len(out)
         split[out.index(plan.parallel[0])] = plan.parallel[1]
         e_h, forall = s.tile_forall(e_h, tile_sizes=split)
-        for i in reversed(range(len(convs))):
-            fused, forall = s.fuse_into(convs[i][0], forall)
-            convs[i] = (fused, convs[i][1])
-        fill, forall = s.fuse_into(fill, forall)
-    sizes = [plan.outer[d] for d in out]  # the register tile, per output axis
-    e_h, loops = s.tile_for(e_h, sizes)
-    loop = loops[-1]
-    for i in reversed(range(len(convs))):
-        fused, loop = s.fuse_into(convs[i][0], loop)
-        convs[i] = (fused, convs[i][1])
-    fill, loop = s.fuse_into(fill, loop)
-    s.vectorize(fill)
-    for conv, conv_info in convs:
+        fuse_into(forall)
+    e_h, loops = s.tile_for(e_h, [plan.outer[d] for d in out])  # the register tile, per axis
+    fuse_into(loops[-1])
+    s.vectorize(handles[-1])  # the fill
+    convs = [info] + [m for _, m in reversed(info.fused[:-1])]
+    for conv, conv_info in zip(handles, convs):
         _vectorize_conv_tile(s, conv, conv_info, None)
     s.vectorize(e_h)
 
