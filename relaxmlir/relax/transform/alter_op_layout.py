@@ -3,6 +3,11 @@
 `relax-fold-batch-norm` folds an inference batch norm that follows a convolution with constant
 weights into those weights and a per-channel bias:
 `bn(conv(x, W)) = conv(x, W * s) + (beta - mean * s)` with `s = gamma / sqrt(var + eps)`.
+Any other batch norm with constant statistics (DenseNet's and pre-activation ResNets' come
+after a concat or an add) becomes `x * s + (beta - mean * s)` with both factors computed here
+(TVM's SimplifyInference): two per-channel constants, which the layout pass re-lays out like a
+bias, where the legalized op would compute a square root per element and keep its input in
+NCHW between two layout transforms.
 
 `relax-alter-op-layout` (TVM's AlterOpLayout for the CPU) moves convolutions into the target's
 channel-blocked layout, NCHW16c on AVX-512 (`topi.layout`): each conv2d whose weights are constants
@@ -113,46 +118,85 @@ def _only_use(value: ir.Value) -> ir.Operation | None:
 def fold_batch_norm(module_op: ir.Operation) -> None:
     for func_op in graph_functions(module_op):
         for bn in _ops(func_op):
-            if bn.name == rx.BatchNorm.name:
-                _fold_one(bn)
+            if bn.name == rx.BatchNorm.name and not _fold_one(bn):
+                _decompose_one(bn)
 
 
-def _fold_one(bn: ir.Operation) -> None:
-    if ir.IntegerAttr(bn.attributes["axis"]).value != 1:
+def _scale_shift(bn: ir.Operation, params: list[np.ndarray], bias) -> tuple[np.ndarray, np.ndarray]:
+    """The batch norm's per-channel `(s, shift)` in float64: `bn(x + bias) = x * s + shift`."""
+    gamma, beta, mean, var = params
+    eps = ir.FloatAttr(bn.attributes["epsilon"]).value
+    scale = 1.0 / np.sqrt(var.astype(np.float64) + eps)
+    if ir.BoolAttr(bn.attributes["scale"]).value:
+        scale = gamma.astype(np.float64) * scale
+    shift = (bias - mean) * scale
+    if ir.BoolAttr(bn.attributes["center"]).value:
+        shift = shift + beta
+    return scale, shift
+
+
+_FLOAT_TYPES = {"f16": np.float16, "f32": np.float32, "f64": np.float64}
+
+
+def _decompose_one(bn: ir.Operation) -> None:
+    """`bn(x) = x * s + shift` with both per-channel constants (shaped to broadcast along the
+    axis) computed here; kept as it is where the statistics are not constants."""
+    params = [_constant(v) for v in list(bn.operands)[1:]]
+    data = bn.operands[0]
+    try:
+        t = ir.RankedTensorType(data.type)
+    except ValueError:
         return
+    dtype = _FLOAT_TYPES.get(str(t.element_type))
+    if dtype is None or any(p is None for p in params):
+        return
+    axis = ir.IntegerAttr(bn.attributes["axis"]).value % t.rank
+    channels = params[2].size
+    if any(p.size != channels for p in params) or (
+        not ir.ShapedType.is_dynamic_size(t.shape[axis]) and t.shape[axis] != channels
+    ):
+        return
+    scale, shift = _scale_shift(bn, [p.reshape(-1) for p in params], 0.0)
+    shape = [channels if d == axis else 1 for d in range(t.rank)]
+    with ir.InsertionPoint(bn), bn.location:
+        s = _new_constant(scale.astype(dtype).reshape(shape), data.type)
+        b = _new_constant(shift.astype(dtype).reshape(shape), data.type)
+        mul = rx.Multiply.create([data, s], [bn.results[0].type])
+        add = rx.Add.create([mul.result, b], [bn.results[0].type])
+    bn.results[0].replace_all_uses_with(add.result)
+    _erase_dead(bn)
+
+
+def _fold_one(bn: ir.Operation) -> bool:
+    """Fold `bn` into the conv before it; False where it is not such a batch norm."""
+    if ir.IntegerAttr(bn.attributes["axis"]).value != 1:
+        return False
     params = [_constant(v) for v in list(bn.operands)[1:]]
     if any(p is None for p in params):
-        return
-    gamma, beta, mean, var = params
+        return False
     source = bn.operands[0].owner
     bias = None
     if not isinstance(source, ir.Block) and source.name == rx.Add.name:  # conv + bias, then bn
         bias = _constant(source.operands[1])
         if bias is None or _only_use(source.results[0]) is None:
-            return
+            return False
         source = source.operands[0].owner
     if isinstance(source, ir.Block) or source.name != rx.Conv2d.name:
-        return
+        return False
     if _string(source, "data_layout") != "NCHW" or _only_use(source.results[0]) is None:
-        return
+        return False
     weight = _constant(source.operands[1])
     out_shape = _static(source.results[0])
     if weight is None or out_shape is None or weight.dtype != np.float32:
-        return
+        return False
     channels = out_shape[1]
     if bias is not None:
         if bias.size not in (1, channels) or bias.ndim > 4 or (bias.ndim >= 3 and bias.size > 1 and bias.shape[-3] != channels):
-            return
+            return False
         bias = np.broadcast_to(bias.reshape(-1), (channels,)).astype(np.float64)
     else:
         bias = np.zeros(channels)
-    eps = ir.FloatAttr(bn.attributes["epsilon"]).value
-    scale = gamma.astype(np.float64) / np.sqrt(var.astype(np.float64) + eps)
-    if not ir.BoolAttr(bn.attributes["scale"]).value:
-        scale = 1.0 / np.sqrt(var.astype(np.float64) + eps)
-    shift = (bias - mean) * scale
-    if ir.BoolAttr(bn.attributes["center"]).value:
-        shift = shift + beta
+    scale, shift = _scale_shift(bn, params, bias)
     with ir.InsertionPoint(source), source.location:
         w = _new_constant((weight * scale.reshape(-1, 1, 1, 1)).astype(np.float32), source.operands[1].type)
         conv = ir.Operation.create(
@@ -166,6 +210,7 @@ def _fold_one(bn: ir.Operation) -> None:
         add = rx.Add.create([conv.result, b], [bn.results[0].type])
     bn.results[0].replace_all_uses_with(add.result)
     _erase_dead(bn)  # with its statistics, the old bias add (if any), the old conv and weights
+    return True
 
 
 def _erase_dead(op: ir.Operation) -> None:
@@ -183,7 +228,9 @@ def _erase_dead(op: ir.Operation) -> None:
 
 
 @register_pass(
-    "relax-fold-batch-norm", "fold inference batch norms after constant-weight conv2d into the weights"
+    "relax-fold-batch-norm",
+    "fold inference batch norms after constant-weight conv2d into the weights, others with "
+    "constant statistics into a per-channel multiply-add",
 )
 def relax_fold_batch_norm():
     return fold_batch_norm
@@ -191,7 +238,8 @@ def relax_fold_batch_norm():
 
 def FoldBatchnormToConv2D() -> Pass:
     """Fold `nn.batch_norm` (constant statistics) after a constant-weight `nn.conv2d` into the
-    weights and a per-channel bias add."""
+    weights and a per-channel bias add; the other batch norms with constant statistics become
+    a per-channel multiply and add."""
     return Pass("FoldBatchnormToConv2D", lambda mod: fold_batch_norm(mod.module.operation))
 
 
