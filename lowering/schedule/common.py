@@ -542,6 +542,20 @@ def rebuild_generic(
     return new
 
 
+def erase_dead_index_code(body: ir.Block) -> None:
+    """Erase the arith ops and `linalg.index` values of a generic's `body` that nothing uses
+    any more (the index arithmetic of a read or a branch that was rewritten away): a body that
+    still asks for its indices is no elementwise op to the rules."""
+    changed = True
+    while changed:
+        changed = False
+        for op in reversed([o.operation for o in body.operations]):
+            pure = op.name.startswith("arith.") or op.name == "linalg.index"
+            if pure and op.results and not any(list(r.uses) for r in op.results):
+                op.erase()
+                changed = True
+
+
 def matching_generics(func_op: ir.Operation, match) -> list[tuple[ir.Operation, object]]:
     """`(op, match(op))` for each `linalg.generic` of `func_op` that `match` does not answer
     None for, without entering their bodies. Collected before the caller rewrites any: a rewrite

@@ -28,7 +28,12 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, tensor
 
-from lowering.schedule.common import matching_generics, reassociation, rebuild_generic
+from lowering.schedule.common import (
+    erase_dead_index_code,
+    matching_generics,
+    reassociation,
+    rebuild_generic,
+)
 
 MAX_POINTS = 1 << 22  # iteration spaces evaluated in full (~0.5 s at the cap); larger stay gathers
 
@@ -493,6 +498,7 @@ def _rebuild(op: ir.Operation, extract: ir.Operation, plan) -> None:
     )
     extract.results[0].replace_all_uses_with(new.regions[0].blocks[0].arguments[n_in])
     extract.erase()
+    erase_dead_index_code(new.regions[0].blocks[0])  # the read's index arithmetic
     op.results[0].replace_all_uses_with(new.results[0])
     op.erase()
 

@@ -37,16 +37,12 @@ from lowering.schedule.gather import raise_gathers, raise_strided_inputs
 from lowering.schedule.pad import raise_pads
 from lowering.schedule.phases import split_strided_convs
 
-MAX_BRANCH_SPLITS = 16
-
 
 def normalize_function(func_op: ir.Operation) -> None:
     """Steps 1-4 of the module docstring on `func_op` (which must sit in a module)."""
     _index_unit_axes_by_loops(func_op)
     raise_pads(func_op)
-    for _ in range(MAX_BRANCH_SPLITS):  # a concat of n inputs nests n - 1 branches
-        if not split_branches(func_op):
-            break
+    split_branches(func_op)
     raise_gathers(func_op)
     split_strided_convs(func_op)
     if not any(_unit_window_conv(op) for op in linalg_ops(func_op)):  # its 1x1 window stays

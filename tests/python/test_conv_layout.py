@@ -5,6 +5,8 @@ adds and pooling after them (rtol = atol = 1e-4, fixed seeds)."""
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -669,3 +671,50 @@ def test_padded_conv_splits_its_image_like_its_rows():
             False,
             False,
         ]
+
+
+class _DenseBlock(torch.nn.Module):
+    """DenseNet's block: each layer reads the concat of every feature map before it, through a
+    pre-activation batch norm and relu (no convolution before that batch norm to fold into)."""
+
+    def __init__(self, layers: int, cin: int = 16, growth: int = 16):
+        super().__init__()
+        widths = [cin + growth * i for i in range(layers)]
+        self.norms = torch.nn.ModuleList(torch.nn.BatchNorm2d(c) for c in widths)
+        self.convs = torch.nn.ModuleList(
+            torch.nn.Conv2d(c, growth, 3, padding=1, bias=False) for c in widths
+        )
+        for bn in self.norms:
+            torch.nn.init.uniform_(bn.weight, 0.5, 1.5)
+            torch.nn.init.uniform_(bn.bias, -0.5, 0.5)
+            torch.nn.init.uniform_(bn.running_mean, -0.5, 0.5)
+            torch.nn.init.uniform_(bn.running_var, 0.5, 2.0)
+
+    def forward(self, x):
+        features = [x]
+        for bn, conv in zip(self.norms, self.convs):
+            features.append(conv(torch.relu(bn(torch.cat(features, 1)))))
+        return torch.cat(features, 1)
+
+
+@pytest.mark.parametrize("layout", ["blocked", "blocked-avx2"])
+def test_dense_block_concat_and_preactivation_stay_blocked(layout):
+    """The pre-activation batch norms become per-channel multiply-adds that the blocked layout
+    carries, so the graph changes layout only at its boundaries; every concat (the last of 18
+    inputs) is split into one vectorized part per input, none left to loops over branches."""
+    target = _target_or_skip(layout)
+    model, x, mod, _ = _altered(lambda: _DenseBlock(17), (1, 16, 6, 5), target)
+    with target:
+        text = str(relax.transform.AlterOpLayout()(relax.transform.FoldBatchnormToConv2D()(mod)))
+    assert "relax.nn_batch_norm" not in text, text
+    # into the blocked layout only from the input (its first layer's read and its concat's),
+    # back only for the result
+    into = re.findall(r'"relax.layout_transform"\(%(\w+)\) \{dst_layout = "NCHW\d+c"', text)
+    back = re.findall(r'"relax.layout_transform"\(%\w+\) \{dst_layout = "NCHW"', text)
+    assert len(back) == 1 and len(into) == 2 and "x" in into, text
+    rules = _cpu_schedules(mod.clone(), target)
+    last = max((name for name in rules if "concat" in name), key=lambda n: len(rules[n]))
+    # the last concat writes the NCHW result: each part a transposing copy
+    assert len([r for r in rules[last] if r.startswith(("elementwise", "transpose"))]) >= 18
+    assert "fallback" not in {r for name in rules for r in rules[name]}, rules
+    _check_against_torch(model, x, mod, target)
