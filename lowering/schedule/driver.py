@@ -27,7 +27,7 @@ from lowering.schedule.common import (
     linalg_ops,
     slice_sizes,
 )
-from lowering.schedule.matmul import parallel_rows
+from lowering.schedule.matmul import micro_tile, parallel_rows
 from lowering.schedule.normalize import normalize_function
 
 
@@ -47,7 +47,7 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     # Trials run on copies inside a scratch module (the interpreter wants a parented payload).
     scratch = ir.Module.create(loc=func_op.location)
     base = func_op.clone(ip=ir.InsertionPoint(scratch.body))
-    normalize_function(base)
+    normalize_function(base, micro_tile(opts.target).mr)
     version_rows(base, opts)
     count = len(linalg_ops(base))
 

@@ -38,8 +38,9 @@ from lowering.schedule.pad import raise_pads
 from lowering.schedule.phases import split_strided_convs
 
 
-def normalize_function(func_op: ir.Operation) -> None:
-    """Steps 1-4 of the module docstring on `func_op` (which must sit in a module)."""
+def normalize_function(func_op: ir.Operation, row_tile: int = 1) -> None:
+    """Steps 1-5 of the module docstring on `func_op` (which must sit in a module); `row_tile`:
+    the rows of the target's matmul register tile (`merge_loops`)."""
     _index_unit_axes_by_loops(func_op)
     raise_pads(func_op)
     split_branches(func_op)
@@ -48,7 +49,7 @@ def normalize_function(func_op: ir.Operation) -> None:
     if not any(_unit_window_conv(op) for op in linalg_ops(func_op)):  # its 1x1 window stays
         raise_strided_inputs(func_op)
     drop_unit_dims(func_op)
-    merge_loops(func_op)
+    merge_loops(func_op, row_tile)
 
 
 # TE broadcasts size-1 axes as constant-0 indices (`(0, d1, d3)`) and keeps unit loops: dropping
@@ -305,7 +306,7 @@ def _drop_overwritten_fills(func_op: ir.Operation) -> None:
         fill.erase()
 
 
-def merge_loops(func_op: ir.Operation) -> int:
+def merge_loops(func_op: ir.Operation, row_tile: int = 1) -> int:
     """Step 5 of the module docstring; returns how many loops were merged away.
 
     The reduction rule takes one reduction loop (or a short window): the spatial mean of a
@@ -314,11 +315,12 @@ def merge_loops(func_op: ir.Operation) -> int:
     156 us); over [N, C/16, H * W, 16] it is one reduction along rows of vectors. Likewise the
     matmul rule takes one N loop: an NCHW 1x1 convolution's output columns are H and W, and one
     with 85 filters (a detection head) failed to vectorize and ran as scalar loops (64 -> 85
-    channels over 40 x 40: 2.6 ms); with H * W as one loop it is a plain matmul."""
+    channels over 40 x 40: 2.6 ms); with H * W as one loop it is a plain matmul. Two M loops
+    merge where the inner one's rows do not fill whole register tiles of `row_tile` rows."""
     merged = 0
     for op in linalg_ops(func_op):
         while op.name == "linalg.generic":
-            pair = _mergeable_pair(op)
+            pair = _mergeable_pair(op, row_tile)
             if pair is None:
                 break
             op = _merge_loops(op, pair)
@@ -326,10 +328,11 @@ def merge_loops(func_op: ir.Operation) -> int:
     return merged
 
 
-def _mergeable_pair(op: ir.Operation) -> int | None:
+def _mergeable_pair(op: ir.Operation, row_tile: int = 1) -> int | None:
     """Loop d such that d and d + 1 are reductions, or N loops of a contraction (one reduction
-    loop, a multiply-add; parallel loops its A does not read), that every operand reads as
-    the consecutive axes (d, d + 1) of a static shape, or not at all; None when no such pair
+    loop, a multiply-add; parallel loops its A does not read), or M loops of one (read by A,
+    not by B) whose inner extent is no multiple of `row_tile`, that every operand reads as the
+    consecutive axes (d, d + 1) of a static shape, or not at all; None when no such pair
     exists."""
     iterators = [str(t) for t in ir.ArrayAttr(op.attributes["iterator_types"])]
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
@@ -342,16 +345,28 @@ def _mergeable_pair(op: ir.Operation) -> int | None:
     contraction = (
         sum("reduction" in t for t in iterators) == 1 and len(op.operands) == 3 and is_mul_add(op)
     )
-    a_dims = {e.position for e in maps[0].results}
+    a_dims = [e.position for e in maps[0].results]
+    b_dims = {e.position for e in maps[1].results} if contraction else set()
     for d in range(len(iterators) - 1):
         kinds = {iterators[d], iterators[d + 1]}
         if len(kinds) != 1:
             continue
-        # Parallel loops: only a contraction's N loops (not read by A), which the matmul rule
-        # takes one of; merged M loops ([8, 64] rows of DistilBERT at batch 8 as 512) changed
-        # its tiling for the worse (3% slower).
-        if "parallel" in iterators[d] and (not contraction or {d, d + 1} & a_dims):
-            continue
+        # Parallel loops: a contraction's N loops (not read by A), which the matmul rule takes
+        # one of, and its M loops where the rule's row tiles do not fit the inner one: a
+        # ConvNeXt linear over 14 x 14 tokens ran 8 + 6 rows per 14, the 6 one row at a time
+        # (98 GFLOP/s against 248 over 196 rows). Where they fit, merged M loops ([8, 64] rows
+        # of DistilBERT at batch 8 as 512) changed the tiling for the worse (3% slower).
+        pair = {d, d + 1}
+        if "parallel" in iterators[d] and (not contraction or pair & set(a_dims)):
+            t = op.operands[0].type
+            if (
+                not contraction
+                or not pair <= set(a_dims)
+                or pair & b_dims
+                or not ir.RankedTensorType(t).has_static_shape
+                or ir.RankedTensorType(t).shape[a_dims.index(d + 1)] % row_tile == 0
+            ):
+                continue
         ok = True
         for value, m in zip(op.operands, maps):
             dims = [e.position for e in m.results]

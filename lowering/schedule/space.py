@@ -25,6 +25,7 @@ from mlir import ir
 
 from lowering.dedupe import body_key
 from lowering.schedule.common import OpInfo, ScheduleOptions, classify, linalg_ops
+from lowering.schedule.matmul import micro_tile
 from lowering.schedule.normalize import normalize_function
 
 KNOBS_ATTR = "relax.schedule_knobs"  # on a PrimFunc: {knob name: value}
@@ -121,7 +122,7 @@ def space_for(func_op: ir.Operation, opts: ScheduleOptions) -> dict[str, Knob]:
     """The knobs of every rule that schedules an op of `func_op` (empty: nothing to tune)."""
     scratch = ir.Module.create(loc=func_op.location)
     copy = func_op.clone(ip=ir.InsertionPoint(scratch.body))
-    normalize_function(copy)
+    normalize_function(copy, micro_tile(opts.target).mr)  # as the driver sees it
     ops = linalg_ops(copy)
     out: dict[str, Knob] = {k.name: k for k in _threads(opts)} if ops else {}
     for op in ops:
