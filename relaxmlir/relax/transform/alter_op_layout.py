@@ -13,7 +13,8 @@ NCHW between two layout transforms.
 channel-blocked layout, NCHW16c on AVX-512 (`topi.layout`): each conv2d whose weights are constants
 becomes `layout_transform` -> blocked conv2d (weights re-laid out here, once) -> `layout_transform`
 back. The transforms back are then pushed down through elementwise ops (bias, residual add,
-relu: per-channel constants are re-laid out too) and max/global pooling, and a transform that
+relu: per-channel constants are re-laid out too) and max (also ceil_mode: as extra padding)
+and global pooling, and a transform that
 meets its inverse cancels, so a ResNet keeps NCHW16c from its first convolution to its global
 pool. Depthwise convolutions (groups = channels, MobileNet's) take the same data layout with
 an OIHW1i16o kernel. What stays in NCHW: ops the blocked layout does not cover (the graph's
@@ -105,6 +106,31 @@ def _ints(op: ir.Operation, key: str) -> list[int]:
 
 def _attrs(op: ir.Operation) -> dict[str, ir.Attribute]:
     return {name: op.attributes[name] for name in op.attributes}
+
+
+def _int_array(values: list[int]) -> ir.ArrayAttr:
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in values])
+
+
+def _ceil_mode_as_padding(pool: ir.Operation) -> list[int] | None:
+    """The padding that gives a static ceil_mode max pool its output extents under the floor
+    rule: the bottom and right padding grow to cover the last windows (GoogLeNet's pools), and
+    a maximum never picks padding, so the result is the same. None for symbolic shapes."""
+    x, out = _static(pool.operands[0]), _static(pool.results[0])
+    if x is None or out is None:
+        return None
+    pad, k = _ints(pool, "padding"), _ints(pool, "pool_size")
+    strides, dilation = _ints(pool, "strides"), _ints(pool, "dilation")
+    new = list(pad)
+    for axis in range(2):
+        size, extent = x[2 + axis], out[2 + axis]
+        span = dilation[axis] * (k[axis] - 1) + 1
+        need = (extent - 1) * strides[axis] + span - size - pad[axis]
+        new[2 + axis] = max(pad[2 + axis], need)
+        if (size + pad[axis] + new[2 + axis] - span) // strides[axis] + 1 != extent:
+            return None
+    return new
 
 
 def _only_use(value: ir.Value) -> ir.Operation | None:
@@ -480,7 +506,11 @@ def _push(op: ir.Operation, lay: _Layouts) -> bool:
         attrs = _attrs(op)
         if name == rx.MaxPool2d.name:
             if ir.BoolAttr(op.attributes["ceil_mode"]).value:
-                return False
+                padding = _ceil_mode_as_padding(op)
+                if padding is None:
+                    return False
+                attrs["padding"] = _int_array(padding)
+                attrs["ceil_mode"] = ir.BoolAttr.get(False)
             attrs["layout"] = ir.StringAttr.get(layout)
         elif name == rx.AdaptiveAvgPool2d.name:
             if _ints(op, "output_size") != [1, 1]:
