@@ -13,10 +13,9 @@ NCHW between two layout transforms.
 channel-blocked layout, NCHW16c on AVX-512 (`topi.layout`): each conv2d whose weights are constants
 becomes `layout_transform` -> blocked conv2d (weights re-laid out here, once) -> `layout_transform`
 back. The transforms back are then pushed down through elementwise ops (bias, residual add,
-relu: per-channel constants are re-laid out too) and max (also ceil_mode: as extra padding)
-and global pooling, and a transform that
-meets its inverse cancels, so a ResNet keeps NCHW16c from its first convolution to its global
-pool. Depthwise convolutions (groups = channels, MobileNet's) take the same data layout with
+relu: per-channel constants are re-laid out too) and max pooling (ceil_mode as extra padding)
+and global pooling, and a transform that meets its inverse cancels, so a ResNet keeps NCHW16c
+from its first convolution to its global pool. Depthwise convolutions (groups = channels, MobileNet's) take the same data layout with
 an OIHW1i16o kernel. What stays in NCHW: ops the blocked layout does not cover (the graph's
 boundaries, reshapes, other grouped convolutions, channel counts that do not divide into
 blocks, symbolic shapes).
