@@ -27,7 +27,8 @@ SCHEDULE_ATTR = "relax.schedule"  # left on each scheduled function: the rules t
 SCRIPT_ERRORS = (ValueError, ir.MLIRError)
 PREPACKED_ATTR = "relax.prepacked"  # on a linalg.unpack of an argument packed ahead of time
 PATTERNS = ("matmul", "conv", "reduction", "elementwise", "gather", "fallback")
-PRINT_SCRIPT_ENV = "RELAXMLIR_PRINT_SCHEDULE"  # set to 1: print every generated script to stderr
+# 1: print every generated script to stderr; "failures": only those of ops left unscheduled
+PRINT_SCRIPT_ENV = "RELAXMLIR_PRINT_SCHEDULE"
 ROWS_VERSION_ATTR = "relax_rows_version"  # temporary: which copy of a row dispatch an op is in
 INIT_FILL_ATTR = "relax_init_fill"  # temporary: the zero fill that starts a tagged op's accumulator
 PAD_FILL_ATTR = "relax_pad_fill"  # temporary: the fill under a padded image, for its conv's rule
@@ -187,7 +188,11 @@ def split_threads(
             return h, None, None
         split = [0] * len(info.ranges)
     split[d] = threads
-    return s.tile_forall(h, num_threads=split)[0], d, None
+    # A static loop that the threads share evenly has a static share too: a rule that tiles
+    # each share further must know it (the reduction rule's 8-row tiles left 4 of each
+    # thread's 220 rows to a dynamic tile, which failed to vectorize).
+    share = r // threads if info.static and r is not None and r % threads == 0 else None
+    return s.tile_forall(h, num_threads=split)[0], d, share
 
 
 def thread_loop(info: OpInfo, loops: list[int], threads: int) -> int:
@@ -813,7 +818,7 @@ def finalize(s: Script) -> None:
 
 def apply_script(func_op: ir.Operation, script: Script, quiet: bool = False) -> None:
     text = script.text()
-    if os.environ.get(PRINT_SCRIPT_ENV) and not quiet:
+    if os.environ.get(PRINT_SCRIPT_ENV, "") not in ("", "0", "failures") and not quiet:
         import sys
 
         print(f"// payload\n{func_op}\n// schedule\n{text}", file=sys.stderr)

@@ -55,3 +55,26 @@ func.func private @bmm_rows(%a: tensor<2x256x64xf32>, %b: tensor<2x64x128xf32>, 
   } -> tensor<2x256x128xf32>
   return %r : tensor<2x256x128xf32>
 }
+
+// -----
+
+// A squeeze-excite block's expand (a 1x1 conv on a 1x1 map: 440 rows of 110): the two threads
+// take 220 rows each, and the reduction rule tiles each share by a row count that divides it
+// (5, not the 8 that divide 440): with 8 the last 4 rows of each share were a dynamic tile,
+// which failed to vectorize, and the op was left to scalar loops (RegNetY-400MF).
+// CHECK-LABEL: func.func private @gemv_rows_per_thread
+// CHECK-SAME: relax.schedule = ["reduction-inner-5x16"]
+// CHECK: scf.forall (%{{.+}}) in (2)
+// CHECK: scf.for %{{.+}} = %c0 to %c220 step %c5
+// CHECK: vector<5x16xf32>
+func.func private @gemv_rows_per_thread(%a: tensor<440x110xf32>, %x: tensor<110xf32>, %o: tensor<440xf32>) -> tensor<440xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %fill = linalg.fill ins(%zero : f32) outs(%o : tensor<440xf32>) -> tensor<440xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%a, %x : tensor<440x110xf32>, tensor<110xf32>) outs(%fill : tensor<440xf32>) {
+  ^bb0(%p: f32, %q: f32, %acc: f32):
+    %m = arith.mulf %p, %q : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<440xf32>
+  return %r : tensor<440xf32>
+}
