@@ -161,8 +161,10 @@ def fuse_ops(module_op: ir.Operation) -> None:
             kinds: dict = {}
             group_of: dict = {}
             members: dict[int, list] = {}
+            with rx.cached_symbols(module_op):  # every call_tir's callee
+                callees = {op: _callee(op) for op in ops}
             for op in ops:
-                callee = _callee(op)
+                callee = callees[op]
                 if callee is None or len(op.results) != 1:
                     continue
                 kinds[op] = callee_kind(callee)

@@ -464,8 +464,9 @@ def constant_global(symbol: str, value: ir.Attribute, mtype: ir.MemRefType, alig
 
 def graph_to_memref(module_op: ir.Operation) -> None:
     helpers = _ModuleHelpers(module_op)
-    for func_op in graph_functions(module_op):
-        _FunctionLowering(module_op, func_op, helpers).run()
+    with rx.cached_symbols(module_op):  # every call_tir's callee (kernels are not erased here)
+        for func_op in graph_functions(module_op):
+            _FunctionLowering(module_op, func_op, helpers).run()
 
 
 @register_pass(

@@ -95,8 +95,9 @@ def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
             old.erase()
         return ir.WalkResult.ADVANCE
 
-    for func_op in graph_functions(module_op):
-        func_op.walk(visit)
+    with rx.cached_symbols(module_op):  # kernels are cloned here, never erased
+        for func_op in graph_functions(module_op):
+            func_op.walk(visit)
 
 
 @register_pass(

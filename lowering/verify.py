@@ -61,7 +61,8 @@ def verify_module(module_op: ir.Operation) -> None:
             return ir.WalkResult.INTERRUPT
         return ir.WalkResult.ADVANCE
 
-    module_op.walk(visit)
+    with rx.cached_symbols(module_op):  # every call_tir's callee
+        module_op.walk(visit)
     if failure:
         op, message = failure[0]
         raise PassError(message, op)
