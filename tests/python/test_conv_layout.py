@@ -266,19 +266,27 @@ def test_depthwise_conv_layouts_match_torch(shape, layout, monkeypatch):
     _check_against_torch(model, x, mod, target)
 
 
-def test_depthwise_conv_blocked_op_checks_its_kernel():
-    """`relax.nn.conv2d` in a blocked layout takes groups = 1, or groups = channels with one
-    filter per channel in an OIHW1i<b>o kernel; anything else is refused by name."""
+def test_blocked_conv_op_checks_its_groups_and_kernel():
+    """`relax.nn.conv2d` in a blocked layout takes groups = 1, groups = channels with one
+    filter per channel in an OIHW1i<b>o kernel, or groups = channel blocks with a block of
+    filters each in an OIHW<b>i<b>o kernel; anything else is refused by name."""
     x = relax.Var("x", relax.TensorStructInfo((1, 2, 8, 8, 16), "float32"))
     k = relax.Var("k", relax.TensorStructInfo((2, 1, 3, 3, 1, 16), "float32"))
     y = relax.op.nn.conv2d(
         x, k, padding=1, groups=32, data_layout="NCHW16c", kernel_layout="OIHW1i16o"
     )
     assert list(y.struct_info.shape) == [1, 2, 8, 8, 16]
-    with pytest.raises(NotImplementedError, match="groups must be 1 or the channel count"):
+    blocks = relax.Var("kb", relax.TensorStructInfo((2, 1, 3, 3, 16, 16), "float32"))
+    y = relax.op.nn.conv2d(
+        x, blocks, strides=2, padding=1, groups=2, data_layout="NCHW16c", kernel_layout="OIHW16i16o"
+    )
+    assert list(y.struct_info.shape) == [1, 2, 4, 4, 16]
+    with pytest.raises(NotImplementedError, match="groups must be 1, the channel count"):
         relax.op.nn.conv2d(x, k, groups=16, data_layout="NCHW16c", kernel_layout="OIHW1i16o")
-    with pytest.raises(NotImplementedError, match="needs kernel_layout 'OIHW1i16o'"):
-        relax.op.nn.conv2d(x, k, groups=32, data_layout="NCHW16c", kernel_layout="OIHW16i16o")
+    with pytest.raises(NotImplementedError, match=r"or the channel blocks \(2\)"):
+        relax.op.nn.conv2d(x, blocks, groups=32, data_layout="NCHW16c", kernel_layout="OIHW16i16o")
+    with pytest.raises(NotImplementedError, match="needs kernel_layout 'OIHW1i16o or OIHW16i16o'"):
+        relax.op.nn.conv2d(x, k, groups=32, data_layout="NCHW16c", kernel_layout="OIHW8i16o")
 
 
 class _SqueezeExcite(torch.nn.Module):
@@ -746,4 +754,44 @@ def test_ceil_mode_max_pool_stays_blocked(layout, size):
     model, x, mod, text = _altered(_CeilPools, (1, 8, size, size), target)
     assert text.count('"relax.layout_transform"') == 2, text
     assert "ceil_mode = true" not in text
+    _check_against_torch(model, x, mod, target)
+
+
+class _GroupedBlock(torch.nn.Module):
+    """RegNet's bottleneck middle: a 3x3 convolution in groups of `width` channels between
+    1x1 convolutions, with batch norm and relu."""
+
+    def __init__(self, channels: int, width: int, stride: int):
+        super().__init__()
+        self.expand = torch.nn.Conv2d(channels, channels, 1)
+        self.grouped = torch.nn.Conv2d(
+            channels, channels, 3, stride, 1, groups=channels // width, bias=False
+        )
+        self.bn = torch.nn.BatchNorm2d(channels)
+        self.project = torch.nn.Conv2d(channels, 16, 1)
+
+    def forward(self, x):
+        return self.project(torch.relu(self.bn(self.grouped(torch.relu(self.expand(x))))))
+
+
+@pytest.mark.parametrize("layout", ["blocked", "blocked-avx2"])
+@pytest.mark.parametrize(
+    ("channels", "width", "stride", "size"), [(48, 8, 1, 9), (48, 8, 2, 10), (64, 16, 2, 9)]
+)
+def test_grouped_conv_of_one_block_per_group_is_one_kernel(layout, channels, width, stride, size):
+    """Groups of one channel block each (a width the layout's block equals: 8, or 16 on
+    AVX-512) stay one blocked grouped convolution, which the conv rule schedules like a dense
+    one (strided: by phase), instead of a convolution per group joined by a concat; wider
+    groups keep the split. Against torch."""
+    target = _target_or_skip(layout)
+    model, x, mod, text = _altered(
+        lambda: _GroupedBlock(channels, width, stride), (1, channels, size, size), target
+    )
+    lanes = 16 if layout == "blocked" else 8
+    one = width <= lanes
+    assert text.count('"relax.nn_conv2d"') == (3 if one else 2 + channels // width), text
+    assert ("relax.concat" in text) != one
+    rules = _cpu_schedules(mod.clone(), target)
+    grouped = [r for name, r in rules.items() if "grouped_conv2d_nchwc" in name]
+    assert len(grouped) == one and (not one or any(r.startswith("conv-") for r in grouped[0]))
     _check_against_torch(model, x, mod, target)

@@ -368,7 +368,22 @@ def is_dense_blocked_conv(call: Call) -> bool:
 
 def is_depthwise_blocked_conv(call: Call) -> bool:
     """channel-blocked data, groups = channels (an OIHW1i<b>o kernel)"""
-    return is_channel_blocked_conv(call) and call.attrs["groups"] != 1
+    kernel = call.args[1].struct_info.shape
+    return is_channel_blocked_conv(call) and call.attrs["groups"] != 1 and kernel[4] == 1
+
+
+def is_grouped_blocked_conv(call: Call) -> bool:
+    """channel-blocked data, groups of one channel block each (an OIHW<b>i<b>o kernel of one
+    block per group)"""
+    kernel = call.args[1].struct_info.shape
+    groups = call.attrs["groups"]
+    return (
+        is_channel_blocked_conv(call)
+        and groups != 1
+        and kernel[0] == groups
+        and kernel[1] == 1
+        and kernel[4] == kernel[5] > 1
+    )
 
 
 def emit_depthwise_conv2d_nchwc(bb, call: Call):
@@ -395,6 +410,23 @@ def emit_depthwise_conv2d_nchwc(bb, call: Call):
         blocked.depthwise_conv2d_nchwc, data, reshape(call.args[1], (cb, kh, kw, b)),
         a["strides"], padding, a["dilation"], a["out_dtype"],
         primfunc_name_hint="depthwise_conv2d_nchwc",
+    )  # fmt: skip
+
+
+def emit_grouped_conv2d_nchwc(bb, call: Call):
+    """`conv2d_nchwc.grouped`: the OIHW<b>i<b>o kernel [G, 1, KH, KW, b, b] reshaped to
+    [G, KH, KW, b, b] (folded at compile time for constant weights: a unit axis read at index 0
+    would hide the window from the strided-window split), then
+    `topi.nn.blocked.grouped_conv2d_nchwc`."""
+    from relaxmlir.relax.op import reshape
+    from relaxmlir.topi.nn import blocked
+
+    a = call.attrs
+    g, _, kh, kw, bi, bo = call.args[1].struct_info.shape
+    return bb.call_te(
+        blocked.grouped_conv2d_nchwc, call.args[0], reshape(call.args[1], (g, kh, kw, bi, bo)),
+        a["strides"], tuple(a["padding"]), a["dilation"], a["out_dtype"],
+        primfunc_name_hint="grouped_conv2d_nchwc",
     )  # fmt: skip
 
 
@@ -572,6 +604,10 @@ def _conv2d_llvm(call: Call, target: Any) -> OpStrategy:
     s.add_implementation(
         emit=emit_depthwise_conv2d_nchwc, name="conv2d_nchwc.depthwise", plevel=20,
         condition=is_depthwise_blocked_conv,
+    )  # fmt: skip
+    s.add_implementation(
+        emit=emit_grouped_conv2d_nchwc, name="conv2d_nchwc.grouped", plevel=20,
+        condition=is_grouped_blocked_conv,
     )  # fmt: skip
     s.add_implementation(
         emit=emit_conv2d_nchwc_phased, name="conv2d_nchwc.phased", plevel=18,

@@ -418,20 +418,40 @@ def _splittable_grouped_conv(op: ir.Operation, lanes: int) -> bool:
         return False
     c, o = channels
     groups = ir.IntegerAttr(op.attributes["groups"]).value
-    if not 1 < groups <= MAX_GROUP_SPLIT or groups == c == o:
+    if groups <= 1 or groups == c == o:
+        return False
+    if _group_block(c, o, groups, lanes):
+        return True
+    if groups > MAX_GROUP_SPLIT:
         return False
     return bool(_block(c // groups, lanes)) and bool(_block(o // groups, lanes))
+
+
+def _group_block(c: int, o: int, groups: int, lanes: int) -> int:
+    """The channel block of a grouped convolution whose groups are one block each, in and out
+    (RegNet's groups of 8 in NCHW8c): one blocked grouped convolution; else 0."""
+    width = c // groups
+    return width if o // groups == width and _block(width, lanes) == width else 0
 
 
 def _convert_grouped(op: ir.Operation, lay: _Layouts) -> None:
     """A grouped convolution as one blocked convolution per group over its slice of the input's
     channel blocks, concatenated along the blocks. wav2vec2's positional convolution (768
-    channels in 16 groups, a 128-tap window) ran in NCHW as scalar loops: 112 ms."""
+    channels in 16 groups, a 128-tap window) ran in NCHW as scalar loops: 112 ms. Groups of
+    one block each, in and out, stay one blocked grouped convolution (`_group_block`)."""
     lanes = lay.block
     groups = ir.IntegerAttr(op.attributes["groups"]).value
     w = _constant(op.operands[1])
     o, i = w.shape[:2]
     og = o // groups
+    block = _group_block(i * groups, o, groups, lanes)
+    if block:  # one block per group: a single blocked grouped convolution
+        with ir.InsertionPoint(op), op.location:
+            x = lay.transform(op.operands[0], "NCHW", f"NCHW{block}c")
+            back = lay.transform(_blocked_conv(op, x, w, block, block), f"NCHW{block}c", "NCHW")
+        op.results[0].replace_all_uses_with(back)
+        _erase_dead(op)
+        return
     bi, bo = _block(i, lanes), _block(og, lanes)
     i64 = ir.IntegerType.get_signless(64)
 
