@@ -46,7 +46,11 @@ class ReductionSchedule(ScheduleRule):
         red = reductions[0]
         nloops = len(info.ranges)
         if split_across_threads(info, opts, opts.min_parallel_elements):
-            outer = [d for d in range(nloops) if info.iterators[d] == "parallel"]
+            parallel = [d for d in range(nloops) if info.iterators[d] == "parallel"]
+            # Not the vector axis while another loop can be split: the mean of [13 blocks, H*W,
+            # 8 lanes] split its 8 lanes in two (both threads writing the same lines, in half
+            # vectors) and ran 7x slower at 2 threads than at 1 (RegNetY's squeeze-excite).
+            outer = [d for d in parallel if d != inner] or parallel
             if outer:
                 h, d, share = split_threads(s, h, info, outer, opts.threads)
                 if share is not None:  # each thread's part: its share of that loop

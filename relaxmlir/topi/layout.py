@@ -78,6 +78,26 @@ def layout_transform(data: te.Tensor, src_layout: str, dst_layout: str) -> te.Te
             (n, cb, b, h, w), lambda i, c, ci, y, x: data[i, c, y, x, ci], name="T_layout_trans"
         )
         return reshape(blocks, shape)
+    if s and d and (s % d == 0 or d % s == 0):
+        # Block to block (NCHW16c <-> NCHW8c beside RegNet's grouped convolutions): runs of
+        # min(s, d) channels move whole. Each read is then a view of the input (a block split
+        # or joined), then a reshape; through NCHW it was a transpose and a scalar gather.
+        n, cb, h, w, _ = data.shape
+        if s > d:
+            k = s // d
+            parts = te.compute(
+                (n, cb, k, h, w, d),
+                lambda i, c, j, y, x, ci: data[i, c, y, x, j * d + ci],
+                name="T_layout_trans",
+            )
+        else:
+            k = d // s
+            parts = te.compute(
+                (n, cb // k, h, w, k, s),
+                lambda i, c, y, x, j, ci: data[i, c * k + j, y, x, ci],
+                name="T_layout_trans",
+            )
+        return reshape(parts, shape)
 
     def channel(*i):  # the NCHW channel of output index i
         return i[1] * d + i[4] if d else i[1]

@@ -396,6 +396,13 @@ def test_layout_transform_op_and_errors():
     a = np.random.default_rng(0).standard_normal((2, 32, 3, 5), dtype=np.float32)
     want = a.reshape(2, 4, 8, 3, 5).transpose(0, 1, 3, 4, 2)
     np.testing.assert_array_equal(vm["main"](a).numpy(), want)
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):  # and back to the larger block
+        y = bb.emit(relax.op.layout_transform(x, "NCHW", "NCHW8c"))
+        bb.emit_func_output(bb.emit(relax.op.layout_transform(y, "NCHW8c", "NCHW16c")))
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), rm.cpu())
+    want = a.reshape(2, 2, 16, 3, 5).transpose(0, 1, 3, 4, 2)
+    np.testing.assert_array_equal(vm["main"](a).numpy(), want)
     with pytest.raises(ValueError, match="do not divide into blocks of 16"):
         relax.op.layout_transform(
             relax.Var("w", relax.TensorStructInfo((1, 24, 2, 2), "float32")), "NCHW", "NCHW16c"
@@ -790,6 +797,13 @@ def test_grouped_conv_of_one_block_per_group_is_one_kernel(layout, channels, wid
     lanes = 16 if layout == "blocked" else 8
     one = width <= lanes
     assert text.count('"relax.nn_conv2d"') == (3 if one else 2 + channels // width), text
+    if width < lanes:
+        # NCHW8c between NCHW16c convolutions: one transform each way, not through NCHW
+        with target:
+            text = str(relax.transform.AlterOpLayout()(relax.transform.FoldBatchnormToConv2D()(mod)))
+        assert '{dst_layout = "NCHW16c", src_layout = "NCHW8c"}' in text, text
+        assert '{dst_layout = "NCHW8c", src_layout = "NCHW16c"}' in text, text
+        assert text.count('dst_layout = "NCHW",') == 1, text  # the result only
     assert ("relax.concat" in text) != one
     rules = _cpu_schedules(mod.clone(), target)
     grouped = [r for name, r in rules.items() if "grouped_conv2d_nchwc" in name]

@@ -285,6 +285,11 @@ class _Layouts:
             if not isinstance(owner, ir.Block) and owner.name == rx.LayoutTransform.name:
                 if _string(owner, "src_layout") == dst and _string(owner, "dst_layout") == src:
                     return owner.operands[0]  # the inverse of what made it
+                first = _string(owner, "src_layout")
+                a, b = _block_of(first), _block_of(dst)
+                if src == "NCHW" and a and b and a != b and (a % b == 0 or b % a == 0):
+                    # blocks of one size back to NCHW, then into another: one step
+                    return self.transform(owner.operands[0], first, dst)
             shape = _static(value)
             elem = ir.RankedTensorType(value.type).element_type
             new_shape = _transform_shape(shape, src, dst)
@@ -295,6 +300,12 @@ class _Layouts:
             )
             self.transforms[key] = op.result
         return self.transforms[key]
+
+
+def _block_of(layout: str) -> int:
+    from relaxmlir.topi.layout import channel_block
+
+    return channel_block(layout)
 
 
 def _transform_shape(shape, src, dst):
@@ -512,7 +523,22 @@ def _push(op: ir.Operation, lay: _Layouts) -> bool:
         if isinstance(inner, ir.Block) or inner.name != name:
             return False
         if _string(inner, "src_layout") != _string(op, "dst_layout") or _string(inner, "dst_layout") != _string(op, "src_layout"):
-            return False
+            # X -> NCHW -> Y between two block sizes: one transform X -> Y
+            first, dst = _string(inner, "src_layout"), _string(op, "dst_layout")
+            a, b = _block_of(first), _block_of(dst)
+            if _string(op, "src_layout") != "NCHW" or not a or not b or (a % b and b % a):
+                return False
+            with ir.InsertionPoint(op), op.location:
+                direct = rx.LayoutTransform.create(
+                    [inner.operands[0]],
+                    [op.results[0].type],
+                    {"src_layout": ir.StringAttr.get(first), "dst_layout": ir.StringAttr.get(dst)},
+                ).result
+            for key in [k for k, v in lay.transforms.items() if v == op.results[0]]:
+                lay.transforms[key] = direct
+            op.results[0].replace_all_uses_with(direct)
+            op.erase()
+            return True
         op.results[0].replace_all_uses_with(inner.operands[0])
         op.erase()
         return True

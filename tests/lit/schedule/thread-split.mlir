@@ -78,3 +78,22 @@ func.func private @gemv_rows_per_thread(%a: tensor<440x110xf32>, %x: tensor<110x
   } -> tensor<440xf32>
   return %r : tensor<440xf32>
 }
+
+// -----
+
+// A squeeze-excite mean in NCHW8c ([13 blocks, 28 * 28 pixels, 8 lanes] -> [13, 8]): the
+// threads split the 13 blocks (7 + 6), not the 8 lanes, which an even share preferred: both
+// threads then wrote the same lines in half vectors, 7x slower than one thread (RegNetY).
+// CHECK-LABEL: func.func private @mean_of_blocks
+// CHECK: scf.forall (%{{.+}}) in (2) {{.*}} -> (tensor<13x8xf32>)
+// CHECK: tensor.extract_slice %{{.+}}[%{{.+}}, 0] [%{{.+}}, 8] [1, 1] : tensor<13x8xf32> to tensor<?x8xf32>
+func.func private @mean_of_blocks(%a: tensor<13x784x8xf32>, %o: tensor<13x8xf32>) -> tensor<13x8xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %fill = linalg.fill ins(%zero : f32) outs(%o : tensor<13x8xf32>) -> tensor<13x8xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a : tensor<13x784x8xf32>) outs(%fill : tensor<13x8xf32>) {
+  ^bb0(%p: f32, %acc: f32):
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<13x8xf32>
+  return %r : tensor<13x8xf32>
+}
