@@ -363,6 +363,7 @@ def _mergeable_pair(op: ir.Operation, row_tile: int = 1) -> int | None:
                 not contraction
                 or not pair <= set(a_dims)
                 or pair & b_dims
+                or "reduction" not in iterators[a_dims[-1]]  # rows of A along K, not columns
                 or not ir.RankedTensorType(t).has_static_shape
                 or ir.RankedTensorType(t).shape[a_dims.index(d + 1)] % row_tile == 0
             ):

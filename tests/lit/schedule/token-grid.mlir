@@ -45,3 +45,23 @@ func.func private @batch_of_sequences(%a: tensor<8x64x64xf32>, %b: tensor<64x64x
   } -> tensor<8x64x64xf32>
   return %r : tensor<8x64x64xf32>
 }
+
+// -----
+
+// An A whose rows are its columns (a batch's NCHW 1x1 convolution: the image [C, H, W] with
+// the channels, K, outermost) keeps its two M loops: merged into one column, the rows route
+// failed to vectorize and the op fell back to loops.
+// CHECK-LABEL: func.func private @columns_of_a
+// CHECK-NOT: tensor.collapse_shape %arg0
+// CHECK: return
+func.func private @columns_of_a(%a: tensor<24x7x7xf32>, %b: tensor<48x24xf32>, %c: tensor<7x7x48xf32>) -> tensor<7x7x48xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<7x7x48xf32>) -> tensor<7x7x48xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d3, d0, d1)>, affine_map<(d0, d1, d2, d3) -> (d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%a, %b : tensor<24x7x7xf32>, tensor<48x24xf32>) outs(%fill : tensor<7x7x48xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<7x7x48xf32>
+  return %r : tensor<7x7x48xf32>
+}
