@@ -644,3 +644,81 @@ def _strided_view(source: ir.Value, plans: list, ranges: list[int]) -> tuple[ir.
         zeros, ones = [0] * len(expanded), [1] * len(expanded)
         v = tensor.ExtractSliceOp(t, v, [], [], [], zeros, sizes, ones).result
     return v, dims
+
+
+def _affine_index(value: ir.Value) -> ir.AffineExpr | None:
+    """`value` as an affine expression of the loop indices: `linalg.index`, constants, their
+    sums, products, quotients and remainders by constants (TE's `c // 1 * 1 + rc`,
+    `y * stride + ky * dilation`); else None."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        return None
+    op = owner.operation
+    if op.name == "linalg.index":
+        return ir.AffineDimExpr.get(ir.IntegerAttr(op.attributes["dim"]).value)
+    if op.name == "arith.constant" and str(op.results[0].type) == "index":
+        return ir.AffineConstantExpr.get(ir.IntegerAttr(op.attributes["value"]).value)
+    if op.name in ("arith.addi", "arith.muli"):
+        a, b = _affine_index(op.operands[0]), _affine_index(op.operands[1])
+        if a is None or b is None:
+            return None
+        if op.name == "arith.addi":
+            return a + b
+        if isinstance(b, ir.AffineConstantExpr):  # affine: a product by a constant only
+            return a * b
+        if isinstance(a, ir.AffineConstantExpr):
+            return b * a
+    if op.name in ("arith.floordivsi", "arith.remsi"):  # by a positive constant
+        a, b = _affine_index(op.operands[0]), _affine_index(op.operands[1])
+        if a is None or not isinstance(b, ir.AffineConstantExpr) or b.value <= 0:
+            return None
+        if op.name == "arith.floordivsi":
+            return ir.AffineFloorDivExpr.get(a, b)
+        return ir.AffineModExpr.get(a, b)
+    return None
+
+
+def _window_read(op: ir.Operation):
+    """(extract, its affine map) for a generic with reductions whose one gather reads a static
+    tensor at sums of loop indices (a convolution window: `x[c, y + ky, x + kx]`), else None."""
+    iterators = [str(t) for t in ir.ArrayAttr(op.attributes["iterator_types"])]
+    if not any("reduction" in t for t in iterators) or len(op.results) != 1:
+        return None
+    extract = _single_extract(op)
+    if extract is None or not ir.RankedTensorType(extract.operands[0].type).has_static_shape:
+        return None
+    exprs = [_affine_index(v) for v in list(extract.operands)[1:]]
+    if any(e is None for e in exprs) or not exprs:
+        return None
+    return extract, ir.AffineMap.get(len(iterators), 0, exprs)
+
+
+def raise_window_reads(func_op: ir.Operation) -> int:
+    """A reduction generic that reads one outside tensor through `tensor.extract` at affine
+    indices (TE's grouped and depthwise NCHW convolutions, whose channel index is computed)
+    reads it as an operand with that indexing map instead: the window is then visible to the
+    convolution rule and the strided-window split. MobileNet-style depthwise convolutions
+    whose channels do not divide into blocks (ShuffleNetV2's 116) ran as scalar loops, on one
+    thread. Returns how many."""
+    found = matching_generics(func_op, _window_read)
+    for op, (extract, amap) in found:
+        n_in = len(op.operands) - 1
+        ins, out = list(op.operands)[:n_in], op.operands[n_in]
+        maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
+        types = [a.type for a in op.regions[0].blocks[0].arguments]
+        source = extract.operands[0]
+        new = rebuild_generic(
+            op,
+            op.results[0].type,
+            ins + [source],
+            [out],
+            maps[:n_in] + [ir.AffineMapAttr.get(amap)] + maps[n_in:],
+            types[:n_in] + [ir.RankedTensorType(source.type).element_type, types[n_in]],
+            [i if i < n_in else i + 1 for i in range(len(types))],
+        )
+        extract.results[0].replace_all_uses_with(new.regions[0].blocks[0].arguments[n_in])
+        extract.erase()
+        erase_dead_index_code(new.regions[0].blocks[0])
+        op.results[0].replace_all_uses_with(new.results[0])
+        op.erase()
+    return len(found)
