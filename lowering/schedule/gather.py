@@ -474,8 +474,6 @@ def raise_gathers(func_op: ir.Operation) -> int:
 def _rebuild(op: ir.Operation, extract: ir.Operation, plan) -> None:
     """The generic with the view as a new last input in place of the tensor.extract."""
     n_in = len(op.operands) - 1
-    ins, out = list(op.operands)[:n_in], op.operands[n_in]
-    maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
     nloops = len(ir.ArrayAttr(op.attributes["iterator_types"]))
     with ir.InsertionPoint(op), op.location:
         if isinstance(plan, _SymbolicPlan):
@@ -486,19 +484,28 @@ def _rebuild(op: ir.Operation, extract: ir.Operation, plan) -> None:
         if view_type.rank != len(loops):
             raise AssertionError("gather view rank mismatch")
         new_map = ir.AffineMap.get(nloops, 0, [ir.AffineDimExpr.get(d) for d in loops])
+    _read_as_operand(op, extract, view, new_map)
+
+
+def _read_as_operand(op: ir.Operation, extract: ir.Operation, value: ir.Value, amap) -> None:
+    """Replace `op` by the generic that reads `value` with `amap` as a new last input where its
+    body read `extract`; the read's index arithmetic goes with it."""
+    n_in = len(op.operands) - 1
+    ins, out = list(op.operands)[:n_in], op.operands[n_in]
+    maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
     types = [a.type for a in op.regions[0].blocks[0].arguments]
     new = rebuild_generic(
         op,
         op.results[0].type,
-        ins + [view],
+        ins + [value],
         [out],
-        maps[:n_in] + [ir.AffineMapAttr.get(new_map)] + maps[n_in:],
-        types[:n_in] + [view_type.element_type, types[n_in]],
+        maps[:n_in] + [ir.AffineMapAttr.get(amap)] + maps[n_in:],
+        types[:n_in] + [ir.RankedTensorType(value.type).element_type, types[n_in]],
         [i if i < n_in else i + 1 for i in range(len(types))],
     )
     extract.results[0].replace_all_uses_with(new.regions[0].blocks[0].arguments[n_in])
     extract.erase()
-    erase_dead_index_code(new.regions[0].blocks[0])  # the read's index arithmetic
+    erase_dead_index_code(new.regions[0].blocks[0])
     op.results[0].replace_all_uses_with(new.results[0])
     op.erase()
 
@@ -702,23 +709,5 @@ def raise_window_reads(func_op: ir.Operation) -> int:
     thread. Returns how many."""
     found = matching_generics(func_op, _window_read)
     for op, (extract, amap) in found:
-        n_in = len(op.operands) - 1
-        ins, out = list(op.operands)[:n_in], op.operands[n_in]
-        maps = list(ir.ArrayAttr(op.attributes["indexing_maps"]))
-        types = [a.type for a in op.regions[0].blocks[0].arguments]
-        source = extract.operands[0]
-        new = rebuild_generic(
-            op,
-            op.results[0].type,
-            ins + [source],
-            [out],
-            maps[:n_in] + [ir.AffineMapAttr.get(amap)] + maps[n_in:],
-            types[:n_in] + [ir.RankedTensorType(source.type).element_type, types[n_in]],
-            [i if i < n_in else i + 1 for i in range(len(types))],
-        )
-        extract.results[0].replace_all_uses_with(new.regions[0].blocks[0].arguments[n_in])
-        extract.erase()
-        erase_dead_index_code(new.regions[0].blocks[0])
-        op.results[0].replace_all_uses_with(new.results[0])
-        op.erase()
+        _read_as_operand(op, extract, extract.operands[0], amap)
     return len(found)
