@@ -285,11 +285,6 @@ class _Layouts:
             if not isinstance(owner, ir.Block) and owner.name == rx.LayoutTransform.name:
                 if _string(owner, "src_layout") == dst and _string(owner, "dst_layout") == src:
                     return owner.operands[0]  # the inverse of what made it
-                first = _string(owner, "src_layout")
-                a, b = _block_of(first), _block_of(dst)
-                if src == "NCHW" and a and b and a != b and (a % b == 0 or b % a == 0):
-                    # blocks of one size back to NCHW, then into another: one step
-                    return self.transform(owner.operands[0], first, dst)
             shape = _static(value)
             elem = ir.RankedTensorType(value.type).element_type
             new_shape = _transform_shape(shape, src, dst)
@@ -465,10 +460,6 @@ def _convert_grouped(op: ir.Operation, lay: _Layouts) -> None:
         return
     bi, bo = _block(i, lanes), _block(og, lanes)
     i64 = ir.IntegerType.get_signless(64)
-
-    def ints(values):
-        return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in values])
-
     with ir.InsertionPoint(op), op.location:
         x = lay.transform(op.operands[0], "NCHW", f"NCHW{bi}c")
         n, _, h, wd, _ = ir.RankedTensorType(x.type).shape
@@ -479,8 +470,8 @@ def _convert_grouped(op: ir.Operation, lay: _Layouts) -> None:
             part = rx.StridedSlice.create(
                 [x],
                 [slice_type],
-                {"axes": ints([1]), "begin": ints([g * i // bi]), "end": ints([(g + 1) * i // bi]),
-                 "strides": ints([1])},
+                {"axes": _int_array([1]), "begin": _int_array([g * i // bi]),
+                 "end": _int_array([(g + 1) * i // bi]), "strides": _int_array([1])},
             ).result  # fmt: skip
             parts.append(_blocked_conv(op, part, w[g * og : (g + 1) * og], bi, bo, groups=1))
         joined = rx.Concat.create(
@@ -633,10 +624,8 @@ def _push_spatial_reduction(op: ir.Operation, lay: _Layouts) -> bool:
     value, layout = back
     blocked = ir.RankedTensorType(value.type)
     n, cb, _, _, b = blocked.shape
-    i64 = ir.IntegerType.get_signless(64)
-    spatial = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, 2), ir.IntegerAttr.get(i64, 3)])
     attrs = _attrs(op)
-    attrs["axis"] = spatial
+    attrs["axis"] = _int_array([2, 3])
     attrs["keepdims"] = ir.BoolAttr.get(True)
     with ir.InsertionPoint(op), op.location:
         new = ir.Operation.create(
@@ -647,7 +636,7 @@ def _push_spatial_reduction(op: ir.Operation, lay: _Layouts) -> bool:
         )
         result = lay.transform(new.result, layout, "NCHW")
         if not ir.BoolAttr(op.attributes["keepdims"]).value:
-            squeeze = rx.Squeeze.create([result], [op.results[0].type], {"axis": spatial})
+            squeeze = rx.Squeeze.create([result], [op.results[0].type], {"axis": _int_array([2, 3])})
             result = squeeze.result
     op.results[0].replace_all_uses_with(result)
     _erase_dead(op)
