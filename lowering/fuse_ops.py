@@ -154,6 +154,11 @@ def symbols_within(t: ir.Type, symbols: tuple | None, outer: tuple | None) -> bo
 
 
 def fuse_ops(module_op: ir.Operation) -> None:
+    with rx.cached_symbols(module_op):  # one scan of the module for every call's callee
+        _group_calls(module_op)
+
+
+def _group_calls(module_op: ir.Operation) -> None:
     n_groups = 0
     for func_op in graph_functions(module_op):
         for block_op in dataflow_blocks(func_op):
@@ -161,10 +166,8 @@ def fuse_ops(module_op: ir.Operation) -> None:
             kinds: dict = {}
             group_of: dict = {}
             members: dict[int, list] = {}
-            with rx.cached_symbols(module_op):  # every call_tir's callee
-                callees = {op: _callee(op) for op in ops}
             for op in ops:
-                callee = callees[op]
+                callee = _callee(op)
                 if callee is None or len(op.results) != 1:
                     continue
                 kinds[op] = callee_kind(callee)
