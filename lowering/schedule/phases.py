@@ -61,8 +61,9 @@ def _plan(op: ir.Operation):
         found = _strided_axis(expr, info.iterators)
         if found is not None:
             axes.append((axis, *found))
-        elif not isinstance(expr, ir.AffineAddExpr):
-            return None  # something else than a window: not a convolution
+        elif not isinstance(expr, (ir.AffineAddExpr, ir.AffineConstantExpr)):
+            return None  # something else than a window or a fixed index (a batch of 1 read
+            # at 0 by a window raised from TE's gather): not a convolution
     if not axes:
         return None
     w_axis = {}
