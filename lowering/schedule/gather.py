@@ -552,17 +552,20 @@ def _axis_plan(expr: ir.AffineExpr, size: int, ranges: list[int]):
     return b, span, shape, [(j, d) for j, (_, d) in enumerate(terms)]
 
 
-def raise_strided_inputs(func_op: ir.Operation) -> int:
-    """Inputs read through strided maps (`2 * d2 + d4`: non-overlapping pooling windows) become
-    views with projected-permutation maps: each such axis is sliced to the span the windows cover
-    and split into [windows, stride] (then sliced to the window). Overlapping windows
-    (convolutions) stay as they are."""
+def raise_strided_inputs(func_op: ir.Operation, keep=None) -> int:
+    """Inputs read through strided maps (`2 * d2 + d4`: non-overlapping pooling windows, the
+    `8 * d1 + d4` of an NCHW -> NCHW8c transform) become views with projected-permutation maps:
+    each such axis is sliced to the span the windows cover and split into [windows, stride]
+    (then sliced to the window). Overlapping windows (convolutions) stay as they are, and so do
+    the ops that `keep` answers True for."""
     found = []
 
     def visit(op):
         op = op.operation
         if op.name != "linalg.generic":
             return ir.WalkResult.ADVANCE
+        if keep is not None and keep(op):
+            return ir.WalkResult.SKIP
         maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
         n_in = len(op.operands) - len(op.results)
         if len(op.results) != 1 or not maps[-1].is_projected_permutation:

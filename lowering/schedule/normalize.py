@@ -48,8 +48,7 @@ def normalize_function(func_op: ir.Operation, row_tile: int = 1) -> None:
     raise_gathers(func_op)
     raise_window_reads(func_op)
     split_strided_convs(func_op)
-    if not any(_unit_window_conv(op) for op in linalg_ops(func_op)):  # its 1x1 window stays
-        raise_strided_inputs(func_op)
+    raise_strided_inputs(func_op, keep=_unit_window_conv)  # a 1x1 conv's window stays
     drop_unit_dims(func_op)
     merge_loops(func_op, row_tile)
 

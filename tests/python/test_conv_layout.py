@@ -847,3 +847,33 @@ def test_nchw_depthwise_conv_reads_its_window_as_an_operand(channels, stride, pr
     depthwise = [r for name, r in rules.items() if "conv2d" in name and "fallback" in r]
     assert not depthwise, rules
     _check_against_torch(model, x, mod, target)
+
+
+class _ShuffleUnit(torch.nn.Module):
+    """ShuffleNetV2's stride-1 unit, reduced: half the channels pass, the other half go through
+    a 1x1 conv + batch norm + ReLU, then the two are concatenated and shuffled."""
+
+    def __init__(self, c):
+        super().__init__()
+        self.pw = torch.nn.Conv2d(c // 2, c // 2, 1)
+        self.bn = torch.nn.BatchNorm2d(c // 2)
+
+    def forward(self, x):
+        a, b = x.chunk(2, dim=1)
+        out = torch.cat((a, torch.relu(self.bn(self.pw(b)))), dim=1)
+        n, c, h, w = out.shape
+        return out.view(n, 2, c // 2, h, w).transpose(1, 2).reshape(n, c, h, w)
+
+
+@pytest.mark.parametrize("channels", [32, 464])
+def test_shuffle_unit_transforms_its_passing_half_beside_the_conv(channels):
+    """The passing half enters the fused kernel in NCHW and is transformed to the conv's
+    channel blocks there (a read at `16 * f + v`): split into a [blocks, 16] view beside the
+    pointwise conv (whose unit window stays), it runs on the transpose rule instead of naive
+    loops. Against torch."""
+    target = _avx512(2)
+    _runnable(target)
+    model, x, mod, _ = _altered(lambda: _ShuffleUnit(channels), (1, channels, 7, 7), target)
+    rules = _cpu_schedules(mod.clone(), target)
+    assert not [r for rs in rules.values() for r in rs if "fallback" in r], rules
+    _check_against_torch(model, x, mod, target)
