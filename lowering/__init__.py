@@ -19,6 +19,7 @@ from lowering import (  # noqa: F401,E402
     graph_to_memref,
     llvm_target,
     pack_weights,
+    partial_vectors,
     prim_func_dps,
     profile_hooks,
     scalar_loads,

@@ -93,6 +93,8 @@ def cpu_codegen(target: Target, runtime: Optional[str] = None) -> list[str]:
     return [
         *VECTOR_CODEGEN,  # scheduled kernels: n-D vector transfers -> 1-D (one register each)
         "relax-scalar-operand-loads",  # register tiles' broadcast operands: scalar loads
+        # rows of 14 or 7 lanes: one masked load each, not 8 + 4 + 2 (x86's masks)
+        *([f"relax-masked-partial-vectors{{{_quoted(target)}}}"] if x86 else []),
         *(OPENMP_CODEGEN if runtime == "openmp" else ASYNC_CODEGEN),  # scf.forall -> threads
         "convert-linalg-to-loops",
         "arith-expand",  # floordivsi/ceildivsi and friends have no direct LLVM lowering
