@@ -763,12 +763,34 @@ def conv_register_budget(info: OpInfo, opts: ScheduleOptions):
         width = lanes
     image = [d for d in out[1:-1] if d not in w_dims]
     filters = [d for d in out[:-1] if d in w_dims]
+    # Filters the image does not depend on first: a tile of them reuses each loaded image row
+    # (a grouped conv split into (group, filter in group) loops reads the image per group).
+    read = _image_dims(info)
+    filters = [d for d in filters if d not in read] or filters
     f_dim = max(filters, key=lambda d: info.ranges[d]) if filters else None
     y_dim = max(image, key=lambda d: info.ranges[d]) if image else None
     if vec in w_dims and image:  # channel-blocked (NCHW16c): the tile's rows run along the width
         y_dim = image[-1]
     accumulators = int(opts.registers * CONV_ACCUMULATOR_SHARE)
     return vec, width, masked, _ceil(width, lanes), f_dim, y_dim, accumulators
+
+
+def _image_dims(info: OpInfo) -> set[int]:
+    """The loops that a conv's image operand (the one read through sums) depends on."""
+    image = next(i for i, dims in enumerate(info.operand_dims[:2]) if dims is None)
+    amap = ir.AffineMapAttr(ir.ArrayAttr(info.op.attributes["indexing_maps"])[image]).value
+    found: set[int] = set()
+
+    def visit(e: ir.AffineExpr) -> None:
+        if isinstance(e, ir.AffineDimExpr):
+            found.add(e.position)
+        elif isinstance(e, ir.AffineBinaryExpr):
+            visit(e.lhs)
+            visit(e.rhs)
+
+    for e in amap.results:
+        visit(e)
+    return found
 
 
 @register_schedule("conv")

@@ -8,6 +8,7 @@ each into regular linalg on views (all semantics-preserving, each a no-op where 
    `branches.split_branches`: a branch on a loop index (concat) -> one generic per branch;
 2. `gather.raise_gathers`: affine gathers -> collapse/expand/slice views + permutation maps;
    `gather.raise_window_reads`: a reduction's affine gather (a window) -> an operand and its map;
+   `gather.split_group_loops`: a loop read as `f floordiv k` (channel groups) -> two loops;
 3. `phases.split_strided_convs`: strided convolutions -> unit-stride convs, one per phase;
    `gather.raise_strided_inputs`: other non-overlapping windows -> [.., Y, KY, X, KX] views;
 4. `drop_unit_dims`: unit loops and constant-0 indices removed (e.g. [1, 128, 256] x [256, 1024]
@@ -34,7 +35,12 @@ from lowering.schedule.common import (
     rebuild_generic,
     slice_sizes,
 )
-from lowering.schedule.gather import raise_gathers, raise_strided_inputs, raise_window_reads
+from lowering.schedule.gather import (
+    raise_gathers,
+    raise_strided_inputs,
+    raise_window_reads,
+    split_group_loops,
+)
 from lowering.schedule.pad import raise_pads
 from lowering.schedule.phases import split_strided_convs
 
@@ -47,6 +53,7 @@ def normalize_function(func_op: ir.Operation, row_tile: int = 1) -> None:
     split_branches(func_op)
     raise_gathers(func_op)
     raise_window_reads(func_op)
+    split_group_loops(func_op)
     split_strided_convs(func_op)
     raise_strided_inputs(func_op, keep=_unit_window_conv)  # a 1x1 conv's window stays
     drop_unit_dims(func_op)

@@ -877,3 +877,29 @@ def test_shuffle_unit_transforms_its_passing_half_beside_the_conv(channels):
     rules = _cpu_schedules(mod.clone(), target)
     assert not [r for rs in rules.values() for r in rs if "fallback" in r], rules
     _check_against_torch(model, x, mod, target)
+
+
+@pytest.mark.parametrize(
+    ("channels", "groups", "stride", "size"),
+    [(128, 32, 1, 14), (48, 16, 1, 9), (24, 8, 1, 7), (32, 8, 2, 10)],
+)
+def test_grouped_conv_of_a_few_channels_per_group(channels, groups, stride, size):
+    """Groups of fewer channels than a block (ResNeXt-50's 4, ShuffleNetV1's 3) stay NCHW: the
+    filter loop is split into (group, filter in group) loops and the conv rule schedules them
+    (a stride along the rows keeps the old loops, whose phases would read every other element);
+    against torch, with a bias and ReLU after."""
+    target = _avx512(2)
+    _runnable(target)
+
+    def make():
+        return torch.nn.Sequential(
+            torch.nn.Conv2d(channels, channels, 3, stride, 1, groups=groups), torch.nn.ReLU()
+        )
+
+    model, x, mod, _ = _altered(make, (1, channels, size, size), target)
+    rules = _cpu_schedules(mod.clone(), target)
+    convs = [r for name, r in rules.items() if "conv2d" in name]
+    assert convs, rules
+    if stride == 1:
+        assert all(any(x.startswith("conv-") for x in r) for r in convs), rules
+    _check_against_torch(model, x, mod, target)
