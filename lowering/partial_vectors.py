@@ -84,9 +84,9 @@ def mask_partial_vectors(module_op: ir.Operation, vector_bits: int, stores: bool
         start = 1 if op.name == "vector.transfer_read" else 2
         indices = list(op.operands)[start : start + rank]
         n, elem = vtype.shape[0], vtype.element_type
-        wide = ir.VectorType.get([width], elem)
-        mask_type = ir.VectorType.get([width], ir.IntegerType.get_signless(1))
         with ir.InsertionPoint(op), op.location:
+            wide = ir.VectorType.get([width], elem)
+            mask_type = ir.VectorType.get([width], ir.IntegerType.get_signless(1))
             mask = vector.constant_mask(mask_type, [n])
             if op.name == "vector.transfer_read":
                 padding = vector.broadcast(wide, op.operands[1 + rank])
