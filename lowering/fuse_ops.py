@@ -47,12 +47,15 @@ def _generic_kind(op: ir.Operation) -> Pattern:
     iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     has_extract = False
+    gathered = set()  # tensors the body reads at computed indices (TE's grouped conv: the image)
 
     def visit(inner):
         nonlocal has_extract
         name = inner.operation.name
         if name in ("tensor.extract", "scf.if", "linalg.index"):
             has_extract = True
+        if name == "tensor.extract":
+            gathered.add(inner.operation.operands[0])
         return ir.WalkResult.ADVANCE
 
     op.regions[0].blocks[0].operations and op.walk(visit)
@@ -61,8 +64,12 @@ def _generic_kind(op: ir.Operation) -> Pattern:
     if not n_red and len(op.results) == 1 and out_map == ir.AffineMap.get_identity(out_map.n_dims):
         maps = _unit_axes_as_loops(maps, ir.ShapedType(op.results[0].type).shape)
     if n_red:
-        # A reduction whose inputs each miss a different loop (matmul/conv shape) is a contraction.
-        n_inputs = len(maps) - 1
+        # A reduction whose inputs each miss a different loop (matmul/conv shape) is a contraction;
+        # a tensor read at computed indices counts as an input (the image of TE's depthwise and
+        # grouped NCHW convolutions, whose bias and ReLU then join it as an epilogue instead of
+        # running as a pass of their own or as the next kernel's prologue).
+        operands = set(op.operands)
+        n_inputs = len(maps) - 1 + len([t for t in gathered if t not in operands])
         return Pattern.OUT_EWISE_FUSABLE if n_inputs >= 2 else Pattern.REDUCTION
     if has_extract or not out_map.is_permutation:
         return Pattern.INJECTIVE

@@ -252,3 +252,52 @@ func.func @square_then_sum(%x: tensor<1x4x8xf32>) -> tensor<1x4x1xf32> attribute
   } {relax.dataflow}
   return %r : tensor<1x4x1xf32>
 }
+
+// -----
+
+// TE's depthwise / grouped NCHW convolution reads its image with tensor.extract at computed
+// indices: the image counts as a second input, so the op is a contraction (an epilogue joins
+// it, as after any conv) rather than a reduction that the bias would leave behind.
+#w = affine_map<(c, x, k) -> (c, k)>
+#o = affine_map<(c, x, k) -> (c, x)>
+#id2 = affine_map<(c, x) -> (c, x)>
+#ch = affine_map<(c, x) -> (c)>
+func.func private @depthwise(%w: tensor<6x3xf32>, %img: tensor<6x10xf32>, %out: tensor<6x8xf32>) -> tensor<6x8xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %init = linalg.fill ins(%zero : f32) outs(%out : tensor<6x8xf32>) -> tensor<6x8xf32>
+  %r = linalg.generic {indexing_maps = [#w, #o], iterator_types = ["parallel", "parallel", "reduction"]} ins(%w : tensor<6x3xf32>) outs(%init : tensor<6x8xf32>) {
+  ^bb0(%v: f32, %acc: f32):
+    %c = linalg.index 0 : index
+    %x = linalg.index 1 : index
+    %k = linalg.index 2 : index
+    %i = arith.addi %x, %k : index
+    %p = tensor.extract %img[%c, %i] : tensor<6x10xf32>
+    %m = arith.mulf %p, %v : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<6x8xf32>
+  return %r : tensor<6x8xf32>
+}
+func.func private @channel_bias(%x: tensor<6x8xf32>, %b: tensor<6xf32>, %out: tensor<6x8xf32>) -> tensor<6x8xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [#id2, #ch, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %b : tensor<6x8xf32>, tensor<6xf32>) outs(%out : tensor<6x8xf32>) {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %s = arith.addf %u, %v : f32
+    linalg.yield %s : f32
+  } -> tensor<6x8xf32>
+  return %r : tensor<6x8xf32>
+}
+
+// CHECK-LABEL: func.func @depthwise_bias
+// CHECK: "relax.call_tir"({{.*}}) {callee = @depthwise, relax.fuse_group = "[[G:fused_[0-9]+]]"}
+// CHECK: "relax.call_tir"({{.*}}) {callee = @channel_bias, relax.fuse_group = "[[G]]"}
+// TIR-LABEL: func.func @depthwise_bias
+// TIR: "relax.call_tir"(%{{.+}}) {callee = @fused_depthwise_channel_bias}
+// TIR-NOT: relax.call_tir
+func.func @depthwise_bias(%w: tensor<6x3xf32>, %img: tensor<6x10xf32>, %b: tensor<6xf32>) -> tensor<6x8xf32> attributes {relax.function} {
+  %r = scf.execute_region -> tensor<6x8xf32> no_inline {
+    %0 = "relax.call_tir"(%w, %img) {callee = @depthwise} : (tensor<6x3xf32>, tensor<6x10xf32>) -> tensor<6x8xf32>
+    %1 = "relax.call_tir"(%0, %b) {callee = @channel_bias} : (tensor<6x8xf32>, tensor<6xf32>) -> tensor<6x8xf32>
+    scf.yield %1 : tensor<6x8xf32>
+  } {relax.dataflow}
+  return %r : tensor<6x8xf32>
+}
