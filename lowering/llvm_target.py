@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from mlir import ir
 
-from lowering.registry import PassError, register_pass, target_option
+from lowering.registry import register_pass, target_option
 
 
 def stamp_target(module_op: ir.Operation, target) -> None:
@@ -34,7 +34,5 @@ def stamp_target(module_op: ir.Operation, target) -> None:
     {"target": "target string (default: the target in scope, else the host CPU)"},
 )
 def relax_llvm_target(target: str = ""):
-    tgt = target_option(target, "relax-llvm-target")
-    if tgt.kind != "llvm":
-        raise PassError(f"relax-llvm-target: expected an llvm target, got ({tgt})")
+    tgt = target_option(target, "relax-llvm-target", kind="llvm")
     return lambda module_op: stamp_target(module_op, tgt)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from mlir import ir
 from mlir.dialects import arith, vector
 
-from lowering.registry import PassError, register_pass, target_option
+from lowering.registry import register_pass, target_option
 
 
 def _widened(vtype: ir.VectorType, vector_bits: int) -> int | None:
@@ -111,8 +111,6 @@ def _zero(elem: ir.Type) -> ir.Value:
     {"target": "target string (default: the target in scope, else the host CPU)"},
 )
 def masked_partial_vectors(target: str = ""):
-    tgt = target_option(target, "relax-masked-partial-vectors")
-    if tgt.kind != "llvm":
-        raise PassError(f"relax-masked-partial-vectors: expected an llvm target, got ({tgt})")
+    tgt = target_option(target, "relax-masked-partial-vectors", kind="llvm")
     bits, stores = tgt.vector_bits, tgt.has("avx512f")
     return lambda module_op: mask_partial_vectors(module_op, bits, stores)

@@ -201,14 +201,20 @@ def run_pipeline(module: ir.Module, pipeline: str, print_ir_after_all: bool = Fa
         raise PipelineError(str(exc)) from None
 
 
-def target_option(text: str, pass_name: str):
+def target_option(text: str, pass_name: str, kind: str | None = None):
     """The `target=` option of a target-dependent pass: a target string, or empty for the
-    target in scope (`with Target(...)`), else the host CPU."""
+    target in scope (`with Target(...)`), else the host CPU. With `kind`, a target of another
+    kind is a PassError."""
     from relaxmlir.target import Target
 
     if not text:
-        return Target.current() or Target("llvm")
-    try:
-        return Target(text)
-    except ValueError as exc:
-        raise PassError(f"{pass_name}: target=({text}): {exc}") from None
+        tgt = Target.current() or Target("llvm")
+    else:
+        try:
+            tgt = Target(text)
+        except ValueError as exc:
+            raise PassError(f"{pass_name}: target=({text}): {exc}") from None
+    if kind is not None and tgt.kind != kind:
+        article = "an" if kind[0] in "aeiou" or kind == "llvm" else "a"
+        raise PassError(f"{pass_name}: expected {article} {kind} target, got ({tgt})")
+    return tgt

@@ -97,9 +97,7 @@ def _flag(value: str, name: str) -> bool:
     },
 )
 def schedule_cpu(target: str = "", threads: str = "", schedule: str = "on", strict: str = "false"):
-    tgt = target_option(target, "relax-schedule-cpu")
-    if tgt.kind != "llvm":
-        raise PassError(f"relax-schedule-cpu: expected an llvm target, got ({tgt})")
+    tgt = target_option(target, "relax-schedule-cpu", kind="llvm")
     if threads and (not threads.isdigit() or int(threads) < 1):
         raise PassError(f"relax-schedule-cpu: expected threads=N with N >= 1, got ({threads})")
     opts = ScheduleOptions(tgt, int(threads or 0), _flag(strict, "strict"))
