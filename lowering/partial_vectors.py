@@ -45,11 +45,11 @@ def _contiguous_rows(t: ir.Type) -> bool:
     return bool(strides) and strides[-1] == 1
 
 
-def _plain(op: ir.Operation, indices: int) -> bool:
-    """1-D, minor identity, in bounds, no mask: `indices` index operands and nothing else."""
-    source = op.operands[0 if op.name == "vector.transfer_read" else 1]
+def _plain(op: ir.Operation, source: ir.Value) -> bool:
+    """1-D, minor identity, in bounds, no mask: besides the indices, only the source and the
+    read's padding or the written vector."""
     rank = ir.MemRefType(source.type).rank
-    if len(op.operands) != indices + rank:  # padding / mask operands
+    if len(op.operands) != 2 + rank:  # a mask operand
         return False
     if not all(ir.BoolAttr(b).value for b in ir.ArrayAttr(op.attributes["in_bounds"])):
         return False
@@ -68,13 +68,13 @@ def mask_partial_vectors(module_op: ir.Operation, vector_bits: int, stores: bool
     def visit(op):
         op = op.operation
         if op.name == "vector.transfer_read":
-            source, vtype, extra = op.operands[0], ir.VectorType(op.results[0].type), 2
+            source, vtype = op.operands[0], ir.VectorType(op.results[0].type)
         elif op.name == "vector.transfer_write" and stores:
-            source, vtype, extra = op.operands[1], ir.VectorType(op.operands[0].type), 2
+            source, vtype = op.operands[1], ir.VectorType(op.operands[0].type)
         else:
             return ir.WalkResult.ADVANCE
         width = _widened(vtype, vector_bits)
-        if width and _contiguous_rows(source.type) and _plain(op, extra):
+        if width and _contiguous_rows(source.type) and _plain(op, source):
             found.append((op, source, vtype, width))
         return ir.WalkResult.ADVANCE
 

@@ -717,10 +717,10 @@ def raise_window_reads(func_op: ir.Operation) -> int:
     return len(found)
 
 
-def _group_of(op: ir.Operation) -> tuple[int, int] | None:
-    """(loop, k) when an operand of `op` reads `loop floordiv k` (TE's grouped convolution reads
-    its image at channel `(f floordiv k) * k + c`, k output channels per group) and k divides the
-    loop's static extent; else None."""
+def _group_of(op: ir.Operation) -> tuple[int, int, list] | None:
+    """(loop, k, loop ranges) when an operand of `op` reads `loop floordiv k` (TE's grouped
+    convolution reads its image at channel `(f floordiv k) * k + c`, k output channels per
+    group) and k divides the loop's static extent; else None."""
     body = op.regions[0].blocks[0].operations
     if len(op.results) != 1 or any(b.operation.name == "linalg.index" for b in body):
         return None  # the body would need the old loop's index rebuilt
@@ -748,7 +748,7 @@ def _group_of(op: ir.Operation) -> tuple[int, int] | None:
     for loop, k in found:
         extent = ranges[loop]
         if k > 1 and extent and extent > k and extent % k == 0:
-            return loop, k
+            return loop, k, ranges
     return None
 
 
@@ -798,17 +798,15 @@ def _group_view(value: ir.Value, amap: ir.AffineMap, ranges: list[int]):
     t = ir.RankedTensorType(value.type)
     shape, exprs, groups, sizes = list(t.shape), [], [], []
     for axis, e in enumerate(amap.results):
-        if isinstance(e, ir.AffineDimExpr):
+        plan = None
+        if not isinstance(e, ir.AffineDimExpr):
+            try:
+                plan = _axis_plan(e, shape[axis], ranges)
+            except _NoMatch:
+                pass
+        whole = plan is not None and plan[:2] == (0, shape[axis]) and len(plan[3]) == len(plan[2])
+        if not whole:  # a loop, a window (y + ky) or another sum: the axis is kept as it is
             groups.append([len(exprs)])
-            exprs.append(e)
-            sizes.append(shape[axis])
-            continue
-        try:
-            plan = _axis_plan(e, shape[axis], ranges)
-        except _NoMatch:
-            plan = None
-        if plan is None or plan[0] != 0 or plan[1] != shape[axis] or len(plan[3]) != len(plan[2]):
-            groups.append([len(exprs)])  # a window (y + ky) or another sum: kept as it is
             exprs.append(e)
             sizes.append(shape[axis])
             continue
@@ -831,8 +829,7 @@ def split_group_loops(func_op: ir.Operation) -> int:
     own, instead of naive loops over a computed channel. Returns how many."""
     found = matching_generics(func_op, _group_of)
     done = 0
-    for op, (loop, k) in found:
-        ranges = list(classify(op).ranges)
+    for op, (loop, k, ranges) in found:
         split_ranges = ranges[:loop] + [ranges[loop] // k, k] + ranges[loop + 1 :]
         maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
         n = len(ranges) + 1

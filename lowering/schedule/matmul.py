@@ -779,18 +779,7 @@ def _image_dims(info: OpInfo) -> set[int]:
     """The loops that a conv's image operand (the one read through sums) depends on."""
     image = next(i for i, dims in enumerate(info.operand_dims[:2]) if dims is None)
     amap = ir.AffineMapAttr(ir.ArrayAttr(info.op.attributes["indexing_maps"])[image]).value
-    found: set[int] = set()
-
-    def visit(e: ir.AffineExpr) -> None:
-        if isinstance(e, ir.AffineDimExpr):
-            found.add(e.position)
-        elif isinstance(e, ir.AffineBinaryExpr):
-            visit(e.lhs)
-            visit(e.rhs)
-
-    for e in amap.results:
-        visit(e)
-    return found
+    return set().union(*(_dims_of(e) for e in amap.results))
 
 
 @register_schedule("conv")
