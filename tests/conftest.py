@@ -6,6 +6,8 @@ carry the `gpu` marker (deselected by default) and skip cleanly without a GPU.
 
 Lit files run in subprocesses, so the first lit item starts every selected one on a thread pool
 (`RELAXMLIR_LIT_JOBS` workers, default: the CPU count) and each item waits for its own result.
+Under pytest-xdist (`-n`) the workers already share the CPUs out, and each collects every item
+but runs only those it is sent: there an item runs its own file when its turn comes.
 """
 
 from __future__ import annotations
@@ -107,8 +109,13 @@ class LitItem(pytest.Item):
             self.add_marker(pytest.mark.gpu)
 
     def runtest(self) -> None:
-        _start_all(self.session)
-        result = _RESULTS[self.path].result()
+        if os.environ.get("PYTEST_XDIST_WORKER"):
+            from relaxmlir.tools.lit import run_lit_file
+
+            result = run_lit_file(self.path, _features())
+        else:
+            _start_all(self.session)
+            result = _RESULTS[self.path].result()
         if result.status == "skip":
             pytest.skip(result.message)
         if result.status == "xfail":
