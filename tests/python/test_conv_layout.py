@@ -764,6 +764,78 @@ def test_ceil_mode_max_pool_stays_blocked(layout, size):
     _check_against_torch(model, x, mod, target)
 
 
+
+@pytest.mark.parametrize(
+    ("kernel", "stride", "pad", "include_pad"),
+    [
+        (3, 1, 1, True),  # Inception-v3's branch pool: the padding counted, one divisor
+        (3, 2, 1, False),  # the divisor counts the taps inside the input: per output position
+        (2, 2, 0, True),  # DenseNet's transition
+    ],
+)
+def test_blocked_avg_pool_matches_torch(kernel, stride, pad, include_pad):
+    """Average pooling in the channel-blocked layout sums the window's taps (a padded copy reads
+    zeros past an edge) and divides as torch does: by the window, or with count_include_pad off
+    by the part of it inside the input. Odd sizes, against torch."""
+    from relaxmlir.topi.nn.blocked import pool2d_nchwc
+
+    data = te.placeholder((2, 2, 11, 13, 16), "float32", name="data")
+    out = pool2d_nchwc(
+        data, (kernel, kernel), (stride, stride), (1, 1), (pad,) * 4, "avg", include_pad
+    )
+    func = te.create_prim_func([data, out])
+    x = np.random.default_rng(0).standard_normal((2, 2, 11, 13, 16)).astype("float32")
+    nchw = torch.from_numpy(x.transpose(0, 1, 4, 2, 3).reshape(2, 32, 11, 13))
+    want = torch.nn.functional.avg_pool2d(
+        nchw, kernel, stride, pad, count_include_pad=include_pad
+    ).numpy()
+    n, _, oh, ow = want.shape
+    got = np.zeros((n, 2, oh, ow, 16), np.float32)
+    rm.build(func, target="llvm")["main"](x, got)  # destination passing
+    np.testing.assert_allclose(
+        got.transpose(0, 1, 4, 2, 3).reshape(want.shape), want, rtol=1e-6, atol=1e-6
+    )
+
+
+class _AvgPools(torch.nn.Module):
+    """Inception-v3's branch pool (3x3 / 1, padding counted) into a 1x1 convolution, then a
+    DenseNet transition (1x1 convolution, 2x2 / 2 average pool) and a ceil_mode pool."""
+
+    def __init__(self, ceil_mode: bool, pad: int):
+        super().__init__()
+        self.stem = torch.nn.Conv2d(8, 16, 3)
+        self.branch = torch.nn.AvgPool2d(3, 1, 1)
+        self.head = torch.nn.Conv2d(16, 16, 1)
+        self.down = torch.nn.AvgPool2d(2, 2, pad, ceil_mode=ceil_mode, count_include_pad=False)
+        self.tail = torch.nn.Conv2d(16, 16, 1)
+
+    def forward(self, x):
+        y = self.head(self.branch(torch.relu(self.stem(x))))
+        return self.tail(self.down(torch.relu(y)))
+
+
+@pytest.mark.parametrize("layout", ["blocked", "blocked-avx2"])
+@pytest.mark.parametrize(
+    ("size", "ceil_mode", "pad", "blocked_pools"),
+    [
+        (14, False, 0, 2),
+        (14, True, 0, 2),  # ceil_mode adds no window (12 rows)
+        (15, True, 0, 1),  # ceil_mode adds a window (13 rows): its divisor is 2, not 4
+        (14, False, 1, 1),  # padding not counted: a divisor per position
+    ],
+)
+def test_avg_pools_stay_blocked(layout, size, ceil_mode, pad, blocked_pools):
+    """An average pool between convolutions keeps the blocked layout when it has one divisor,
+    the window's (floor-mode windows, padding counted or absent): Inception-v3's branch pools
+    and DenseNet's transitions ran in NCHW between two layout transforms, as scalar loops (3.3
+    of Inception-v3's 64 ms). Pools with a divisor per position stay in NCHW. Against torch."""
+    target = _target_or_skip(layout)
+    model, x, mod, text = _altered(lambda: _AvgPools(ceil_mode, pad), (1, 8, size, size), target)
+    blocked = re.findall(r'"relax.nn_avg_pool2d"[^\n]*layout = "NCHW\d+c"', text)
+    assert len(blocked) == blocked_pools, text
+    assert text.count('"relax.layout_transform"') == (2 if blocked_pools == 2 else 4), text
+    _check_against_torch(model, x, mod, target)
+
 class _GroupedBlock(torch.nn.Module):
     """RegNet's bottleneck middle: a 3x3 convolution in groups of `width` channels between
     1x1 convolutions, with batch norm and relu."""

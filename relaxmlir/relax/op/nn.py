@@ -291,8 +291,8 @@ def _pool2d(
 ) -> Call:
     op = f"relax.nn.{name}"
     block = _channel_block(layout, out_layout, op, "layout")
-    if block and (name != "max_pool2d" or ceil_mode):
-        raise NotImplementedError(f"{op}: layout '{layout}' (channel-blocked: max_pool2d without ceil_mode only)")
+    if block and ceil_mode:
+        raise NotImplementedError(f"{op}: layout '{layout}' (channel-blocked: without ceil_mode only)")
     x = tensor_sinfo(data, op, "data")
     if x.ndim != (5 if block else 4):
         raise ValueError(f"{op}: expected {5 if block else 4}-D {layout} data, got {x.shape}")

@@ -13,8 +13,8 @@ NCHW between two layout transforms.
 channel-blocked layout, NCHW16c on AVX-512 (`topi.layout`): each conv2d whose weights are constants
 becomes `layout_transform` -> blocked conv2d (weights re-laid out here, once) -> `layout_transform`
 back. The transforms back are then pushed down through elementwise ops (bias, residual add,
-relu: per-channel constants are re-laid out too) and max pooling (ceil_mode as extra padding)
-and global pooling, and a transform that meets its inverse cancels, so a ResNet keeps NCHW16c
+relu: per-channel constants are re-laid out too), max pooling (ceil_mode as extra padding),
+average pooling (one divisor: floor-mode windows, padding counted) and global pooling, and a transform that meets its inverse cancels, so a ResNet keeps NCHW16c
 from its first convolution to its global pool. Depthwise convolutions (groups = channels, MobileNet's) take the same data layout with
 an OIHW1i16o kernel. What stays in NCHW: ops the blocked layout does not cover (the graph's
 boundaries, reshapes, other grouped convolutions, channel counts that do not divide into
@@ -130,6 +130,25 @@ def _ceil_mode_as_padding(pool: ir.Operation) -> list[int] | None:
         if (size + pad[axis] + new[2 + axis] - span) // strides[axis] + 1 != extent:
             return None
     return new
+
+
+def _uniform_avg_pool(pool: ir.Operation) -> bool:
+    """An average pool (static, undilated) with one divisor, the window's: its windows are the
+    floor rule's (no ceil_mode, or one that adds no window, whose divisor would be another) and
+    the padding is counted or absent. The blocked kernel (`topi.nn.blocked.pool2d_nchwc`) then
+    divides by a constant along its vectors; the others stay in NCHW (a divisor per position is
+    index arithmetic, naive loops in either layout). Inception-v3's 3x3 / 1 branch pools and
+    DenseNet's 2x2 / 2 transitions ran in NCHW between two layout transforms, as scalar loops:
+    3.3 of Inception-v3's 64 ms."""
+    x, out = _static(pool.operands[0]), _static(pool.results[0])
+    if x is None or out is None or _ints(pool, "dilation") != [1, 1]:
+        return False
+    pad, k, strides = _ints(pool, "padding"), _ints(pool, "pool_size"), _ints(pool, "strides")
+    if any(pad) and not ir.BoolAttr(pool.attributes["count_include_pad"]).value:
+        return False
+    return all(
+        (x[2 + a] + pad[a] + pad[2 + a] - k[a]) // strides[a] + 1 == out[2 + a] for a in range(2)
+    )
 
 
 def _only_use(value: ir.Value) -> ir.Operation | None:
@@ -533,7 +552,8 @@ def _push(op: ir.Operation, lay: _Layouts) -> bool:
         op.results[0].replace_all_uses_with(inner.operands[0])
         op.erase()
         return True
-    if name in _UNARY or name == rx.MaxPool2d.name or name == rx.AdaptiveAvgPool2d.name:
+    pools = (rx.MaxPool2d.name, rx.AvgPool2d.name, rx.AdaptiveAvgPool2d.name)
+    if name in _UNARY or name in pools:
         back = _back(op.operands[0])
         if back is None:
             return False
@@ -547,6 +567,11 @@ def _push(op: ir.Operation, lay: _Layouts) -> bool:
                     return False
                 attrs["padding"] = _int_array(padding)
                 attrs["ceil_mode"] = ir.BoolAttr.get(False)
+            attrs["layout"] = ir.StringAttr.get(layout)
+        elif name == rx.AvgPool2d.name:
+            if not _uniform_avg_pool(op):
+                return False
+            attrs["ceil_mode"] = ir.BoolAttr.get(False)
             attrs["layout"] = ir.StringAttr.get(layout)
         elif name == rx.AdaptiveAvgPool2d.name:
             if _ints(op, "output_size") != [1, 1]:

@@ -153,21 +153,25 @@ def pool2d_nchwc(
     dilation: Sequence[int],
     padding: Sequence[int],
     pool_type: str,
+    count_include_pad: bool = True,
 ) -> te.Tensor:
-    """Max pooling (padding never wins) over the H, W axes of [N, C/b, H, W, b]; no ceil_mode.
-    (Average pooling in this layout is not offered: `relax-alter-op-layout` keeps it in NCHW.)"""
-    if pool_type != "max":
-        raise ValueError(f"pool2d_nchwc: only max pooling, got '{pool_type}'")
+    """Max or average pooling over the H, W axes of [N, C/b, H, W, b]; no ceil_mode. Padding
+    never wins the max; average divisors follow torch (`topi.nn.pool2d`): the window, or with
+    `count_include_pad` off the part of it inside the input."""
+    if pool_type not in ("max", "avg"):
+        raise ValueError(f"pool2d_nchwc: unknown pool_type '{pool_type}'")
     n, cb, h, w, b = data.shape
     (kh, kw), (sh, sw), (dh, dw) = kernel, stride, dilation
     top, left, bottom, right = padding
+    if pool_type == "avg" and (dh, dw) != (1, 1):
+        raise ValueError("pool2d_nchwc: average pooling with dilation")
     oh = (h + top + bottom - dh * (kh - 1) - 1) // sh + 1
     ow = (w + left + right - dw * (kw - 1) - 1) // sw + 1
     # The window's taps unrolled (a 3x3 window: 9 strided reads, each a view once normalized),
     # so the kernel is elementwise over the output and vectorizes along the channel block; as a
     # reduction over an overlapping strided window it ran as scalar loops (0.7 ms on ResNet-18).
     taps = [(ty, tx) for ty in range(kh) for tx in range(kw)]
-    if (dh, dw) == (1, 1) and max(top, bottom) < kh and max(left, right) < kw:
+    if pool_type == "max" and (dh, dw) == (1, 1) and max(top, bottom) < kh and max(left, right) < kw:
         # A tap past an edge reads the edge instead: with contiguous taps the edge is in the
         # window too, so the maximum is the same, and no padded copy of the input is made.
         def row(y, ty):
@@ -179,20 +183,35 @@ def pool2d_nchwc(
         def read(i, c, y, x, ci, ty, tx):
             return data[i, c, row(y, ty), col(x, tx), ci]
     else:
-        lowest = te.const(-math.inf, data.dtype)
-        padded = pad(data, (0, 0, top, left, 0), (0, 0, bottom, right, 0), lowest.arg)
+        fill = te.const(-math.inf if pool_type == "max" else 0.0, data.dtype)
+        padded = pad(data, (0, 0, top, left, 0), (0, 0, bottom, right, 0), fill.arg)
 
         def read(i, c, y, x, ci, ty, tx):
             return padded[i, c, y * sh + ty * dh, x * sw + tx * dw, ci]
+
+    def extent(i, stride_, k, lo, size):
+        """Taps of the window at output index `i` that the divisor counts (its clipped part)."""
+        start = i * stride_ - lo
+        if count_include_pad:
+            return k  # no ceil_mode: every window lies inside the padded input
+        return te.min(start + k, size) - te.max(start, 0)
+
+    # Every window whole (no padding counted out): one divisor, a constant.
+    uniform = count_include_pad or not (top or left or bottom or right)
 
     def body(i, c, y, x, ci):
         reads = [read(i, c, y, x, ci, ty, tx) for ty, tx in taps]
         out = reads[0]
         for r in reads[1:]:
-            out = te.max(out, r)
-        return out
+            out = te.max(out, r) if pool_type == "max" else out + r
+        if pool_type == "max":
+            return out
+        if uniform:
+            return out / te.const(float(kh * kw), data.dtype)
+        count = extent(y, sh, kh, top, h) * extent(x, sw, kw, left, w)
+        return out / te.cast(count, data.dtype)
 
-    return te.compute((n, cb, oh, ow, b), body, name="T_pool_max_nchwc")
+    return te.compute((n, cb, oh, ow, b), body, name=f"T_pool_{pool_type}_nchwc")
 
 
 def global_avg_pool_nchwc(data: te.Tensor) -> te.Tensor:

@@ -60,6 +60,7 @@ def _pool2d(pool_type: str) -> LegalizeRule:
                 a["dilation"],
                 a["padding"],
                 pool_type,
+                a["count_include_pad"],
             )
         return bb.call_te(
             topi.nn.pool2d,
