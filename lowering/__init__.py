@@ -18,6 +18,7 @@ from lowering import (  # noqa: F401,E402
     fuse_tir,
     graph_to_memref,
     llvm_target,
+    loop_annotations,
     pack_weights,
     partial_vectors,
     prim_func_dps,

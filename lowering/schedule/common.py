@@ -617,6 +617,12 @@ def linalg_ops(func_op: ir.Operation) -> list[ir.Operation]:
 # Transform scripts
 
 
+# The scf.for attribute that SCFToControlFlow hands on to the loop's latch branch (and
+# relax-loop-annotations to LLVM IR's !llvm.loop metadata), and the annotation `keep_rolled` puts.
+LOOP_ANNOTATION_ATTR = "llvm.loop_annotation"
+KEEP_ROLLED = "#llvm.loop_annotation<unroll = <disable = true>>"
+
+
 class Script:
     """Builds the text of one `transform.named_sequence`; each helper returns fresh handle names."""
 
@@ -684,6 +690,21 @@ class Script:
             f"{lhs} = transform.structured.tile_using_for {h} tile_sizes {sizes}{inter} : ({self.ANY}) -> ({types})"
         )
         return tiled, loops
+
+    def keep_rolled(self, loops: list[str]) -> None:
+        """Ask LLVM not to unroll `loops` (`llvm.loop.unroll.disable` on their latches, carried
+        there by relax-loop-annotations): loops whose body is already a full step of work."""
+        if not loops:
+            return
+        param = self.fresh("rolled")
+        self.emit(
+            f"{param} = transform.param.constant {KEEP_ROLLED} -> !transform.any_param"
+        )
+        for loop in loops:
+            self.emit(
+                f'transform.annotate {loop} "{LOOP_ANNOTATION_ATTR}" = {param} '
+                f": {self.ANY}, !transform.any_param"
+            )
 
     def interchange(self, h: str, order: list[int]) -> str:
         """Reorder a generic's loops: loop i of the result is loop `order[i]` of `h`."""

@@ -3,12 +3,17 @@
 // RUN: not relaxmlir-opt %s --relax-schedule-cpu=schedule=maybe 2>&1 | FileCheck %s --check-prefix=BAD
 
 // An elementwise PrimFunc is tiled and vectorized on tensors, and records the rule that ran.
+// Its loops, whose every step is a whole vector, are marked for LLVM not to unroll.
+// CHECK: #[[$UNROLL:.+]] = #llvm.loop_unroll<disable = true>
+// CHECK: #[[$ROLLED:.+]] = #llvm.loop_annotation<unroll = #[[$UNROLL]]>
 // CHECK-LABEL: func.func private @relu
 // CHECK-SAME: relax.schedule = ["elementwise{{.*}}"]
 // CHECK: scf.for
 // CHECK: vector.transfer_read
 // CHECK: arith.maximumf {{.*}} : vector<{{.*}}xf32>
 // CHECK: vector.transfer_write
+// CHECK: } {llvm.loop_annotation = #[[$ROLLED]]}
+// CHECK: } {llvm.loop_annotation = #[[$ROLLED]]}
 // CHECK-NOT: linalg.generic
 // CHECK: return
 

@@ -1,0 +1,41 @@
+// RUN: relaxmlir-opt %s --convert-scf-to-cf --convert-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=CARRIED
+// RUN: relaxmlir-opt %s --convert-scf-to-cf --convert-to-llvm --reconcile-unrealized-casts --relax-loop-annotations | FileCheck %s
+
+// A loop a schedule marked "do not unroll" (Script.keep_rolled). The conversion to the LLVM
+// dialect carries the mark to the loop's latch branch under its dialect-prefixed name, which
+// the translation to LLVM IR does not read; relax-loop-annotations moves it to the branch's own
+// `loop_annotation`, which becomes !llvm.loop metadata with llvm.loop.unroll.disable.
+// CARRIED: llvm.br ^{{.*}} {llvm.loop_annotation = #{{.+}}}
+
+// CHECK: #[[$UNROLL:.+]] = #llvm.loop_unroll<disable = true>
+// CHECK: #[[$ROLLED:.+]] = #llvm.loop_annotation<unroll = #[[$UNROLL]]>
+// CHECK-LABEL: llvm.func @copy
+// CHECK: llvm.cond_br
+// CHECK: llvm.br ^{{.*}} {loop_annotation = #[[$ROLLED]]}
+// CHECK-NOT: llvm.loop_annotation =
+// An unmarked loop keeps a plain latch.
+// CHECK-LABEL: llvm.func @plain
+// CHECK-NOT: loop_annotation
+// CHECK: llvm.return
+
+func.func @copy(%a: memref<7xf32>, %b: memref<7xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c7 = arith.constant 7 : index
+  scf.for %i = %c0 to %c7 step %c1 {
+    %v = memref.load %a[%i] : memref<7xf32>
+    memref.store %v, %b[%i] : memref<7xf32>
+  } {llvm.loop_annotation = #llvm.loop_annotation<unroll = <disable = true>>}
+  return
+}
+
+func.func @plain(%a: memref<7xf32>, %b: memref<7xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c7 = arith.constant 7 : index
+  scf.for %i = %c0 to %c7 step %c1 {
+    %v = memref.load %a[%i] : memref<7xf32>
+    memref.store %v, %b[%i] : memref<7xf32>
+  }
+  return
+}
