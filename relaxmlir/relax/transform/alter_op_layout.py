@@ -14,7 +14,8 @@ channel-blocked layout, NCHW16c on AVX-512 (`topi.layout`): each conv2d whose we
 becomes `layout_transform` -> blocked conv2d (weights re-laid out here, once) -> `layout_transform`
 back. The transforms back are then pushed down through elementwise ops (bias, residual add,
 relu: per-channel constants are re-laid out too), max pooling (ceil_mode as extra padding),
-average pooling (one divisor: floor-mode windows, padding counted) and global pooling, and a transform that meets its inverse cancels, so a ResNet keeps NCHW16c
+average pooling (with one divisor: floor-mode windows, padding counted) and global pooling, and
+a transform that meets its inverse cancels, so a ResNet keeps NCHW16c
 from its first convolution to its global pool. Depthwise convolutions (groups = channels, MobileNet's) take the same data layout with
 an OIHW1i16o kernel. What stays in NCHW: ops the blocked layout does not cover (the graph's
 boundaries, reshapes, other grouped convolutions, channel counts that do not divide into

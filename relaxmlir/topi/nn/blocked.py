@@ -189,14 +189,13 @@ def pool2d_nchwc(
         def read(i, c, y, x, ci, ty, tx):
             return padded[i, c, y * sh + ty * dh, x * sw + tx * dw, ci]
 
-    def extent(i, stride_, k, lo, size):
-        """Taps of the window at output index `i` that the divisor counts (its clipped part)."""
+    def inside(i, stride_, k, lo, size):
+        """Taps of the window at output index `i` that lie inside the input (along one axis)."""
         start = i * stride_ - lo
-        if count_include_pad:
-            return k  # no ceil_mode: every window lies inside the padded input
         return te.min(start + k, size) - te.max(start, 0)
 
-    # Every window whole (no padding counted out): one divisor, a constant.
+    # No ceil_mode: every window lies inside the padded input, so where the padding counts (or
+    # there is none) every divisor is the window's, a constant.
     uniform = count_include_pad or not (top or left or bottom or right)
 
     def body(i, c, y, x, ci):
@@ -208,7 +207,7 @@ def pool2d_nchwc(
             return out
         if uniform:
             return out / te.const(float(kh * kw), data.dtype)
-        count = extent(y, sh, kh, top, h) * extent(x, sw, kw, left, w)
+        count = inside(y, sh, kh, top, h) * inside(x, sw, kw, left, w)
         return out / te.cast(count, data.dtype)
 
     return te.compute((n, cb, oh, ow, b), body, name=f"T_pool_{pool_type}_nchwc")
