@@ -301,3 +301,53 @@ func.func @depthwise_bias(%w: tensor<6x3xf32>, %img: tensor<6x10xf32>, %b: tenso
   } {relax.dataflow}
   return %r : tensor<6x8xf32>
 }
+
+// -----
+
+// A squeeze-excite gate: the sigmoid of a [1, 16, 1, 1] scale, broadcast by the multiply over
+// the 16 x 4 x 4 image. Fusion groups both, but FuseTIR keeps the sigmoid its own generic over
+// the 16 scale values: inlined into the multiply, its exp was computed for each of the 256
+// elements the multiply writes (RegNetY-1.6GF: 73 us per block).
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#chan = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>
+func.func private @sigmoid(%x: tensor<1x16x1x1xf32>, %out: tensor<1x16x1x1xf32>) -> tensor<1x16x1x1xf32> attributes {relax.prim_func} {
+  %one = arith.constant 1.0 : f32
+  %r = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : tensor<1x16x1x1xf32>) outs(%out : tensor<1x16x1x1xf32>) {
+  ^bb0(%u: f32, %o: f32):
+    %n = arith.negf %u : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %e, %one : f32
+    %s = arith.divf %one, %d : f32
+    linalg.yield %s : f32
+  } -> tensor<1x16x1x1xf32>
+  return %r : tensor<1x16x1x1xf32>
+}
+func.func private @scale(%x: tensor<1x16x4x4xf32>, %g: tensor<1x16x1x1xf32>, %out: tensor<1x16x4x4xf32>) -> tensor<1x16x4x4xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [#id4, #chan, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %g : tensor<1x16x4x4xf32>, tensor<1x16x1x1xf32>) outs(%out : tensor<1x16x4x4xf32>) {
+  ^bb0(%u: f32, %v: f32, %o: f32):
+    %m = arith.mulf %u, %v : f32
+    linalg.yield %m : f32
+  } -> tensor<1x16x4x4xf32>
+  return %r : tensor<1x16x4x4xf32>
+}
+
+// CHECK-LABEL: func.func @excite
+// CHECK: "relax.call_tir"({{.*}}) {callee = @sigmoid, relax.fuse_group = "[[G:fused_[0-9]+]]"}
+// CHECK: "relax.call_tir"({{.*}}) {callee = @scale, relax.fuse_group = "[[G]]"}
+
+// TIR-LABEL: func.func private @fused_sigmoid_scale
+// TIR: %[[GATE:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<1x16x1x1xf32>)
+// TIR: math.exp
+// TIR: linalg.generic {{.*}} ins(%{{.+}}, %[[GATE]] : {{.*}}) outs(%{{.+}} : tensor<1x16x4x4xf32>)
+// TIR-NOT: math.exp
+// TIR: arith.mulf
+// TIR-NOT: math.exp
+// TIR: return
+func.func @excite(%x: tensor<1x16x4x4xf32>, %s: tensor<1x16x1x1xf32>) -> tensor<1x16x4x4xf32> attributes {relax.function} {
+  %r = scf.execute_region -> tensor<1x16x4x4xf32> no_inline {
+    %0 = "relax.call_tir"(%s) {callee = @sigmoid} : (tensor<1x16x1x1xf32>) -> tensor<1x16x1x1xf32>
+    %1 = "relax.call_tir"(%x, %0) {callee = @scale} : (tensor<1x16x4x4xf32>, tensor<1x16x1x1xf32>) -> tensor<1x16x4x4xf32>
+    scf.yield %1 : tensor<1x16x4x4xf32>
+  } {relax.dataflow}
+  return %r : tensor<1x16x4x4xf32>
+}
