@@ -9,6 +9,8 @@ updates that result in place, so bufferization computes the whole chain in the o
 
 from __future__ import annotations
 
+import math
+
 from mlir import ir
 from mlir.dialects import arith
 from mlir.dialects import func as func_d
@@ -237,9 +239,10 @@ def _fuse_elementwise(func_op: ir.Operation, views: bool) -> tuple[ir.Module, ir
     raise_pads(moved)  # else elementwise fusion inlines guarded pad reads into the conv/pool
     if views:
         raise_gathers(moved)
-    barriers = _guard_costly_broadcasts(moved)
+    guarded = _guard_costly_broadcasts(moved)
     pm.run(tmp.operation)
-    _drop_barriers(moved, barriers)
+    if guarded:
+        _drop_barriers(moved)
     return tmp, moved
 
 
@@ -257,12 +260,7 @@ _BARRIER_ATTR = "relax.fusion_barrier"
 
 def _elements(value: ir.Value) -> int | None:
     t = ir.RankedTensorType(value.type)
-    if not t.has_static_shape:
-        return None
-    n = 1
-    for d in t.shape:
-        n *= d
-    return n
+    return math.prod(t.shape) if t.has_static_shape else None
 
 
 def _parallel_generic(op) -> bool:
@@ -287,13 +285,13 @@ def _costly(value: ir.Value) -> bool:
     return False
 
 
-def _guard_costly_broadcasts(func_op: ir.Operation) -> list[ir.Operation]:
+def _guard_costly_broadcasts(func_op: ir.Operation) -> int:
     """Put a copy between a costly elementwise result and each elementwise consumer that
     broadcasts it over many more elements, so that upstream fusion (which inlines a producer
     into any consumer) does not recompute it for every element of the broadcast: a
     squeeze-excite block's sigmoid of [1, C, 1, 1] was evaluated for each of the H x W x C
-    elements its multiply writes (RegNetY-1.6GF: 73 us per block). Returns the copies, which
-    `_drop_barriers` removes after fusion."""
+    elements its multiply writes (RegNetY-1.6GF: 73 us per block). Returns how many copies it
+    put; `_drop_barriers` removes them after fusion."""
     edges = []
 
     def visit(op):
@@ -308,7 +306,6 @@ def _guard_costly_broadcasts(func_op: ir.Operation) -> list[ir.Operation]:
         return ir.WalkResult.ADVANCE
 
     func_op.walk(visit)
-    barriers = []
     for consumer, i in edges:
         value = consumer.operands[i]
         kind = ir.RankedTensorType(value.type)
@@ -317,11 +314,10 @@ def _guard_costly_broadcasts(func_op: ir.Operation) -> list[ir.Operation]:
             copy = linalg.copy(value, outs=[empty])
         copy.owner.attributes[_BARRIER_ATTR] = ir.UnitAttr.get()
         consumer.operands[i] = copy
-        barriers.append(copy.owner)
-    return barriers
+    return len(edges)
 
 
-def _drop_barriers(func_op: ir.Operation, barriers: list[ir.Operation]) -> None:
+def _drop_barriers(func_op: ir.Operation) -> None:
     """The copies `_guard_costly_broadcasts` put, gone: consumers read the result itself."""
     found = []
 
@@ -331,8 +327,7 @@ def _drop_barriers(func_op: ir.Operation, barriers: list[ir.Operation]) -> None:
             found.append(op)
         return ir.WalkResult.ADVANCE
 
-    if barriers:
-        func_op.walk(visit)
+    func_op.walk(visit)
     for copy in found:
         empty = copy.operands[1].owner
         copy.results[0].replace_all_uses_with(copy.operands[0])

@@ -12,9 +12,9 @@ from __future__ import annotations
 from mlir import ir
 
 from lowering.registry import register_pass
+from lowering.schedule.common import LOOP_ANNOTATION_ATTR as _CARRIED
 
 _BRANCHES = ("llvm.br", "llvm.cond_br")
-_CARRIED = "llvm.loop_annotation"  # lowering.schedule.common.LOOP_ANNOTATION_ATTR
 _INHERENT = "loop_annotation"
 
 

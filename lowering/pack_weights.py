@@ -49,24 +49,25 @@ def _packable_weight(callee: ir.Operation) -> tuple[int, bool] | None:
     return None
 
 
+def _is_constant(value: ir.Value) -> bool:
+    owner = value.owner
+    return not isinstance(owner, ir.Block) and owner.operation.name == rx.Constant.name
+
+
 def _matrix_constant(value: ir.Value) -> bool:
     """A 2-D f32 `relax.constant`: what a packable B can be. Checked before a kernel is analysed
     (a copy normalized: ~10 ms each, a third of DenseNet's scheduling time where no kernel has
     a matrix weight)."""
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != rx.Constant.name:
-        return False
-    if not sh.isa(value.type, ir.RankedTensorType):
+    if not _is_constant(value) or not sh.isa(value.type, ir.RankedTensorType):
         return False
     kind = ir.RankedTensorType(value.type)
     return kind.rank == 2 and sh.isa(kind.element_type, ir.F32Type)
 
 
 def _constant_value(value: ir.Value) -> np.ndarray | None:
-    owner = value.owner
-    if isinstance(owner, ir.Block) or owner.operation.name != rx.Constant.name:
+    if not _is_constant(value):
         return None
-    return dense.to_numpy(owner.operation.attributes["value"])
+    return dense.to_numpy(value.owner.operation.attributes["value"])
 
 
 def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:

@@ -138,7 +138,7 @@ def _outer_reduction(s: Script, h: str, info: OpInfo, red: int, inner: int, lane
     # A row that fits one step takes its exact width: an NCHW8c pool on AVX-512 read 8-lane rows
     # as masked 16-lane vectors, and the masked sum kept its accumulator in memory, a store and
     # a load per step (RegNetY-1.6GF's squeeze-excite pools over 1 x 42 x 14 x 14 x 8: 62 -> 5.7 us).
-    width = size if size <= 4 * lanes else min(4 * lanes, _round_up(size, lanes))
+    width = min(size, 4 * lanes)
     sizes = [1] * nloops
     sizes[inner] = width
     h, _ = s.tile_for(h, sizes)
