@@ -19,10 +19,6 @@ from lowering.schedule.common import (
 VECTORS_PER_STEP = 4
 
 
-def _round_up(x: int, m: int) -> int:
-    return -(-x // m) * m
-
-
 @register_schedule("elementwise")
 class ElementwiseSchedule(ScheduleRule):
     """Innermost loop in vectors of up to 4 registers (masked tail), outer loops one by one; the
@@ -35,12 +31,10 @@ class ElementwiseSchedule(ScheduleRule):
         vector = VECTORS_PER_STEP * lanes
         inner = innermost_loop(info)
         size = info.ranges[inner]
-        width = vector if size is None else min(vector, _round_up(size, lanes))
-        if size is not None and size <= vector:
-            # Rows that fit one step take their exact width: masked rows of 10 in 16 lanes,
-            # updated in place, stall on store-to-load forwarding from the row before (LeNet's
-            # conv epilogue over 32x16x10x10: 40 -> 5 us).
-            width = size
+        # Rows that fit one step take their exact width: masked rows of 10 in 16 lanes, updated
+        # in place, stall on store-to-load forwarding from the row before (LeNet's conv epilogue
+        # over 32x16x10x10: 40 -> 5 us); longer ones go by whole steps (a masked tail).
+        width = vector if size is None else min(size, vector)
         if info.traps:
             # Masked-off lanes would divide by the padding (0): integer division traps (SIGFPE).
             # Only vectors that fit the loop exactly.
