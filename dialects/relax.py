@@ -139,10 +139,15 @@ def _verify_packed_name(op: ir.Operation) -> str | None:
 
 def _verify_constant(op: ir.Operation) -> str | None:
     value = op.attributes["value"]
-    if not isa(value, ir.DenseElementsAttr):
-        return "expects a dense elements value"
-    if ir.DenseElementsAttr(value).type != op.results[0].type:
-        return f"value type ({ir.DenseElementsAttr(value).type}) does not match result type ({op.results[0].type})"
+    if isa(value, ir.DenseElementsAttr):
+        value = ir.DenseElementsAttr(value)
+    else:
+        try:  # weights: dense_resource blobs (the bindings do not downcast to that class)
+            value = ir.DenseResourceElementsAttr(value)
+        except ValueError:
+            return "expects a dense elements value"
+    if value.type != op.results[0].type:
+        return f"value type ({value.type}) does not match result type ({op.results[0].type})"
     return None
 
 

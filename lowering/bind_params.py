@@ -8,6 +8,7 @@ import numpy as np
 from mlir import ir
 
 from dialects import relax as rx
+from lowering import dense
 from lowering.registry import PassError, register_pass
 
 
@@ -57,7 +58,7 @@ def bind_params(module_op: ir.Operation, func_name: str, params: Mapping[str, np
         with ip:
             op = rx.Constant.create(
                 results=[arg.type],
-                attributes={"value": ir.DenseElementsAttr.get(data, type=arg.type)},
+                attributes={"value": dense.elements(data, type=arg.type)},
                 loc=ir.Location.name(name),
             )
         arg.replace_all_uses_with(op.result)

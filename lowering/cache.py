@@ -84,8 +84,9 @@ def source_version() -> str:
     return h.hexdigest()
 
 
-def _constants(module: ir.Module) -> Iterable[tuple[str, Any]]:
-    """(type, value) of every dense constant the elided text leaves out, in walk order."""
+def _constants(module: ir.Module) -> list[tuple[str, Any]]:
+    """(type, value) of every constant the elided text leaves out, in walk order: dense ones
+    above ELIDE_ELEMENTS, and dense_resource ones (weights)."""
     found = []
 
     def visit(op):
@@ -95,6 +96,8 @@ def _constants(module: ir.Module) -> Iterable[tuple[str, Any]]:
             if isinstance(attr, ir.DenseElementsAttr) and not attr.is_splat:
                 if len(attr) > ELIDE_ELEMENTS:
                     found.append((str(attr.type), attr))
+            elif dense.is_resource(attr):
+                found.append((str(attr.type), attr))
         return ir.WalkResult.ADVANCE
 
     module.operation.walk(visit)
@@ -108,7 +111,7 @@ def module_digest(module: ir.Module) -> str:
     XXH3-128 rather than SHA-256: a warm build of BERT-base hashes its 440 MB of weights, which
     took 0.38 s with SHA-256 and takes ~0.05 s (the key guards against accidental collisions,
     not against crafted ones)."""
-    text = module.operation.get_asm(large_elements_limit=ELIDE_ELEMENTS, large_resource_limit=ELIDE_ELEMENTS)
+    text = dense.elided_text(module, large_elements_limit=ELIDE_ELEMENTS)
     constants = _constants(module)
     h = xxhash.xxh3_128()
     if text.count("__elided__") != len(constants):
@@ -117,6 +120,9 @@ def module_digest(module: ir.Module) -> str:
     h.update(text.encode())
     for type_text, attr in constants:
         h.update(type_text.encode())
+        if dense.is_resource(attr):
+            h.update(dense.digest(attr).encode())  # taken when it was made
+            continue
         try:
             h.update(memoryview(attr))  # no copy: the hasher reads the attribute's storage
         except (TypeError, ValueError, BufferError):

@@ -1,17 +1,32 @@
-"""Dense elements attributes as numpy arrays, bfloat16 included.
+"""Constant tensors: dense elements attributes as numpy arrays (bfloat16 included), and weights
+as dense_resource attributes over numpy arrays.
 
 The bindings read f16/f32/ints through the buffer protocol but not bf16 (`np.array(attr)` gives
 an object array of attributes and `memoryview` raises): for those the attribute's raw storage is
 read through the C API (`mlirDenseElementsAttrGetRawData`) and viewed as ml_dtypes' bfloat16.
+
+Arrays of RESOURCE_MIN_BYTES or more become dense_resource attributes whose blob is the array
+itself (`elements`): a dense attribute is a copy that MLIR hashes, and on the pool's virtual
+machines memory a process touches for the first time costs about 2 ns a byte (huge pages or
+not), so a BERT-base build paid for the copies of its 440 MB of weights made at the import, by
+folded transposes and by packed panels. Now the import borrows torch's memory, folding and
+packing give their results up, and equal contents give one attribute (a second import copies
+nothing): BERT-base's cold build went from 4.5-5.4 s to 3.8-4.2 s and GPT-2's from 5.4-6.1 s to
+4.9-5.1 s (interleaved runs on a Zen 4). A resource reads back through this module's table of
+the arrays it was made from (`to_numpy`); one from parsed text, through MLIR's own accessor.
 """
 
 from __future__ import annotations
 
 import ctypes
+import itertools
 import os
+import re
+import weakref
 
 import mlir
 import numpy as np
+import xxhash
 from mlir import ir
 
 from relaxmlir.runtime.dtype import np_dtype
@@ -35,6 +50,218 @@ _capsule_pointer = ctypes.pythonapi.PyCapsule_GetPointer
 _capsule_pointer.argtypes, _capsule_pointer.restype = [ctypes.py_object, ctypes.c_char_p], ctypes.c_void_p
 
 
+# Arrays of at least this many bytes become dense_resource attributes (`elements`).
+RESOURCE_MIN_BYTES = 1 << 20
+
+# Alignment of the copies `elements` makes: a cache line, as the linker gives globals.
+ALIGN = 64
+
+# (context, resource name) -> the array a blob was made from; the blob keeps it alive, so an
+# entry lasts as long as the attribute can be used
+_arrays: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+_names = itertools.count()
+# (context, type, dtype, shape, xxh3 of the bytes) -> the dense_resource made from such an array
+_by_content: dict[tuple, ir.Attribute] = {}
+# (context, resource name) -> xxh3-128 of a resource's bytes when it was made, and whether its
+# array is borrowed (its owner may write it: `check_borrowed`)
+_digests: dict[tuple[int, str], str] = {}
+_borrowed: set[tuple[int, str]] = set()
+
+
+_capi = None
+
+
+def _c_api():
+    global _capi
+    if _capi is None:
+        _capi = ctypes.CDLL(os.path.join(mlir.__path__[0], "_mlir_libs", "libMLIRPythonCAPI.so"))
+    return _capi
+
+
+def _context_key(context: ir.Context) -> int:
+    return _capsule_pointer(context._CAPIPtr, b"mlir.ir.Context._CAPIPtr")
+
+
+# a dense_resource handle as printed: its blob key, quoted where not an identifier
+_HANDLE = re.compile(r'dense_resource<("(?:[^"\\]|\\.)*"|[^>]*)>')
+
+
+def resource_name(attr: ir.Attribute) -> str:
+    """The blob key of a dense_resource attribute (the C API has no getter: its printed handle)."""
+    return _HANDLE.match(str(attr)).group(1)
+
+
+def is_resource(attr: ir.Attribute) -> bool:
+    return _resource(attr) is not None
+
+
+_resource_typeid = None
+
+
+def _resource(attr: ir.Attribute) -> ir.DenseResourceElementsAttr | None:
+    # the bindings neither downcast to this class nor give its static type id: a probe's does
+    global _resource_typeid
+    if _resource_typeid is None:
+        probe = ir.Attribute.parse("dense_resource<typeid_probe> : tensor<1xf32>", attr.context)
+        _resource_typeid = probe.typeid
+    return ir.DenseResourceElementsAttr(attr) if attr.typeid == _resource_typeid else None
+
+
+def is_elements(attr: ir.Attribute) -> bool:
+    """A dense or dense_resource elements attribute: a constant tensor's value."""
+    if isinstance(getattr(attr, "maybe_downcast", lambda: attr)(), ir.DenseElementsAttr):
+        return True
+    return is_resource(attr)
+
+
+def _splat(array: np.ndarray) -> bool:
+    flat = array.reshape(-1)
+    return bool((flat[:64] == flat[0]).all() and array.min() == array.max())  # no temporary
+
+
+def _aligned_copy(array: np.ndarray) -> np.ndarray:
+    raw = np.empty(array.nbytes + ALIGN, np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    copy = raw[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+    copy[...] = array
+    return copy
+
+
+def _digest(array: np.ndarray) -> str:
+    return xxhash.xxh3_128_hexdigest(memoryview(array.reshape(-1).view(np.uint8)))
+
+
+def elements(
+    array: np.ndarray, type: ir.Type | None = None, owned: bool = False, borrowed: bool = False
+) -> ir.Attribute:
+    """The constant attribute of `array` (of `type`, default the array's own): a dense attribute,
+    or a dense_resource one over the array where it has RESOURCE_MIN_BYTES or more and is not a
+    splat (equal contents give the same attribute, as dense ones are uniqued).
+
+    The array is copied unless `owned` (the caller gives it up: nothing writes it later) or
+    `borrowed` (a model's weights, which the caller keeps: `check_borrowed` tells when they
+    changed, and code that outlives the build copies them)."""
+    array = np.asarray(array)
+    small = array.nbytes < RESOURCE_MIN_BYTES or array.dtype == np.bool_  # i1 is bit-packed
+    if small or (type is None and array.dtype.kind not in "fiu") or _splat(array):
+        return ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=type)
+    ctx = type.context if type is not None else ir.Context.current
+    array = np.ascontiguousarray(array)
+    digest = _digest(array)
+    key = (_context_key(ctx), str(type), array.dtype.str, array.shape, digest)
+    same = _by_content.get(key)
+    if same is not None and (
+        not is_borrowed(same)  # immutable
+        or to_numpy(same).ctypes.data == array.ctypes.data  # (the key says: unchanged)
+    ):  # (another model's equal weights are borrowed from that model: it may change apart)
+        return same  # a model imported again: nothing copied, nothing hashed by MLIR
+    if not (owned or borrowed):
+        array = _aligned_copy(array)
+    if not borrowed:
+        array.flags.writeable = False
+    if type is None:
+        element = ir.ShapedType(ir.DenseElementsAttr.get(array.reshape(-1)[:1]).type).element_type
+        type = ir.RankedTensorType.get(list(array.shape), element, loc=ir.Location.unknown(ctx))
+    flat = array.view(np.uint8).reshape(-1)  # the object the blob keeps alive
+    address = array.ctypes.data  # (numpy aligns to 16 bytes: the JIT copies such an array)
+    alignment = min(ALIGN, address & -address) if address else ALIGN
+    attr = ir.DenseResourceElementsAttr.get_from_buffer(
+        flat, f"relaxmlir_{next(_names)}", type, alignment=alignment, context=ctx
+    )
+    name = (_context_key(ctx), resource_name(attr))
+    _arrays[name] = flat
+    _digests[name] = digest
+    if borrowed:
+        _borrowed.add(name)
+    _by_content[key] = attr
+    return attr
+
+
+def digest(attr: ir.Attribute) -> str:
+    """xxh3-128 of a dense_resource's bytes: the one taken when it was made (a borrowed one is
+    checked by `check_borrowed` first), else hashed now (parsed text)."""
+    known = _digests.get((_context_key(attr.context), resource_name(attr)))
+    return known if known is not None else _digest(to_numpy(attr))
+
+
+def is_borrowed(attr: ir.Attribute) -> bool:
+    """A dense_resource over memory its maker keeps (a model's weights): see `elements`."""
+    return is_resource(attr) and (_context_key(attr.context), resource_name(attr)) in _borrowed
+
+
+def check_borrowed(module: ir.Module) -> None:
+    """Raise ValueError where a borrowed weight of `module` no longer holds what it held when it
+    became a constant (a torch parameter changed in place after the import)."""
+    changed = []
+
+    def visit(op):
+        attrs = op.operation.attributes
+        for i in range(len(attrs)):
+            attr = attrs[i].attr
+            if not is_resource(attr):
+                continue
+            name = (_context_key(attr.context), resource_name(attr))
+            if name in _borrowed and _digest(to_numpy(attr)) != _digests[name]:
+                changed.append((attr, op.operation.location))
+                return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    module.operation.walk(visit)
+    if changed:
+        attr, where = changed[0]
+        raise ValueError(
+            f"the weight {attr.type} of the constant at {where} changed after it was imported "
+            "(a parameter modified in place?): import the model again"
+        )
+
+
+class _ArrayRef(ctypes.Structure):
+    _fields_ = [("data", ctypes.c_void_p), ("size", ctypes.c_size_t)]
+
+
+def _blob(attr: ir.Attribute) -> bytes:
+    """The bytes of a dense_resource blob that this module did not make (parsed text): the C
+    API has no reader, so `mlir::DenseResourceElementsAttr::getData()` (an ArrayRef<char>; the
+    attribute object is its storage pointer) is called."""
+    try:
+        get_data = _c_api()._ZN4mlir25DenseResourceElementsAttr7getDataEv
+    except AttributeError:
+        raise TypeError(f"cannot read the blob of {attr}: the MLIR bindings lack getData") from None
+    get_data.argtypes, get_data.restype = [ctypes.POINTER(ctypes.c_void_p)], _ArrayRef
+    ref = get_data(ctypes.byref(ctypes.c_void_p(_capsule_pointer(attr._CAPIPtr, _CAPSULE))))
+    if not ref.data:
+        raise ValueError(f"{attr} has no blob (its dialect_resources entry is missing)")
+    return ctypes.string_at(ref.data, ref.size)
+
+
+def _resource_to_numpy(attr: ir.Attribute) -> np.ndarray:
+    t = ir.ShapedType(attr.type)
+    dtype = _element_dtype(t.element_type)
+    flat = _arrays.get((_context_key(attr.context), resource_name(attr)))
+    if flat is None:  # a resource of parsed text
+        flat = np.frombuffer(_blob(attr), np.uint8)
+        if flat.nbytes != int(np.prod(t.shape)) * dtype.itemsize:
+            raise ValueError(f"{attr}: its blob holds {flat.nbytes} bytes")
+    view = flat.view(dtype).reshape(t.shape)
+    view.flags.writeable = False  # (a borrowed array stays writable to its owner)
+    return view
+
+
+# element type -> numpy dtype name of a resource's elements (signless integers read as signed)
+_ELEMENT_DTYPES = {
+    "f32": "float32", "f64": "float64", "f16": "float16", "bf16": "bfloat16", "i64": "int64",
+    "i32": "int32", "i16": "int16", "i8": "int8", "ui8": "uint8", "ui16": "uint16",
+    "ui32": "uint32", "ui64": "uint64", "i1": "bool",
+}  # fmt: skip
+
+
+def _element_dtype(el: ir.Type) -> np.dtype:
+    name = _ELEMENT_DTYPES.get(str(el))
+    if name is None:
+        raise TypeError(f"cannot read a dense_resource of {el} elements")
+    return np.dtype(np_dtype(name))
+
+
 def raw_bytes(attr: ir.DenseElementsAttr) -> bytes:
     """The attribute's element storage (one element for a splat); byte-sized elements only
     (i1 storage is bit-packed)."""
@@ -56,7 +283,11 @@ def to_numpy(attr: ir.Attribute) -> np.ndarray:
 
     A read-only view of the attribute's storage where the buffer protocol reads it (a splat is
     one element with zero strides): the attribute lives as long as its context, and a copy of
-    every weight read (folding, packing, export) took ~0.3 s of a BERT-base build."""
+    every weight read (folding, packing, export) took ~0.3 s of a BERT-base build. A
+    dense_resource attribute gives the array it was made from (`elements`)."""
+    resource = _resource(attr)
+    if resource is not None:
+        return _resource_to_numpy(resource)
     attr = ir.DenseElementsAttr(attr)
     t = ir.ShapedType(attr.type)
     if not isinstance(t.element_type, ir.BF16Type):
@@ -65,3 +296,53 @@ def to_numpy(attr: ir.Attribute) -> np.ndarray:
     if attr.is_splat:
         return np.full(t.shape, flat[0], dtype=flat.dtype)
     return flat.reshape(t.shape).copy()
+
+
+def has_resources(op: ir.Operation) -> bool:
+    """Whether an attribute of `op` or of an op inside it is a dense_resource."""
+    found = []
+
+    def visit(inner):
+        attrs = inner.operation.attributes
+        if any(is_resource(attrs[i].attr) for i in range(len(attrs))):
+            found.append(inner)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+    return bool(found)
+
+
+# (context, type) -> a blobless dense_resource<__elided__...> handle of that type
+_placeholders: dict[tuple[int, str], ir.Attribute] = {}
+_PLACEHOLDER = re.compile(r"dense_resource<__elided___\d+>")
+
+
+def elided_text(module: ir.Module, **flags) -> str:
+    """`module.operation.get_asm(**flags)` (flags eliding large constants), each dense_resource
+    printed as `dense_resource<__elided__>`, as an elided dense constant prints.
+
+    MLIR's printer hex-encodes every blob before it decides to elide it (BERT-base: 3 s per
+    print), so the text is that of a copy whose resources are blobless handles (a parsed handle
+    whose key is taken gets a suffix: the text drops it)."""
+    from dialects import clone_module
+
+    if not has_resources(module.operation):
+        return module.operation.get_asm(**flags)
+    copy = clone_module(module)
+    ctx = _context_key(copy.context)
+
+    def visit(op):
+        attrs = op.operation.attributes
+        for i in range(len(attrs)):
+            named = attrs[i]
+            if is_resource(named.attr):
+                key = (ctx, str(named.attr.type))
+                if key not in _placeholders:
+                    text = f"dense_resource<__elided__> : {key[1]}"
+                    _placeholders[key] = ir.Attribute.parse(text, copy.context)
+                attrs[named.name] = _placeholders[key]
+        return ir.WalkResult.ADVANCE
+
+    copy.operation.walk(visit)
+    return _PLACEHOLDER.sub("dense_resource<__elided__>", copy.operation.get_asm(**flags))

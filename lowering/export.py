@@ -159,7 +159,7 @@ def externalize_constants(module: ir.Module, folder: str) -> str:
         if op.name != "llvm.mlir.global" or "value" not in op.attributes:
             continue
         attr = op.attributes["value"]
-        if not isinstance(attr, ir.DenseElementsAttr) or attr.is_splat:
+        if not _non_splat_elements(attr):
             continue
         data = dense.to_numpy(attr)
         width = ir.ShapedType(attr.type).element_type
@@ -181,12 +181,19 @@ def externalize_constants(module: ir.Module, folder: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+def _non_splat_elements(attr: ir.Attribute) -> bool:
+    """A dense elements value that is not a splat, or a dense_resource one (weights)."""
+    if isinstance(attr, ir.DenseElementsAttr):
+        return not attr.is_splat
+    return dense.is_resource(attr)
+
+
 # Alignment of each detached constant in the file (the mapping is page-aligned): at least a
 # cache line, as the linker gave the globals.
 CONSTANT_ALIGN = 64
 
 
-def large_constants(module: ir.Module) -> dict[str, tuple[ir.Operation, ir.DenseElementsAttr]]:
+def large_constants(module: ir.Module) -> dict[str, tuple[ir.Operation, ir.Attribute]]:
     """Name -> (global, value) of the constant globals of at least EXTERNAL_CONSTANT_BYTES."""
     found = {}
     for op in module.body.operations:
@@ -194,7 +201,7 @@ def large_constants(module: ir.Module) -> dict[str, tuple[ir.Operation, ir.Dense
         if op.name != "llvm.mlir.global" or "value" not in op.attributes:
             continue
         attr = op.attributes["value"]
-        if not isinstance(attr, ir.DenseElementsAttr) or attr.is_splat:
+        if not _non_splat_elements(attr):
             continue
         t = ir.ShapedType(attr.type)
         width = t.element_type.width if hasattr(t.element_type, "width") else 0
@@ -214,7 +221,7 @@ def _inside_function(op: ir.Operation) -> bool:
 
 def detach_constants(
     module: ir.Module, defined: bool = True
-) -> list[tuple[str, ir.DenseElementsAttr]]:
+) -> list[tuple[str, ir.Attribute]]:
     """Turn each large constant global `@g` of `module` into a pointer global (an i64 0 that
     the loader sets; with `defined=False` an external declaration that the JIT binds to a slot
     of its own) and load the constant's address from it where the code took `@g`'s address;
@@ -262,14 +269,16 @@ def detach_constants(
 
 def constant_bytes(attr: ir.DenseElementsAttr) -> memoryview:
     """The bytes of a constant: its attribute's own storage (no copy) where the buffer protocol
-    allows, else a copy (bf16 has no buffer protocol)."""
+    allows or a dense_resource's array, else a copy (bf16 has no buffer protocol)."""
+    if dense.is_resource(attr):
+        return memoryview(dense.to_numpy(attr).reshape(-1).view(np.uint8))
     try:
         return memoryview(attr)
     except (TypeError, ValueError, BufferError):
         return memoryview(dense.raw_bytes(attr))
 
 
-def write_constants(path: str, constants: list[tuple[str, ir.DenseElementsAttr]]) -> list[dict]:
+def write_constants(path: str, constants: list[tuple[str, ir.Attribute]]) -> list[dict]:
     """Write the detached constants to `path`, each at an offset aligned to CONSTANT_ALIGN from
     the file's start: {symbol, offset, bytes} each. The file is attached after an image later
     (`attach_constants`), at a page-aligned offset that the records' offsets are then based at."""

@@ -21,6 +21,7 @@ from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
 from dialects import clone_module
+from lowering import dense
 from lowering.export import (
     CONSTANT_ALIGN,
     constant_bytes,
@@ -60,12 +61,14 @@ class _Constants:
     """The large constants of a JIT-compiled module, outside the code: one buffer each, and the
     pointer slot that the code loads the buffer's address from (`export.detach_constants`)."""
 
-    def __init__(self, detached: list[tuple[str, ir.DenseElementsAttr]]):
+    def __init__(self, detached: list[tuple[str, ir.Attribute]]):
         self.buffers: list[np.ndarray] = []
         self.slots: list[ctypes.c_void_p] = []
         self.addresses: dict[str, int] = {}
         for name, attr in detached:
             data = np.frombuffer(constant_bytes(attr), np.uint8)
+            if dense.is_borrowed(attr):  # a model's weights: the code must not see them change
+                data = data.copy()
             if data.ctypes.data % CONSTANT_ALIGN:  # the alignment an exported library gives
                 raw = np.empty(data.nbytes + CONSTANT_ALIGN, np.uint8)
                 start = -raw.ctypes.data % CONSTANT_ALIGN

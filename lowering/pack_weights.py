@@ -100,10 +100,12 @@ def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
             use_prepacked_weight(clone, index, layout)
             packed_funcs[key] = name
         old = op.operands[index].owner.operation
+        # a packing that is a view of the weight (one panel) is copied; the others are given up
+        value = dense.elements(packed, owned=not np.may_share_memory(packed, weight))
         with ir.InsertionPoint(op), old.location:
             const = rx.Constant.create(
                 results=[ir.RankedTensorType.get(list(packed.shape), ir.F32Type.get())],
-                attributes={"value": ir.DenseElementsAttr.get(packed)},
+                attributes={"value": value},
             )
         op.operands[index] = const.result
         rx.CallTIR.refresh_segments(op)  # the packed weight's type may split a run of equal types

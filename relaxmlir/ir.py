@@ -8,6 +8,7 @@ import dialects
 from dialects import relax as rx
 from dialects import shape as sh
 from dialects.relax_syntax import strip_segments
+from lowering import dense
 from relaxmlir import transform  # noqa: F401  (`rm.ir.transform`, as TVM's `tvm.ir.transform`)
 from relaxmlir.scope import in_scope, scope
 
@@ -175,12 +176,13 @@ class IRModule:
     @in_scope
     def script(self, elide: bool = False) -> str:
         """MLIR text of the module (relax segment-size bookkeeping hidden; `parse` restores it)."""
-        return strip_segments(
-            self.module.operation.get_asm(
-                large_elements_limit=SHOW_ELEMENTS_LIMIT if elide else None,
-                use_name_loc_as_prefix=True,
+        if elide:  # weights (dense_resource blobs) as `dense_resource<__elided__>`
+            text = dense.elided_text(
+                self.module, large_elements_limit=SHOW_ELEMENTS_LIMIT, use_name_loc_as_prefix=True
             )
-        )
+        else:
+            text = self.module.operation.get_asm(use_name_loc_as_prefix=True)
+        return strip_segments(text)
 
     def show(self, elide: bool = True) -> None:
         """Print the module; large constants elided (`show(elide=False)` prints everything)."""

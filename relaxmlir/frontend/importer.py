@@ -209,8 +209,8 @@ class Importer:
             if self.keep_params_as_input and as_param:
                 self.weights[name] = Var(name, TensorStructInfo(data.shape, str(data.dtype)))
                 self.params[name] = data
-            else:
-                self.weights[name] = const(data)
+            else:  # the model's own memory: no copy (relax.build checks it is unchanged)
+                self.weights[name] = Constant(data, borrowed=True)
         return self.weights[name]
 
     def build(self, body: Callable[[], Any]):

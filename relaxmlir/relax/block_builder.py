@@ -19,6 +19,7 @@ from mlir.dialects import scf
 
 from dialects import relax as rx
 from dialects import shape as sh
+from lowering import dense
 from lowering.dedupe import body_key
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var, call_tir
@@ -329,7 +330,8 @@ class BlockBuilder:
         if isinstance(expr, Constant):
             cached = frame.constants.get(id(expr))
             if cached is None or cached[0] is not expr:
-                attr = ir.DenseElementsAttr.get(expr.data, type=expr.struct_info.mlir_type())
+                t = expr.struct_info.mlir_type()
+                attr = dense.elements(expr.data, type=t, borrowed=expr.borrowed)
                 with ir.InsertionPoint(self._insertion_block()):
                     op = rx.Constant.create(
                         results=[expr.struct_info.mlir_type()],

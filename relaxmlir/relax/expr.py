@@ -70,9 +70,13 @@ class ExternFunc(Expr):
 
 
 class Constant(Expr):
-    """A constant tensor; becomes a `relax.constant` op when emitted."""
+    """A constant tensor; becomes a `relax.constant` op when emitted.
 
-    def __init__(self, data: np.ndarray):
+    `borrowed`: `data` views memory its maker keeps (an imported model's weights): a large one is
+    not copied into the IR, and `relax.build` refuses it if it changed since."""
+
+    def __init__(self, data: np.ndarray, borrowed: bool = False):
+        self.borrowed = borrowed
         data = np.asarray(data)
         # np.ascontiguousarray would turn a 0-d array into shape (1,)
         self.data = data if data.flags.c_contiguous else np.ascontiguousarray(data)

@@ -17,7 +17,7 @@ from mlir.dialects import func as func_d
 from dialects import relax as rx
 from dialects import shape as sh
 from lowering.graph_to_memref import EXTERNAL_LIBS_ATTR, PACKED_ARGS_ATTR, PACKED_ATTR
-from lowering import cache
+from lowering import cache, dense
 from lowering.export import ExportError
 from lowering.jit import JitCode, JitError, needed_libraries
 from lowering.pipelines import target_pipeline
@@ -246,6 +246,7 @@ def build(
     tgt = as_target(target)
     mod = _as_module(mod)
     with scope(), tgt:
+        dense.check_borrowed(mod.module)
         key = _cache_key(mod, tgt)
         if key is not None:
             hit = cache.load(key)

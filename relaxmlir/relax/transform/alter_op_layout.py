@@ -34,6 +34,7 @@ import numpy as np
 from mlir import ir
 
 from dialects import relax as rx
+from lowering import dense
 from lowering.dataflow import graph_functions
 from lowering.registry import register_pass
 from relaxmlir.relax.op.strategy import is_patch_window
@@ -92,7 +93,7 @@ def _static(value: ir.Value) -> list[int] | None:
 def _new_constant(array: np.ndarray, like: ir.Type) -> ir.Value:
     element = ir.RankedTensorType(like).element_type
     t = ir.RankedTensorType.get(list(array.shape), element)
-    attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=t)
+    attr = dense.elements(array, type=t)
     return rx.Constant.create([], [t], {"value": attr}).result
 
 

@@ -36,10 +36,8 @@ MAX_ELEMENTS = 1 << 24
 def dense_to_numpy(attr: ir.Attribute, tensor_type: ir.Type) -> np.ndarray | None:
     """The value of a dense elements attribute, or None when it is not readable here."""
     t = ir.RankedTensorType(tensor_type)
-    if not isinstance(
-        attr.maybe_downcast() if hasattr(attr, "maybe_downcast") else attr, ir.DenseElementsAttr
-    ):
-        return None  # e.g. dense_resource blobs
+    if not dense.is_elements(attr):
+        return None
     dtype = np_dtype(dtype_of(t.element_type))
     return dense.to_numpy(attr).astype(dtype, copy=False).reshape(t.shape)
 
@@ -212,7 +210,9 @@ def fold_constants(module_op: ir.Operation) -> None:
             values = evaluate(callee, inputs, [r.type for r in op.results])
             with ir.InsertionPoint(op), op.location:
                 for result, value in zip(op.results, values):
-                    attr = ir.DenseElementsAttr.get(value, type=result.type)
+                    # a fresh result is given to the attribute; a view of an input is copied
+                    owned = not any(np.may_share_memory(value, x) for x in inputs)
+                    attr = dense.elements(value, type=result.type, owned=owned)
                     const = rx.Constant.create([], [result.type], {"value": attr})
                     result.replace_all_uses_with(const.result)
             op.erase()

@@ -25,6 +25,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from dialects import relax as rx
+from lowering import dense
 from lowering.composite import (
     CODEGEN_ATTR,
     COMPOSITE_ATTR,
@@ -267,7 +268,7 @@ def _constants(call: ir.Operation, arrays: list) -> list[ir.Value]:
     out = []
     with ir.InsertionPoint(call), call.location:
         for array in arrays:
-            attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array))
+            attr = dense.elements(array)
             out.append(rx.Constant.create([], [attr.type], {"value": attr}).result)
     return out
 

@@ -15,6 +15,7 @@ from mlir import ir
 
 from dialects import relax as rx
 from dialects import shape as sh
+from lowering import dense
 from lowering.dataflow import graph_functions
 from lowering.dedupe import body_key
 from lowering.registry import PassError, register_pass
@@ -325,7 +326,7 @@ class Legalizer:
         if isinstance(expr, Tuple):
             return [v for f in expr.fields for v in self.materialize(f)]
         if isinstance(expr, Constant):
-            attr = ir.DenseElementsAttr.get(expr.data, type=expr.struct_info.mlir_type())
+            attr = dense.elements(expr.data, type=expr.struct_info.mlir_type())
             return list(
                 rx.Constant.create([], [expr.struct_info.mlir_type()], {"value": attr}).results
             )

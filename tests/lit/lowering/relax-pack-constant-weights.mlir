@@ -58,3 +58,36 @@ func.func @main(%x: tensor<1x4x8xf32>) -> tensor<1x4x16xf32> attributes {relax.f
   %0 = "relax.call_tir"(%x, %w) {callee = @linear3d} : (tensor<1x4x8xf32>, tensor<8x16xf32>) -> tensor<1x4x16xf32>
   return %0 : tensor<1x4x16xf32>
 }
+
+// -----
+
+// A weight read from a dense_resource blob of the file (as other tools write weights): packed
+// like a dense one: w[n, k] = 8 n + k, so the panel row k = 0 starts 0, 8, 16, 24 (f32 bits).
+// CHECK-LABEL: func.func private @blob_dense_prepacked
+// CHECK-LABEL: func.func @main
+// CHECK: "relax.constant"() {value = dense<"0x0000000000000041000080410000C041{{[0-9A-F]+}}"> : tensor<1x8x32xf32>}
+func.func private @blob_dense(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %out: tensor<4x16xf32>) -> tensor<4x16xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%out : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<4x8xf32>, tensor<16x8xf32>) outs(%f : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x16xf32> attributes {relax.function} {
+  %w = "relax.constant"() {value = dense_resource<weight> : tensor<16x8xf32>} : () -> tensor<16x8xf32>
+  %0 = "relax.call_tir"(%x, %w) {callee = @blob_dense} : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}
+
+{-#
+  dialect_resources: {
+    builtin: {
+      weight: "0x04000000000000000000803F0000004000004040000080400000A0400000C0400000E0400000004100001041000020410000304100004041000050410000604100007041000080410000884100009041000098410000A0410000A8410000B0410000B8410000C0410000C8410000D0410000D8410000E0410000E8410000F0410000F84100000042000004420000084200000C4200001042000014420000184200001C4200002042000024420000284200002C4200003042000034420000384200003C4200004042000044420000484200004C4200005042000054420000584200005C4200006042000064420000684200006C4200007042000074420000784200007C42000080420000824200008442000086420000884200008A4200008C4200008E42000090420000924200009442000096420000984200009A4200009C4200009E420000A0420000A2420000A4420000A6420000A8420000AA420000AC420000AE420000B0420000B2420000B4420000B6420000B8420000BA420000BC420000BE420000C0420000C2420000C4420000C6420000C8420000CA420000CC420000CE420000D0420000D2420000D4420000D6420000D8420000DA420000DC420000DE420000E0420000E2420000E4420000E6420000E8420000EA420000EC420000EE420000F0420000F2420000F4420000F6420000F8420000FA420000FC420000FE42"
+    }
+  }
+#-}

@@ -1,0 +1,148 @@
+"""Weights: constants of `dense.RESOURCE_MIN_BYTES` or more are dense_resource blobs over numpy
+arrays (no MLIR copy), built, folded, packed, exported, cached and printed like dense ones.
+
+Models here have one weight above the threshold (784 x 512 f32, 1.6 MB) so that every stage
+meets a resource; outputs are compared with torch eager (rtol 1e-4, atol 1e-4)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from mlir import ir
+
+import relaxmlir as rm
+from dialects import get_context
+from lowering import cache, dense
+from relaxmlir import relax
+from relaxmlir.frontend import from_exported_program
+
+
+def _mlp() -> tuple[torch.nn.Module, np.ndarray]:
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(784, 512), torch.nn.ReLU(), torch.nn.Linear(512, 10)
+    ).eval()
+    x = np.random.default_rng(0).standard_normal((3, 784), dtype=np.float32)
+    return model, x
+
+
+def _import(model, x) -> rm.IRModule:
+    return from_exported_program(torch.export.export(model, (torch.from_numpy(x),)))
+
+
+def _run(ex, x) -> np.ndarray:
+    return relax.VirtualMachine(ex, rm.cpu())["main"](x).numpy()
+
+
+def test_large_arrays_are_resources_small_ones_and_splats_dense():
+    rng = np.random.default_rng(0)
+    with get_context(), ir.Location.unknown():
+        big = rng.standard_normal((512, 1024), dtype=np.float32)
+        attr = dense.elements(big)
+        assert dense.is_resource(attr) and dense.is_elements(attr)
+        assert str(attr).startswith("dense_resource<relaxmlir_")
+        np.testing.assert_array_equal(dense.to_numpy(attr), big)
+        assert dense.to_numpy(attr).ctypes.data % dense.ALIGN == 0  # a copy, aligned
+        big[0, 0] = 7.0  # the attribute holds a copy of an array it was not given
+        assert dense.to_numpy(attr)[0, 0] != 7.0
+        assert dense.elements(big.copy()) == dense.elements(big.copy())  # equal contents: one
+        assert not dense.is_resource(dense.elements(np.zeros((512, 1024), np.float32)))
+        assert not dense.is_resource(dense.elements(big[:4]))
+        assert not dense.is_resource(ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1))
+        halves = rng.standard_normal((1 << 20,)).astype(np.float16)
+        np.testing.assert_array_equal(dense.to_numpy(dense.elements(halves)), halves)
+
+
+def test_parsed_blob_reads_and_a_missing_one_is_an_error():
+    with get_context(), ir.Location.unknown():
+        module = ir.Module.parse(
+            "func.func @f() -> tensor<4xf32> {\n"
+            '  %0 = arith.constant dense_resource<"a blob"> : tensor<4xf32>\n'
+            "  return %0 : tensor<4xf32>\n}\n"
+            '{-# dialect_resources: { builtin: { "a blob": '
+            '"0x040000000000803F000000400000404000008040" } } #-}'
+        )
+        attr = module.body.operations[0].regions[0].blocks[0].operations[0].attributes["value"]
+        np.testing.assert_array_equal(dense.to_numpy(attr), [1, 2, 3, 4])
+        blobless = ir.Attribute.parse("dense_resource<nowhere> : tensor<4xf32>")
+        with pytest.raises(ValueError, match="has no blob"):
+            dense.to_numpy(blobless)
+
+
+@pytest.mark.parametrize("path", ["jit", "cache", "export"])
+def test_model_with_a_resource_weight_matches_torch(path, tmp_path, monkeypatch):
+    monkeypatch.setenv("RELAXMLIR_CACHE", "1" if path == "cache" else "0")
+    monkeypatch.setenv("RELAXMLIR_CACHE_DIR", str(tmp_path / "cache"))
+    model, x = _mlp()
+    mod = _import(model, x)
+    assert dense.has_resources(mod.module.operation)
+    ex = relax.build(mod, "llvm")
+    if path == "export":
+        lib = str(tmp_path / "mlp.so")
+        ex.export_library(lib)
+        ex = rm.load_module(lib)
+    want = model(torch.from_numpy(x)).detach().numpy()
+    np.testing.assert_allclose(_run(ex, x), want, rtol=1e-4, atol=1e-4)
+
+
+def test_a_second_import_hits_the_cache(tmp_path, monkeypatch):
+    """Resource names count up in a process: the cache key numbers them by appearance."""
+    monkeypatch.setenv("RELAXMLIR_CACHE", "1")
+    monkeypatch.setenv("RELAXMLIR_CACHE_DIR", str(tmp_path))
+    model, x = _mlp()
+    relax.build(_import(model, x), "llvm")
+    hits = cache.stats["hits"]
+    ex = relax.build(_import(model, x), "llvm")
+    assert cache.stats["hits"] == hits + 1
+    with torch.no_grad():
+        model[0].weight[0, 0] += 1.0  # other weights: another entry
+    relax.build(_import(model, x), "llvm")
+    assert cache.stats["hits"] == hits + 1
+    np.testing.assert_allclose(
+        _run(ex, x), _mlp()[0](torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-4
+    )
+
+
+def test_show_elides_resources_like_dense_constants():
+    model, x = _mlp()
+    mod = _import(model, x)
+    shown = mod.script(elide=True)
+    assert "dense_resource<__elided__> : tensor<512x784xf32>" in shown
+    assert "dialect_resources" not in shown and "relaxmlir_" not in shown
+    assert len(shown) < 20_000
+    full = str(mod)  # every blob, as hex: text that parses back
+    assert "dialect_resources" in full and len(full) > 2 * 784 * 512 * 4
+
+
+def test_imported_weights_are_borrowed_and_checked(monkeypatch):
+    """The importer hands torch's memory over without a copy; a build after the model changed
+    in place is refused, and JIT code keeps the weights it was built with."""
+    monkeypatch.setenv("RELAXMLIR_CACHE", "0")
+    model, x = _mlp()
+    mod = _import(model, x)
+    weights = []
+
+    def visit(op):
+        if "value" in op.operation.attributes and dense.is_resource(
+            op.operation.attributes["value"]
+        ):
+            weights.append(op.operation.attributes["value"])
+        return ir.WalkResult.ADVANCE
+
+    mod.module.operation.walk(visit)
+    assert [str(a.type) for a in weights] == ["tensor<512x784xf32>"] and dense.is_borrowed(
+        weights[0]
+    )
+    assert np.shares_memory(dense.to_numpy(weights[0]), model[0].weight.detach().numpy())
+    want = model(torch.from_numpy(x)).detach().numpy()
+    ex = relax.build(mod, "llvm")
+    with torch.no_grad():
+        model[0].weight.mul_(2.0)
+    np.testing.assert_allclose(_run(ex, x), want, rtol=1e-4, atol=1e-4)  # built before: unchanged
+    with pytest.raises(ValueError, match="changed after it was imported"):
+        relax.build(mod, "llvm")
+    again = relax.build(_import(model, x), "llvm")  # imported again: the new weights
+    np.testing.assert_allclose(
+        _run(again, x), model(torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-4
+    )
