@@ -176,7 +176,13 @@ def test_weights_follow_the_image_and_are_mapped(tmp_path):
     records = meta["constants"]
     weight_bytes = sum(a.nbytes for a in params().values() if a.size * 4 >= 4096)
     assert sum(r["bytes"] for r in records) >= weight_bytes
-    assert min(r["offset"] for r in records) < weight_bytes  # the image itself holds no weights
+    head = lib.read_bytes()[:64]  # the ELF image ends with its section headers
+    shoff, shentsize, shnum = (
+        int.from_bytes(head[a:b], "little") for a, b in ((40, 48), (58, 60), (60, 62))
+    )
+    image_end = shoff + shentsize * shnum
+    assert image_end < weight_bytes  # the image itself holds no weights
+    assert image_end <= min(r["offset"] for r in records)
     assert all(r["offset"] % 64 == 0 for r in records)
     x = np.random.default_rng(1).standard_normal((3, 784), dtype=np.float32)
     vm = relax.VirtualMachine(rm.load_module(str(lib)), rm.cpu())
@@ -199,8 +205,32 @@ def test_weights_copied_after_the_image_where_no_range_can_be_inserted(tmp_path,
     from lowering import export
 
     monkeypatch.setattr(export, "_insert_range", lambda fd, length: False)
+    monkeypatch.setattr(export, "image_room", lambda chars: 0)
     lib = tmp_path / "mlp.so"
     relax.build(_mlp("tir", "n"), "llvm").export_library(str(lib))
+    x = np.random.default_rng(2).standard_normal((5, 784), dtype=np.float32)
+    vm = relax.VirtualMachine(rm.load_module(str(lib)), rm.cpu())
+    np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, params()), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("room", [0, 4096])
+def test_an_image_larger_than_its_room_gets_more_by_insertion(tmp_path, monkeypatch, room):
+    """The constants are written after room for the image (`export.image_room`) while code is
+    generated; an image that outgrows it (none measured has) gets the rest inserted in front."""
+    from lowering import export
+
+    inserted = []
+    insert_range = export._insert_range
+
+    def spy(fd, length):
+        inserted.append(length)
+        return insert_range(fd, length)
+
+    monkeypatch.setattr(export, "image_room", lambda chars: room)
+    monkeypatch.setattr(export, "_insert_range", spy)
+    lib = tmp_path / "mlp.so"
+    relax.build(_mlp("tir", "n"), "llvm").export_library(str(lib))
+    assert len(inserted) == 1 and inserted[0] > 0 and inserted[0] % 4096 == 0
     x = np.random.default_rng(2).standard_normal((5, 784), dtype=np.float32)
     vm = relax.VirtualMachine(rm.load_module(str(lib)), rm.cpu())
     np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, params()), rtol=RTOL, atol=ATOL)
