@@ -91,6 +91,39 @@ def test_identical_prim_funcs_are_shared_and_high_level_ops_are_gone():
     assert not any(op in mod.script() for op in ('"relax.nn_relu"', '"relax.add"'))
 
 
+def test_a_te_function_applied_again_alike_is_built_once():
+    """LegalizeOps builds a rule's PrimFunc once per distinct application: the same TE function
+    on tensors of equal shapes and dtypes with equal other arguments (0.0 and -0.0 differ)."""
+    built = []
+
+    def shifted(x, shift):
+        built.append((tuple(int(d) for d in x.shape), repr(shift)))
+        return topi.add(x, shift)
+
+    shifts = iter([0.0, 0.0, -0.0, 0.0])  # the ops' order
+
+    def rule(bb, call):
+        return bb.call_te(shifted, call.args[0], next(shifts))
+
+    bb = relax.BlockBuilder()
+    x = relax.Var("x", relax.TensorStructInfo((4,), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((4,), "float32"))
+    z = relax.Var("z", relax.TensorStructInfo((3,), "float32"))
+    with bb.function("main", [x, y, z]):
+        a = bb.emit(R.exp(x))
+        b = bb.emit(R.exp(a))  # as the first: its PrimFunc
+        c = bb.emit(R.exp(y))  # -0.0
+        d = bb.emit(R.exp(z))  # another shape
+        bb.emit_func_output(relax.Tuple([b, c, d]))
+    mod = relax.transform.LegalizeOps({"relax.exp": rule})(bb.get())
+    assert built == [((4,), "0.0"), ((4,), "-0.0"), ((3,), "0.0")]
+    assert len([f for f in mod.functions.values() if f.is_prim_func]) == 3
+    vm = relax.VirtualMachine(relax.build(mod), rm.cpu())
+    ins = [np.arange(4, dtype="float32"), np.ones(4, "float32"), np.zeros(3, "float32")]
+    for got, want in zip(vm["main"](*ins), [ins[0], ins[1], ins[2]]):
+        np.testing.assert_array_equal(got.numpy(), want)
+
+
 def test_input_module_is_unchanged():
     mod = _exp_module()
     before = mod.script()
