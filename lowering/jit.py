@@ -152,6 +152,8 @@ class JitCode:
         return str(self.module)
 
     def export_library(self, path: str, executable: Any) -> None:
+        # the engine runs copies of a model's borrowed weights: a library of other ones is refused
+        dense.check_borrowed(self.module)
         export_library(self.module, executable, path)
 
 

@@ -146,3 +146,19 @@ def test_imported_weights_are_borrowed_and_checked(monkeypatch):
     np.testing.assert_allclose(
         _run(again, x), model(torch.from_numpy(x)).detach().numpy(), rtol=1e-4, atol=1e-4
     )
+
+
+def test_jit_code_of_changed_weights_is_not_exported(tmp_path, monkeypatch):
+    """An embedding table reaches the code as imported (borrowed): the JIT runs a copy, and
+    exporting after the model changed would write other weights than it runs: refused."""
+    monkeypatch.setenv("RELAXMLIR_CACHE", "0")
+    torch.manual_seed(0)
+    model = torch.nn.Embedding(1024, 512).eval()  # 2 MB
+    ids = np.array([[3, 1000, 7]], dtype=np.int64)
+    ex = relax.build(_import(model, ids), "llvm")
+    want = model(torch.from_numpy(ids)).detach().numpy()
+    with torch.no_grad():
+        model.weight.add_(1.0)
+    np.testing.assert_array_equal(_run(ex, ids), want)
+    with pytest.raises(ValueError, match="changed after it was imported"):
+        ex.export_library(str(tmp_path / "stale.so"))
