@@ -1,6 +1,8 @@
 // RUN: relaxmlir-opt %s '--relax-llvm-target=target="llvm -mcpu=x86-64-v3"' | FileCheck %s --check-prefix=AVX2
 // RUN: relaxmlir-opt %s '--relax-llvm-target=target="llvm -mcpu=x86-64-v4 -mattr=-avx512vl"' | FileCheck %s --check-prefix=AVX512
 // RUN: relaxmlir-opt %s '--relax-llvm-target=target="llvm -mcpu=x86-64"' | FileCheck %s --check-prefix=SSE
+// RUN: relaxmlir-opt %s '--relax-llvm-target=target="llvm -mcpu=x86-64-v3 -num-cores=2"' | FileCheck %s --check-prefix=CORES2
+// RUN: relaxmlir-opt %s '--relax-llvm-target=target="llvm -mcpu=x86-64-v3 -num-cores=1"' | FileCheck %s --check-prefix=CORES1
 // RUN: not relaxmlir-opt %s '--relax-llvm-target=target="llvm -mcpu=pentium"' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not relaxmlir-opt %s '--relax-llvm-target=target="cuda"' 2>&1 | FileCheck %s --check-prefix=KIND
 
@@ -17,8 +19,7 @@
 // AVX2-SAME: "-avx512f"
 // AVX2-LABEL: llvm.func @_mlir_ciface_kernel
 // AVX2-SAME: no_inline
-// AVX2: llvm.func @external(f32) -> f32
-// AVX2-NOT: target_cpu
+// AVX2: llvm.func @external(f32) -> f32{{$}}
 
 // AVX512-LABEL: llvm.func @kernel
 // AVX512-SAME: target_cpu = "x86-64-v4"
@@ -29,6 +30,18 @@
 // SSE-SAME: target_cpu = "x86-64"
 // SSE-SAME: "+sse2"
 // SSE-SAME: "-avx"
+
+// A function that forks threads stays out of line where the target has several cores (inlined
+// into the graph function, its outlined regions would tie that to every kernel when code
+// generation is split); with one core nothing forks, and nothing is looked for.
+// CORES2-LABEL: llvm.func @kernel
+// CORES2-NOT: no_inline
+// CORES2-SAME: target_cpu
+// CORES2-LABEL: llvm.func @forking
+// CORES2-SAME: no_inline
+// CORES1-LABEL: llvm.func @forking
+// CORES1-NOT: no_inline
+// CORES1-SAME: target_cpu
 llvm.func @kernel(%a: f32) -> f32 {
   %r = llvm.call @external(%a) : (f32) -> f32
   llvm.return %r : f32
@@ -38,3 +51,9 @@ llvm.func @_mlir_ciface_kernel(%a: f32) -> f32 {
   llvm.return %r : f32
 }
 llvm.func @external(f32) -> f32
+llvm.func @forking(%p: !llvm.ptr) {
+  omp.parallel {
+    omp.terminator
+  }
+  llvm.return
+}
