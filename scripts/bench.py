@@ -449,10 +449,14 @@ def _compile_relaxmlir(model, inputs, threads: int):
     target = _target(threads)
     times = []
     # cold (the child's cache folder is empty), then again from the compile cache; the first
-    # executable is dropped so that the second maps the entry itself, as a new process would
+    # executable is dropped so that the second maps the entry itself, as a new process would.
+    # The disk is synced first (untimed): the previous workloads' cache entries (BERT-base's
+    # holds 434 MB) were still being written back, which made a cold ResNet-18 build of the
+    # 2-thread child 0.5 s longer than the same build alone.
     for _ in range(2):
         ex = None
         gc.collect()
+        os.sync()
         t0 = time.perf_counter()
         ex = relax.build(from_exported_program(ep), target=target)
         times.append(time.perf_counter() - t0)
@@ -897,7 +901,8 @@ def render(
             "faster). `build s`: relaxmlir's cold build (from_exported_program + relax.build; "
             "torch.export not included), the first build of that workload in its process, with "
             "an empty compile cache (it includes writing the cache entry, which is also the code: "
-            "no compilation is left for the first call). `cached build s`: the same build again, "
+            "no compilation is left for the first call; the disk is synced before it, so that it "
+            "does not pay for writing back the entries of the workloads before it). `cached build s`: the same build again, "
             "served by the compile cache (RELAXMLIR_CACHE_DIR, a fresh folder per run). "
             "`GFLOP/s`, `% peak`: relaxmlir's, against the measured peak at the row's thread count. "
             "`relaxmlir + blas ms`: the same model with its matmuls (and their bias/activation "
