@@ -1,8 +1,6 @@
 // RUN: relaxmlir-opt %s '--relax-llvm-target=target="llvm -mcpu=x86-64-v3"' | FileCheck %s --check-prefix=AVX2
 // RUN: relaxmlir-opt %s '--relax-llvm-target=target="llvm -mcpu=x86-64-v4 -mattr=-avx512vl"' | FileCheck %s --check-prefix=AVX512
 // RUN: relaxmlir-opt %s '--relax-llvm-target=target="llvm -mcpu=x86-64"' | FileCheck %s --check-prefix=SSE
-// RUN: relaxmlir-opt %s '--relax-llvm-target=target="llvm -mcpu=x86-64-v3 -num-cores=2"' | FileCheck %s --check-prefix=CORES2
-// RUN: relaxmlir-opt %s '--relax-llvm-target=target="llvm -mcpu=x86-64-v3 -num-cores=1"' | FileCheck %s --check-prefix=CORES1
 // RUN: not relaxmlir-opt %s '--relax-llvm-target=target="llvm -mcpu=pentium"' 2>&1 | FileCheck %s --check-prefix=BAD
 // RUN: not relaxmlir-opt %s '--relax-llvm-target=target="cuda"' 2>&1 | FileCheck %s --check-prefix=KIND
 
@@ -13,6 +11,7 @@
 // are switched off, so no host feature leaks in); C-interface wrappers stay out of line;
 // declarations are left alone.
 // AVX2-LABEL: llvm.func @kernel
+// AVX2-NOT: no_inline
 // AVX2-SAME: target_cpu = "x86-64-v3"
 // AVX2-SAME: "+avx2"
 // AVX2-SAME: "+fma"
@@ -31,17 +30,12 @@
 // SSE-SAME: "+sse2"
 // SSE-SAME: "-avx"
 
-// A function that forks threads stays out of line where the target has several cores (inlined
-// into the graph function, its outlined regions would tie that to every kernel when code
-// generation is split); with one core nothing forks, and nothing is looked for.
-// CORES2-LABEL: llvm.func @kernel
-// CORES2-NOT: no_inline
-// CORES2-SAME: target_cpu
-// CORES2-LABEL: llvm.func @forking
-// CORES2-SAME: no_inline
-// CORES1-LABEL: llvm.func @forking
-// CORES1-NOT: no_inline
-// CORES1-SAME: target_cpu
+// Kernels (relax.prim_func) stay out of line too, forking or not: inlined into the graph
+// function they were compiled twice (their external definitions stay), and their OpenMP regions
+// tied it to every kernel when code generation is split. Other functions (@kernel above) may be
+// inlined.
+// AVX2-LABEL: llvm.func @prim
+// AVX2-SAME: no_inline
 llvm.func @kernel(%a: f32) -> f32 {
   %r = llvm.call @external(%a) : (f32) -> f32
   llvm.return %r : f32
@@ -51,9 +45,6 @@ llvm.func @_mlir_ciface_kernel(%a: f32) -> f32 {
   llvm.return %r : f32
 }
 llvm.func @external(f32) -> f32
-llvm.func @forking(%p: !llvm.ptr) {
-  omp.parallel {
-    omp.terminator
-  }
+llvm.func @prim(%p: !llvm.ptr) attributes {relax.prim_func} {
   llvm.return
 }
