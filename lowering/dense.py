@@ -91,6 +91,11 @@ def resource_name(attr: ir.Attribute) -> str:
     return _HANDLE.match(str(attr)).group(1)
 
 
+def _key(attr: ir.Attribute) -> tuple[int, str]:
+    """A dense_resource's entry in this module's tables: (its context, its blob key)."""
+    return _context_key(attr.context), resource_name(attr)
+
+
 def is_resource(attr: ir.Attribute) -> bool:
     return _resource(attr) is not None
 
@@ -119,7 +124,8 @@ def _splat(array: np.ndarray) -> bool:
     return bool((flat[:64] == flat[0]).all() and array.min() == array.max())  # no temporary
 
 
-def _aligned_copy(array: np.ndarray) -> np.ndarray:
+def aligned_copy(array: np.ndarray) -> np.ndarray:
+    """A copy of `array` whose data starts at a multiple of ALIGN bytes."""
     raw = np.empty(array.nbytes + ALIGN, np.uint8)
     start = -raw.ctypes.data % ALIGN
     copy = raw[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
@@ -156,7 +162,7 @@ def elements(
     ):  # (another model's equal weights are borrowed from that model: it may change apart)
         return same  # a model imported again: nothing copied, nothing hashed by MLIR
     if not (owned or borrowed):
-        array = _aligned_copy(array)
+        array = aligned_copy(array)
     if not borrowed:
         array.flags.writeable = False
     if type is None:
@@ -168,7 +174,7 @@ def elements(
     attr = ir.DenseResourceElementsAttr.get_from_buffer(
         flat, f"relaxmlir_{next(_names)}", type, alignment=alignment, context=ctx
     )
-    name = (_context_key(ctx), resource_name(attr))
+    name = _key(attr)
     _arrays[name] = flat
     _digests[name] = digest
     if borrowed:
@@ -180,13 +186,13 @@ def elements(
 def digest(attr: ir.Attribute) -> str:
     """xxh3-128 of a dense_resource's bytes: the one taken when it was made (a borrowed one is
     checked by `check_borrowed` first), else hashed now (parsed text)."""
-    known = _digests.get((_context_key(attr.context), resource_name(attr)))
+    known = _digests.get(_key(attr))
     return known if known is not None else _digest(to_numpy(attr))
 
 
 def is_borrowed(attr: ir.Attribute) -> bool:
     """A dense_resource over memory its maker keeps (a model's weights): see `elements`."""
-    return is_resource(attr) and (_context_key(attr.context), resource_name(attr)) in _borrowed
+    return is_resource(attr) and _key(attr) in _borrowed
 
 
 def check_borrowed(module: ir.Module) -> None:
@@ -200,7 +206,7 @@ def check_borrowed(module: ir.Module) -> None:
             attr = attrs[i].attr
             if not is_resource(attr):
                 continue
-            name = (_context_key(attr.context), resource_name(attr))
+            name = _key(attr)
             if name in _borrowed and _digest(to_numpy(attr)) != _digests[name]:
                 changed.append((attr, op.operation.location))
                 return ir.WalkResult.INTERRUPT
@@ -237,7 +243,7 @@ def _blob(attr: ir.Attribute) -> bytes:
 def _resource_to_numpy(attr: ir.Attribute) -> np.ndarray:
     t = ir.ShapedType(attr.type)
     dtype = _element_dtype(t.element_type)
-    flat = _arrays.get((_context_key(attr.context), resource_name(attr)))
+    flat = _arrays.get(_key(attr))
     if flat is None:  # a resource of parsed text
         flat = np.frombuffer(_blob(attr), np.uint8)
         if flat.nbytes != int(np.prod(t.shape)) * dtype.itemsize:

@@ -190,7 +190,7 @@ def _non_splat_elements(attr: ir.Attribute) -> bool:
 
 # Alignment of each detached constant in the file (the mapping is page-aligned): at least a
 # cache line, as the linker gave the globals.
-CONSTANT_ALIGN = 64
+CONSTANT_ALIGN = dense.ALIGN
 
 
 def large_constants(module: ir.Module) -> dict[str, tuple[ir.Operation, ir.Attribute]]:

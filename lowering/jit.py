@@ -67,13 +67,10 @@ class _Constants:
         self.addresses: dict[str, int] = {}
         for name, attr in detached:
             data = np.frombuffer(constant_bytes(attr), np.uint8)
-            if dense.is_borrowed(attr):  # a model's weights: the code must not see them change
-                data = data.copy()
-            if data.ctypes.data % CONSTANT_ALIGN:  # the alignment an exported library gives
-                raw = np.empty(data.nbytes + CONSTANT_ALIGN, np.uint8)
-                start = -raw.ctypes.data % CONSTANT_ALIGN
-                raw[start : start + data.nbytes] = data
-                data = raw[start : start + data.nbytes]
+            # one copy where a model's weights are borrowed (the code must not see them change)
+            # or lack the alignment an exported library gives
+            if dense.is_borrowed(attr) or data.ctypes.data % CONSTANT_ALIGN:
+                data = dense.aligned_copy(data)
             slot = ctypes.c_void_p(data.ctypes.data)
             self.buffers.append(data)
             self.slots.append(slot)

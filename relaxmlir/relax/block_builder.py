@@ -334,7 +334,7 @@ class BlockBuilder:
                 attr = dense.elements(expr.data, type=t, borrowed=expr.borrowed)
                 with ir.InsertionPoint(self._insertion_block()):
                     op = rx.Constant.create(
-                        results=[expr.struct_info.mlir_type()],
+                        results=[t],
                         attributes={"value": attr},
                         loc=ir.Location.name(name_hint or "const"),
                     )
@@ -402,7 +402,7 @@ class BlockBuilder:
         placeholders: list = []
 
         def convert(arg):
-            if isinstance(arg, (Var, Constant)) or (isinstance(arg, Call) and isinstance(arg.struct_info, TensorStructInfo)):
+            if is_te_tensor(arg):
                 sinfo = arg.struct_info
                 if not isinstance(sinfo, TensorStructInfo):
                     raise TypeError(f"emit_te: argument {arg!r} is not a tensor")
@@ -430,6 +430,13 @@ class BlockBuilder:
         self._require_function("emit_te")
         call = self.call_te(te_func, *args, primfunc_name_hint=primfunc_name_hint, **kwargs)
         return self.emit(call, name_hint)
+
+
+def is_te_tensor(arg: Any) -> bool:
+    """Whether `call_te` passes `arg` as a tensor (a placeholder of the TE function)."""
+    return isinstance(arg, (Var, Constant)) or (
+        isinstance(arg, Call) and isinstance(arg.struct_info, TensorStructInfo)
+    )
 
 
 def _defined_in(value: ir.Value, func_op) -> bool:

@@ -23,7 +23,7 @@ from lowering.registry import PassError, register_pass
 from lowering.verify import check_op
 from relaxmlir import topi
 from relaxmlir.relax.analysis import as_call, value_shape, value_sinfo
-from relaxmlir.relax.block_builder import BlockBuilder, to_attribute
+from relaxmlir.relax.block_builder import BlockBuilder, is_te_tensor, to_attribute
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var, call_tir
 from relaxmlir.relax.op import strategy
 from relaxmlir.relax.struct_info import (
@@ -127,9 +127,7 @@ class _Unkeyed(Exception):
 def _freeze(value: Any) -> Any:
     """A hashable stand-in for a call_te argument: a tensor by its struct info, scalars by type
     and repr (0.0 and -0.0 differ), sequences and dicts by their items."""
-    if isinstance(value, (Var, Constant)) or (
-        isinstance(value, Call) and isinstance(value.struct_info, TensorStructInfo)
-    ):
+    if is_te_tensor(value):
         sinfo = value.struct_info
         if not isinstance(sinfo, TensorStructInfo):
             raise _Unkeyed
@@ -156,9 +154,7 @@ def _tensor_args(args, kwargs) -> list:
     out = []
 
     def visit(value):
-        if isinstance(value, (Var, Constant)) or (
-            isinstance(value, Call) and isinstance(value.struct_info, TensorStructInfo)
-        ):
+        if is_te_tensor(value):
             out.append(value)
         elif isinstance(value, (list, tuple)):
             for v in value:
