@@ -237,8 +237,8 @@ def test_an_image_larger_than_its_room_gets_more_by_insertion(tmp_path, monkeypa
 
 
 def test_code_generation_split_across_processes(tmp_path, monkeypatch):
-    """Code generation of a large module is split (llvm-split, one llc each, in parallel) after
-    opt saw the whole module; the objects link into the same model."""
+    """Code generation of a large module is split into pieces (llvm-extract, then one opt and
+    one llc each, in parallel); the objects link into the same model."""
     from lowering import export
 
     objects = []
