@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from lowering.schedule.common import (
+    VECTORS_PER_STEP,
     OpInfo,
     ScheduleOptions,
     ScheduleRule,
@@ -13,10 +14,9 @@ from lowering.schedule.common import (
     split_threads,
 )
 
-# Per target, in f32 lanes L of one vector register: a step along the innermost loop covers 4
-# registers (4L elements, masked at the edge); a transposing copy goes by L x L tiles (L rows of
-# one register, a shuffle network).
-VECTORS_PER_STEP = 4
+# Per target, in f32 lanes L of one vector register: a step along the innermost loop covers
+# VECTORS_PER_STEP registers (masked at the edge); a transposing copy goes by L x L tiles (L rows
+# of one register, a shuffle network).
 
 
 @register_schedule("elementwise")
