@@ -291,6 +291,11 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
             sizes[info.n] = n_span = n_blocks // threads
         elif m_blocks >= threads:
             sizes[info.m] = m_span = _ceil(m_blocks, threads)
+        elif n_blocks >= threads * nb:
+            # Panels that do not divide evenly: the last thread gets fewer register tiles
+            # (every tile stays whole: nb divides the panels). MobileNetV2's classifier on AVX2
+            # (1000 columns: 63 panels of 16) ran on one thread, 227 us at 1 and at 2.
+            sizes[info.n] = n_span = _ceil(n_blocks // nb, threads) * nb
         if any(sizes):
             h, forall = s.tile_forall(h, tile_sizes=sizes)
             s.fuse_init_fill(info.tag, forall)
