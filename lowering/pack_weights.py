@@ -55,13 +55,15 @@ def _is_constant(value: ir.Value) -> bool:
 
 
 def _matrix_constant(value: ir.Value) -> bool:
-    """A 2-D f32 `relax.constant`: what a packable B can be. Checked before a kernel is analysed
+    """A non-empty 2-D f32 `relax.constant`: what a packable B can be. Checked before a kernel is analysed
     (a copy normalized: ~10 ms each, a third of DenseNet's scheduling time where no kernel has
     a matrix weight)."""
     if not _is_constant(value) or not sh.isa(value.type, ir.RankedTensorType):
         return False
     kind = ir.RankedTensorType(value.type)
-    return kind.rank == 2 and sh.isa(kind.element_type, ir.F32Type)
+    # An empty weight has nothing to pack, and its kernel is left unscheduled (no tiling of
+    # zero-trip loops), which would leave the prepacked unpack for bufferization to refuse.
+    return kind.rank == 2 and sh.isa(kind.element_type, ir.F32Type) and 0 not in kind.shape
 
 
 def _constant_value(value: ir.Value) -> np.ndarray | None:

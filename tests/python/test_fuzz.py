@@ -353,3 +353,11 @@ def test_fuzz_regression_integer_abs_on_a_2d_vector():
     max(x, 0 - x), plain arith at any rank (found by test_fuzz_relax_long)."""
     assert check_relax(Graph([Input((1, 2, 2), "int32", -2, 2)], [Node("abs", (0,)), Node("sum", (1,), {"axis": [2], "keepdims": False})], [2])) == "pass"  # fmt: skip
     assert check_relax(Graph([Input((3, 40), "int64", -9, 9)], [Node("abs", (0,))], [1])) == "pass"  # fmt: skip
+
+
+def test_fuzz_regression_empty_constant_weight_is_not_packed():
+    """A matmul against an empty (0, 2) weight (torch.fx binds it as a constant): the weight was
+    packed into panels for the kernel, whose schedule skips empty loops and so left the
+    prepacked unpack for bufferization to refuse ("op was not bufferized"; test_fuzz_fx_long).
+    Empty weights are no longer packed."""
+    assert check_fx(Graph(inputs=[Input(shape=(1, 'n', 0), dtype='float16', lo=-2.0, hi=2.0), Input(shape=(0, 2), dtype='float16', lo=-2.0, hi=2.0)], nodes=[Node(op='softmax', args=(0,), attrs={'axis': 0}), Node(op='matmul', args=(2, 1), attrs={})], outputs=[3], symbols={'n': 1}, seed=0)) == "pass"  # fmt: skip
