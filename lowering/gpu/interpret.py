@@ -547,15 +547,33 @@ def _nothing(op, ins, outs):
 
 
 def _view(op, ins, outs):
-    """memref.expand_shape / collapse_shape / cast: a numpy view with the result's shape."""
+    """memref.expand_shape / collapse_shape / cast: a numpy view with the result's shape. A
+    dynamic size comes from the source's sizes (a collapsed group's product, a cast's own) or
+    from the expand's output-shape operands."""
     (a,), (o,) = ins[:1], outs
     t = ir.MemRefType(op.results[0].type)
-    if any(s == ir.ShapedType.get_dynamic_size() for s in t.shape):
-        raise InterpretError(f"{op.name} to a dynamic shape is not interpreted")
-    shape = list(t.shape)
+    dynamic = ir.ShapedType.get_dynamic_size()
+    static = list(t.shape)
+    if op.name == "memref.collapse_shape":
+        reassociation = ir.ArrayAttr(op.attributes["reassociation"])
+        groups = [[int(ir.IntegerAttr(i).value) for i in g] for g in reassociation]
+    elif op.name == "memref.expand_shape":
+        static = list(ir.DenseI64ArrayAttr(op.attributes["static_output_shape"]))
+    sizes = list(ins[1:])
+
+    def shape_of(env) -> list[int]:
+        if dynamic not in static:
+            return static
+        src = env[a].shape
+        if op.name == "memref.collapse_shape":
+            return [int(np.prod([src[i] for i in g], dtype=np.int64)) for g in groups]
+        if op.name == "memref.expand_shape":
+            dyn = iter(int(env[v]) for v in sizes)
+            return [next(dyn) if d == dynamic else d for d in static]
+        return list(src)  # a cast keeps the sizes it has
 
     def step(env):
-        view = env[a].reshape(shape)
+        view = env[a].reshape(shape_of(env))
         if not np.shares_memory(view, env[a]) and view.size:
             raise InterpretError(f"{op.name}: the result is not a view of its source")
         env[o] = view

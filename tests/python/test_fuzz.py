@@ -361,3 +361,11 @@ def test_fuzz_regression_empty_constant_weight_is_not_packed():
     prepacked unpack for bufferization to refuse ("op was not bufferized"; test_fuzz_fx_long).
     Empty weights are no longer packed."""
     assert check_fx(Graph(inputs=[Input(shape=(1, 'n', 0), dtype='float16', lo=-2.0, hi=2.0), Input(shape=(0, 2), dtype='float16', lo=-2.0, hi=2.0)], nodes=[Node(op='softmax', args=(0,), attrs={'axis': 0}), Node(op='matmul', args=(2, 1), attrs={})], outputs=[3], symbols={'n': 1}, seed=0)) == "pass"  # fmt: skip
+
+
+def test_fuzz_regression_gpu_interpreter_views_of_symbolic_shapes():
+    """tile of an (n, 1, 1) tensor on the cuda target: its kernel collapses a buffer of
+    symbolic size, which the GPU interpreter refused ("memref.collapse_shape to a dynamic shape
+    is not interpreted", test_fuzz_cuda_long). A view's dynamic sizes now come from its source
+    (collapse, cast) or from the expand's output-shape operands."""
+    assert check_cuda(Graph(inputs=[Input(shape=('n', 1, 1), dtype='float32', lo=-2.0, hi=2.0)], nodes=[Node(op='tile', args=(0,), attrs={'repeats': (2,)}), Node(op='silu', args=(1,), attrs={})], outputs=[2], symbols={'n': 1}, seed=0)) == "pass"  # fmt: skip
