@@ -174,27 +174,37 @@ def match_pad(op: ir.Operation):
     return source, low, high, fill[1]
 
 
-def _border(value: ir.Value, out_type, src_type, low: list[int]) -> ir.Value:
-    """A tensor of `out_type` holding `value` outside the interior (`src_type` at `low`): one
-    fill per padded side, a slab across the whole extent of the other axes."""
-    shape = list(out_type.shape)
-    rank = len(shape)
-    result = tensor.EmptyOp(shape, out_type.element_type).result
-    for axis in range(rank):
-        high = shape[axis] - low[axis] - src_type.shape[axis]
-        for start, size in ((0, low[axis]), (low[axis] + src_type.shape[axis], high)):
+def border_slabs(
+    shape: list[int], low: list[int], interior: list[int]
+) -> list[tuple[list[int], list[int]]]:
+    """(offsets, sizes) of each padded side of a `shape` buffer whose `interior` sits at `low`:
+    a slab across the whole extent of the other axes, low side then high side, axis by axis."""
+    slabs = []
+    for axis in range(len(shape)):
+        high = shape[axis] - low[axis] - interior[axis]
+        for start, size in ((0, low[axis]), (low[axis] + interior[axis], high)):
             if size <= 0:
                 continue
-            slab = list(shape)
-            slab[axis] = size
-            offsets = [0] * rank
+            sizes = list(shape)
+            sizes[axis] = size
+            offsets = [0] * len(shape)
             offsets[axis] = start
-            ones = [1] * rank
-            slab_type = ir.RankedTensorType.get(slab, out_type.element_type)
-            # filled in place: a fill of a slab of its own became a buffer and a strided copy
-            part = tensor.ExtractSliceOp(slab_type, result, [], [], [], offsets, slab, ones)
-            filled = linalg.fill(value, outs=[part.result])
-            result = tensor.InsertSliceOp(filled, result, [], [], [], offsets, slab, ones).result
+            slabs.append((offsets, sizes))
+    return slabs
+
+
+def _border(value: ir.Value, out_type, src_type, low: list[int]) -> ir.Value:
+    """A tensor of `out_type` holding `value` outside the interior (`src_type` at `low`): one
+    fill per padded side (`border_slabs`)."""
+    shape = list(out_type.shape)
+    ones = [1] * len(shape)
+    result = tensor.EmptyOp(shape, out_type.element_type).result
+    for offsets, slab in border_slabs(shape, low, list(src_type.shape)):
+        slab_type = ir.RankedTensorType.get(slab, out_type.element_type)
+        # filled in place: a fill of a slab of its own became a buffer and a strided copy
+        part = tensor.ExtractSliceOp(slab_type, result, [], [], [], offsets, slab, ones)
+        filled = linalg.fill(value, outs=[part.result])
+        result = tensor.InsertSliceOp(filled, result, [], [], [], offsets, slab, ones).result
     return result
 
 

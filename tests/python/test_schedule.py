@@ -20,6 +20,7 @@ from lowering.schedule import ScheduleOptions, classify, pack_weight, use_prepac
 from lowering.schedule.common import SCHEDULE_ATTR, linalg_ops
 from lowering.schedule.driver import schedule_function
 from lowering.schedule.matmul import micro_tile
+from lowering.schedule.pad import border_slabs
 from lowering.schedule.testing import Kernel, matmul_text
 from relaxmlir.target import Target
 
@@ -1000,7 +1001,7 @@ def test_elementwise_loops_reach_llvm_ir_rolled():
 
 def _relu_into_border(src: tuple[int, ...], pad: list[tuple[int, int]]) -> str:
     """A relu written into the interior of a padded buffer whose border is filled side by side,
-    as `pad._border` builds it (a fill of a slice per padded side, inserted back)."""
+    as `pad._border` builds it (a fill of a slice per padded side, inserted back), in text."""
     out = [s + lo + hi for s, (lo, hi) in zip(src, pad)]
     rank = len(src)
 
@@ -1025,23 +1026,15 @@ def _relu_into_border(src: tuple[int, ...], pad: list[tuple[int, int]]) -> str:
         f"  }} -> {ty(src)}",
         f"  %b0 = tensor.empty() : {ty(out)}",
     ]
-    cur, k = "%b0", 0
-    for axis in range(rank):
-        lo, hi = pad[axis]
-        for start, size in ((0, lo), (lo + src[axis], hi)):
-            if size <= 0:
-                continue
-            slab = list(out)
-            slab[axis] = size
-            offsets = [0] * rank
-            offsets[axis] = start
-            box = f"[{attrs(offsets)}] [{attrs(slab)}] [{attrs([1] * rank)}]"
-            lines += [
-                f"  %s{k} = tensor.extract_slice {cur}{box} : {ty(out)} to {ty(slab)}",
-                f"  %f{k} = linalg.fill ins(%zero : f32) outs(%s{k} : {ty(slab)}) -> {ty(slab)}",
-                f"  %b{k + 1} = tensor.insert_slice %f{k} into {cur}{box} : {ty(slab)} into {ty(out)}",
-            ]
-            cur, k = f"%b{k + 1}", k + 1
+    cur = "%b0"
+    for k, (offsets, slab) in enumerate(border_slabs(out, [lo for lo, _ in pad], list(src))):
+        box = f"[{attrs(offsets)}] [{attrs(slab)}] [{attrs([1] * rank)}]"
+        lines += [
+            f"  %s{k} = tensor.extract_slice {cur}{box} : {ty(out)} to {ty(slab)}",
+            f"  %f{k} = linalg.fill ins(%zero : f32) outs(%s{k} : {ty(slab)}) -> {ty(slab)}",
+            f"  %b{k + 1} = tensor.insert_slice %f{k} into {cur}{box} : {ty(slab)} into {ty(out)}",
+        ]
+        cur = f"%b{k + 1}"
     box = f"[{attrs([lo for lo, _ in pad])}] [{attrs(src)}] [{attrs([1] * rank)}]"
     lines += [
         f"  %res = tensor.insert_slice %r into {cur}{box} : {ty(src)} into {ty(out)}",
