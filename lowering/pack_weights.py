@@ -55,9 +55,9 @@ def _is_constant(value: ir.Value) -> bool:
 
 
 def _matrix_constant(value: ir.Value) -> bool:
-    """A non-empty 2-D f32 `relax.constant`: what a packable B can be. Checked before a kernel is analysed
-    (a copy normalized: ~10 ms each, a third of DenseNet's scheduling time where no kernel has
-    a matrix weight)."""
+    """A non-empty 2-D f32 `relax.constant`: what a packable B can be. Checked before a kernel is
+    analysed (a copy normalized: ~10 ms each, a third of DenseNet's scheduling time where no
+    kernel has a matrix weight)."""
     if not _is_constant(value) or not sh.isa(value.type, ir.RankedTensorType):
         return False
     kind = ir.RankedTensorType(value.type)

@@ -1057,7 +1057,7 @@ def test_border_fills_are_vector_loops_kept_rolled(src, pad):
     """The fills of a padded buffer's border (one per side, around an interior that an op of the
     same function writes) become vector stores in loops LLVM may not unroll: as scalar loops they
     were 64-byte memsets, 1044 of them unrolled into one block of a MobileNetV2 kernel, whose
-    instruction scheduling took llc 0.55 s. Against numpy's pad, border and interior alike."""
+    instruction scheduling took llc 0.58 s. Against numpy's pad, border and interior alike."""
     text = _relu_into_border(src, pad)
     x = rand(*src)
     out = np.full([s + lo + hi for s, (lo, hi) in zip(src, pad)], 7.0, np.float32)

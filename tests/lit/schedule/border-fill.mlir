@@ -3,7 +3,7 @@
 // The border of a padded buffer whose interior another op writes (pad._border: one fill per
 // padded side) is filled with vector stores in loops kept rolled. Left to the default lowering,
 // each 16-lane column of the left and right sides was a 64-byte memset, and LLVM unrolled their
-// loops in full (MobileNetV2: 1044 in one block, 0.55 s of llc).
+// loops in full (MobileNetV2: 1044 in one block, 0.58 s of llc).
 // CHECK-LABEL: func.func private @relu_into_padded
 // CHECK-SAME: relax.schedule = ["elementwise-16"]
 // CHECK-NOT: linalg.fill
