@@ -40,6 +40,14 @@ GRAPH_LOWERING = [
     "relax-inline-dataflow",  # block boundaries carry no information past this point
 ]
 
+
+def per_function(*passes: str) -> str:
+    """`passes` nested on each function: with threading on (`run_pipeline(threaded=True)`, as
+    relax.build lowers), MLIR runs them on the module's functions in parallel. Only upstream
+    passes that neither look outside a function nor add symbols go here."""
+    return "func.func(" + ",".join(passes) + ")"
+
+
 # -- Buffers (target independent) ---------------------------------------------------------------
 
 BUFFERIZE = [
@@ -50,11 +58,9 @@ BUFFERIZE = [
     # their out-arguments the buffers the caller allocated (destination-passing, in place).
     "one-shot-bufferize{bufferize-function-boundaries function-boundary-type-conversion=identity-layout-map}",
     # Scheduled loops leave self-copies of subviews and loop results that fold away only here.
-    "canonicalize",
-    "cse",
-    "canonicalize",
+    per_function("canonicalize", "cse", "canonicalize"),
     "drop-equivalent-buffer-results",  # DPS results equal their out-arguments: drop them
-    "canonicalize",
+    per_function("canonicalize"),
     "buffer-deallocation-pipeline",  # frees for every allocation of the graph and the kernels
 ]
 # Standalone PrimFuncs (kernel tests and benchmarks, `lowering/schedule/testing.py`): scheduled
@@ -66,12 +72,12 @@ BUFFERIZE_KERNELS = [p for p in BUFFERIZE if p not in ("relax-graph-to-memref", 
 # -- CPU code generation ------------------------------------------------------------------------
 
 # n-D vector transfers -> unrolled 1-D transfers (one register row each); before loops disappear.
-VECTOR_CODEGEN = ["convert-vector-to-scf{full-unroll=true target-rank=1}"]
+VECTOR_CODEGEN = [per_function("convert-vector-to-scf{full-unroll=true target-rank=1}")]
 # scf.forall (from the schedule) -> scf.parallel -> OpenMP; converted after memrefs (MLIR_NOTES).
-OPENMP_CODEGEN = ["scf-forall-to-parallel", "convert-scf-to-openmp"]
+OPENMP_CODEGEN = [per_function("scf-forall-to-parallel"), "convert-scf-to-openmp"]
 # ... or -> async tasks on the thread pool of MLIR's async runtime (no OpenMP installed).
 ASYNC_CODEGEN = [
-    "scf-forall-to-parallel",
+    per_function("scf-forall-to-parallel"),
     # min-task-size=1: each forall iteration is already a coarse task (the default, 1000, would
     # run a 2-iteration forall on one thread).
     "async-parallel-for{async-dispatch=true num-workers=-1 min-task-size=1}",
@@ -96,15 +102,17 @@ def cpu_codegen(target: Target, runtime: Optional[str] = None) -> list[str]:
         # rows of 14 or 7 lanes: one masked load each, not 8 + 4 + 2 (x86's masks)
         *([f"relax-masked-partial-vectors{{{_quoted(target)}}}"] if x86 else []),
         *(OPENMP_CODEGEN if runtime == "openmp" else ASYNC_CODEGEN),  # scf.forall -> threads
-        "convert-linalg-to-loops",
-        "arith-expand",  # floordivsi/ceildivsi and friends have no direct LLVM lowering
-        "lower-affine",
-        "expand-strided-metadata",
-        "lower-affine",  # expand-strided-metadata emits affine.apply for subview offsets
+        per_function(
+            "convert-linalg-to-loops",
+            "arith-expand",  # floordivsi/ceildivsi and friends have no direct LLVM lowering
+            "lower-affine",
+            "expand-strided-metadata",
+            "lower-affine",  # expand-strided-metadata emits affine.apply for subview offsets
+        ),
         # Allocations call the native runtime's workspace cache (runtime/native/runtime.c) rather
         # than malloc; before convert-scf-to-cf: OpenMP regions need memrefs lowered (MLIR_NOTES).
         "finalize-memref-to-llvm{use-generic-functions=true}",
-        "convert-scf-to-cf",
+        per_function("convert-scf-to-cf"),
         # Contractions were lowered to FMAs by the schedule; x86vector only where it exists.
         "convert-vector-to-llvm{enable-x86vector}" if x86 else "convert-vector-to-llvm",
         "convert-math-to-llvm",

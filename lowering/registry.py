@@ -184,14 +184,23 @@ def build_pass_manager(pipeline: str, ctx: ir.Context) -> tuple[PassManager, lis
 TIME_PASSES_ENV = "RELAXMLIR_TIME_PASSES"
 
 
-def run_pipeline(module: ir.Module, pipeline: str, print_ir_after_all: bool = False) -> None:
-    """Run `pipeline` on `module` in place; raise PassError or PipelineError on failure."""
+def run_pipeline(
+    module: ir.Module, pipeline: str, print_ir_after_all: bool = False, threaded: bool = False
+) -> None:
+    """Run `pipeline` on `module` in place; raise PassError or PipelineError on failure.
+
+    `threaded`: turn the context's threading on for this run, so that passes nested on functions
+    (`pipelines.per_function`) run on several functions at once; off again after it (the
+    process-wide context keeps it off: some of our passes JIT or run pipelines of their own,
+    which MLIR forbids on a multi-threaded context, so only pipelines without those ask)."""
     ctx = module.context
     pm, runners = build_pass_manager(pipeline, ctx)
     if print_ir_after_all:
         pm.enable_ir_printing(print_after_all=True, large_elements_limit=16)
     if os.environ.get(TIME_PASSES_ENV, "") not in ("", "0"):
         pm.enable_timing()  # per-pass wall time to stderr when the run ends (mlir-opt --mlir-timing)
+    if threaded:
+        ctx.enable_multithreading(True)
     try:
         pm.run(module.operation)
     except ir.MLIRError as exc:
@@ -199,6 +208,9 @@ def run_pipeline(module: ir.Module, pipeline: str, print_ir_after_all: bool = Fa
             if runner.error is not None:
                 raise runner.error from None
         raise PipelineError(str(exc)) from None
+    finally:
+        if threaded:
+            ctx.enable_multithreading(False)
 
 
 def target_option(text: str, pass_name: str, kind: str | None = None):

@@ -212,3 +212,32 @@ def test_clone_keeps_module_attributes():
     copy = mod.clone()
     assert ir.StringAttr(copy.module.operation.attributes["relax.note"]).value == "kept"
     assert copy.module.operation is not mod.module.operation
+
+
+def test_build_lowers_per_function_passes_with_threading_on(rng, monkeypatch):
+    """relax.build lowers in two runs: the stages up to the schedule with the context's
+    threading off (their passes run pipelines and transform scripts of their own), then
+    bufferization and code generation with it on, whose per-function nests (canonicalize,
+    convert-linalg-to-loops, ...) MLIR runs on several functions at once. Threading is off
+    again after the build; the model's numbers as before."""
+    from dialects import get_context
+    from relaxmlir.relax import vm_build
+
+    runs = []
+    real = vm_build.run_pipeline
+
+    def spy(module, pipeline, *args, threaded=False, **kwargs):
+        runs.append((threaded, pipeline))
+        return real(module, pipeline, *args, threaded=threaded, **kwargs)
+
+    monkeypatch.setattr(vm_build, "run_pipeline", spy)
+    monkeypatch.setenv("RELAXMLIR_CACHE", "0")
+    ex = relax.build(relax.transform.BindParams("main", params())(mlp("tir", "n")), "llvm")
+    assert [t for t, _ in runs] == [False, True]
+    assert "relax-schedule-cpu" in runs[0][1] and "func.func(" not in runs[0][1]
+    assert "func.func(canonicalize,cse,canonicalize)" in runs[1][1]
+    assert "func.func(convert-linalg-to-loops," in runs[1][1]
+    assert get_context().get_num_threads() == 1
+    x = rng.standard_normal((5, 784)).astype("float32")
+    out = relax.VirtualMachine(ex, rm.cpu())["main"](x).numpy()
+    np.testing.assert_allclose(out, reference(x, params()), rtol=1e-4, atol=1e-4)
