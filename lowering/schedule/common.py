@@ -1071,22 +1071,23 @@ def tag_border_fills(func_op: ir.Operation) -> list[tuple[int, ...]]:
             return ir.WalkResult.ADVANCE
         out = op.operands[1].owner
         uses = list(op.results[0].uses)
+        kind = ir.RankedTensorType(op.results[0].type)
         if (
             not isinstance(out, ir.Block)
             and out.name in ("tensor.extract_slice", "tensor.empty")
             and len(uses) == 1
             and uses[0].owner.name == "tensor.insert_slice"
-            and ir.RankedTensorType(op.results[0].type).has_static_shape
-            and 0 not in ir.RankedTensorType(op.results[0].type).shape
+            and kind.has_static_shape
+            and 0 not in kind.shape
         ):
-            found.append(op)
+            found.append((op, tuple(kind.shape)))
         return ir.WalkResult.ADVANCE
 
     func_op.walk(visit)
     i64 = ir.IntegerType.get_signless(64)
-    for index, fill in enumerate(found):
+    for index, (fill, _) in enumerate(found):
         fill.attributes[BORDER_FILL_ATTR] = ir.IntegerAttr.get(i64, index)
-    return [tuple(ir.RankedTensorType(fill.results[0].type).shape) for fill in found]
+    return [shape for _, shape in found]
 
 
 def schedule_border_fill(s: Script, index: int, shape: tuple[int, ...], width: int) -> None:
