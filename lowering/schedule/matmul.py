@@ -780,11 +780,15 @@ def conv_register_budget(info: OpInfo, opts: ScheduleOptions):
     return vec, width, masked, _ceil(width, lanes), f_dim, y_dim, accumulators
 
 
-def _image_dims(info: OpInfo) -> set[int]:
-    """The loops that a conv's image operand (the one read through sums) depends on."""
+def _image_map(info: OpInfo) -> ir.AffineMap:
+    """The indexing map of a conv's image operand (the one read through sums)."""
     image = next(i for i, dims in enumerate(info.operand_dims[:2]) if dims is None)
-    amap = ir.AffineMapAttr(ir.ArrayAttr(info.op.attributes["indexing_maps"])[image]).value
-    return set().union(*(_dims_of(e) for e in amap.results))
+    return ir.AffineMapAttr(ir.ArrayAttr(info.op.attributes["indexing_maps"])[image]).value
+
+
+def _image_dims(info: OpInfo) -> set[int]:
+    """The loops that a conv's image operand depends on."""
+    return set().union(*(_dims_of(e) for e in _image_map(info).results))
 
 
 @register_schedule("conv")
@@ -804,7 +808,7 @@ class ConvSchedule(ScheduleRule):
             return "conv-fallback"
         if info.pad_fill_axis is not None:
             fill = s.match_pad_fill(info.tag)
-            rank = len(info.operand_dims[2])
+            rank = len(_image_map(info).results)  # the padded image's (a grouped conv's output has one more)
             split = [0] * rank
             split[info.pad_fill_axis] = opts.threads
             fill, _ = s.tile_forall(fill, num_threads=split)

@@ -225,17 +225,18 @@ def _conv2d_blocked(
 ) -> Call:
     """conv2d of NCHW<bi>c data with an OIHW<bi>i<bo>o kernel into NCHW<bo>c (one group), a
     depthwise conv2d (groups = channels) of NCHW<b>c data with an OIHW1i<b>o kernel
-    [C/b, 1, KH, KW, 1, b] into NCHW<b>c, or a grouped conv2d whose groups are one block each
-    (groups = C/b) with an OIHW<b>i<b>o kernel [C/b, 1, KH, KW, b, b] into NCHW<b>c."""
+    [C/b, 1, KH, KW, 1, b] into NCHW<b>c, or a grouped conv2d whose groups are whole channel
+    blocks, in and out, with an OIHW<b>i<bo>o kernel [O/bo, C/b/groups, KH, KW, b, bo] into
+    NCHW<bo>c (one block each: groups = C/b, a [C/b, 1, KH, KW, b, b] kernel)."""
     op = "relax.nn.conv2d"
     bi = _channel_block(data_layout, None, op)
     try:
         ki, ko = kernel_blocks(kernel_layout)
     except ValueError as exc:
         raise NotImplementedError(f"{op}: {exc}") from None
-    blockwise = groups != 1 and bool(bi) and bi > 1 and (ki, ko) == (bi, bi)  # a block per group
+    blockwise = groups != 1 and bool(bi) and bi > 1 and ki == bi  # whole blocks per group
     depthwise = groups != 1 and not blockwise
-    want = f"OIHW1i{bi}o or OIHW{bi}i{bi}o" if groups != 1 else f"OIHW{bi or '<b>'}i<o>o"
+    want = f"OIHW1i{bi}o or OIHW{bi}i<o>o" if groups != 1 else f"OIHW{bi or '<b>'}i<o>o"
     if not bi or not ki or (ki, ko) != ((1, bi) if depthwise else (bi, ko)):
         raise NotImplementedError(
             f"{op}: data_layout '{data_layout}' with groups={groups} needs kernel_layout "
@@ -249,16 +250,28 @@ def _conv2d_blocked(
         raise ValueError(f"{op}: expected 5-D {data_layout} data and 6-D {kernel_layout} weight, got {x.shape} and {w.shape}")
     n, cb, h, wd, xb = x.shape
     ob, icb, kh, kw, wi, wo = w.shape
-    if depthwise or blockwise:  # groups = channels (depthwise) or channel blocks
-        channels = cb * bi if isinstance(cb, int) else None
-        want_groups = channels if depthwise else cb
-        if groups != want_groups or not same_dim(ob, cb) or icb != 1:
-            raise NotImplementedError(
-                f"{op}: in the channel-blocked layout '{data_layout}' groups must be 1, the "
-                f"channel count ({channels}) with one filter per channel, or the channel blocks "
-                f"({cb}) with a block of filters each, got groups={groups} and weight {w.shape}"
-            )
-    if (xb, wi, wo) != (bi, ki, ko) or not same_dim(cb, ob if groups != 1 else icb):
+    channels = cb * bi if isinstance(cb, int) else None
+    if depthwise and (groups != channels or not same_dim(ob, cb) or icb != 1):
+        raise NotImplementedError(
+            f"{op}: in the channel-blocked layout '{data_layout}' groups must be 1, the "
+            f"channel count ({channels}) with one filter per channel, or a divisor of the channel "
+            f"blocks ({cb}) with whole blocks of filters each, got groups={groups} and weight "
+            f"{w.shape}"
+        )
+    if blockwise and not (
+        isinstance(cb, int) and isinstance(ob, int) and cb % groups == 0 and ob % groups == 0
+    ):
+        raise NotImplementedError(
+            f"{op}: in the channel-blocked layout '{data_layout}' a grouped conv2d needs groups "
+            f"of whole channel blocks: groups={groups} does not divide the {cb} input and {ob} "
+            f"output channel blocks"
+        )
+    if blockwise and icb * groups != cb:
+        raise ValueError(
+            f"{op}: groups={groups} of the {cb} channel blocks of {data_layout} data need a "
+            f"weight of {cb // groups} input blocks per filter block, got {w.shape}"
+        )
+    if (xb, wi, wo) != (bi, ki, ko) or not same_dim(cb, ob if depthwise else icb * groups):
         raise ValueError(f"{op}: shapes {x.shape} ({data_layout}) and {w.shape} ({kernel_layout}) do not match")
     strides, dilation = as_ints(strides, 2, op, "strides"), as_ints(dilation, 2, op, "dilation")
     pad = _padding(padding, op)

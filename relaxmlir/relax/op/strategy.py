@@ -386,6 +386,18 @@ def is_grouped_blocked_conv(call: Call) -> bool:
     )
 
 
+def is_block_grouped_conv(call: Call) -> bool:
+    """channel-blocked data, groups of whole channel blocks other than one block each, in and
+    out (an OIHW<bi>i<bo>o kernel [G*KO, KI, KH, KW, bi, bo])"""
+    kernel = call.args[1].struct_info.shape
+    return (
+        is_channel_blocked_conv(call)
+        and call.attrs["groups"] != 1
+        and kernel[4] > 1
+        and not is_grouped_blocked_conv(call)
+    )
+
+
 def emit_depthwise_conv2d_nchwc(bb, call: Call):
     """`conv2d_nchwc.depthwise`: the OIHW1i<b>o kernel [C/b, 1, KH, KW, 1, b] reshaped to
     [C/b, KH, KW, b] (folded at compile time for constant weights), then the window reduction
@@ -428,6 +440,27 @@ def emit_grouped_conv2d_nchwc(bb, call: Call):
         a["strides"], tuple(a["padding"]), a["dilation"], a["out_dtype"],
         primfunc_name_hint="grouped_conv2d_nchwc",
     )  # fmt: skip
+
+
+def emit_block_grouped_conv2d_nchwc(bb, call: Call):
+    """`conv2d_nchwc.grouped_blocks`: the OIHW<bi>i<bo>o kernel [G*KO, KI, KH, KW, bi, bo]
+    reshaped to [G, KO, KI, KH, KW, bi, bo] (the same bytes), then
+    `topi.nn.blocked.grouped_conv2d_nchwc_blocks`, whose [N, G, KO, OH, OW, bo] result is
+    reshaped to [N, G*KO, OH, OW, bo]."""
+    from relaxmlir.relax.op import reshape
+    from relaxmlir.topi.nn import blocked
+
+    a = call.attrs
+    g = a["groups"]
+    ob, ki, kh, kw, bi, bo = call.args[1].struct_info.shape
+    out = bb.call_te(
+        blocked.grouped_conv2d_nchwc_blocks, call.args[0],
+        reshape(call.args[1], (g, ob // g, ki, kh, kw, bi, bo)),
+        a["strides"], tuple(a["padding"]), a["dilation"], a["out_dtype"],
+        primfunc_name_hint="grouped_conv2d_nchwc",
+    )  # fmt: skip
+    n, _, _, oh, ow, _ = out.struct_info.shape
+    return reshape(out, (n, ob, oh, ow, bo))
 
 
 def is_strided_blocked_conv(call: Call) -> bool:
@@ -608,6 +641,10 @@ def _conv2d_llvm(call: Call, target: Any) -> OpStrategy:
     s.add_implementation(
         emit=emit_grouped_conv2d_nchwc, name="conv2d_nchwc.grouped", plevel=20,
         condition=is_grouped_blocked_conv,
+    )  # fmt: skip
+    s.add_implementation(
+        emit=emit_block_grouped_conv2d_nchwc, name="conv2d_nchwc.grouped_blocks", plevel=20,
+        condition=is_block_grouped_conv,
     )  # fmt: skip
     s.add_implementation(
         emit=emit_conv2d_nchwc_phased, name="conv2d_nchwc.phased", plevel=18,

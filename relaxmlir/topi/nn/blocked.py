@@ -146,6 +146,48 @@ def grouped_conv2d_nchwc(
     return te.compute((n, g, oh, ow, b), body, name="T_grouped_conv2d_nchwc")
 
 
+def grouped_conv2d_nchwc_blocks(
+    data: te.Tensor,
+    kernel: te.Tensor,
+    strides: Sequence[int] = (1, 1),
+    padding: Sequence[int] = (0, 0, 0, 0),
+    dilation: Sequence[int] = (1, 1),
+    out_dtype: str | None = None,
+) -> te.Tensor:
+    """Grouped cross-correlation whose groups span several channel blocks (ResNeXt-50's last
+    stage: 32 groups of 32 channels in NCHW16c) of `data` [N, G*KI, H, W, bi] with `kernel`
+    [G, KO, KI, KH, KW, bi, bo] into [N, G, KO, OH, OW, bo] (the caller reshapes it to
+    [N, G*KO, OH, OW, bo], the same bytes); padding is (top, left, bottom, right).
+
+    Block `o` of group `g` sums the group's KI input blocks: the group is a loop of its own
+    that the image and the kernel share, so the convolution rule's register tile runs over the
+    group's output blocks, which read the same input pixels. Split into one blocked
+    convolution per group it was 32 kernel calls, 32 slices and a concatenation per layer."""
+    out_dtype = out_dtype or data.dtype
+    n, cb, _, _, bi = data.shape
+    g, ko, ki, kh, kw, bi2, bo = kernel.shape
+    if bi2 != bi or g * ki != cb:
+        raise ValueError(
+            f"grouped_conv2d_nchwc_blocks: data {list(data.shape)} needs a kernel of shape "
+            f"[G, KO, {cb} / G, KH, KW, {bi}, BO], got {list(kernel.shape)}"
+        )
+    (sh, sw), (dh, dw) = strides, dilation
+    padded, oh, ow = _padded_window(data, (kh, kw), strides, padding, dilation)
+    rc = te.reduce_axis((0, ki), name="rc")
+    ry = te.reduce_axis((0, kh), name="ry")
+    rx = te.reduce_axis((0, kw), name="rx")
+    ri = te.reduce_axis((0, bi), name="ri")
+
+    def body(i, grp, f, y, x, fi):
+        v = padded[i, grp * ki + rc, y * sh + ry * dh, x * sw + rx * dw, ri]
+        return te.sum(
+            te.cast(v, out_dtype) * te.cast(kernel[grp, f, rc, ry, rx, ri, fi], out_dtype),
+            axis=[rc, ry, rx, ri],
+        )
+
+    return te.compute((n, g, ko, oh, ow, bo), body, name="T_grouped_conv2d_nchwc_blocks")
+
+
 def pool2d_nchwc(
     data: te.Tensor,
     kernel: Sequence[int],
