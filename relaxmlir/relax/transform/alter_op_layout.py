@@ -204,11 +204,14 @@ def _decompose_one(bn: ir.Operation) -> None:
         return
     scale, shift = _scale_shift(bn, [p.reshape(-1) for p in params], 0.0)
     shape = [channels if d == axis else 1 for d in range(t.rank)]
+    # A symbolic shape (a batch built for any size) goes on with the batch norm's symbols: the
+    # ops after it are declared with them.
+    attrs = {rx.SHAPE_ATTR: bn.attributes[rx.SHAPE_ATTR]} if rx.SHAPE_ATTR in bn.attributes else None
     with ir.InsertionPoint(bn), bn.location:
         s = _new_constant(scale.astype(dtype).reshape(shape), data.type)
         b = _new_constant(shift.astype(dtype).reshape(shape), data.type)
-        mul = rx.Multiply.create([data, s], [bn.results[0].type])
-        add = rx.Add.create([mul.result, b], [bn.results[0].type])
+        mul = rx.Multiply.create([data, s], [bn.results[0].type], attrs)
+        add = rx.Add.create([mul.result, b], [bn.results[0].type], attrs)
     bn.results[0].replace_all_uses_with(add.result)
     _erase_dead(bn)
 
