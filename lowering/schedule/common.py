@@ -12,7 +12,7 @@ import os
 from dataclasses import dataclass, field
 
 from mlir import ir
-from mlir.dialects import linalg, tensor, vector
+from mlir.dialects import arith, linalg, tensor, vector
 from mlir.dialects.transform import interpreter
 
 from lowering.schedule.math_approx import approximate_math, contract_fma
@@ -588,13 +588,18 @@ def matching_generics(func_op: ir.Operation, match) -> list[tuple[ir.Operation, 
 
 
 def strided_slice(value: ir.Value, cuts: dict[int, tuple[int, int, int]]) -> ir.Value:
-    """`value` sliced along each axis in `cuts` ({axis: (offset, size, stride)})."""
+    """`value` sliced along each axis in `cuts` ({axis: (offset, size, stride)}); an axis not
+    cut keeps its size, also a dynamic one (a symbolic batch: its `tensor.dim`)."""
     t = ir.RankedTensorType(value.type)
     offsets, sizes, strides = [0] * t.rank, list(t.shape), [1] * t.rank
     for axis, (offset, size, stride) in cuts.items():
         offsets[axis], sizes[axis], strides[axis] = offset, size, stride
+    dynamic = []
+    for axis, size in enumerate(sizes):
+        if ir.ShapedType.is_dynamic_size(size):
+            dynamic.append(tensor.DimOp(value, arith.ConstantOp(ir.IndexType.get(), axis)).result)
     result = ir.RankedTensorType.get(sizes, t.element_type)
-    return tensor.ExtractSliceOp(result, value, [], [], [], offsets, sizes, strides).result
+    return tensor.ExtractSliceOp(result, value, [], dynamic, [], offsets, sizes, strides).result
 
 
 def linalg_ops(func_op: ir.Operation) -> list[ir.Operation]:

@@ -39,7 +39,8 @@ def _strided_axis(expr: ir.AffineExpr, iterators: list[str]) -> tuple[int, int, 
 
 def _plan(op: ir.Operation):
     """(image operand, weight operand, maps, [(axis, p, r, s)], weight axis of each r, loop
-    ranges) for a strided convolution with static shapes, else None."""
+    ranges) for a strided convolution whose windows have static sizes (a symbolic batch stays
+    whole in every phase's view), else None."""
     if op.name != "linalg.generic" or len(op.operands) != 3 or len(op.results) != 1:
         return None
     if not is_mul_add(op):
@@ -47,12 +48,11 @@ def _plan(op: ir.Operation):
     info = classify(op)  # loop ranges and iterators (the ranges from the weight and output)
     dims = info.operand_dims
     image = [i for i in (0, 1) if dims[i] is None]
-    if len(image) != 1 or dims[2] is None or not info.static:
+    if len(image) != 1 or dims[2] is None:
         return None
     image = image[0]
     weight = 1 - image
-    if not ir.RankedTensorType(op.operands[image].type).has_static_shape:
-        return None
+    image_shape = ir.RankedTensorType(op.operands[image].type).shape
     maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     axes = []
     for axis, expr in enumerate(maps[image].results):
@@ -65,6 +65,11 @@ def _plan(op: ir.Operation):
             return None  # something else than a window or a fixed index (a batch of 1 read
             # at 0 by a window raised from TE's gather): not a convolution
     if not axes:
+        return None
+    for axis, p, r, _ in axes:  # the windows are cut by phase: their sizes must be known
+        if ir.ShapedType.is_dynamic_size(image_shape[axis]) or None in (info.ranges[p], info.ranges[r]):
+            return None
+    if not ir.RankedTensorType(op.operands[weight].type).has_static_shape:
         return None
     w_axis = {}
     for _, _, r, _ in axes:
