@@ -1124,9 +1124,10 @@ def _conv_parallel_split(info, opts, batch_dim, tile_dims, blocks, work=None):
 
 
 def _elements(info, dims) -> int:
+    """The product of the loop ranges `dims`, a symbolic one (the batch) counted as 1."""
     total = 1
     for d in dims:
-        total *= info.ranges[d]
+        total *= info.ranges[d] or 1
     return total
 
 

@@ -82,12 +82,83 @@ def _constant(value: ir.Value) -> np.ndarray | None:
 
 
 def _static(value: ir.Value) -> list[int] | None:
+    """The shape of a tensor whose sizes are static but for the batch (axis 0 of a rank-4 or
+    rank-5 tensor: a model built for any batch), which stays MLIR's dynamic size; else None."""
     t = value.type
     if not isinstance(t, ir.RankedTensorType):
         t = ir.RankedTensorType(t) if ir.RankedTensorType.isinstance(t) else None
-    if t is None or not t.has_static_shape:
+    if t is None:
         return None
-    return list(t.shape)
+    shape = list(t.shape)
+    if any(ir.ShapedType.is_dynamic_size(d) for d in shape[1:]) or (
+        shape and ir.ShapedType.is_dynamic_size(shape[0]) and len(shape) not in (4, 5)
+    ):
+        return None
+    return shape
+
+
+def _declared_shape(value: ir.Value) -> list[ir.Attribute] | None:
+    """The `relax.shape` entries declared for `value` (a symbol for each symbolic size), from
+    the op that makes it or the function argument it is; None when none is declared."""
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        func = owner.owner
+        if func is None or "arg_attrs" not in func.attributes:
+            return None
+        attrs = ir.DictAttr(ir.ArrayAttr(func.attributes["arg_attrs"])[value.arg_number])
+        return list(ir.ArrayAttr(attrs[rx.SHAPE_ATTR])) if rx.SHAPE_ATTR in attrs else None
+    if rx.SHAPE_ATTR not in owner.attributes:
+        return None
+    return list(ir.ArrayAttr(ir.ArrayAttr(owner.attributes[rx.SHAPE_ATTR])[value.result_number]))
+
+
+def _dynamic_batch(t: ir.Type) -> bool:
+    return (
+        isinstance(t, ir.RankedTensorType)
+        and t.rank > 0
+        and ir.ShapedType.is_dynamic_size(t.shape[0])
+    )
+
+
+def _size_of(entry: ir.Attribute) -> int | None:
+    """A `relax.shape` entry's static size (None for a symbol)."""
+    return entry.value if isinstance(entry, ir.IntegerAttr) else None
+
+
+def _declare_batch_symbols(func_op: ir.Operation) -> None:
+    """The ops these passes made with a symbolic batch declare it: their `relax.shape` is the
+    batch symbol of their first operand with a symbolic batch, then their static sizes (a
+    blocked op copied its NCHW original's 4-D entry; a new one had none, and legalization gave
+    it a fresh symbol that the ops after it, declared with the old one, refused)."""
+    i64 = ir.IntegerType.get_signless(64)
+    for op in _ops(func_op):
+        if not op.name.startswith("relax.") or not any(_dynamic_batch(r.type) for r in op.results):
+            continue
+        declared = [_declared_shape(r) for r in op.results]
+        if all(
+            d is not None
+            and len(d) == ir.RankedTensorType(r.type).rank
+            and all(
+                ir.ShapedType.is_dynamic_size(size) or _size_of(e) == size
+                for e, size in zip(d, ir.RankedTensorType(r.type).shape)
+            )
+            for d, r in zip(declared, op.results)
+        ):
+            continue
+        batch = next(
+            (d[0] for v in op.operands if _dynamic_batch(v.type) for d in [_declared_shape(v)] if d),
+            None,
+        )
+        if batch is None:
+            continue
+        entries = []
+        for r in op.results:
+            shape = ir.RankedTensorType(r.type).shape
+            entries.append(ir.ArrayAttr.get([
+                batch if ir.ShapedType.is_dynamic_size(size) else ir.IntegerAttr.get(i64, size)
+                for size in shape
+            ]))  # fmt: skip
+        op.attributes[rx.SHAPE_ATTR] = ir.ArrayAttr.get(entries)
 
 
 def _new_constant(array: np.ndarray, like: ir.Type) -> ir.Value:
@@ -166,6 +237,7 @@ def fold_batch_norm(module_op: ir.Operation) -> None:
         for bn in _ops(func_op):
             if bn.name == rx.BatchNorm.name and not _fold_one(bn):
                 _decompose_one(bn)
+        _declare_batch_symbols(func_op)
 
 
 def _scale_shift(bn: ir.Operation, params: list[np.ndarray], bias) -> tuple[np.ndarray, np.ndarray]:
@@ -703,6 +775,7 @@ def alter_op_layout(module_op: ir.Operation, target: Target | None) -> None:
             for op in _ops(func_op):
                 if op.name.startswith("relax.") and _push(op, lay):
                     changed = True
+        _declare_batch_symbols(func_op)
         while True:  # transforms that nothing reads any more
             dead = [
                 op
