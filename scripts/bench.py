@@ -6,7 +6,7 @@
     python scripts/bench.py --only W7,W8     # W7 selects both ResNet-18 batches (W7a, W7b)
     python scripts/bench.py --isa avx2       # every system on its AVX2 code path (see ISA_ENV)
     python scripts/bench.py --tuned DIR      # a tuned column: the records of a tuning work dir
-    python scripts/bench.py --only S2,S8     # symbolic builds (batch / sequence `n`) vs static ones
+    python scripts/bench.py --only S2,S7,S8  # symbolic builds (batch / sequence `n`) vs static ones
 
 Each thread count runs in a child process whose numpy/BLAS, torch and relaxmlir thread counts are
 set to the same value before any import, and without the environment's OPENBLAS_CORETYPE /
@@ -392,6 +392,7 @@ MODELS = ("W7a", "W7b", "W8", "W9", "W10", "W11")
 # id -> (title, the workload it reshapes, input axis made symbolic, its Dim's min, the sizes).
 SYMBOLIC = {
     "S2": ("W2 MLP with batch n", "W2", 0, 1, (1, 32, 256)),
+    "S7": ("W7a ResNet-18 with batch n", "W7a", 0, 1, (1, 8)),
     "S8": ("W8 BERT-base with sequence length n", "W8", 1, 2, (1, 32, 256)),
 }
 
