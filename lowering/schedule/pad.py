@@ -19,7 +19,7 @@ writes the padded buffer's interior itself.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import linalg, tensor
+from mlir.dialects import arith, linalg, tensor
 
 from lowering.schedule.common import matching_generics
 
@@ -120,8 +120,6 @@ def match_pad(op: ir.Operation):
     if op.name != "linalg.generic" or len(op.operands) != 1 or len(op.results) != 1:
         return None
     out_type = ir.RankedTensorType(op.results[0].type)
-    if not out_type.has_static_shape:
-        return None
     iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
     if any("parallel" not in t for t in iterators):
         return None
@@ -148,7 +146,7 @@ def match_pad(op: ir.Operation):
             return None
         source = extract.operands[0]
         src_type = ir.RankedTensorType(source.type)
-        if src_type.rank != out_type.rank or not src_type.has_static_shape:
+        if src_type.rank != out_type.rank:
             return None
         bounds = _bounds(cond[1], out_type.rank)
         low, high = [], []
@@ -157,6 +155,15 @@ def match_pad(op: ir.Operation):
             if form[0] != "index" or form[1] != axis:
                 return None
             lo, size, total = -form[2], src_type.shape[axis], out_type.shape[axis]
+            if ir.ShapedType.is_dynamic_size(size) or ir.ShapedType.is_dynamic_size(total):
+                # a symbolic size (the batch) only on an axis without padding
+                if lo or not (ir.ShapedType.is_dynamic_size(size) and ir.ShapedType.is_dynamic_size(total)):
+                    return None
+                if bounds[axis] != [None, None]:  # no bound test on it
+                    return None
+                low.append(0)
+                high.append(0)
+                continue
             hi = total - lo - size
             if lo < 0 or hi < 0:
                 return None
@@ -193,18 +200,35 @@ def border_slabs(
     return slabs
 
 
-def _border(value: ir.Value, out_type, src_type, low: list[int]) -> ir.Value:
+def _dynamic_sizes(shape: list[int], like: ir.Value) -> list[ir.Value]:
+    """`tensor.dim` of `like` for each symbolic size of `shape`: those are on axes without
+    padding (a symbolic batch), where the padded tensor and its source agree."""
+    return [
+        tensor.DimOp(like, arith.ConstantOp(ir.IndexType.get(), axis).result).result
+        for axis, size in enumerate(shape)
+        if ir.ShapedType.is_dynamic_size(size)
+    ]
+
+
+def _empty(shape: list[int], element_type: ir.Type, like: ir.Value) -> ir.Value:
+    sizes = iter(_dynamic_sizes(shape, like))
+    mixed = [next(sizes) if ir.ShapedType.is_dynamic_size(d) else d for d in shape]
+    return tensor.EmptyOp(mixed, element_type).result
+
+
+def _border(value: ir.Value, out_type, src_type, low: list[int], like: ir.Value) -> ir.Value:
     """A tensor of `out_type` holding `value` outside the interior (`src_type` at `low`): one
-    fill per padded side (`border_slabs`)."""
+    fill per padded side (`border_slabs`); `like` gives the symbolic sizes (`_dynamic_sizes`)."""
     shape = list(out_type.shape)
     ones = [1] * len(shape)
-    result = tensor.EmptyOp(shape, out_type.element_type).result
+    result = _empty(shape, out_type.element_type, like)
     for offsets, slab in border_slabs(shape, low, list(src_type.shape)):
         slab_type = ir.RankedTensorType.get(slab, out_type.element_type)
+        dynamic = _dynamic_sizes(slab, like)
         # filled in place: a fill of a slab of its own became a buffer and a strided copy
-        part = tensor.ExtractSliceOp(slab_type, result, [], [], [], offsets, slab, ones)
+        part = tensor.ExtractSliceOp(slab_type, result, [], dynamic, [], offsets, slab, ones)
         filled = linalg.fill(value, outs=[part.result])
-        result = tensor.InsertSliceOp(filled, result, [], [], [], offsets, slab, ones).result
+        result = tensor.InsertSliceOp(filled, result, [], dynamic, [], offsets, slab, ones).result
     return result
 
 
@@ -228,11 +252,12 @@ def raise_pads(func_op: ir.Operation) -> int:
                 and producer.name.startswith("linalg.")
                 and len(list(source.uses)) == 1  # the pad itself
             )
+            dynamic = _dynamic_sizes(list(src_type.shape), source)
             if not computed:  # an argument, or a view of one: copied into a filled buffer
-                empty = tensor.EmptyOp(list(out_type.shape), out_type.element_type).result
+                empty = _empty(list(out_type.shape), out_type.element_type, source)
                 filled = linalg.fill(cst, outs=[empty])
                 interior = tensor.ExtractSliceOp(
-                    src_type, filled, [], [], [], low, src_type.shape, ones
+                    src_type, filled, [], dynamic, [], low, src_type.shape, ones
                 )
                 # linalg.copy, not an identity generic: canonicalization would erase that one
                 # and leave a strided memref.copy (a runtime call per element) to bufferization.
@@ -240,8 +265,8 @@ def raise_pads(func_op: ir.Operation) -> int:
             else:
                 # Computed here: inserted as it is, the op that computes it writes into the
                 # interior (empty-tensor elimination), and only the border is filled.
-                filled, copy = _border(cst, out_type, src_type, low), source
-            inserted = tensor.InsertSliceOp(copy, filled, [], [], [], low, src_type.shape, ones)
+                filled, copy = _border(cst, out_type, src_type, low, source), source
+            inserted = tensor.InsertSliceOp(copy, filled, [], dynamic, [], low, src_type.shape, ones)
         op.results[0].replace_all_uses_with(inserted.result)
         op.erase()
     return len(found)

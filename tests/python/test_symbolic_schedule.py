@@ -121,11 +121,16 @@ def test_linear_over_a_unit_batch_without_epilogue(out):
 
 
 def test_conv2d_symbolic_batch():
+    """A padded conv over a symbolic batch: the padding is raised into a fill and a copy like
+    a static one's (`pad.match_pad` takes a symbolic size on an axis without padding), not
+    left as TE's guarded copy in naive loops (MobileNetV2 built for any batch: 1.62 -> 1.25x
+    its static build at batch 1)."""
     w = (np.random.default_rng(2).standard_normal((8, 3, 3, 3)) * 0.2).astype(np.float32)
     x = relax.Var("x", relax.TensorStructInfo(("n", 3, 10, 10), "float32"))
     mod = _function([x], lambda x: relax.op.nn.conv2d(x, relax.const(w), padding=(1, 1)))
     used = _schedules(mod)
     assert any(u.startswith("conv-") and u != "conv-fallback" for u in used), used
+    assert "fallback" not in used, used
 
     def reference(xs):
         return F.conv2d(torch.from_numpy(xs), torch.from_numpy(w), padding=1).numpy()
@@ -150,8 +155,9 @@ def test_strided_conv2d_symbolic_batch(kernel, stride, pad):
         [x],
         lambda x: relax.op.nn.conv2d(x, relax.const(w), strides=stride, padding=(pad, pad)),
     )
-    used = [u for u in _schedules(mod) if u.startswith("conv")]
-    assert used and "conv-fallback" not in used, used
+    rules = _schedules(mod)
+    used = [u for u in rules if u.startswith("conv")]
+    assert used and "conv-fallback" not in used and "fallback" not in rules, rules
 
     def reference(xs):
         return F.conv2d(torch.from_numpy(xs), torch.from_numpy(w), stride=stride, padding=pad).numpy()

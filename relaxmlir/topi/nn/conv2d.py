@@ -19,7 +19,9 @@ def pad(
     pad_after = pad_before if pad_after is None else pad_after
     if not any(pad_before) and not any(pad_after):
         return data
-    shape = [d + lo + hi for d, lo, hi in zip(data.shape, pad_before, pad_after)]
+    # An axis without padding keeps its size as it is: a symbolic batch `n`, not `n + 0 + 0`,
+    # which the kernels after it (declared with `n`) would take for another size.
+    shape = [d + lo + hi if lo or hi else d for d, lo, hi in zip(data.shape, pad_before, pad_after)]
 
     def body(*i):
         conds, idx = [], []
@@ -41,7 +43,9 @@ def mirror_pad(
 ) -> te.Tensor:
     """`data` padded by reading mirrored ("REFLECT": the edge not repeated) or clamped ("EDGE")
     indices; every read is in bounds."""
-    shape = [d + lo + hi for d, lo, hi in zip(data.shape, pad_before, pad_after)]
+    # An axis without padding keeps its size as it is: a symbolic batch `n`, not `n + 0 + 0`,
+    # which the kernels after it (declared with `n`) would take for another size.
+    shape = [d + lo + hi if lo or hi else d for d, lo, hi in zip(data.shape, pad_before, pad_after)]
 
     def source(v, d, lo, hi):
         if not lo and not hi:
