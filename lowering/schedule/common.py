@@ -587,6 +587,16 @@ def matching_generics(func_op: ir.Operation, match) -> list[tuple[ir.Operation, 
     return found
 
 
+def dynamic_sizes(shape: list[int], like: ir.Value) -> list[ir.Value]:
+    """`tensor.dim` of `like` for each dynamic size of `shape`, in order: the SSA sizes of a
+    slice or an empty tensor whose symbolic axes (a batch) are those of `like`."""
+    return [
+        tensor.DimOp(like, arith.ConstantOp(ir.IndexType.get(), axis).result).result
+        for axis, size in enumerate(shape)
+        if ir.ShapedType.is_dynamic_size(size)
+    ]
+
+
 def strided_slice(value: ir.Value, cuts: dict[int, tuple[int, int, int]]) -> ir.Value:
     """`value` sliced along each axis in `cuts` ({axis: (offset, size, stride)}); an axis not
     cut keeps its size, also a dynamic one (a symbolic batch: its `tensor.dim`)."""
@@ -594,11 +604,8 @@ def strided_slice(value: ir.Value, cuts: dict[int, tuple[int, int, int]]) -> ir.
     offsets, sizes, strides = [0] * t.rank, list(t.shape), [1] * t.rank
     for axis, (offset, size, stride) in cuts.items():
         offsets[axis], sizes[axis], strides[axis] = offset, size, stride
-    dynamic = []
-    for axis, size in enumerate(sizes):
-        if ir.ShapedType.is_dynamic_size(size):
-            dynamic.append(tensor.DimOp(value, arith.ConstantOp(ir.IndexType.get(), axis)).result)
     result = ir.RankedTensorType.get(sizes, t.element_type)
+    dynamic = dynamic_sizes(sizes, value)
     return tensor.ExtractSliceOp(result, value, [], dynamic, [], offsets, sizes, strides).result
 
 

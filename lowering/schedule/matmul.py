@@ -780,10 +780,15 @@ def conv_register_budget(info: OpInfo, opts: ScheduleOptions):
     return vec, width, masked, _ceil(width, lanes), f_dim, y_dim, accumulators
 
 
+def _image_operand(info: OpInfo) -> int:
+    """The operand number of a conv's image (the operand read through sums)."""
+    return next(i for i, dims in enumerate(info.operand_dims[:2]) if dims is None)
+
+
 def _image_map(info: OpInfo) -> ir.AffineMap:
-    """The indexing map of a conv's image operand (the one read through sums)."""
-    image = next(i for i, dims in enumerate(info.operand_dims[:2]) if dims is None)
-    return ir.AffineMapAttr(ir.ArrayAttr(info.op.attributes["indexing_maps"])[image]).value
+    """The indexing map of a conv's image operand."""
+    maps = ir.ArrayAttr(info.op.attributes["indexing_maps"])
+    return ir.AffineMapAttr(maps[_image_operand(info)]).value
 
 
 def _image_dims(info: OpInfo) -> set[int]:
@@ -843,18 +848,15 @@ class ConvSchedule(ScheduleRule):
         plan = conv_plan(info, opts, work)
         if plan is None or plan.parallel is None:
             return
-        image = next(n for n, dims in enumerate(info.operand_dims[:2]) if dims is None)
-        maps = [
-            ir.AffineMapAttr(a).value for a in ir.ArrayAttr(info.op.attributes["indexing_maps"])
-        ]
+        image, image_map = _image_operand(info), _image_map(info)
         axis = next(
-            (a for a, e in enumerate(maps[image].results) if plan.parallel[0] in _dims_of(e)), None
+            (a for a, e in enumerate(image_map.results) if plan.parallel[0] in _dims_of(e)), None
         )
         copy = _pad_copy(info.op.operands[image])
         if axis is None or copy is None or copy not in by_op:
             return
         copy_info = infos[by_op[copy]]
-        if copy_info.pattern != "elementwise" or len(copy_info.ranges) != len(maps[image].results):
+        if copy_info.pattern != "elementwise" or len(copy_info.ranges) != len(image_map.results):
             return
         copy_info.thread_axis = axis
         # The fill under the padded image (its border): split alike, rather than left to one

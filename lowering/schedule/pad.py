@@ -19,9 +19,9 @@ writes the padded buffer's interior itself.
 from __future__ import annotations
 
 from mlir import ir
-from mlir.dialects import arith, linalg, tensor
+from mlir.dialects import linalg, tensor
 
-from lowering.schedule.common import matching_generics
+from lowering.schedule.common import dynamic_sizes, matching_generics
 
 
 class _NoMatch(Exception):
@@ -200,31 +200,23 @@ def border_slabs(
     return slabs
 
 
-def _dynamic_sizes(shape: list[int], like: ir.Value) -> list[ir.Value]:
-    """`tensor.dim` of `like` for each symbolic size of `shape`: those are on axes without
-    padding (a symbolic batch), where the padded tensor and its source agree."""
-    return [
-        tensor.DimOp(like, arith.ConstantOp(ir.IndexType.get(), axis).result).result
-        for axis, size in enumerate(shape)
-        if ir.ShapedType.is_dynamic_size(size)
-    ]
-
-
 def _empty(shape: list[int], element_type: ir.Type, like: ir.Value) -> ir.Value:
-    sizes = iter(_dynamic_sizes(shape, like))
+    """An empty tensor of `shape`, its symbolic sizes those of `like`: they are on axes without
+    padding (a symbolic batch), where the padded tensor and its source agree."""
+    sizes = iter(dynamic_sizes(shape, like))
     mixed = [next(sizes) if ir.ShapedType.is_dynamic_size(d) else d for d in shape]
     return tensor.EmptyOp(mixed, element_type).result
 
 
 def _border(value: ir.Value, out_type, src_type, low: list[int], like: ir.Value) -> ir.Value:
     """A tensor of `out_type` holding `value` outside the interior (`src_type` at `low`): one
-    fill per padded side (`border_slabs`); `like` gives the symbolic sizes (`_dynamic_sizes`)."""
+    fill per padded side (`border_slabs`); `like` gives the symbolic sizes (`_empty`)."""
     shape = list(out_type.shape)
     ones = [1] * len(shape)
     result = _empty(shape, out_type.element_type, like)
     for offsets, slab in border_slabs(shape, low, list(src_type.shape)):
         slab_type = ir.RankedTensorType.get(slab, out_type.element_type)
-        dynamic = _dynamic_sizes(slab, like)
+        dynamic = dynamic_sizes(slab, like)
         # filled in place: a fill of a slab of its own became a buffer and a strided copy
         part = tensor.ExtractSliceOp(slab_type, result, [], dynamic, [], offsets, slab, ones)
         filled = linalg.fill(value, outs=[part.result])
@@ -252,7 +244,7 @@ def raise_pads(func_op: ir.Operation) -> int:
                 and producer.name.startswith("linalg.")
                 and len(list(source.uses)) == 1  # the pad itself
             )
-            dynamic = _dynamic_sizes(list(src_type.shape), source)
+            dynamic = dynamic_sizes(list(src_type.shape), source)
             if not computed:  # an argument, or a view of one: copied into a filled buffer
                 empty = _empty(list(out_type.shape), out_type.element_type, source)
                 filled = linalg.fill(cst, outs=[empty])

@@ -113,10 +113,12 @@ def _declared_shape(value: ir.Value) -> list[ir.Attribute] | None:
 
 
 def _dynamic_batch(t: ir.Type) -> bool:
+    """A tensor whose only symbolic size is the batch (axis 0): what `_static` lets through."""
     return (
         isinstance(t, ir.RankedTensorType)
         and t.rank > 0
         and ir.ShapedType.is_dynamic_size(t.shape[0])
+        and not any(ir.ShapedType.is_dynamic_size(d) for d in t.shape[1:])
     )
 
 

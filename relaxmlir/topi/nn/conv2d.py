@@ -8,6 +8,13 @@ from relaxmlir import te
 from relaxmlir.topi.transform import reshape
 
 
+def _padded_shape(shape, pad_before: Sequence[int], pad_after: Sequence[int]) -> list:
+    """`shape` grown by the padding; an axis without padding keeps its size as it is: a symbolic
+    batch `n`, not `n + 0 + 0`, which the kernels after it (declared with `n`) would take for
+    another size."""
+    return [d + lo + hi if lo or hi else d for d, lo, hi in zip(shape, pad_before, pad_after)]
+
+
 def pad(
     data: te.Tensor,
     pad_before: Sequence[int],
@@ -19,9 +26,7 @@ def pad(
     pad_after = pad_before if pad_after is None else pad_after
     if not any(pad_before) and not any(pad_after):
         return data
-    # An axis without padding keeps its size as it is: a symbolic batch `n`, not `n + 0 + 0`,
-    # which the kernels after it (declared with `n`) would take for another size.
-    shape = [d + lo + hi if lo or hi else d for d, lo, hi in zip(data.shape, pad_before, pad_after)]
+    shape = _padded_shape(data.shape, pad_before, pad_after)
 
     def body(*i):
         conds, idx = [], []
@@ -43,9 +48,7 @@ def mirror_pad(
 ) -> te.Tensor:
     """`data` padded by reading mirrored ("REFLECT": the edge not repeated) or clamped ("EDGE")
     indices; every read is in bounds."""
-    # An axis without padding keeps its size as it is: a symbolic batch `n`, not `n + 0 + 0`,
-    # which the kernels after it (declared with `n`) would take for another size.
-    shape = [d + lo + hi if lo or hi else d for d, lo, hi in zip(data.shape, pad_before, pad_after)]
+    shape = _padded_shape(data.shape, pad_before, pad_after)
 
     def source(v, d, lo, hi):
         if not lo and not hi:
