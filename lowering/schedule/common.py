@@ -609,6 +609,20 @@ def strided_slice(value: ir.Value, cuts: dict[int, tuple[int, int, int]]) -> ir.
     return tensor.ExtractSliceOp(result, value, [], dynamic, [], offsets, sizes, strides).result
 
 
+def remap_operands(op: ir.Operation, mapping: dict) -> None:
+    """Replace, in `op` and the ops nested in it, every operand that `mapping` has a key for:
+    a clone of ops into another block made to read that block's values."""
+
+    def visit(inner):
+        inner = inner.operation
+        for i, value in enumerate(inner.operands):
+            if value in mapping:
+                inner.operands[i] = mapping[value]
+        return ir.WalkResult.ADVANCE
+
+    op.walk(visit)
+
+
 def linalg_ops(func_op: ir.Operation) -> list[ir.Operation]:
     """The linalg ops of a PrimFunc body, in order. Fills fold into the schedules of their users;
     a prepacked weight's unpack folds into its matmul (or is decomposed by `finalize`)."""

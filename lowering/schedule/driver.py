@@ -13,6 +13,12 @@ import warnings
 from mlir import ir
 from mlir.dialects import arith, scf, tensor
 
+from lowering.schedule.batch import (
+    PER_SAMPLE,
+    batched_arguments,
+    loop_over_samples,
+    sample_function,
+)
 from lowering.schedule.common import (
     PRINT_SCRIPT_ENV,
     ROWS_VERSION_ATTR,
@@ -25,6 +31,7 @@ from lowering.schedule.common import (
     dim_of,
     innermost_loop,
     linalg_ops,
+    remap_operands,
     slice_sizes,
 )
 from lowering.schedule.matmul import micro_tile, parallel_rows
@@ -44,6 +51,15 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     """
     if not linalg_ops(func_op) or _has_empty_operand(func_op):
         return []  # NOTE: tiling a loop of zero iterations asserts in MLIR; naive loops do nothing
+    batched = batched_arguments(func_op)
+    if batched is not None:  # independent samples: the static kernel of one, in a loop (batch.py)
+        sample = sample_function(func_op)
+        used = [PER_SAMPLE, *schedule_function(sample.body.operations[0], opts)]
+        loop_over_samples(func_op, sample.body.operations[0], batched)
+        with func_op.context:
+            names = [ir.StringAttr.get(u) for u in used]
+            func_op.attributes[SCHEDULE_ATTR] = ir.ArrayAttr.get(names)
+        return used
     # Trials run on copies inside a scratch module (the interpreter wants a parented payload).
     scratch = ir.Module.create(loc=func_op.location)
     base = func_op.clone(ip=ir.InsertionPoint(scratch.body))
@@ -199,7 +215,7 @@ def _version_body(func_op, rows_of, axes: list[int], threshold: int) -> None:
             branch_ip = ir.InsertionPoint(branch)
             for op in body:
                 new = op.clone(ip=branch_ip)
-                _remap(new, mapping)
+                remap_operands(new, mapping)
                 mapping.update(zip(op.results, new.results))
             scf.YieldOp([mapping.get(v, v) for v in ret.operands], ip=branch_ip)
             _unshare_empties(branch)
@@ -217,17 +233,6 @@ def _unshare_empties(block) -> None:
             continue
         for use in [(u.owner, u.operand_number) for u in op.results[0].uses][1:]:
             use[0].operands[use[1]] = op.clone(ir.InsertionPoint.after(op)).results[0]
-
-
-def _remap(op: ir.Operation, mapping: dict) -> None:
-    def visit(inner):
-        inner = inner.operation
-        for i, value in enumerate(inner.operands):
-            if value in mapping:
-                inner.operands[i] = mapping[value]
-        return ir.WalkResult.ADVANCE
-
-    op.walk(visit)
 
 
 def _has_empty_operand(func_op: ir.Operation) -> bool:
