@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import os
 import warnings
+from dataclasses import replace
 
 from mlir import ir
 from mlir.dialects import arith, scf, tensor
@@ -51,15 +52,9 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
     """
     if not linalg_ops(func_op) or _has_empty_operand(func_op):
         return []  # NOTE: tiling a loop of zero iterations asserts in MLIR; naive loops do nothing
-    batched = batched_arguments(func_op)
-    if batched is not None:  # independent samples: the static kernel of one, in a loop (batch.py)
-        sample = sample_function(func_op)
-        used = [PER_SAMPLE, *schedule_function(sample.body.operations[0], opts)]
-        loop_over_samples(func_op, sample.body.operations[0], batched)
-        with func_op.context:
-            names = [ir.StringAttr.get(u) for u in used]
-            func_op.attributes[SCHEDULE_ATTR] = ir.ArrayAttr.get(names)
-        return used
+    found = batched_arguments(func_op)
+    if found is not None:  # independent samples: static kernels of one, in a loop (batch.py)
+        return _loop_over_samples(func_op, opts, *found)
     # Trials run on copies inside a scratch module (the interpreter wants a parented payload).
     scratch = ir.Module.create(loc=func_op.location)
     base = func_op.clone(ip=ir.InsertionPoint(scratch.body))
@@ -119,6 +114,35 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
         )
         return []
     _replace(func_op, trial, used)
+    return used
+
+
+def _loop_over_samples(func_op, opts: ScheduleOptions, batched: list[int], size) -> list[str]:
+    """Schedule the kernel of one sample and make `func_op` a loop over its samples: a parallel
+    loop with a single-threaded sample kernel when the samples fill the threads (a static batch
+    that divides among them, a symbolic one from `threads` samples on, tested at run time), a
+    serial loop with a sample kernel split across the threads otherwise."""
+    threads = opts.threads
+    by_samples = threads > 1 and (size is None or size % threads == 0)
+    by_rows = threads == 1 or size is None or size % threads != 0
+    used, kernels = [PER_SAMPLE], {}
+    for key, wanted, sample_opts in (
+        ("parallel", by_samples, replace(opts, threads=1)),
+        ("serial", by_rows, opts),
+    ):
+        if wanted:
+            sample = sample_function(func_op)
+            used += schedule_function(sample.body.operations[0], sample_opts)
+            kernels[key] = sample
+    loop_over_samples(
+        func_op,
+        batched,
+        kernels["serial"].body.operations[0] if "serial" in kernels else None,
+        kernels["parallel"].body.operations[0] if "parallel" in kernels else None,
+        threads,
+    )
+    with func_op.context:
+        func_op.attributes[SCHEDULE_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(u) for u in used])
     return used
 
 
