@@ -27,7 +27,15 @@ import math
 from mlir import ir
 from mlir.dialects import arith, scf, tensor
 
-from lowering.schedule.common import classify, dim_of, is_mul_add, remap_operands, slice_sizes
+from lowering.schedule.common import (
+    classify,
+    dim_of,
+    dims_of,
+    is_mul_add,
+    iterator_types,
+    remap_operands,
+    slice_sizes,
+)
 
 PER_SAMPLE = "per-sample"  # first of the rules recorded on such a kernel (SCHEDULE_ATTR)
 # A conv's or matmul's rows per sample (its output positions along loops that also index the
@@ -45,12 +53,11 @@ def batched_arguments(func_op: ir.Operation) -> tuple[list[int], int | None] | N
         return None
     entry = func_op.regions[0].blocks[0]
     generics = [op.operation for op in entry.operations if op.operation.name == "linalg.generic"]
-    rows = [r for r in (_rows_per_sample(op, found) for op in generics) if r is not None]
-    if not rows or min(rows) < MIN_ROWS_PER_SAMPLE:
+    rows = {op: _rows_per_sample(op, found) for op in generics}
+    contractions = [op for op, r in rows.items() if r is not None]
+    if not contractions or min(rows[op] for op in contractions) < MIN_ROWS_PER_SAMPLE:
         return None
-    if found.size is not None and not all(
-        _windowed(op, found) for op in generics if _rows_per_sample(op, found)
-    ):
+    if found.size is not None and not all(_windowed(op, found) for op in contractions):
         return None  # a static batch's matmuls: the rows of all samples in one GEMM reuse W more
     return found.arguments, found.size
 
@@ -317,9 +324,7 @@ def _propagate_reshape(op: ir.Operation, state: _Samples) -> bool:
 def _maps(op: ir.Operation) -> tuple[list[ir.AffineMap], list[str]] | None:
     if op.name == "linalg.generic":
         maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-        iterators = [
-            str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])
-        ]
+        iterators = iterator_types(op)
         return maps, iterators
     if op.name in ("linalg.copy", "linalg.fill"):
         rank = ir.RankedTensorType(op.results[0].type).rank
@@ -327,14 +332,6 @@ def _maps(op: ir.Operation) -> tuple[list[ir.AffineMap], list[str]] | None:
         scalar = ir.AffineMap.get(rank, 0, [])
         return [scalar if op.name == "linalg.fill" else identity, identity], ["parallel"] * rank
     return None
-
-
-def _uses_dim(expr: ir.AffineExpr, dim: int) -> bool:
-    if isinstance(expr, ir.AffineDimExpr):
-        return expr.position == dim
-    if isinstance(expr, ir.AffineBinaryExpr):
-        return _uses_dim(expr.lhs, dim) or _uses_dim(expr.rhs, dim)
-    return False
 
 
 def _batch_loop(op: ir.Operation, state: _Samples) -> int | None:
@@ -361,7 +358,7 @@ def _batch_loop(op: ir.Operation, state: _Samples) -> int | None:
         return None
     for value, amap in zip(operands, maps):
         others = [e for i, e in enumerate(amap.results) if value not in axes or i != axes[value]]
-        if any(_uses_dim(e, loop) for e in others):
+        if any(loop in dims_of(e) for e in others):
             return None
     if any(v not in axes for v in outs):
         return None
@@ -428,7 +425,7 @@ def _rows_per_sample(op: ir.Operation, state: _Samples) -> int | None:
     ranges = classify(op).ranges
     for value, amap in zip(inputs, maps):
         if value in state.axes:
-            dims = [d for d in range(len(iterators)) if any(_uses_dim(e, d) for e in amap.results)]
+            dims = set().union(*(dims_of(e) for e in amap.results))
             return math.prod(
                 ranges[d] or 1 for d in dims if d != loop and iterators[d] == "parallel"
             )

@@ -19,7 +19,12 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, tensor
 
-from lowering.schedule.common import erase_dead_index_code, matching_generics, strided_slice
+from lowering.schedule.common import (
+    dims_of,
+    erase_dead_index_code,
+    matching_generics,
+    strided_slice,
+)
 from lowering.schedule.gather import _evaluate, _NoMatch, index_grid, parallel_space
 
 # arith.cmpi predicates (arith::CmpIPredicate) on evaluated index values
@@ -92,17 +97,9 @@ def _plan(op: ir.Operation):
     k, parts = found
     for m in maps[:-1]:  # inputs walk the loop as a plain axis, or not at all
         for e in m.results:
-            if not isinstance(e, ir.AffineDimExpr) and _uses_dim(e, k):
+            if not isinstance(e, ir.AffineDimExpr) and k in dims_of(e):
                 return None
     return branches[0], k, parts, ranges, maps
-
-
-def _uses_dim(e: ir.AffineExpr, k: int) -> bool:
-    if isinstance(e, ir.AffineDimExpr):
-        return e.position == k
-    if isinstance(e, ir.AffineBinaryExpr):
-        return _uses_dim(e.lhs, k) or _uses_dim(e.rhs, k)
-    return False
 
 
 def _axis_of(m: ir.AffineMap, k: int) -> int | None:

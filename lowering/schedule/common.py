@@ -343,6 +343,22 @@ def is_mul_add(op: ir.Operation) -> bool:
     return False
 
 
+def dims_of(expr: ir.AffineExpr) -> set[int]:
+    """The loop dims an affine expression reads (`d2 + d6` -> {2, 6})."""
+    if isinstance(expr, ir.AffineDimExpr):
+        return {expr.position}
+    if isinstance(expr, ir.AffineBinaryExpr):
+        return dims_of(expr.lhs) | dims_of(expr.rhs)
+    return set()
+
+
+def iterator_types(op: ir.Operation) -> list[str]:
+    """A linalg.generic's iterators as "parallel" / "reduction"."""
+    return [
+        str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])
+    ]
+
+
 def _operand_dims(maps: list[ir.AffineMap]) -> list[list[int] | None]:
     out = []
     for amap in maps:
@@ -364,9 +380,7 @@ def classify(op: ir.Operation) -> OpInfo:
         iterators = ["parallel"] * rank
         maps = [ir.AffineMap.get_identity(rank)] * 2
     elif op.name == "linalg.generic":
-        iterators = [
-            str(a).split("<")[-1].rstrip(">") for a in ir.ArrayAttr(op.attributes["iterator_types"])
-        ]
+        iterators = iterator_types(op)
         maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
     else:
         return OpInfo(op, "fallback", [], [], [], "")

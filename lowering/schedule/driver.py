@@ -126,14 +126,16 @@ def _loop_over_samples(func_op, opts: ScheduleOptions, batched: list[int], size)
     by_samples = threads > 1 and (size is None or size % threads == 0)
     by_rows = threads == 1 or size is None or size % threads != 0
     used, kernels = [PER_SAMPLE], {}
+    sample = sample_function(func_op)
     for key, wanted, sample_opts in (
         ("parallel", by_samples, replace(opts, threads=1)),
         ("serial", by_rows, opts),
     ):
         if wanted:
-            sample = sample_function(func_op)
-            used += schedule_function(sample.body.operations[0], sample_opts)
-            kernels[key] = sample
+            copy = ir.Module.create(loc=func_op.location)
+            sample.body.operations[0].clone(ip=ir.InsertionPoint(copy.body))
+            used += schedule_function(copy.body.operations[0], sample_opts)
+            kernels[key] = copy
     loop_over_samples(
         func_op,
         batched,

@@ -36,6 +36,7 @@ from lowering.schedule.common import (
     ScheduleOptions,
     ScheduleRule,
     Script,
+    dims_of,
     forward_tile_writes,
     reassociation,
     rebuild_generic,
@@ -793,7 +794,7 @@ def _image_map(info: OpInfo) -> ir.AffineMap:
 
 def _image_dims(info: OpInfo) -> set[int]:
     """The loops that a conv's image operand depends on."""
-    return set().union(*(_dims_of(e) for e in _image_map(info).results))
+    return set().union(*(dims_of(e) for e in _image_map(info).results))
 
 
 @register_schedule("conv")
@@ -850,7 +851,7 @@ class ConvSchedule(ScheduleRule):
             return
         image, image_map = _image_operand(info), _image_map(info)
         axis = next(
-            (a for a, e in enumerate(image_map.results) if plan.parallel[0] in _dims_of(e)), None
+            (a for a, e in enumerate(image_map.results) if plan.parallel[0] in dims_of(e)), None
         )
         copy = _pad_copy(info.op.operands[image])
         if axis is None or copy is None or copy not in by_op:
@@ -995,15 +996,6 @@ def _fusable_conv(info: OpInfo) -> bool:
         and info.static
         and info.num_results == 1
     )
-
-
-def _dims_of(e) -> set[int]:
-    """The loop dims an affine expression reads (`d2 + d6` -> {2, 6})."""
-    if isinstance(e, ir.AffineDimExpr):
-        return {e.position}
-    if isinstance(e, ir.AffineBinaryExpr):
-        return _dims_of(e.lhs) | _dims_of(e.rhs)
-    return set()
 
 
 def _phase_chain(info: OpInfo, infos: list[OpInfo], by_op: dict) -> list[int]:
