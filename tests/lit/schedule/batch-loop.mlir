@@ -169,3 +169,36 @@ func.func private @linear(%x: tensor<?x64xf32>, %w: tensor<64x32xf32>, %out: ten
   } -> tensor<?x32xf32>
   return %y : tensor<?x32xf32>
 }
+
+// The same static batch of 4 as `fuse_tir.make_inplace` leaves it (ResNet-18 built for batch 8):
+// bias + ReLU update the conv's result in place. The sample kernel reads it as an input again,
+// so the conv is computed tile by tile through its epilogue, as at batch 1.
+// CHECK-LABEL: func.func private @conv_batch4_in_place
+// CHECK-SAME: relax.schedule = ["per-sample", "elementwise-16", "conv-2x7x16+epilogue"
+// CHECK: scf.forall (%[[B:.+]]) in (4) shared_outs(%[[ACC:.+]] = %arg3) -> (tensor<4x2x14x14x16xf32>)
+// CHECK: math.fma %{{.+}} : vector<2x7x16xf32>
+// CHECK: arith.maximumf %{{.+}} : vector<2x7x16xf32>
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %[[ACC]][%[[B]], 0, 0, 0, 0] [1, 2, 14, 14, 16]
+func.func private @conv_batch4_in_place(%x: tensor<4x2x14x14x16xf32>, %w: tensor<2x2x3x3x16x16xf32>, %b: tensor<1x2x1x1x16xf32>, %out: tensor<4x2x14x14x16xf32>) -> tensor<4x2x14x14x16xf32> attributes {relax.prim_func} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %acc0 = tensor.empty() : tensor<4x2x14x14x16xf32>
+  %pe = tensor.empty() : tensor<4x2x16x16x16xf32>
+  %pf = linalg.fill ins(%cst : f32) outs(%pe : tensor<4x2x16x16x16xf32>) -> tensor<4x2x16x16x16xf32>
+  %inner = tensor.extract_slice %pf[0, 0, 1, 1, 0] [4, 2, 14, 14, 16] [1, 1, 1, 1, 1] : tensor<4x2x16x16x16xf32> to tensor<4x2x14x14x16xf32>
+  %copied = linalg.copy ins(%x : tensor<4x2x14x14x16xf32>) outs(%inner : tensor<4x2x14x14x16xf32>) -> tensor<4x2x14x14x16xf32>
+  %padded = tensor.insert_slice %copied into %pf[0, 0, 1, 1, 0] [4, 2, 14, 14, 16] [1, 1, 1, 1, 1] : tensor<4x2x14x14x16xf32> into tensor<4x2x16x16x16xf32>
+  %zero = linalg.fill ins(%cst : f32) outs(%acc0 : tensor<4x2x14x14x16xf32>) -> tensor<4x2x14x14x16xf32>
+  %conv = linalg.generic {indexing_maps = [#img, #wgt, #out], iterator_types = #conv_iters} ins(%padded, %w : tensor<4x2x16x16x16xf32>, tensor<2x2x3x3x16x16xf32>) outs(%zero : tensor<4x2x14x14x16xf32>) {
+  ^bb0(%in: f32, %k: f32, %o: f32):
+    %m = arith.mulf %in, %k : f32
+    %a = arith.addf %o, %m : f32
+    linalg.yield %a : f32
+  } -> tensor<4x2x14x14x16xf32>
+  %y = linalg.generic {indexing_maps = [#bias, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%b : tensor<1x2x1x1x16xf32>) outs(%conv : tensor<4x2x14x14x16xf32>) {
+  ^bb0(%bb: f32, %o: f32):
+    %a = arith.addf %o, %bb : f32
+    %r = arith.maximumf %a, %cst : f32
+    linalg.yield %r : f32
+  } -> tensor<4x2x14x14x16xf32>
+  return %y : tensor<4x2x14x14x16xf32>
+}
