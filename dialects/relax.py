@@ -24,6 +24,8 @@ DATAFLOW_ATTR = "relax.dataflow"  # unit attribute on scf.execute_region
 FUNCTION_ATTR = "relax.function"  # unit attribute on a graph-level func.func
 PRIM_FUNC_ATTR = "relax.prim_func"  # unit attribute on a destination-passing primitive function
 SHAPE_ATTR = "relax.shape"  # symbolic shapes: arg attr, or op attr holding one list per result
+NUM_INPUT_ATTR = "relax.num_input"  # graph function: its leading parameters that are inputs
+TRANSFORM_PARAMS_ATTR = "relax.transform_params"  # graph function: what computes its weights
 
 
 def mlir_op_name(tvm_name: str) -> str:

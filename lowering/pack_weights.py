@@ -5,6 +5,11 @@ When a PrimFunc's matmul reads its B operand straight from an argument and the c
 PrimFunc by a copy that takes them (`use_prepacked_weight`): the schedule then reads pre-packed
 panels in the hot loop instead of packing B at every call. The panel width is the target's
 (`micro_tile`), so this is a CPU-layout pass of the llvm pipeline row.
+
+A weight that `LiftTransformParams` made an argument computed by `f_transform_params` is packed
+there instead, by a packing kernel appended to that function (`_pack_function`): `f` takes the
+panels, so models that load their weights at run time read panels too (BERT-base with its
+weights as inputs: 129 -> ... ms at 2 threads).
 """
 
 from __future__ import annotations
@@ -18,7 +23,7 @@ from lowering import dense
 from lowering.dataflow import graph_functions
 from lowering.registry import register_pass, target_option
 from lowering.schedule.common import classify, linalg_ops
-from lowering.schedule.matmul import micro_tile, pack_weight, use_prepacked_weight
+from lowering.schedule.matmul import PackedLayout, micro_tile, pack_weight, use_prepacked_weight
 from lowering.schedule.normalize import normalize_function
 
 
@@ -72,15 +77,46 @@ def _constant_value(value: ir.Value) -> np.ndarray | None:
     return dense.to_numpy(value.owner.operation.attributes["value"])
 
 
+def _lifted_weight(value: ir.Value) -> tuple[ir.Operation, int] | None:
+    """(graph function, index of its weight) for a 2-D f32 weight argument of a function whose
+    weights `LiftTransformParams` computes (`f_transform_params`' result of that index)."""
+    if not isinstance(value.owner, ir.Block) or not sh.isa(value.type, ir.RankedTensorType):
+        return None
+    func_op = value.owner.owner.operation
+    if func_op.name != "func.func" or rx.TRANSFORM_PARAMS_ATTR not in func_op.attributes:
+        return None
+    kind = ir.RankedTensorType(value.type)
+    if kind.rank != 2 or not sh.isa(kind.element_type, ir.F32Type) or not kind.has_static_shape:
+        return None
+    if 0 in kind.shape:
+        return None
+    index = (
+        ir.BlockArgument(value).arg_number
+        - ir.IntegerAttr(func_op.attributes[rx.NUM_INPUT_ATTR]).value
+    )
+    return (func_op, index) if index >= 0 else None
+
+
 def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
     packed_funcs: dict[tuple[str, int], str] = {}
     packable: dict[str, tuple[int, bool] | None] = {}
+    lifted: dict[ir.Value, list[tuple[ir.Operation, str, int, bool]]] = {}  # weight -> its calls
+
+    def prepacked(callee: ir.Operation, callee_name: str, index: int, layout) -> str:
+        key = (callee_name, index)
+        if key not in packed_funcs:
+            clone = callee.clone(ir.InsertionPoint(callee))
+            name = f"{callee_name}_prepacked"
+            clone.attributes["sym_name"] = ir.StringAttr.get(name)
+            use_prepacked_weight(clone, index, layout)
+            packed_funcs[key] = name
+        return packed_funcs[key]
 
     def visit(op):
         op = op.operation
         if op.name != rx.CallTIR.name:
             return ir.WalkResult.ADVANCE
-        if not any(map(_matrix_constant, op.operands)):
+        if not any(_matrix_constant(v) or _lifted_weight(v) for v in op.operands):
             return ir.WalkResult.ADVANCE  # no weight to pack: no kernel to analyse (convolutions)
         callee_name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
         callee = rx.lookup_symbol(op, callee_name)
@@ -90,17 +126,14 @@ def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
         if found is None or found[0] >= len(op.operands):
             return ir.WalkResult.ADVANCE
         index, transposed = found
+        if _lifted_weight(op.operands[index]) is not None:
+            lifted.setdefault(op.operands[index], []).append((op, callee_name, index, transposed))
+            return ir.WalkResult.ADVANCE
         weight = _constant_value(op.operands[index])
         if weight is None or weight.dtype != np.float32:
             return ir.WalkResult.ADVANCE
         packed, layout = pack_weight(weight, transposed=transposed, nr=nr)
-        key = (callee_name, index)
-        if key not in packed_funcs:
-            clone = callee.clone(ir.InsertionPoint(callee))
-            name = f"{callee_name}_prepacked"
-            clone.attributes["sym_name"] = ir.StringAttr.get(name)
-            use_prepacked_weight(clone, index, layout)
-            packed_funcs[key] = name
+        name = prepacked(callee, callee_name, index, layout)
         old = op.operands[index].owner.operation
         # a packing that is a view of the weight (one panel) is copied; the others are given up
         value = dense.elements(packed, owned=not np.may_share_memory(packed, weight))
@@ -111,7 +144,7 @@ def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
             )
         op.operands[index] = const.result
         rx.CallTIR.refresh_segments(op)  # the packed weight's type may split a run of equal types
-        op.attributes["callee"] = ir.FlatSymbolRefAttr.get(packed_funcs[key])
+        op.attributes["callee"] = ir.FlatSymbolRefAttr.get(name)
         if not list(old.results[0].uses):
             old.erase()
         return ir.WalkResult.ADVANCE
@@ -119,6 +152,105 @@ def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
     with rx.cached_symbols(module_op):  # kernels are cloned here, never erased
         for func_op in graph_functions(module_op):
             func_op.walk(visit)
+        for weight, calls in lifted.items():
+            if len({t for *_, t in calls}) != 1 or len(list(weight.uses)) != len(calls):
+                continue  # read otherwise too, or in two layouts: left as it is
+            func_op, result = _lifted_weight(weight)
+            layout = PackedLayout(tuple(ir.RankedTensorType(weight.type).shape), calls[0][3], nr)
+            _pack_in_transform(module_op, func_op, result, layout)
+            _retype_argument(func_op, weight, layout)
+            for op, callee_name, index, _ in calls:
+                callee = rx.lookup_symbol(op, callee_name)
+                op.attributes["callee"] = ir.FlatSymbolRefAttr.get(
+                    prepacked(callee, callee_name, index, layout)
+                )
+                rx.CallTIR.refresh_segments(op)
+
+
+def _pack_in_transform(module_op, func_op, result: int, layout: PackedLayout) -> None:
+    """`f_transform_params` returns its result `result` packed in `layout`."""
+    name = ir.FlatSymbolRefAttr(func_op.attributes[rx.TRANSFORM_PARAMS_ATTR]).value
+    transform = next(
+        f
+        for f in graph_functions(module_op)
+        if ir.StringAttr(f.attributes["sym_name"]).value == name
+    )
+    ret = list(transform.regions[0].blocks[0].operations)[-1].operation
+    packer = _pack_function(module_op, layout)
+    packed_type = ir.RankedTensorType.get(list(layout.packed_shape), ir.F32Type.get())
+    with ir.InsertionPoint(ret), ret.location:
+        call = rx.create(
+            rx.CallTIR.name, [ret.operands[result]], [packed_type],
+            {"callee": ir.FlatSymbolRefAttr.get(packer)}, loc=ret.location,
+        )  # fmt: skip
+    ret.operands[result] = call.results[0]
+    kind = ir.FunctionType(ir.TypeAttr(transform.attributes["function_type"]).value)
+    outs = list(kind.results)
+    outs[result] = packed_type
+    transform.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(list(kind.inputs), outs)
+    )
+
+
+def _retype_argument(func_op: ir.Operation, weight: ir.Value, layout: PackedLayout) -> None:
+    weight.set_type(ir.RankedTensorType.get(list(layout.packed_shape), ir.F32Type.get()))
+    kind = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    args = [a.type for a in func_op.regions[0].blocks[0].arguments]
+    func_op.attributes["function_type"] = ir.TypeAttr.get(
+        ir.FunctionType.get(args, list(kind.results))
+    )
+
+
+_PACK_KERNEL = """
+func.func private @{name}(%w: {src}, %out: {out}) -> {out} attributes {{relax.prim_func}} {{
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : {padded}
+  %z = linalg.fill ins(%zero : f32) outs(%e : {padded}) -> {padded}
+  %p = tensor.insert_slice %w into %z[0, 0] [{rows}, {cols}] [1, 1] : {src} into {padded}
+  %v = tensor.expand_shape %p {reassociation} output_shape [{view_shape}] : {padded} into {view}
+  %t = linalg.transpose ins(%v : {view}) outs(%out : {out}) permutation = {perm}
+  return %t : {out}
+}}
+"""
+
+
+def _tensor(shape) -> str:
+    return f"tensor<{'x'.join(map(str, shape))}xf32>"
+
+
+def _pack_function(module_op: ir.Operation, layout: PackedLayout) -> str:
+    """The name of a PrimFunc that packs a weight into `layout` (`pack_weight`'s panels), added
+    to `module_op` once per layout: zeros up to whole panels, then a transpose of the
+    [panels, nr, K] (or [K, panels, nr]) view into [panels, K, nr]."""
+    n, k, nr = layout.n, layout.k, layout.nr
+    panels = layout.packed_shape[-3]
+    name = f"pack_weight_{'nk' if layout.transposed else 'kn'}_{n}x{k}_{nr}"
+    if rx.lookup_symbol(module_op, name) is not None:
+        return name
+    if layout.transposed:  # [N, K]: whole panels of rows, [panels, nr, K] -> [panels, K, nr]
+        padded, view, reassociation, perm = (
+            (panels * nr, k),
+            (panels, nr, k),
+            "[[0, 1], [2]]",
+            [0, 2, 1],
+        )
+    else:  # [K, N]: whole panels of columns, [K, panels, nr] -> [panels, K, nr]
+        padded, view, reassociation, perm = (
+            (k, panels * nr),
+            (k, panels, nr),
+            "[[0], [1, 2]]",
+            [1, 0, 2],
+        )
+    text = _PACK_KERNEL.format(
+        name=name, src=_tensor(layout.shape), out=_tensor(layout.packed_shape),
+        padded=_tensor(padded), rows=layout.shape[0], cols=layout.shape[1],
+        reassociation=reassociation, view_shape=", ".join(map(str, view)), view=_tensor(view),
+        perm=perm,
+    )  # fmt: skip
+    parsed = ir.Module.parse(text)  # alive until its function has moved out
+    func = next(iter(parsed.body.operations)).operation
+    func.move_before(next(iter(module_op.regions[0].blocks[0].operations)).operation)
+    return name
 
 
 @register_pass(

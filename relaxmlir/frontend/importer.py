@@ -16,11 +16,13 @@ from typing import Any
 
 import numpy as np
 import torch
+from mlir import ir
 from torch import fx
 
 from relaxmlir.relax.block_builder import BlockBuilder
 from relaxmlir.relax.expr import Constant, Expr, Var, const
 from relaxmlir.relax.struct_info import TensorStructInfo, TupleStructInfo
+from relaxmlir.relax.transform.lift_transform_params import NUM_INPUT_ATTR
 from relaxmlir.runtime.dtype import np_dtype
 from relaxmlir.scope import scope
 
@@ -227,7 +229,13 @@ class Importer:
                 params=self.inputs + kept,
             )
         mod = self.bb.get()
-        return (mod, dict(self.params)) if self.keep_params_as_input else mod
+        if not self.keep_params_as_input:
+            return mod
+        with scope():  # the parameters after the inputs are weights (LiftTransformParams)
+            mod["main"].op.attributes[NUM_INPUT_ATTR] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), len(self.inputs)
+            )
+        return mod, dict(self.params)
 
     def _output_var(self, value) -> Var:
         value = value.get() if isinstance(value, Deferred) else value

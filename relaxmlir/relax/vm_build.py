@@ -60,6 +60,24 @@ def _function_infos(mod: IRModule) -> dict[str, FunctionInfo]:
     return infos
 
 
+def _packed_signatures(mod: IRModule, infos: dict[str, FunctionInfo]) -> None:
+    """Static shapes that the layout stage changed in an entry point's signature: a weight
+    computed by `f_transform_params` (LiftTransformParams) becomes its packed panels, which that
+    function returns and `f` takes; the VM allocates and checks arrays by these specs."""
+    for f in mod.functions.values():
+        info = infos.get(f.name)
+        if not f.is_relax_function or info is None:
+            continue
+        ftype = f.function_type
+        for specs, types in ((info.params, ftype.inputs), (info.results, ftype.results)):
+            for i, (spec, t) in enumerate(zip(specs, types)):
+                if not sh.isa(t, ir.RankedTensorType) or not ir.RankedTensorType(t).has_static_shape:
+                    continue
+                t = ir.RankedTensorType(t)
+                if tuple(t.shape) != tuple(spec.shape):
+                    specs[i] = TensorSpec(spec.name, tuple(t.shape), spec.dtype)
+
+
 def _wrap_prim_func(mod: IRModule, f) -> FunctionInfo:
     """Entry point for a public primitive function: a relax function that `call_tir`s it.
 
@@ -292,6 +310,8 @@ def build(
                     print_ir_after_all=print_ir,
                     threaded=threaded,
                 )
+                if not threaded:
+                    _packed_signatures(mod, infos)
         except PassError as exc:
             raise BuildError(f"{exc.location}: error: {exc}") from None
         except PipelineError as exc:

@@ -12,8 +12,7 @@ from relaxmlir.frontend.nn.core import Parameter, Tensor, trace
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.block_builder import BlockBuilder
 from relaxmlir.relax.expr import Var
-
-NUM_INPUT_ATTR = "relax.num_input"  # read back as `mod["forward"].attrs["num_input"]`
+from relaxmlir.relax.transform.lift_transform_params import NUM_INPUT_ATTR  # `attrs["num_input"]`
 
 
 class Module:

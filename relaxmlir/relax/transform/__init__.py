@@ -42,3 +42,4 @@ from relaxmlir.relax.transform.fold_constant import FoldConstant  # noqa: F401,E
 from relaxmlir.relax.transform.alter_op_layout import AlterOpLayout, FoldBatchnormToConv2D  # noqa: F401,E402
 from relaxmlir.relax.transform.fuse_ops_by_pattern import FuseOpsByPattern, RunCodegen  # noqa: F401,E402
 from relaxmlir.relax.transform.meta_schedule import MetaScheduleApplyDatabase, MetaScheduleTuneTIR  # noqa: F401,E402
+from relaxmlir.relax.transform.lift_transform_params import LiftTransformParams  # noqa: F401,E402

@@ -91,3 +91,47 @@ func.func @main(%x: tensor<4x8xf32>) -> tensor<4x16xf32> attributes {relax.funct
     }
   }
 #-}
+
+// -----
+
+// A weight that main_transform_params computes (LiftTransformParams) is packed there: a
+// packing kernel (zero rows up to a whole panel, then [1, 32, 8] -> [1, 8, 32]) is appended
+// to it, and main takes the panels.
+// CHECK-LABEL: func.func private @pack_weight_nk_16x8_32
+// CHECK-SAME: (%[[SRC:[^:]+]]: tensor<16x8xf32>, %[[OUT:[^:]+]]: tensor<1x8x32xf32>)
+// CHECK: %[[Z:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<32x8xf32>)
+// CHECK: %[[P:.+]] = tensor.insert_slice %[[SRC]] into %[[Z]][0, 0] [16, 8] [1, 1]
+// CHECK: %[[V:.+]] = tensor.expand_shape %[[P]] {{\[}}[0, 1], [2]] output_shape [1, 32, 8]
+// CHECK: linalg.transpose ins(%[[V]] : tensor<1x32x8xf32>) outs(%[[OUT]] : tensor<1x8x32xf32>) permutation = [0, 2, 1]
+// CHECK-LABEL: func.func @main_transform_params
+// CHECK-SAME: -> tensor<1x8x32xf32>
+// CHECK: %[[PACKED:.+]] = "relax.call_tir"(%{{.+}}) {callee = @pack_weight_nk_16x8_32
+// CHECK: return %[[PACKED]]
+// CHECK-LABEL: func.func @main
+// CHECK-SAME: %[[W:[^:]+]]: tensor<1x8x32xf32>
+// CHECK: "relax.call_tir"(%{{.+}}, %[[W]]) {callee = @dense_prepacked
+#mk = affine_map<(d0, d1, d2) -> (d0, d2)>
+#nk = affine_map<(d0, d1, d2) -> (d1, d2)>
+#mn = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func private @dense(%x: tensor<4x8xf32>, %w: tensor<16x8xf32>, %out: tensor<4x16xf32>) -> tensor<4x16xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%out : tensor<4x16xf32>) -> tensor<4x16xf32>
+  %r = linalg.generic {indexing_maps = [#mk, #nk, #mn], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<4x8xf32>, tensor<16x8xf32>) outs(%f : tensor<4x16xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x16xf32>
+  return %r : tensor<4x16xf32>
+}
+
+func.func @main_transform_params(%w: tensor<16x8xf32> {relax.name = "w"}) -> tensor<16x8xf32> attributes {relax.function, relax.num_input = 0 : i64} {
+  %c = "relax.constant"() {value = dense<2.0> : tensor<f32>} : () -> tensor<f32>
+  %s = "relax.multiply"(%w, %c) : (tensor<16x8xf32>, tensor<f32>) -> tensor<16x8xf32>
+  return %s : tensor<16x8xf32>
+}
+
+func.func @main(%x: tensor<4x8xf32> {relax.name = "x"}, %w: tensor<16x8xf32> {relax.name = "w"}) -> tensor<4x16xf32> attributes {relax.function, relax.num_input = 1 : i64, relax.transform_params = @main_transform_params} {
+  %0 = "relax.call_tir"(%x, %w) {callee = @dense} : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
+  return %0 : tensor<4x16xf32>
+}

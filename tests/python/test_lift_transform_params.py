@@ -1,0 +1,122 @@
+"""LiftTransformParams: models that take their weights as inputs compute what reads only the
+weights once, in `main_transform_params`, and `main` reads the results (matmul weights as the
+packed panels the schedules read). Outputs against torch eager (rtol 1e-4, atol 1e-5)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import relaxmlir as rm
+from relaxmlir import relax
+from relaxmlir.frontend import from_exported_program
+
+RTOL, ATOL = 1e-4, 1e-5
+TARGET = {"kind": "llvm", "num-cores": 2, "mcpu": "x86-64-v4"}
+
+
+class ConvNet(nn.Module):
+    """Conv + batch norm + ReLU, global pooling, two linear layers (one [N, K] weight whose N is
+    not a whole number of panels)."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 16, 3, padding=1)
+        self.bn = nn.BatchNorm2d(16)
+        self.fc1 = nn.Linear(16, 40)
+        self.fc2 = nn.Linear(40, 10)
+
+    def forward(self, x):
+        y = torch.relu(self.bn(self.conv(x))).mean((2, 3))
+        return self.fc2(torch.relu(self.fc1(y)))
+
+
+def _model():
+    torch.manual_seed(0)
+    model = ConvNet().eval()
+    with torch.no_grad():
+        model.bn.running_mean.uniform_(-1, 1)
+        model.bn.running_var.uniform_(0.5, 2)
+    x = torch.randn(2, 3, 8, 8)
+    return model, x
+
+
+def _imported():
+    model, x = _model()
+    mod, params = from_exported_program(torch.export.export(model, (x,)), keep_params_as_input=True)
+    return model, x, mod, params
+
+
+def _run(mod, x, params):
+    vm = relax.VirtualMachine(relax.build(mod, rm.target.Target(TARGET)), rm.cpu())
+    weights = vm["main_transform_params"](*[rm.nd.array(p) for p in params.values()])
+    weights = weights if isinstance(weights, (list, tuple)) else [weights]
+    return vm["main"](rm.nd.array(x.numpy()), *weights).numpy(), weights
+
+
+def test_importer_marks_the_inputs():
+    _, _, mod, params = _imported()
+    assert mod["main"].attrs["num_input"] == 1
+    assert len(mod["main"].params) == 1 + len(params)
+
+
+@pytest.mark.parametrize("when", ["after the zero pipeline", "on the imported module"])
+def test_lifted_model_matches_torch(when):
+    model, x, mod, params = _imported()
+    if when == "after the zero pipeline":
+        with rm.target.Target(TARGET):
+            mod = relax.get_pipeline("zero")(mod)
+    mod = relax.transform.LiftTransformParams()(mod)
+    assert "main_transform_params" in mod
+    assert mod["main"].attrs["transform_params"] is not None
+    assert mod["main"].attrs["num_input"] == 1
+    names = [name for name, _ in mod["main"].params]
+    assert names[0] == "x" and "fc1.weight" not in names  # read transposed: lifted
+    out, weights = _run(mod, x, params)
+    np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=RTOL, atol=ATOL)
+    # the linear weights come back as 32-wide panels [ceil(N/32), K, 32] (relax.build packed
+    # them in main_transform_params), which main reads
+    shapes = [tuple(w.shape) for w in weights]
+    assert (2, 16, 32) in shapes and (1, 40, 32) in shapes
+
+
+def test_transform_runs_once_per_weights():
+    """New weights give new results through the same executable."""
+    model, x, mod, params = _imported()
+    mod = relax.transform.LiftTransformParams()(mod)
+    vm = relax.VirtualMachine(relax.build(mod, rm.target.Target(TARGET)), rm.cpu())
+    for scale in (1.0, -0.5):
+        with torch.no_grad():
+            for p in model.parameters():
+                p.mul_(scale)
+        state = model.state_dict()
+        arrays = [rm.nd.array(state[name].numpy().copy()) for name in params]
+        weights = vm["main_transform_params"](*arrays)
+        out = vm["main"](rm.nd.array(x.numpy()), *weights).numpy()
+        np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_functions_without_num_input_are_left_alone():
+    model, x = _model()
+    mod = from_exported_program(torch.export.export(model, (x,)))
+    before = str(mod)
+    assert str(relax.transform.LiftTransformParams()(mod)) == before
+
+
+def test_nothing_to_lift_adds_nothing():
+    """Weights read as they are (no transposes, no reshapes): no transform function."""
+    from relaxmlir.ir import parse
+
+    mod = parse(
+        """
+func.func @main(%x: tensor<2x3xf32> {relax.name = "x"}, %w: tensor<2x3xf32> {relax.name = "w"}) -> tensor<2x3xf32> attributes {relax.function, relax.num_input = 1 : i64} {
+  %a = "relax.add"(%x, %w) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %a : tensor<2x3xf32>
+}
+"""
+    )
+    out = relax.transform.LiftTransformParams()(mod)
+    assert "main_transform_params" not in out
+    assert str(out) == str(mod)
