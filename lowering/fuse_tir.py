@@ -370,29 +370,40 @@ def _referenced_callees(module_op: ir.Operation) -> set[str]:
 def fuse_tir(module_op: ir.Operation) -> None:
     """Merge every group; the PrimFuncs that only the groups called are removed (as TVM does)."""
     merged_callees: set[str] = set()
-    used_names = set()
+    # the module's symbols, scanned once: a lookup per candidate name scanned the module each
+    # time (MobileNetV2 with lifted weights: 210 groups, 0.65 s)
+    used_names = {
+        ir.StringAttr(op.attributes["sym_name"]).value
+        for op in module_op.regions[0].blocks[0].operations
+        if "sym_name" in op.attributes
+    }
     done: dict = {}  # fused results by body, see fuse_group
-    for func_op in graph_functions(module_op):
-        for block_op in dataflow_blocks(func_op):
-            groups: dict[str, list] = {}
-            for op in block_op.regions[0].blocks[0].operations:
-                op = op.operation
-                if GROUP_ATTR in op.attributes:
-                    groups.setdefault(ir.StringAttr(op.attributes[GROUP_ATTR]).value, []).append(op)
-            for key, group in groups.items():
-                callees = [ir.FlatSymbolRefAttr(op.attributes["callee"]).value for op in group]
-                name = "fused_" + "_".join(callees)
-                base, i = name, 1
-                while name in used_names or rx.lookup_symbol(func_op, name) is not None:
-                    name, i = f"{base}{i}", i + 1
-                used_names.add(name)
-                merged_callees.update(callees)
-                fuse_group(module_op, func_op, group, name, done)
+    with rx.cached_symbols(module_op):  # the groups' callees: one scan, not one per call
+        for func_op in graph_functions(module_op):
+            for block_op in dataflow_blocks(func_op):
+                _fuse_block(module_op, func_op, block_op, used_names, merged_callees, done)
     still_used = _referenced_callees(module_op)
-    for name in merged_callees - still_used:
-        callee = rx.lookup_symbol(module_op.regions[0].blocks[0].operations[0].operation, name)
-        if callee is not None:
-            callee.erase()
+    for op in [o.operation for o in module_op.regions[0].blocks[0].operations]:
+        name = ir.StringAttr(op.attributes["sym_name"]).value if "sym_name" in op.attributes else None
+        if name in merged_callees and name not in still_used and rx.PRIM_FUNC_ATTR in op.attributes:
+            op.erase()
+
+
+def _fuse_block(module_op, func_op, block_op, used_names, merged_callees, done) -> None:
+    groups: dict[str, list] = {}
+    for op in block_op.regions[0].blocks[0].operations:
+        op = op.operation
+        if GROUP_ATTR in op.attributes:
+            groups.setdefault(ir.StringAttr(op.attributes[GROUP_ATTR]).value, []).append(op)
+    for group in groups.values():
+        callees = [ir.FlatSymbolRefAttr(op.attributes["callee"]).value for op in group]
+        name = "fused_" + "_".join(callees)
+        base, i = name, 1
+        while name in used_names:
+            name, i = f"{base}{i}", i + 1
+        used_names.add(name)
+        merged_callees.update(callees)
+        fuse_group(module_op, func_op, group, name, done)
 
 
 @register_pass("relax-fuse-tir", "merge each relax.fuse_group into one primitive function without intermediates")

@@ -36,6 +36,21 @@ def stamp_target(module_op: ir.Operation, target) -> None:
         name = ir.StringAttr(op.attributes["sym_name"]).value
         if name.startswith("_mlir_ciface_") or PRIM_FUNC_ATTR in op.attributes:
             op.attributes["no_inline"] = ir.UnitAttr.get()
+        if name.startswith("_mlir_ciface_") and _arity(op) > MANY_ARGUMENTS:
+            op.attributes["passthrough"] = ir.ArrayAttr.get([ir.StringAttr.get("optnone")])
+
+
+# A C-interface wrapper unpacks each memref descriptor into scalars for the call it makes: with
+# a model's weights as arguments (keep_params_as_input, LiftTransformParams' functions) that is
+# thousands of loads and a call with thousands of operands, which instruction selection and
+# scheduling took seconds over (MobileNetV2's two wrappers: 2.8 s of 6.3 s of llc). Compiled
+# without optimization (fast instruction selection), they take a fraction of that, and run
+# once per call of the model.
+MANY_ARGUMENTS = 64
+
+
+def _arity(func_op: ir.Operation) -> int:
+    return len(list(func_op.regions[0].blocks[0].arguments))
 
 
 @register_pass(

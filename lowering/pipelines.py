@@ -26,6 +26,9 @@ ZERO = [
     "relax-legalize-ops",  # high-level ops -> call_tir of TOPI PrimFuncs
     "relax-fold-constant",  # call_tir of constants -> constants (weights computed once)
     "relax-dead-code-elimination",  # PrimFuncs and bindings folding left unused
+    # a model lifted before (LiftTransformParams): the weight re-layouts and folds the passes
+    # above added move into its f_transform_params as well
+    "relax-lift-transform-params{again=true}",
 ]
 FUSION = [
     "relax-fuse-ops",  # group matmul -> bias -> relu and elementwise runs (in dataflow blocks)

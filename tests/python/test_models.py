@@ -283,3 +283,29 @@ def test_model_symbolic_batch(name: str, frontend: str):
         np.testing.assert_allclose(
             vm["main"](x).numpy(), want, rtol=RTOL, atol=ATOL, err_msg=f"{name} batch {n}"
         )
+
+
+@pytest.mark.parametrize("lifted", [True, False], ids=["lifted", "per-call"])
+@pytest.mark.parametrize(
+    "name", ["resnet", "mobilenet_v2_block", "mobilenet_v3_block", "unet_block", "gpt_block"]
+)
+def test_model_weights_as_inputs(name: str, lifted: bool):
+    """Weights kept as inputs: batch norms fold and convolutions take the blocked layout as
+    relax ops on the weights, which LiftTransformParams computes once (`lifted`: checked to
+    return the blocked 6-D conv weights) or every call runs."""
+    torch.manual_seed(0)
+    make, inputs = MODELS[name]
+    model, (x,) = make().eval(), inputs()
+    ep = torch.export.export(model, (x,))
+    mod, params = from_exported_program(ep, keep_params_as_input=True)
+    if lifted:
+        mod = relax.transform.LiftTransformParams()(mod)
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), rm.cpu())
+    weights = [rm.nd.array(p) for p in params.values()]
+    if lifted:
+        weights = vm["main_transform_params"](*weights)
+        weights = list(weights) if isinstance(weights, (list, tuple)) else [weights]
+        if name != "gpt_block":
+            assert any(len(w.shape) == 6 for w in weights), [w.shape for w in weights]
+    got = vm["main"](rm.nd.array(x.numpy()), *weights).numpy()
+    np.testing.assert_allclose(got, model(x).detach().numpy(), rtol=RTOL, atol=ATOL, err_msg=name)

@@ -21,6 +21,11 @@ an OIHW1i16o kernel. What stays in NCHW: ops the blocked layout does not cover (
 boundaries, reshapes, other grouped convolutions, channel counts that do not divide into
 blocks, symbolic shapes).
 
+Weights that are parameters (`keep_params_as_input`: the function's arguments after its
+`num_input` inputs) get the same treatment as relax ops instead of constants: the fold's
+`W * s` and bias, the re-layout's reshape + transpose, the per-channel operands' layout
+transforms. `LiftTransformParams` computes them once, in `f_transform_params`.
+
 Both run before legalization (`relax.get_pipeline("zero")`); the layout pass only with a CPU
 target in scope (as in `relax.build`) or given as its option, and not with
 RELAXMLIR_ALTER_LAYOUT=0.
@@ -79,6 +84,40 @@ def _constant(value: ir.Value) -> np.ndarray | None:
     if owner.name != rx.Constant.name:
         return None
     return dense_to_numpy(owner.attributes["value"], value.type)
+
+
+def _weight_param(value: ir.Value, depth: int = 8) -> bool:
+    """A weight the function takes as a parameter (after its `num_input` inputs: a model
+    imported with `keep_params_as_input`), or a value computed from such weights and constants
+    alone (a batch norm folded into it). What is computed from it here is relax ops, which
+    `LiftTransformParams` moves into `f_transform_params`."""
+    if _static(value) is None:
+        return False
+    owner = value.owner
+    if isinstance(owner, ir.Block):
+        func_op = owner.owner.operation
+        if func_op.name != "func.func" or rx.NUM_INPUT_ATTR not in func_op.attributes:
+            return False
+        num_input = ir.IntegerAttr(func_op.attributes[rx.NUM_INPUT_ATTR]).value
+        return ir.BlockArgument(value).arg_number >= num_input
+    if depth == 0 or not owner.name.startswith("relax.") or owner.name == rx.CallDPSPacked.name:
+        return False
+    operands = list(owner.operands)
+    return any(_weight_param(v, depth - 1) for v in operands) and all(
+        _constant(v) is not None or _weight_param(v, depth - 1) for v in operands
+    )
+
+
+def _weight(value: ir.Value) -> np.ndarray | ir.Value | None:
+    """A conv's weight: its constant array, or the value of a weight parameter; else None."""
+    array = _constant(value)
+    if array is not None:
+        return array
+    return value if _weight_param(value) else None
+
+
+def _shape_of(weight: np.ndarray | ir.Value) -> list[int]:
+    return list(weight.shape) if isinstance(weight, np.ndarray) else _static(weight)
 
 
 def _static(value: ir.Value) -> list[int] | None:
@@ -296,7 +335,7 @@ def _fold_one(bn: ir.Operation) -> bool:
         return False
     params = [_constant(v) for v in list(bn.operands)[1:]]
     if any(p is None for p in params):
-        return False
+        return _fold_weight_params(bn)
     source = bn.operands[0].owner
     bias = None
     if not isinstance(source, ir.Block) and source.name == rx.Add.name:  # conv + bias, then bn
@@ -333,6 +372,71 @@ def _fold_one(bn: ir.Operation) -> bool:
         add = rx.Add.create([conv.result, b], [bn.results[0].type])
     bn.results[0].replace_all_uses_with(add.result)
     _erase_dead(bn)  # with its statistics, the old bias add (if any), the old conv and weights
+    return True
+
+
+def _fold_weight_params(bn: ir.Operation) -> bool:
+    """`_fold_one` where the weights are parameters (`keep_params_as_input`): the same algebra
+    as relax ops, `W * s` and `(bias - mean) * s + beta` with `s = gamma / sqrt(var + eps)`,
+    which `LiftTransformParams` computes once; in float32 (the constants' fold: float64)."""
+    stats = list(bn.operands)[1:]
+    if not all(_weight(v) is not None for v in stats) or not any(map(_weight_param, stats)):
+        return False
+    source, bias = bn.operands[0].owner, None
+    if not isinstance(source, ir.Block) and source.name == rx.Add.name:  # conv + bias, then bn
+        bias = source.operands[1]
+        if _weight(bias) is None or _only_use(source.results[0]) is None:
+            return False
+        source = source.operands[0].owner
+    if isinstance(source, ir.Block) or source.name != rx.Conv2d.name:
+        return False
+    if _string(source, "data_layout") != "NCHW" or _only_use(source.results[0]) is None:
+        return False
+    weight, out_shape = source.operands[1], _static(source.results[0])
+    if _weight(weight) is None or out_shape is None:
+        return False
+    channels, f32 = out_shape[1], ir.F32Type.get()
+    if ir.RankedTensorType(weight.type).element_type != f32:
+        return False
+    if any(_static(v) not in ([channels],) for v in stats):
+        return False
+    if bias is not None and (_static(bias) is None or int(np.prod(_static(bias))) != channels):
+        return False
+    vector = ir.RankedTensorType.get([channels], f32)
+
+    def op(kind, *operands, shape=None):
+        t = vector if shape is None else ir.RankedTensorType.get(shape, f32)
+        attrs = {"shape": _int_array(shape)} if kind is rx.Reshape else None
+        return kind.create(list(operands), [t], attrs).result
+
+    gamma, beta, mean, var = stats
+    eps = ir.FloatAttr(bn.attributes["epsilon"]).value
+    with ir.InsertionPoint(source), source.location:
+        s = op(rx.Rsqrt, op(rx.Add, var, _new_constant(np.array(eps, np.float32), vector)))
+        if ir.BoolAttr(bn.attributes["scale"]).value:
+            s = op(rx.Multiply, gamma, s)
+        scaled = rx.Multiply.create(
+            [weight, op(rx.Reshape, s, shape=[channels, 1, 1, 1])], [weight.type]
+        ).result
+        conv = ir.Operation.create(
+            source.name,
+            results=[source.results[0].type],
+            operands=[source.operands[0], scaled],
+            attributes=_attrs(source),
+        )
+    with ir.InsertionPoint(bn), bn.location:
+        centered = op(rx.Negative, mean) if bias is None else op(
+            rx.Subtract, op(rx.Reshape, bias, shape=[channels]), mean
+        )
+        shift = op(rx.Multiply, centered, s)
+        if ir.BoolAttr(bn.attributes["center"]).value:
+            shift = op(rx.Add, shift, beta)
+        add = rx.Add.create(
+            [conv.result, op(rx.Reshape, shift, shape=[1, channels, 1, 1])],
+            [bn.results[0].type],
+        )
+    bn.results[0].replace_all_uses_with(add.result)
+    _erase_dead(bn)
     return True
 
 
@@ -442,7 +546,7 @@ def _blockable_conv(op: ir.Operation) -> tuple[int, int] | None:
         return None
     if ir.RankedTensorType(op.results[0].type).element_type != ir.F32Type.get():
         return None
-    if _constant(op.operands[1]) is None:
+    if _weight(op.operands[1]) is None:
         return None
     return x[1], w[0]
 
@@ -475,13 +579,31 @@ def _input_block(channels: int, lanes: int) -> int:
 
 
 def _blocked_conv(
-    op: ir.Operation, x: ir.Value, w: np.ndarray, ki: int, bo: int, groups: int | None = None
+    op: ir.Operation,
+    x: ir.Value,
+    w: np.ndarray | ir.Value,
+    ki: int,
+    bo: int,
+    groups: int | None = None,
 ) -> ir.Value:
     """`op`'s conv2d (its `groups`, unless given) of blocked `x` with the OIHW weight `w` laid
-    out in blocks of `ki` input and `bo` output channels (at the insertion point in scope)."""
-    o, i, kh, kw = w.shape
+    out in blocks of `ki` input and `bo` output channels (at the insertion point in scope); a
+    constant is laid out here, a weight parameter by a reshape and a transpose."""
+    o, i, kh, kw = _shape_of(w)
     # w6[ob, cb, kh, kw, ci, oi] = w[ob * bo + oi, cb * ki + ci, kh, kw]
-    w6 = w.reshape(o // bo, bo, i // ki, ki, kh, kw).transpose(0, 2, 4, 5, 3, 1)
+    split, order = (o // bo, bo, i // ki, ki, kh, kw), (0, 2, 4, 5, 3, 1)
+    if isinstance(w, np.ndarray):
+        weight = _new_constant(w.reshape(split).transpose(order), op.operands[1].type)
+    else:
+        elem = ir.RankedTensorType(w.type).element_type
+        reshaped = rx.Reshape.create(
+            [w], [ir.RankedTensorType.get(list(split), elem)], {"shape": _int_array(list(split))}
+        ).result
+        weight = rx.PermuteDims.create(
+            [reshaped],
+            [ir.RankedTensorType.get([split[a] for a in order], elem)],
+            {"axes": _int_array(list(order))},
+        ).result
     n, _, oh, ow = ir.RankedTensorType(op.results[0].type).shape
     elem = ir.RankedTensorType(op.results[0].type).element_type
     attrs = _attrs(op)
@@ -492,7 +614,7 @@ def _blocked_conv(
     return ir.Operation.create(
         op.name,
         results=[ir.RankedTensorType.get([n, o // bo, oh, ow, bo], elem)],
-        operands=[x, _new_constant(w6, op.operands[1].type)],
+        operands=[x, weight],
         attributes=attrs,
     ).result
 
@@ -500,8 +622,8 @@ def _blocked_conv(
 def _convert_conv(op: ir.Operation, lay: _Layouts) -> None:
     lanes = lay.block
     c = _static(op.operands[0])[1]
-    w = _constant(op.operands[1])
-    o, i = w.shape[:2]
+    w = _weight(op.operands[1])
+    o, i = _shape_of(w)[:2]
     bi, bo = _input_block(c, lanes), _block(o, lanes)
     ki = bi if i == c else 1  # depthwise (groups = channels): one input channel per filter
     with ir.InsertionPoint(op), op.location:
@@ -542,8 +664,8 @@ def _convert_grouped(op: ir.Operation, lay: _Layouts) -> None:
     built in 6.5 s, now 4.0."""
     lanes = lay.block
     groups = ir.IntegerAttr(op.attributes["groups"]).value
-    w = _constant(op.operands[1])
-    o, i = w.shape[:2]
+    w = _weight(op.operands[1])
+    o, i = _shape_of(w)[:2]
     block = _group_block(i * groups, o, groups, lanes)
     bi, bo = (block, block) if block else (_block(i, lanes), _block(o // groups, lanes))
     with ir.InsertionPoint(op), op.location:

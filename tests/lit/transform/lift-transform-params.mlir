@@ -4,14 +4,18 @@
 // A linear layer taking its weights as inputs (num_input = 1: x): the transpose of the weight
 // and the reshape of the bias read only weights, so they move into @main_transform_params,
 // which takes every weight and returns what @main reads after its input: the transposed weight,
-// the reshaped bias (each named after its op) and `scale` as it is, in the order first read.
+// the reshaped bias (each named after its op) and `scale` as it is, in the order first read. Its
+// body is a dataflow block, so fusion groups the weight ops as it does main's.
 // CHECK-LABEL: func.func @main_transform_params
 // CHECK-SAME: (%[[W:[^:]+]]: tensor<16x8xf32> {relax.name = "w"}, %[[B:[^:]+]]: tensor<16xf32> {relax.name = "b"}, %[[S:[^:]+]]: tensor<4x16xf32> {relax.name = "scale"})
 // CHECK-SAME: -> (tensor<8x16xf32>, tensor<1x16xf32>, tensor<4x16xf32>)
 // CHECK-SAME: relax.num_input = 0
+// CHECK: %[[DF:.+]]:3 = scf.execute_region
 // CHECK: %[[T:.+]] = "relax.permute_dims"(%[[W]])
 // CHECK: %[[R:.+]] = "relax.reshape"(%[[B]])
-// CHECK: return %[[T]], %[[R]], %[[S]]
+// CHECK: scf.yield %[[T]], %[[R]], %[[S]]
+// CHECK: } {relax.dataflow}
+// CHECK: return %[[DF]]#0, %[[DF]]#1, %[[DF]]#2
 // CHECK-LABEL: func.func @main
 // CHECK-SAME: (%[[X:[^:]+]]: tensor<4x8xf32> {relax.name = "x"}, %[[WT:[^:]+]]: tensor<8x16xf32> {relax.name = "permute_dims_0"}, %[[BR:[^:]+]]: tensor<1x16xf32> {relax.name = "reshape_1"}, %[[S2:[^:]+]]: tensor<4x16xf32> {relax.name = "scale"})
 // CHECK-SAME: relax.num_input = 1
@@ -45,7 +49,7 @@ func.func @main(%x: tensor<4x8xf32> {relax.name = "x"}, %w: tensor<16x8xf32> {re
 // AGAIN: %[[T2:.+]] = "relax.permute_dims"(%[[T]])
 // AGAIN: %[[C:.+]] = "relax.constant"()
 // AGAIN: %[[M:.+]] = "relax.multiply"(%[[T2]], %[[C]])
-// AGAIN: return %[[M]]
+// AGAIN: scf.yield %[[M]]
 // AGAIN-LABEL: func.func @main
 // AGAIN-SAME: %{{[^:]+}}: tensor<16x8xf32> {relax.name = "multiply_0"}
 // AGAIN-NOT: relax.permute_dims
