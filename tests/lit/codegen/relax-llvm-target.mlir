@@ -48,3 +48,19 @@ llvm.func @external(f32) -> f32
 llvm.func @prim(%p: !llvm.ptr) attributes {relax.prim_func} {
   llvm.return
 }
+
+
+// C-interface wrappers of more than 64 arguments (the entry points of a model whose weights are
+// inputs) compile without optimization: they only unpack descriptors, and at -O3 instruction
+// selection and scheduling of their call with thousands of operands took seconds.
+// AVX2-LABEL: llvm.func @_mlir_ciface_wide
+// AVX2-SAME: passthrough = ["optnone"]
+// AVX2-LABEL: llvm.func @_mlir_ciface_narrow
+// AVX2-NOT: optnone
+// AVX2: llvm.return
+llvm.func @_mlir_ciface_wide(%a0: !llvm.ptr, %a1: !llvm.ptr, %a2: !llvm.ptr, %a3: !llvm.ptr, %a4: !llvm.ptr, %a5: !llvm.ptr, %a6: !llvm.ptr, %a7: !llvm.ptr, %a8: !llvm.ptr, %a9: !llvm.ptr, %a10: !llvm.ptr, %a11: !llvm.ptr, %a12: !llvm.ptr, %a13: !llvm.ptr, %a14: !llvm.ptr, %a15: !llvm.ptr, %a16: !llvm.ptr, %a17: !llvm.ptr, %a18: !llvm.ptr, %a19: !llvm.ptr, %a20: !llvm.ptr, %a21: !llvm.ptr, %a22: !llvm.ptr, %a23: !llvm.ptr, %a24: !llvm.ptr, %a25: !llvm.ptr, %a26: !llvm.ptr, %a27: !llvm.ptr, %a28: !llvm.ptr, %a29: !llvm.ptr, %a30: !llvm.ptr, %a31: !llvm.ptr, %a32: !llvm.ptr, %a33: !llvm.ptr, %a34: !llvm.ptr, %a35: !llvm.ptr, %a36: !llvm.ptr, %a37: !llvm.ptr, %a38: !llvm.ptr, %a39: !llvm.ptr, %a40: !llvm.ptr, %a41: !llvm.ptr, %a42: !llvm.ptr, %a43: !llvm.ptr, %a44: !llvm.ptr, %a45: !llvm.ptr, %a46: !llvm.ptr, %a47: !llvm.ptr, %a48: !llvm.ptr, %a49: !llvm.ptr, %a50: !llvm.ptr, %a51: !llvm.ptr, %a52: !llvm.ptr, %a53: !llvm.ptr, %a54: !llvm.ptr, %a55: !llvm.ptr, %a56: !llvm.ptr, %a57: !llvm.ptr, %a58: !llvm.ptr, %a59: !llvm.ptr, %a60: !llvm.ptr, %a61: !llvm.ptr, %a62: !llvm.ptr, %a63: !llvm.ptr, %a64: !llvm.ptr) {
+  llvm.return
+}
+llvm.func @_mlir_ciface_narrow(%a0: !llvm.ptr, %a1: !llvm.ptr) {
+  llvm.return
+}
