@@ -397,13 +397,23 @@ SYMBOLIC = {
 }
 
 
+# Models whose weights are inputs (keep_params_as_input): LiftTransformParams' split against
+# the bound build, and the same without the split (the weights' folds, re-layouts and packing
+# at every call).
+LIFTED = {
+    "L7": ("W7a ResNet-18, weights as inputs", "W7a"),
+    "L8": ("W8 BERT-base, weights as inputs", "W8"),
+    "L11": ("W11 MobileNetV2, weights as inputs", "W11"),
+}
+
+
 def _select(names: list[str]) -> list[str]:
     """Workload ids for `--only`: an exact id, or a family prefix (W7 -> W7a, W7b)."""
     selected = []
     for name in names:
         ids = (
             [name]
-            if name in WORKLOADS or name in SYMBOLIC
+            if name in WORKLOADS or name in SYMBOLIC or name in LIFTED
             else [w for w in WORKLOADS if re.fullmatch(re.escape(name) + "[a-z]", w)]
         )
         if not ids:
@@ -520,6 +530,51 @@ def run_symbolic(name: str, threads: int, repeat: int) -> list[dict]:
         static = timed = None
         gc.collect()
     return rows
+
+
+def run_lifted(name: str, threads: int, repeat: int) -> dict:
+    """A model with its weights as inputs, lifted and not, against its bound build, in turns."""
+    import numpy as np
+    import torch
+
+    import relaxmlir as rm
+    from relaxmlir import relax
+    from relaxmlir.frontend import from_exported_program
+
+    title, workload = LIFTED[name]
+    model, inputs, _, _ = WORKLOADS[workload][1]()
+    target = _target(threads)
+    tin = tuple(torch.from_numpy(x) for x in inputs)
+    with torch.no_grad():
+        reference = model(*tin).numpy()
+    ep = torch.export.export(model, tin)
+    row = {"id": name, "title": title, "threads": threads}
+    timed = {}
+    for key in ("bound", "lifted", "per_call"):
+        gc.collect()
+        os.sync()
+        t0 = time.perf_counter()
+        if key == "bound":
+            mod, weights = from_exported_program(ep), []
+        else:
+            mod, params = from_exported_program(ep, keep_params_as_input=True)
+            weights = [rm.nd.array(p) for p in params.values()]
+            if key == "lifted":
+                mod = relax.transform.LiftTransformParams()(mod)
+        vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
+        row[f"{key}_build_s"] = time.perf_counter() - t0
+        if key == "lifted":
+            t0 = time.perf_counter()
+            weights = vm["main_transform_params"](*weights)
+            row["transform_s"] = time.perf_counter() - t0
+            weights = list(weights) if isinstance(weights, (list, tuple)) else [weights]
+        args = [rm.nd.array(x) for x in inputs] + list(weights)
+        out = vm["main"](*args).numpy()
+        np.testing.assert_allclose(out, reference, rtol=1e-3, atol=1e-3, err_msg=key)
+        timed[f"{key}_ms"] = lambda f=vm["main"], a=args: f(*a)
+    row.update(_interleaved_ms(timed, repeat, settle=0.25 if threads > 1 else 0.0))
+    print(json.dumps(row), file=sys.stderr, flush=True)
+    return row
 
 
 # Workloads that also run with library codegens (a column each beside our own kernels): blas
@@ -695,10 +750,13 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
             probe = core_latency.Probe()
         except (RuntimeError, OSError) as exc:
             print(f"core-to-core round trip not measured: {exc}", file=sys.stderr)
-    symbolic = []
+    symbolic, lifted = [], []
     for name in names:
         if name in SYMBOLIC:
             symbolic += run_symbolic(name, threads, repeat)
+            continue
+        if name in LIFTED:
+            lifted.append(run_lifted(name, threads, repeat))
             continue
         title, make = WORKLOADS[name]
         model, inputs, flops, numpy_fn = make()
@@ -764,7 +822,7 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
         gc.collect()
     if probe is not None:
         probe.close()
-    return {"rows": rows, "symbolic": symbolic, "blas": blas}
+    return {"rows": rows, "symbolic": symbolic, "lifted": lifted, "blas": blas}
 
 
 def _roundtrip(probe) -> float | None:
@@ -962,6 +1020,39 @@ def render_symbolic(rows: list[dict]) -> str:
     return "\n".join(lines + [""])
 
 
+def render_lifted(rows: list[dict]) -> str:
+    """The weights-as-inputs table (empty without such rows)."""
+    if not rows:
+        return ""
+    lines = [
+        "## Weights as inputs",
+        "",
+        (
+            "The same model imported with `keep_params_as_input=True`: `lifted` is "
+            "`LiftTransformParams` (what reads only the weights, e.g. batch norms folded into "
+            "the conv weights, their blocked layout, the matmul weights' packing, runs once in "
+            "`main_transform_params`, its time in `transform s`), `per call` keeps it all in "
+            "`main`. All three are checked against torch eager (rtol 1e-3, atol 1e-3) and timed "
+            "in turns (medians); builds cold, in one process, each after the one before."
+        ),
+        "",
+        (
+            "| workload | threads | bound ms | lifted ms | lifted / bound | per call ms "
+            "| bound build s | lifted build s | per call build s | transform s |"
+        ),
+        "|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['id']} {r['title']} | {r['threads']} | {_fmt(r['bound_ms'])} | "
+            f"{_fmt(r['lifted_ms'])} | {r['lifted_ms'] / r['bound_ms']:.2f} | "
+            f"{_fmt(r['per_call_ms'])} | {_fmt(r['bound_build_s'], 2)} | "
+            f"{_fmt(r['lifted_build_s'], 2)} | {_fmt(r['per_call_build_s'], 2)} | "
+            f"{_fmt(r['transform_s'], 2)} |"
+        )
+    return "\n".join(lines + [""])
+
+
 def _tuned_note(work_dir: str) -> str:
     """What the tuned column holds: the work dir's size and the targets its records are for."""
     if not work_dir:
@@ -988,8 +1079,9 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--only",
-        default=",".join([*WORKLOADS, *SYMBOLIC]),
-        help="comma-separated workload ids (W7 = W7a,W7b; S2, S8: symbolic builds)",
+        default=",".join([*WORKLOADS, *SYMBOLIC, *LIFTED]),
+        help="comma-separated workload ids (W7 = W7a,W7b; S2, S8: symbolic builds; L7, L8, "
+        "L11: weights as inputs)",
     )
     parser.add_argument(
         "--threads", default=f"1,{os.cpu_count()}", help="comma-separated thread counts"
@@ -1011,7 +1103,7 @@ def main(argv=None) -> int:
         names = _select([n.strip() for n in args.only.split(",") if n.strip()])
     except KeyError as exc:
         parser.error(
-            f"unknown workload {exc}; known: {', '.join([*WORKLOADS, *SYMBOLIC])} "
+            f"unknown workload {exc}; known: {', '.join([*WORKLOADS, *SYMBOLIC, *LIFTED])} "
             "(W7 selects W7a and W7b)"
         )
     if args.child is not None:
@@ -1025,7 +1117,7 @@ def main(argv=None) -> int:
         args.output = str(ROOT / "benchmarks" / name)
     print(f"measured f32 peak: {_peak_text(peak_info)}", file=sys.stderr, flush=True)
     unset = [key for key in BLAS_OVERRIDES if key in os.environ]
-    rows, symbolic, blas = [], [], {}
+    rows, symbolic, lifted, blas = [], [], [], {}
     cache_dir = tempfile.mkdtemp(prefix="relaxmlir-bench-cache-")
     for threads in thread_counts:
         env = dict(os.environ)
@@ -1069,11 +1161,13 @@ def main(argv=None) -> int:
         result = json.loads(proc.stdout.strip().splitlines()[-1])
         rows += result["rows"]
         symbolic += result["symbolic"]
+        lifted += result["lifted"]
         blas[threads] = result["blas"]
     shutil.rmtree(cache_dir, ignore_errors=True)
     command = "python scripts/bench.py " + " ".join(a for a in (argv or sys.argv[1:]))
     text = render(rows, command.strip(), peak_info, blas, unset, args.isa, _tuned_note(args.tuned))
     text += render_symbolic(symbolic)
+    text += render_lifted(lifted)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(text)
     print(text)
