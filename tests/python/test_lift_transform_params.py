@@ -127,3 +127,21 @@ func.func @main(%x: tensor<2x3xf32> {relax.name = "x"}, %w: tensor<2x3xf32> {rel
     x, w = np.ones((2, 3), np.float32), np.full((2, 3), 2.0, np.float32)
     (w2,) = [vm["main_transform_params"](rm.nd.array(w))]
     np.testing.assert_array_equal(vm["main"](rm.nd.array(x), w2).numpy(), x + w)
+
+
+def test_a_taken_name_is_an_error():
+    from relaxmlir.ir import parse
+
+    mod = parse(
+        """
+func.func @main_transform_params(%w: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {relax.function} {
+  return %w : tensor<2x3xf32>
+}
+func.func @main(%x: tensor<2x3xf32> {relax.name = "x"}, %w: tensor<2x3xf32> {relax.name = "w"}) -> tensor<2x3xf32> attributes {relax.function, relax.num_input = 1 : i64} {
+  %a = "relax.add"(%x, %w) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %a : tensor<2x3xf32>
+}
+"""
+    )
+    with pytest.raises(ValueError, match="already has a function named 'main_transform_params'"):
+        relax.transform.LiftTransformParams()(mod)

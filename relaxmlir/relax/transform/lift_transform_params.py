@@ -120,6 +120,15 @@ def _lift(module_op: ir.Operation, func_op: ir.Operation) -> str | None:
         )  # fmt: skip
     else:
         name = ir.StringAttr(func_op.attributes["sym_name"]).value + SUFFIX
+        taken = [
+            op for op in module_op.regions[0].blocks[0].operations
+            if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == name
+        ]  # fmt: skip
+        if taken:
+            raise ValueError(
+                f"LiftTransformParams: the module already has a function named '{name}' "
+                "(the name of the weight transform it would add)"
+            )
         transform = _new_transform_function(func_op, name, weights)
     _extend(transform, weights, lifted, frontier)
     _rewrite(func_op, num_input, lifted, frontier)
@@ -194,7 +203,9 @@ def _as_dataflow(func_op: ir.Operation) -> None:
     if not body:
         return
     values = list(ret.operands)
-    region_op = scf.ExecuteRegionOp([v.type for v in values], no_inline=True, ip=ir.InsertionPoint(ret))
+    region_op = scf.ExecuteRegionOp(
+        [v.type for v in values], no_inline=True, ip=ir.InsertionPoint(ret)
+    )
     region_op.operation.attributes[rx.DATAFLOW_ATTR] = ir.UnitAttr.get()
     inner = region_op.regions[0].blocks.append()
     for op in body:
