@@ -12,7 +12,8 @@ from lowering import dense
 from lowering.registry import PassError, register_pass
 
 
-def _arg_names(func_op: ir.Operation) -> list[str]:
+def arg_names(func_op: ir.Operation) -> list[str]:
+    """A graph function's parameter names (`relax.name`), `arg<i>` where it has none."""
     n = len(func_op.regions[0].blocks[0].arguments)
     if "arg_attrs" not in func_op.attributes:
         return [f"arg{i}" for i in range(n)]
@@ -37,7 +38,7 @@ def bind_params(module_op: ir.Operation, func_name: str, params: Mapping[str, np
     if func_op is None:
         raise PassError(f"relax-bind-params: no function named '{func_name}'", module_op)
     block = func_op.regions[0].blocks[0]
-    names = _arg_names(func_op)
+    names = arg_names(func_op)
     unknown = sorted(set(params) - set(names))
     if unknown:
         raise PassError(f"relax-bind-params: {func_name} has no parameter(s) {unknown}; parameters: {names}", func_op)

@@ -329,6 +329,21 @@ def _decompose_one(bn: ir.Operation) -> None:
     _erase_dead(bn)
 
 
+def _conv_before(bn: ir.Operation) -> tuple[ir.Operation, ir.Value | None] | None:
+    """(the NCHW conv2d whose result only `bn` reads, the bias added between them or None)."""
+    source, bias = bn.operands[0].owner, None
+    if not isinstance(source, ir.Block) and source.name == rx.Add.name:  # conv + bias, then bn
+        bias = source.operands[1]
+        if _only_use(source.results[0]) is None:
+            return None
+        source = source.operands[0].owner
+    if isinstance(source, ir.Block) or source.name != rx.Conv2d.name:
+        return None
+    if _string(source, "data_layout") != "NCHW" or _only_use(source.results[0]) is None:
+        return None
+    return source, bias
+
+
 def _fold_one(bn: ir.Operation) -> bool:
     """Fold `bn` into the conv before it; False where it is not such a batch norm."""
     if ir.IntegerAttr(bn.attributes["axis"]).value != 1:
@@ -336,17 +351,14 @@ def _fold_one(bn: ir.Operation) -> bool:
     params = [_constant(v) for v in list(bn.operands)[1:]]
     if any(p is None for p in params):
         return _fold_weight_params(bn)
-    source = bn.operands[0].owner
-    bias = None
-    if not isinstance(source, ir.Block) and source.name == rx.Add.name:  # conv + bias, then bn
-        bias = _constant(source.operands[1])
-        if bias is None or _only_use(source.results[0]) is None:
+    found = _conv_before(bn)
+    if found is None:
+        return False
+    source, bias = found
+    if bias is not None:
+        bias = _constant(bias)
+        if bias is None:
             return False
-        source = source.operands[0].owner
-    if isinstance(source, ir.Block) or source.name != rx.Conv2d.name:
-        return False
-    if _string(source, "data_layout") != "NCHW" or _only_use(source.results[0]) is None:
-        return False
     weight = _constant(source.operands[1])
     out_shape = _static(source.results[0])
     if weight is None or out_shape is None or weight.dtype != np.float32:
@@ -361,18 +373,30 @@ def _fold_one(bn: ir.Operation) -> bool:
     scale, shift = _scale_shift(bn, params, bias)
     with ir.InsertionPoint(source), source.location:
         w = _new_constant((weight * scale.reshape(-1, 1, 1, 1)).astype(np.float32), source.operands[1].type)
-        conv = ir.Operation.create(
-            source.name,
-            results=[source.results[0].type],
-            operands=[source.operands[0], w],
-            attributes=_attrs(source),
-        )
+        conv = _conv_over(source, w)
     with ir.InsertionPoint(bn), bn.location:
         b = _new_constant(shift.astype(np.float32).reshape(1, channels, 1, 1), source.operands[1].type)
-        add = rx.Add.create([conv.result, b], [bn.results[0].type])
-    bn.results[0].replace_all_uses_with(add.result)
-    _erase_dead(bn)  # with its statistics, the old bias add (if any), the old conv and weights
+    _replace_batch_norm(bn, conv, b)
     return True
+
+
+def _conv_over(conv: ir.Operation, weight: ir.Value) -> ir.Value:
+    """`conv` again with `weight` (at the insertion point in scope)."""
+    return ir.Operation.create(
+        conv.name,
+        results=[conv.results[0].type],
+        operands=[conv.operands[0], weight],
+        attributes=_attrs(conv),
+    ).result
+
+
+def _replace_batch_norm(bn: ir.Operation, conv: ir.Value, shift: ir.Value) -> None:
+    """`bn`'s uses read `conv + shift`; `bn` goes, with its statistics, the old bias add (if
+    any), the old conv and weights where nothing else reads them."""
+    with ir.InsertionPoint(bn), bn.location:
+        add = rx.Add.create([conv, shift], [bn.results[0].type])
+    bn.results[0].replace_all_uses_with(add.result)
+    _erase_dead(bn)
 
 
 def _fold_weight_params(bn: ir.Operation) -> bool:
@@ -382,16 +406,10 @@ def _fold_weight_params(bn: ir.Operation) -> bool:
     stats = list(bn.operands)[1:]
     if not all(_weight(v) is not None for v in stats) or not any(map(_weight_param, stats)):
         return False
-    source, bias = bn.operands[0].owner, None
-    if not isinstance(source, ir.Block) and source.name == rx.Add.name:  # conv + bias, then bn
-        bias = source.operands[1]
-        if _weight(bias) is None or _only_use(source.results[0]) is None:
-            return False
-        source = source.operands[0].owner
-    if isinstance(source, ir.Block) or source.name != rx.Conv2d.name:
+    found = _conv_before(bn)
+    if found is None or (found[1] is not None and _weight(found[1]) is None):
         return False
-    if _string(source, "data_layout") != "NCHW" or _only_use(source.results[0]) is None:
-        return False
+    source, bias = found
     weight, out_shape = source.operands[1], _static(source.results[0])
     if _weight(weight) is None or out_shape is None:
         return False
@@ -418,12 +436,7 @@ def _fold_weight_params(bn: ir.Operation) -> bool:
         scaled = rx.Multiply.create(
             [weight, op(rx.Reshape, s, shape=[channels, 1, 1, 1])], [weight.type]
         ).result
-        conv = ir.Operation.create(
-            source.name,
-            results=[source.results[0].type],
-            operands=[source.operands[0], scaled],
-            attributes=_attrs(source),
-        )
+        conv = _conv_over(source, scaled)
     with ir.InsertionPoint(bn), bn.location:
         centered = op(rx.Negative, mean) if bias is None else op(
             rx.Subtract, op(rx.Reshape, bias, shape=[channels]), mean
@@ -431,12 +444,8 @@ def _fold_weight_params(bn: ir.Operation) -> bool:
         shift = op(rx.Multiply, centered, s)
         if ir.BoolAttr(bn.attributes["center"]).value:
             shift = op(rx.Add, shift, beta)
-        add = rx.Add.create(
-            [conv.result, op(rx.Reshape, shift, shape=[1, channels, 1, 1])],
-            [bn.results[0].type],
-        )
-    bn.results[0].replace_all_uses_with(add.result)
-    _erase_dead(bn)
+        shift = op(rx.Reshape, shift, shape=[1, channels, 1, 1])
+    _replace_batch_norm(bn, conv, shift)
     return True
 
 

@@ -24,6 +24,7 @@ from __future__ import annotations
 from mlir import ir
 
 from dialects import relax as rx
+from lowering.bind_params import arg_names
 from lowering.dataflow import graph_functions
 from lowering.registry import register_pass
 from relaxmlir.transform import Pass
@@ -152,7 +153,7 @@ def _new_transform_function(func_op, name, weights) -> ir.Operation:
         transform.attributes[NUM_INPUT_ATTR] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(64), 0
         )
-        transform.attributes["arg_attrs"] = _name_attrs(_arg_names(func_op)[first:])
+        transform.attributes["arg_attrs"] = _name_attrs(arg_names(func_op)[first:])
         entry = transform.add_entry_block()
         func_d.ReturnOp(list(entry.arguments), ip=ir.InsertionPoint(entry))
     return transform.operation
@@ -219,7 +220,7 @@ def _as_dataflow(func_op: ir.Operation) -> None:
 def _rewrite(func_op, num_input, lifted, frontier) -> None:
     """`func_op` takes its inputs, then the frontier values; the lifted ops are erased."""
     block = func_op.regions[0].blocks[0]
-    names = _arg_names(func_op)
+    names = arg_names(func_op)
     new_names = names[:num_input] + [
         names[ir.BlockArgument(v).arg_number]
         if isinstance(v.owner, ir.Block)
@@ -248,17 +249,6 @@ def _rewrite(func_op, num_input, lifted, frontier) -> None:
 
 def _name_attrs(names: list[str]) -> ir.ArrayAttr:
     return ir.ArrayAttr.get([ir.DictAttr.get({"relax.name": ir.StringAttr.get(n)}) for n in names])
-
-
-def _arg_names(func_op: ir.Operation) -> list[str]:
-    n = len(list(func_op.regions[0].blocks[0].arguments))
-    if "arg_attrs" not in func_op.attributes:
-        return [f"arg{i}" for i in range(n)]
-    out = []
-    for i, attrs in enumerate(ir.ArrayAttr(func_op.attributes["arg_attrs"])):
-        attrs = ir.DictAttr(attrs)
-        out.append(ir.StringAttr(attrs["relax.name"]).value if "relax.name" in attrs else f"arg{i}")
-    return out
 
 
 def _hint(value: ir.Value) -> str:
