@@ -38,6 +38,19 @@ def is_dataflow(op: ir.Operation) -> bool:
     return op.name == "scf.execute_region" and DATAFLOW_ATTR in op.attributes
 
 
+def weight_index(value: ir.Value) -> int | None:
+    """For an argument of a graph function with `num_input`: its index among the function's
+    weights (the arguments after its inputs); None for an input or any other value."""
+    if not isinstance(value.owner, ir.Block):
+        return None
+    func_op = value.owner.owner.operation
+    if func_op.name != "func.func" or NUM_INPUT_ATTR not in func_op.attributes:
+        return None
+    num_input = ir.IntegerAttr(func_op.attributes[NUM_INPUT_ATTR]).value
+    index = ir.BlockArgument(value).arg_number - num_input
+    return index if index >= 0 else None
+
+
 def enclosing_dataflow(op: ir.Operation) -> ir.Operation | None:
     parent = op.parent
     while parent is not None and parent.name != "func.func":

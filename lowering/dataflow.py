@@ -31,15 +31,20 @@ def dataflow_blocks(func_op: ir.Operation) -> list[ir.Operation]:
 
 def inline_dataflow(module_op: ir.Operation) -> None:
     for func_op in graph_functions(module_op):
-        for region_op in dataflow_blocks(func_op):
-            body = region_op.regions[0].blocks[0]
-            ops = [op.operation for op in body.operations]
-            terminator = ops[-1]
-            for op in ops[:-1]:
-                op.move_before(region_op)
-            for result, value in zip(region_op.results, list(terminator.operands)):
-                result.replace_all_uses_with(value)
-            region_op.erase()
+        inline_function_dataflow(func_op)
+
+
+def inline_function_dataflow(func_op: ir.Operation) -> None:
+    """The ops of `func_op`'s dataflow blocks moved into its body, the blocks erased."""
+    for region_op in dataflow_blocks(func_op):
+        body = region_op.regions[0].blocks[0]
+        ops = [op.operation for op in body.operations]
+        terminator = ops[-1]
+        for op in ops[:-1]:
+            op.move_before(region_op)
+        for result, value in zip(region_op.results, list(terminator.operands)):
+            result.replace_all_uses_with(value)
+        region_op.erase()
 
 
 @register_pass("relax-inline-dataflow", "move the ops of dataflow blocks into the enclosing function")

@@ -27,6 +27,7 @@ from dataclasses import replace
 from mlir import ir
 
 from dialects import relax as rx
+from lowering.dataflow import graph_functions
 from lowering.registry import PassError, register_pass, target_option
 from lowering.schedule import elementwise, matmul, reduction  # noqa: F401  (fill the table)
 from lowering.schedule.common import (
@@ -64,11 +65,7 @@ def weight_only_kernels(module_op: ir.Operation) -> set[str]:
     """PrimFuncs that only the weight transforms of a lifted model call (`f_transform_params`:
     folds, re-layouts and packings of its weights). They run once per set of weights, so they
     stay naive loops: scheduled, MobileNetV2's 170 of them took 4 s more of LLVM codegen."""
-    graphs = [
-        op.operation
-        for op in module_op.regions[0].blocks[0].operations
-        if op.operation.name == "func.func" and rx.FUNCTION_ATTR in op.operation.attributes
-    ]
+    graphs = graph_functions(module_op)
     transforms = {
         ir.FlatSymbolRefAttr(f.attributes[rx.TRANSFORM_PARAMS_ATTR]).value
         for f in graphs

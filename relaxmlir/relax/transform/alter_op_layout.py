@@ -95,17 +95,12 @@ def _weight_param(value: ir.Value, depth: int = 8) -> bool:
         return False
     owner = value.owner
     if isinstance(owner, ir.Block):
-        func_op = owner.owner.operation
-        if func_op.name != "func.func" or rx.NUM_INPUT_ATTR not in func_op.attributes:
-            return False
-        num_input = ir.IntegerAttr(func_op.attributes[rx.NUM_INPUT_ATTR]).value
-        return ir.BlockArgument(value).arg_number >= num_input
+        return rx.weight_index(value) is not None
     if depth == 0 or not owner.name.startswith("relax.") or owner.name == rx.CallDPSPacked.name:
         return False
     operands = list(owner.operands)
-    return any(_weight_param(v, depth - 1) for v in operands) and all(
-        _constant(v) is not None or _weight_param(v, depth - 1) for v in operands
-    )
+    weights = [_weight_param(v, depth - 1) for v in operands]  # each operand once
+    return any(weights) and all(w or _constant(v) is not None for w, v in zip(weights, operands))
 
 
 def _weight(value: ir.Value) -> np.ndarray | ir.Value | None:

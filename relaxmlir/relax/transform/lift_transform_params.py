@@ -25,7 +25,7 @@ from mlir import ir
 
 from dialects import relax as rx
 from lowering.bind_params import arg_names
-from lowering.dataflow import graph_functions
+from lowering.dataflow import graph_functions, inline_function_dataflow
 from lowering.registry import register_pass
 from relaxmlir.transform import Pass
 
@@ -115,17 +115,10 @@ def _lift(module_op: ir.Operation, func_op: ir.Operation) -> str | None:
                 frontier.append(v)
     if not first:
         name = ir.FlatSymbolRefAttr(func_op.attributes[TRANSFORM_PARAMS_ATTR]).value
-        transform = next(
-            f for f in graph_functions(module_op)
-            if ir.StringAttr(f.attributes["sym_name"]).value == name
-        )  # fmt: skip
+        transform = rx.lookup_symbol(module_op, name)
     else:
         name = ir.StringAttr(func_op.attributes["sym_name"]).value + SUFFIX
-        taken = [
-            op for op in module_op.regions[0].blocks[0].operations
-            if "sym_name" in op.attributes and ir.StringAttr(op.attributes["sym_name"]).value == name
-        ]  # fmt: skip
-        if taken:
+        if rx.lookup_symbol(module_op, name) is not None:
             raise ValueError(
                 f"LiftTransformParams: the module already has a function named '{name}' "
                 "(the name of the weight transform it would add)"
@@ -192,14 +185,7 @@ def _as_dataflow(func_op: ir.Operation) -> None:
     from mlir.dialects import scf
 
     block = func_op.regions[0].blocks[0]
-    for op in [o.operation for o in block.operations]:
-        if rx.is_dataflow(op):  # the block of an earlier split: opened, then made again
-            inner = [o.operation for o in op.regions[0].blocks[0].operations]
-            for o in inner[:-1]:
-                o.move_before(op)
-            for result, value in zip(op.results, list(inner[-1].operands)):
-                result.replace_all_uses_with(value)
-            op.erase()
+    inline_function_dataflow(func_op)  # the block of an earlier split: opened, then made again
     *body, ret = [o.operation for o in block.operations]
     if not body:
         return
