@@ -15,6 +15,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, tensor, vector
 from mlir.dialects.transform import interpreter
 
+from lowering.schedule.hoist import hoist_masked_accumulators
 from lowering.schedule.math_approx import approximate_math, contract_fma
 from relaxmlir.runtime import libraries
 from relaxmlir.target import Target
@@ -738,6 +739,27 @@ class Script:
         )
         return tiled, loops
 
+    def peel(self, loop: str) -> tuple[str, str]:
+        """`loop` (an scf.for) split into its whole tiles (static size once canonicalized) and
+        the partial one."""
+        cast, main, rest = self.fresh("cast"), self.fresh("main"), self.fresh("rest")
+        self.emit(f'{cast} = transform.cast {loop} : {self.ANY} to !transform.op<"scf.for">')
+        self.emit(
+            f"{main}, {rest} = transform.loop.peel {cast} : "
+            f'(!transform.op<"scf.for">) -> ({self.ANY}, {self.ANY})'
+        )
+        self.patterns("canonicalization", target=main)
+        return main, rest
+
+    def match_generic(self, inside: str) -> str:
+        """The linalg.generic ops inside `inside` (a loop after tiling or peeling)."""
+        h = self.fresh("in")
+        self.emit(
+            f'{h} = transform.structured.match ops{{["linalg.generic"]}} in {inside} : '
+            f"({self.ANY}) -> {self.ANY}"
+        )
+        return h
+
     def keep_rolled(self, loops: list[str]) -> None:
         """Ask LLVM not to unroll `loops` (`llvm.loop.unroll.disable` on their latches, carried
         there by relax-loop-annotations): loops whose body is already a full step of work."""
@@ -975,6 +997,7 @@ def apply_rules(
         used.append(rules[tag].schedule(main, handles[tag], info, opts))
     finalize(main)
     apply_script(func_op, main)
+    hoist_masked_accumulators(func_op)
     for rule in distinct:
         rule.after_schedule(func_op)
     _untag(func_op)

@@ -436,12 +436,12 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
             h, _ = s.tile_for(h, full_reg)
             s.vectorize(h)
         else:
-            main, rest = _peel(s, loops[sum(1 for d in range(info.m) if sizes[d])])
+            main, rest = s.peel(loops[sum(1 for d in range(info.m) if sizes[d])])
             # Full tiles (MR a static size): MR x NR accumulators per step of K; remainder
             # rows: 1 x NB*NR.
-            full, _ = s.tile_for(_match_generic(s, main), full_reg)
+            full, _ = s.tile_for(s.match_generic(main), full_reg)
             s.vectorize(full)
-            tail, _ = s.tile_for(_match_generic(s, rest), tail_reg)
+            tail, _ = s.tile_for(s.match_generic(rest), tail_reg)
             s.vectorize(tail)
     if b_pack:
         _schedule_b_pack(s, b_pack, info, opts, t, b_threads)
@@ -551,14 +551,6 @@ def parallel_rows(info: OpInfo, opts: ScheduleOptions) -> tuple[int, int] | None
         return None
     per_step = info.work // max(1, info.size(dim) if info.ranges[dim] else 1)  # static loops only
     return dim, max(2, _ceil(opts.min_parallel_work, per_step))
-
-
-def _match_generic(s: Script, loop: str) -> str:
-    h = s.fresh("in")
-    s.emit(
-        f'{h} = transform.structured.match ops{{["linalg.generic"]}} in {loop} : ({s.ANY}) -> {s.ANY}'
-    )
-    return h
 
 
 def _schedule_pack(
@@ -684,9 +676,9 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
         return f"matmul-small-1x{n_tile}"
     # A symbolic N: whole strips of 4 vectors, then one partial strip with masked loads and
     # stores (peeled: a mask on every strip ran Q @ K^T at 11 GFLOP/s, 8x slower).
-    main, rest = _peel(s, loops[sum(1 for d in range(info.n) if outer[d])])  # whole: static
+    main, rest = s.peel(loops[sum(1 for d in range(info.n) if outer[d])])  # whole: static
     for part in (main, rest):
-        tiled, _ = s.tile_for(_match_generic(s, part), reg)
+        tiled, _ = s.tile_for(s.match_generic(part), reg)
         s.vectorize(tiled, vec)
     return f"matmul-small-1x{n_tile}-peeled"
 
@@ -697,17 +689,6 @@ def _symbolic_row_tiles(info: OpInfo, t: MicroTile) -> bool:
     return info.ranges[info.m] is None and (
         info.ranges[info.n] is None or info.size(info.n) >= t.nr
     )
-
-
-def _peel(s: Script, loop: str) -> tuple[str, str]:
-    """`loop` split into its whole tiles (static size once canonicalized) and the partial one."""
-    main, rest = s.fresh("main"), s.fresh("rest")
-    s.emit(
-        f"{main}, {rest} = transform.loop.peel {_cast(s, loop, 'scf.for')} : "
-        f'(!transform.op<"scf.for">) -> ({s.ANY}, {s.ANY})'
-    )
-    s.patterns("canonicalization", target=main)
-    return main, rest
 
 
 def _schedule_symbolic_tiles(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
@@ -721,7 +702,7 @@ def _schedule_symbolic_tiles(s: Script, h: str, info: OpInfo, t: MicroTile) -> s
     rows = [1 if d in info.batch else 0 for d in range(nloops)]
     rows[info.m] = t.mr
     h, loops = s.tile_for(h, rows)
-    whole_rows, rest_rows = _peel(s, loops[sum(1 for d in range(info.m) if rows[d])])
+    whole_rows, rest_rows = s.peel(loops[sum(1 for d in range(info.m) if rows[d])])
     one_row = [0] * nloops
     one_row[info.m] = 1
     columns = [0] * nloops
@@ -729,13 +710,13 @@ def _schedule_symbolic_tiles(s: Script, h: str, info: OpInfo, t: MicroTile) -> s
     step = [0] * nloops
     step[info.k] = 1
     for part, mr in ((whole_rows, t.mr), (rest_rows, 1)):
-        g = _match_generic(s, part)
+        g = s.match_generic(part)
         if mr == 1:
             g, _ = s.tile_for(g, one_row)
         g, (n_loop,) = s.tile_for(g, columns)
         strips = [g]
         if info.ranges[info.n] is None or info.size(info.n) % t.nr:
-            strips = [_match_generic(s, p) for p in _peel(s, n_loop)]
+            strips = [s.match_generic(p) for p in s.peel(n_loop)]
         for strip in strips:
             tiled, _ = s.tile_for(strip, step)
             vec = [1] * nloops
