@@ -35,7 +35,7 @@ from lowering.schedule.common import (
     remap_operands,
     slice_sizes,
 )
-from lowering.schedule.matmul import micro_tile, parallel_rows
+from lowering.schedule.matmul import micro_tile, parallel_rows, symbolic_batch_split
 from lowering.schedule.normalize import normalize_function
 
 
@@ -154,9 +154,11 @@ def version_rows(func_op: ir.Operation, opts: ScheduleOptions) -> None:
     costs more than the whole kernel. The body becomes `scf.if size >= threshold { parallel
     copy } else { serial copy }`, every linalg op of the two copies marked for the rules
     (ROWS_VERSION_ATTR). The size is that of a function argument: a matmul's symbolic rows
-    (`matmul.parallel_rows`), else the element count of the largest argument with symbolic
-    axes (softmax, layer norm and the epilogues over a symbolic sequence, which ran on one core
-    between parallel matmuls: BERT-base at n = 256 on 2 threads, 1.4x its static build)."""
+    (`matmul.parallel_rows`), else the product of an attention matmul's symbolic sizes (its
+    heads split across threads from `min_parallel_work` on: 4 us at n = 1 for 0.2 us of
+    work), else the element count of the largest argument with symbolic axes (softmax, layer
+    norm and the epilogues over a symbolic sequence, which ran on one core between parallel
+    matmuls: BERT-base at n = 256 on 2 threads, 1.4x its static build)."""
     if opts.threads <= 1:
         return
     infos = [(op, classify(op)) for op in linalg_ops(func_op)]
@@ -168,8 +170,16 @@ def version_rows(func_op: ir.Operation, opts: ScheduleOptions) -> None:
         source = _row_count_source(op.operands[0], info.operand_dims[0].index(dim))
         if source is None or source[0].owner.owner != func_op:
             continue
-        _version_body(func_op, source[0], [source[1]], threshold)
+        _version_body(func_op, [source], threshold)
         return
+    for op, info in infos:  # attention over a symbolic sequence: heads split from enough work
+        if symbolic_batch_split(info, opts) is None:
+            continue
+        sizes = _symbolic_loop_sources(func_op, op, info)
+        if sizes:
+            static = math.prod(r for r in info.ranges if r is not None)
+            _version_body(func_op, sizes, max(2, -(-opts.min_parallel_work // static)))
+            return
     if not any(_splits(info, opts.threads) for _, info in infos):
         return  # nothing that a parallel copy would split
     best = None
@@ -183,7 +193,8 @@ def version_rows(func_op: ir.Operation, opts: ScheduleOptions) -> None:
             best = (arg, axes, static)
     if best is not None:
         arg, axes, static = best
-        _version_body(func_op, arg, axes, max(2, -(-opts.min_parallel_elements // max(1, static))))
+        threshold = max(2, -(-opts.min_parallel_elements // max(1, static)))
+        _version_body(func_op, [(arg, axis) for axis in axes], threshold)
 
 
 def _row_count_source(value: ir.Value, axis: int) -> tuple[ir.Value, int] | None:
@@ -218,7 +229,28 @@ def _splits(info, threads: int) -> bool:
     return can_split(info, loops, threads)
 
 
-def _version_body(func_op, rows_of, axes: list[int], threshold: int) -> None:
+def _symbolic_loop_sources(func_op, op, info) -> list[tuple[ir.Value, int]] | None:
+    """For each symbolic loop of `op`, a function argument and axis of its size (read through
+    A or B); None when one has none."""
+    sources = []
+    for d, size in enumerate(info.ranges):
+        if size is not None:
+            continue
+        found = None
+        for operand, dims in zip(op.operands, info.operand_dims[:2]):
+            if dims and d in dims:
+                found = _row_count_source(operand, dims.index(d))
+                if found is not None and found[0].owner.owner == func_op:
+                    break
+                found = None
+        if found is None:
+            return None
+        sources.append(found)
+    return sources
+
+
+def _version_body(func_op, sizes: list[tuple[ir.Value, int]], threshold: int) -> None:
+    """`sizes`: (value, axis) pairs whose product is compared with `threshold`."""
     block = func_op.regions[0].blocks[0]
     ops = [o.operation for o in block.operations]
     ret, body = ops[-1], ops[:-1]
@@ -226,7 +258,7 @@ def _version_body(func_op, rows_of, axes: list[int], threshold: int) -> None:
         index = ir.IndexType.get()
         ip = ir.InsertionPoint(body[0] if body else ret)
         rows = None
-        for axis in axes:
+        for rows_of, axis in sizes:
             c_axis = arith.ConstantOp(index, axis, ip=ip)
             size = tensor.DimOp(rows_of, c_axis.result, ip=ip).result
             rows = size if rows is None else arith.MulIOp(rows, size, ip=ip).result

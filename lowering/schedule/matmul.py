@@ -641,8 +641,8 @@ def _split_columns(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     """Unpacked routes (few rows): split the columns across threads, in whole register tiles;
     with symbolic sizes, a static batch loop (attention heads) with a block per thread."""
     if not info.static:  # split by the batch, or not at all
-        batch = next((d for d in info.batch if (info.ranges[d] or 0) >= opts.threads), None)
-        if opts.threads > 1 and batch is not None:
+        batch = symbolic_batch_split(info, opts)
+        if batch is not None and info.rows_version != "few":
             sizes = [0] * len(info.ranges)
             sizes[batch] = _ceil(info.ranges[batch], opts.threads)
             h, _ = s.tile_forall(h, tile_sizes=sizes)
@@ -654,6 +654,16 @@ def _split_columns(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         sizes[info.n] = _ceil(_ceil(n, threads), t.small_n) * t.small_n
         h, _ = s.tile_forall(h, tile_sizes=sizes)
     return h
+
+
+def symbolic_batch_split(info: OpInfo, opts: ScheduleOptions) -> int | None:
+    """The static batch loop (attention heads) that a symbolic matmul on an unpacked route
+    splits across threads; None when it runs on one."""
+    if info.pattern != "matmul" or info.static or opts.threads <= 1:
+        return None
+    if MatmulSchedule().route(info, tile_for(opts), opts) not in ("small", "dot"):
+        return None
+    return next((d for d in info.batch if (info.ranges[d] or 0) >= opts.threads), None)
 
 
 def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
@@ -795,7 +805,9 @@ class ConvSchedule(ScheduleRule):
             return "conv-fallback"
         if info.pad_fill_axis is not None:
             fill = s.match_pad_fill(info.tag)
-            rank = len(_image_map(info).results)  # the padded image's (a grouped conv's output has one more)
+            rank = len(
+                _image_map(info).results
+            )  # the padded image's (a grouped conv's output has one more)
             split = [0] * rank
             split[info.pad_fill_axis] = opts.threads
             fill, _ = s.tile_forall(fill, num_threads=split)
