@@ -667,23 +667,30 @@ def symbolic_batch_split(info: OpInfo, opts: ScheduleOptions) -> int | None:
 
 
 def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
-    """Unpacked register tile 1 x 8L x 1: a row of A times a [1, 8L] strip of B per step."""
+    """Unpacked register tile R x 8L x 1: R rows of A times a [1, 8L] strip of B per step.
+    A strip narrower than 8L takes several rows (at most MR accumulators): each row's sums are
+    one chain of dependent FMAs, and rows side by side give the FMA ports independent chains
+    (12 heads of 8 x 8 x 64 scores, one 8-lane row per step: 18 us; 8 rows: 8 us)."""
     nloops = len(info.ranges)
     symbolic_n = info.ranges[info.n] is None
     n_tile = (
         4 * t.lanes if symbolic_n else min(t.small_n, _ceil(info.size(info.n), t.lanes) * t.lanes)
     )
+    m = info.ranges[info.m]
+    rows = 1
+    if m is not None and not symbolic_n:
+        rows = max(r for r in range(1, max(1, t.mr // (n_tile // t.lanes)) + 1) if m % r == 0)
     outer = [1 if d in info.batch else 0 for d in range(nloops)]
-    outer[info.m], outer[info.n] = 1, n_tile
+    outer[info.m], outer[info.n] = rows, n_tile
     h, loops = s.tile_for(h, outer)
     reg = [0] * nloops
     reg[info.k] = 1
     vec = [1] * nloops
-    vec[info.n] = n_tile
+    vec[info.m], vec[info.n] = rows, n_tile
     if not symbolic_n:
         h, _ = s.tile_for(h, reg)
         s.vectorize(h, vec)
-        return f"matmul-small-1x{n_tile}"
+        return f"matmul-small-{rows}x{n_tile}"
     # A symbolic N: whole strips of 4 vectors, then one partial strip with masked loads and
     # stores (peeled: a mask on every strip ran Q @ K^T at 11 GFLOP/s, 8x slower).
     main, rest = s.peel(loops[sum(1 for d in range(info.n) if outer[d])])  # whole: static

@@ -79,8 +79,8 @@ MATMULS = [
     (1, 10, 128, False, (), "matmul-small-1x16"),
     (256, 10, 128, True, (), "matmul-dot-5x16"),  # 10 columns: dot products, no padding to 32
     (128, 96, 64, True, (), "matmul-rows-8x32+1x32"),
-    (2, 40, 48, False, (3,), "matmul-small-1x48"),  # batch, few rows
-    (8, 8, 64, False, (12,), "matmul-small-1x16"),  # 8-wide rows: a masked tile, carried in K
+    (2, 40, 48, False, (3,), "matmul-small-2x48"),  # batch, few rows side by side
+    (8, 8, 64, False, (12,), "matmul-small-8x16"),  # 8-wide rows: a masked 8-row tile
     (33, 70, 17, True, (2,), "matmul-rows-8x32+1x32"),  # batch, transposed B, odd sizes
     (40, 64, 1100, False, (), "matmul-rows-8x32+1x64"),  # K past one K block, whole K rows
     (40, 64, 4200, False, (), "matmul-packed-8x32"),  # a K x 32 panel over L2/2: K blocks
