@@ -14,6 +14,7 @@ from lowering import (  # noqa: F401,E402
     bind_params,
     dataflow,
     dedupe,
+    descriptor_args,
     fuse_ops,
     fuse_tir,
     graph_to_memref,

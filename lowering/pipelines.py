@@ -112,6 +112,8 @@ def cpu_codegen(target: Target, runtime: Optional[str] = None) -> list[str]:
             "expand-strided-metadata",
             "lower-affine",  # expand-strided-metadata emits affine.apply for subview offsets
         ),
+        # a model's weights as arguments: a descriptor pointer each, not thousands of scalars
+        "relax-descriptor-arguments",
         # Allocations call the native runtime's workspace cache (runtime/native/runtime.c) rather
         # than malloc; before convert-scf-to-cf: OpenMP regions need memrefs lowered (MLIR_NOTES).
         "finalize-memref-to-llvm{use-generic-functions=true}",
