@@ -4,6 +4,8 @@ packed panels the schedules read). Outputs against torch eager (rtol 1e-4, atol 
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import torch
@@ -145,3 +147,41 @@ func.func @main(%x: tensor<2x3xf32> {relax.name = "x"}, %w: tensor<2x3xf32> {rel
     )
     with pytest.raises(ValueError, match="already has a function named 'main_transform_params'"):
         relax.transform.LiftTransformParams()(mod)
+
+
+class Deep(nn.Module):
+    """40 linear layers: 80 weights, with the input over the 64 buffers from which graph
+    functions take descriptor pointers (`relax-descriptor-arguments`)."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = nn.ModuleList(nn.Linear(12, 12) for _ in range(40))
+
+    def forward(self, x):
+        for layer in self.layers:
+            x = torch.tanh(layer(x))
+        return x
+
+
+@pytest.mark.parametrize("lift", [True, False])
+def test_many_weights_take_descriptor_pointers(lift, tmp_path):
+    """`main` (and `main_transform_params`) with 81 buffers: each a descriptor pointer read
+    before its use, in the JIT and in an exported library alike."""
+    torch.manual_seed(0)
+    model, x = Deep().eval(), torch.randn(3, 12)
+    mod, params = from_exported_program(torch.export.export(model, (x,)), keep_params_as_input=True)
+    if lift:
+        mod = relax.transform.LiftTransformParams()(mod)
+    ex = relax.build(mod, rm.target.Target(TARGET))
+    main = re.search(r"llvm\.func @main\((.*?)\)", ex.as_text()).group(1)
+    assert main.count("!llvm.ptr") > 64 and "i64" not in main, main  # no unpacked fields
+    want = model(x).detach().numpy()
+    library = str(tmp_path / "deep.so")
+    ex.export_library(library)
+    for lib in (ex, rm.load_module(library)):  # JIT and exported
+        vm = relax.VirtualMachine(lib, rm.cpu())
+        weights = [rm.nd.array(p) for p in params.values()]
+        if lift:
+            weights = list(vm["main_transform_params"](*weights))
+        got = vm["main"](rm.nd.array(x.numpy()), *weights).numpy()
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
