@@ -5,8 +5,8 @@ pair on a loop-carried tensor only when the transfers are unmasked. A register t
 what is left of its row (a 16-lane tile of an 8-wide row, the partial column strip of a symbolic
 N) is vectorized with masks, and its sums then went through memory on every step of K: a masked
 store, then a masked load of the same place, which store-to-load forwarding does not serve
-(12 heads x 8 x 8 x 64 scores: 57 us instead of 2 on Zen 4). Here such a pair becomes a vector
-carried by the loop: read once before it, written once after it.
+(12 heads x 8 x 8 x 64 scores on Zen 4: 57 us, 18 with the sums in registers). Here such a pair
+becomes a vector carried by the loop: read once before it, written once after it.
 """
 
 from __future__ import annotations
@@ -53,11 +53,12 @@ def _poison(value: ir.Value) -> bool:
 
 
 def _same(a: ir.Operation, b: ir.Operation, name: str) -> bool:
-    return (
-        str(a.attributes[name]) == str(b.attributes[name])
-        if name in a.attributes
-        else (name not in b.attributes)
-    )
+    """Whether `a` and `b` carry equal attributes `name` (or neither has one)."""
+
+    def text(op: ir.Operation) -> str | None:
+        return str(op.attributes[name]) if name in op.attributes else None
+
+    return text(a) == text(b)
 
 
 def _candidate(loop: ir.Operation, position: int) -> tuple[ir.Operation, ir.Operation] | None:
@@ -113,11 +114,11 @@ def _hoist(loop: ir.Operation, position: int, read: ir.Operation, write: ir.Oper
     read.results[0].replace_all_uses_with(new_body.arguments[1 + position])
     write.results[0].replace_all_uses_with(write.operands[0])
     read.erase()
-    with ir.InsertionPoint(new_body):
-        for op in list(body.operations):
-            if op.operation != write:
-                op.operation.detach_from_parent()
-                ir.InsertionPoint(new_body).insert(op.operation)
+    append = ir.InsertionPoint(new_body)
+    for op in list(body.operations):  # the old yield too, now yielding the vector
+        if op.operation != write:
+            op.operation.detach_from_parent()
+            append.insert(op.operation)
     results = list(new.results)
     with ir.InsertionPoint.after(new.operation), loop.location:
         last = write.clone()
