@@ -185,3 +185,39 @@ def test_many_weights_take_descriptor_pointers(lift, tmp_path):
             weights = list(vm["main_transform_params"](*weights))
         got = vm["main"](rm.nd.array(x.numpy()), *weights).numpy()
         np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL)
+
+
+class Norms(nn.Module):
+    """Batch norms that follow no convolution: a BatchNorm1d after a linear layer, and a
+    BatchNorm2d (without affine weights) after a ReLU."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = nn.Conv2d(3, 8, 3, padding=1)
+        self.bn2d = nn.BatchNorm2d(8, affine=False)
+        self.fc = nn.Linear(8, 24)
+        self.bn1d = nn.BatchNorm1d(24)
+
+    def forward(self, x):
+        y = self.bn2d(torch.relu(self.conv(x))).mean((2, 3))
+        return torch.relu(self.bn1d(self.fc(y)))
+
+
+def test_batch_norms_with_parameter_statistics_are_lifted():
+    """Their per-channel `s = gamma / sqrt(var + eps)` and shift are computed once in
+    main_transform_params; `main` multiplies and adds (no batch norm kernel, no square root)."""
+    torch.manual_seed(0)
+    model = Norms().eval()
+    with torch.no_grad():
+        for bn in (model.bn2d, model.bn1d):
+            bn.running_mean.uniform_(-1, 1)
+            bn.running_var.uniform_(0.5, 2)
+    x = torch.randn(2, 3, 6, 6)
+    mod, params = from_exported_program(torch.export.export(model, (x,)), keep_params_as_input=True)
+    with rm.target.Target(TARGET):
+        lowered = relax.get_pipeline("zero")(relax.transform.LiftTransformParams()(mod))
+    main, transform = str(lowered["main"]), str(lowered["main_transform_params"])
+    assert "batch_norm" not in main and "rsqrt" not in main, main
+    assert transform.count("@rsqrt") >= 2, transform
+    out, _ = _run(relax.transform.LiftTransformParams()(mod), x, params)
+    np.testing.assert_allclose(out, model(x).detach().numpy(), rtol=RTOL, atol=ATOL)

@@ -182,7 +182,13 @@ def _declare_batch_symbols(func_op: ir.Operation) -> None:
         ):
             continue
         batch = next(
-            (d[0] for v in op.operands if _dynamic_batch(v.type) for d in [_declared_shape(v)] if d),
+            (
+                d[0]
+                for v in op.operands
+                if _dynamic_batch(v.type)
+                for d in [_declared_shape(v)]
+                if d
+            ),
             None,
         )
         if batch is None:
@@ -302,9 +308,12 @@ def _decompose_one(bn: ir.Operation) -> None:
     except ValueError:
         return
     dtype = _FLOAT_TYPES.get(str(t.element_type))
-    if dtype is None or any(p is None for p in params):
+    if dtype is None:
         return
     axis = ir.IntegerAttr(bn.attributes["axis"]).value % t.rank
+    if any(p is None for p in params):
+        _decompose_weight_params(bn, t, axis)
+        return
     channels = params[2].size
     if any(p.size != channels for p in params) or (
         not ir.ShapedType.is_dynamic_size(t.shape[axis]) and t.shape[axis] != channels
@@ -314,12 +323,78 @@ def _decompose_one(bn: ir.Operation) -> None:
     shape = [channels if d == axis else 1 for d in range(t.rank)]
     # A symbolic shape (a batch built for any size) goes on with the batch norm's symbols: the
     # ops after it are declared with them.
-    attrs = {rx.SHAPE_ATTR: bn.attributes[rx.SHAPE_ATTR]} if rx.SHAPE_ATTR in bn.attributes else None
+    attrs = (
+        {rx.SHAPE_ATTR: bn.attributes[rx.SHAPE_ATTR]} if rx.SHAPE_ATTR in bn.attributes else None
+    )
     with ir.InsertionPoint(bn), bn.location:
         s = _new_constant(scale.astype(dtype).reshape(shape), data.type)
         b = _new_constant(shift.astype(dtype).reshape(shape), data.type)
         mul = rx.Multiply.create([data, s], [bn.results[0].type], attrs)
         add = rx.Add.create([mul.result, b], [bn.results[0].type], attrs)
+    bn.results[0].replace_all_uses_with(add.result)
+    _erase_dead(bn)
+
+
+def _channel_op(kind, *operands: ir.Value, shape: list[int], element: ir.Type) -> ir.Value:
+    """A relax op over per-channel vectors (at the insertion point in scope)."""
+    t = ir.RankedTensorType.get(shape, element)
+    attrs = {"shape": _int_array(shape)} if kind is rx.Reshape else None
+    return kind.create(list(operands), [t], attrs).result
+
+
+def _param_scale(
+    bn: ir.Operation, gamma: ir.Value, var: ir.Value, channels: int, element
+) -> ir.Value:
+    """`s = gamma / sqrt(var + eps)` of a batch norm whose statistics are parameters."""
+    eps = ir.FloatAttr(bn.attributes["epsilon"]).value
+    vector = ir.RankedTensorType.get([channels], element)
+    eps_c = _new_constant(np.array(eps, _FLOAT_TYPES[str(element)]), vector)
+    shifted = _channel_op(rx.Add, var, eps_c, shape=[channels], element=element)
+    s = _channel_op(rx.Rsqrt, shifted, shape=[channels], element=element)
+    if ir.BoolAttr(bn.attributes["scale"]).value:
+        s = _channel_op(rx.Multiply, gamma, s, shape=[channels], element=element)
+    return s
+
+
+def _param_shift(
+    bn: ir.Operation, centered: ir.Value, s: ir.Value, beta: ir.Value, channels: int, element
+) -> ir.Value:
+    """`shift = centered * s + beta` (`centered`: `bias - mean`, or `-mean`)."""
+    shift = _channel_op(rx.Multiply, centered, s, shape=[channels], element=element)
+    if ir.BoolAttr(bn.attributes["center"]).value:
+        shift = _channel_op(rx.Add, shift, beta, shape=[channels], element=element)
+    return shift
+
+
+def _decompose_weight_params(bn: ir.Operation, t: ir.RankedTensorType, axis: int) -> None:
+    """`_decompose_one` where the statistics are parameters (`keep_params_as_input`): `s` and
+    `shift` as relax ops on them, which `LiftTransformParams` computes once, not the batch norm
+    kernel's square root per element at every call (a BatchNorm1d after a linear layer)."""
+    stats = list(bn.operands)[1:]
+    if not all(_weight(v) is not None for v in stats) or not any(map(_weight_param, stats)):
+        return
+    channels, element = _static(stats[2]), t.element_type
+    if channels is None or len(channels) != 1:
+        return
+    channels = channels[0]
+    for v in stats:
+        if _static(v) != [channels] or ir.RankedTensorType(v.type).element_type != element:
+            return
+    if not ir.ShapedType.is_dynamic_size(t.shape[axis]) and t.shape[axis] != channels:
+        return
+    gamma, beta, mean, var = stats
+    shape = [channels if d == axis else 1 for d in range(t.rank)]
+    attrs = (
+        {rx.SHAPE_ATTR: bn.attributes[rx.SHAPE_ATTR]} if rx.SHAPE_ATTR in bn.attributes else None
+    )
+    with ir.InsertionPoint(bn), bn.location:
+        s = _param_scale(bn, gamma, var, channels, element)
+        negated = _channel_op(rx.Negative, mean, shape=[channels], element=element)
+        shift = _param_shift(bn, negated, s, beta, channels, element)
+        s = _channel_op(rx.Reshape, s, shape=shape, element=element)
+        shift = _channel_op(rx.Reshape, shift, shape=shape, element=element)
+        mul = rx.Multiply.create([bn.operands[0], s], [bn.results[0].type], attrs)
+        add = rx.Add.create([mul.result, shift], [bn.results[0].type], attrs)
     bn.results[0].replace_all_uses_with(add.result)
     _erase_dead(bn)
 
@@ -360,17 +435,25 @@ def _fold_one(bn: ir.Operation) -> bool:
         return False
     channels = out_shape[1]
     if bias is not None:
-        if bias.size not in (1, channels) or bias.ndim > 4 or (bias.ndim >= 3 and bias.size > 1 and bias.shape[-3] != channels):
+        if (
+            bias.size not in (1, channels)
+            or bias.ndim > 4
+            or (bias.ndim >= 3 and bias.size > 1 and bias.shape[-3] != channels)
+        ):
             return False
         bias = np.broadcast_to(bias.reshape(-1), (channels,)).astype(np.float64)
     else:
         bias = np.zeros(channels)
     scale, shift = _scale_shift(bn, params, bias)
     with ir.InsertionPoint(source), source.location:
-        w = _new_constant((weight * scale.reshape(-1, 1, 1, 1)).astype(np.float32), source.operands[1].type)
+        w = _new_constant(
+            (weight * scale.reshape(-1, 1, 1, 1)).astype(np.float32), source.operands[1].type
+        )
         conv = _conv_over(source, w)
     with ir.InsertionPoint(bn), bn.location:
-        b = _new_constant(shift.astype(np.float32).reshape(1, channels, 1, 1), source.operands[1].type)
+        b = _new_constant(
+            shift.astype(np.float32).reshape(1, channels, 1, 1), source.operands[1].type
+        )
     _replace_batch_norm(bn, conv, b)
     return True
 
@@ -415,31 +498,20 @@ def _fold_weight_params(bn: ir.Operation) -> bool:
         return False
     if bias is not None and (_static(bias) is None or int(np.prod(_static(bias))) != channels):
         return False
-    vector = ir.RankedTensorType.get([channels], f32)
-
-    def op(kind, *operands, shape=None):
-        t = vector if shape is None else ir.RankedTensorType.get(shape, f32)
-        attrs = {"shape": _int_array(shape)} if kind is rx.Reshape else None
-        return kind.create(list(operands), [t], attrs).result
-
     gamma, beta, mean, var = stats
-    eps = ir.FloatAttr(bn.attributes["epsilon"]).value
     with ir.InsertionPoint(source), source.location:
-        s = op(rx.Rsqrt, op(rx.Add, var, _new_constant(np.array(eps, np.float32), vector)))
-        if ir.BoolAttr(bn.attributes["scale"]).value:
-            s = op(rx.Multiply, gamma, s)
-        scaled = rx.Multiply.create(
-            [weight, op(rx.Reshape, s, shape=[channels, 1, 1, 1])], [weight.type]
-        ).result
+        s = _param_scale(bn, gamma, var, channels, f32)
+        per_filter = _channel_op(rx.Reshape, s, shape=[channels, 1, 1, 1], element=f32)
+        scaled = rx.Multiply.create([weight, per_filter], [weight.type]).result
         conv = _conv_over(source, scaled)
     with ir.InsertionPoint(bn), bn.location:
-        centered = op(rx.Negative, mean) if bias is None else op(
-            rx.Subtract, op(rx.Reshape, bias, shape=[channels]), mean
-        )
-        shift = op(rx.Multiply, centered, s)
-        if ir.BoolAttr(bn.attributes["center"]).value:
-            shift = op(rx.Add, shift, beta)
-        shift = op(rx.Reshape, shift, shape=[1, channels, 1, 1])
+        if bias is None:
+            centered = _channel_op(rx.Negative, mean, shape=[channels], element=f32)
+        else:
+            flat = _channel_op(rx.Reshape, bias, shape=[channels], element=f32)
+            centered = _channel_op(rx.Subtract, flat, mean, shape=[channels], element=f32)
+        shift = _param_shift(bn, centered, s, beta, channels, f32)
+        shift = _channel_op(rx.Reshape, shift, shape=[1, channels, 1, 1], element=f32)
     _replace_batch_norm(bn, conv, shift)
     return True
 
@@ -710,7 +782,9 @@ def _push(op: ir.Operation, lay: _Layouts) -> bool:
         inner = op.operands[0].owner
         if isinstance(inner, ir.Block) or inner.name != name:
             return False
-        if _string(inner, "src_layout") != _string(op, "dst_layout") or _string(inner, "dst_layout") != _string(op, "src_layout"):
+        if _string(inner, "src_layout") != _string(op, "dst_layout") or _string(
+            inner, "dst_layout"
+        ) != _string(op, "src_layout"):
             # X -> NCHW -> Y between two block sizes: one transform X -> Y
             first, dst = _string(inner, "src_layout"), _string(op, "dst_layout")
             a, b = _block_of(first), _block_of(dst)
@@ -766,7 +840,11 @@ def _push(op: ir.Operation, lay: _Layouts) -> bool:
             return False
         sides = [_back(v) for v in op.operands]
         layout = next(
-            (side[1] for v, side in zip(op.operands, sides) if side is not None and _static(v) == out),
+            (
+                side[1]
+                for v, side in zip(op.operands, sides)
+                if side is not None and _static(v) == out
+            ),
             None,
         )  # an operand of the result's shape comes from a blocked layout
         if layout is None:
@@ -839,7 +917,9 @@ def _push_spatial_reduction(op: ir.Operation, lay: _Layouts) -> bool:
         )
         result = lay.transform(new.result, layout, "NCHW")
         if not ir.BoolAttr(op.attributes["keepdims"]).value:
-            squeeze = rx.Squeeze.create([result], [op.results[0].type], {"axis": _int_array([2, 3])})
+            squeeze = rx.Squeeze.create(
+                [result], [op.results[0].type], {"axis": _int_array([2, 3])}
+            )
             result = squeeze.result
     op.results[0].replace_all_uses_with(result)
     _erase_dead(op)
@@ -875,6 +955,7 @@ def _push_channel_concat(op: ir.Operation, lay: _Layouts) -> bool:
     attrs = _attrs(op)
     attrs["axis"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 1)
     return _rebuild_blocked(op, operands, attrs, layout, lay)
+
 
 # RELAXMLIR_ALTER_LAYOUT=0 keeps every convolution in NCHW (to compare layouts, or to see the
 # NCHW strategies at work).
