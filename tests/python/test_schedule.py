@@ -26,6 +26,7 @@ from relaxmlir.target import Target
 
 RTOL = ATOL = 1e-4
 WATCHDOG_S = 120
+AVX2 = "llvm -mcpu=x86-64-v3"
 
 
 @pytest.fixture(autouse=True)
@@ -92,6 +93,25 @@ def test_matmul_matches_numpy(m, n, k, tb, batch, route):
     got, want = run_matmul(m, n, k, transposed_b=tb, batch=batch)
     check(got, want, f"matmul {batch}x{m}x{n}x{k} transposed_b={tb}")
     assert scheduled_names(matmul_text(m, n, k, transposed_b=tb, batch=batch), "mm") == [route]
+
+
+@pytest.mark.parametrize(
+    "m,n,k,batch,route",
+    [(8, 8, 64, (12,), "matmul-small-4x8"), (6, 10, 33, (), "matmul-small-3x16"),
+     (4, 20, 17, (2,), "matmul-small-2x24"), (5, 10, 33, (), "matmul-small-1x16")],
+)  # fmt: skip
+def test_small_route_on_avx2(m, n, k, batch, route):
+    """The small route on 8-lane vectors (an AVX2 build): rows side by side (as many as divide
+    the rows, at most MR = 6 accumulators), strips masked to the row's width, their sums
+    carried through K in registers (`hoist.py`)."""
+    text = matmul_text(m, n, k, batch=batch)
+    kern = Kernel.build(text, "mm", schedule="threads=1 strict=true", target=AVX2)
+    a, b = rand(*batch, m, k), rand(*batch, k, n, seed=1)
+    c = np.full((*batch, m, n), 7.0, np.float32)
+    kern(a, b, c)
+    check(c, a @ b, f"avx2 matmul {batch}x{m}x{n}x{k}")
+    with Target(AVX2):
+        assert scheduled_names(text, "mm") == [route]
 
 
 @pytest.mark.parametrize(

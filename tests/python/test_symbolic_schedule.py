@@ -306,6 +306,29 @@ def test_attention_matmuls_over_a_symbolic_sequence(head):
     _run_sizes(mod, inputs, lambda q, kt, v: (q @ kt) @ v)
 
 
+def test_attention_over_a_symbolic_sequence_on_avx2():
+    """softmax(Q @ K^T) @ V with K^T transposed in the graph, built once for 8-lane vectors
+    (an AVX2 build): the transpose onto `n`, the masked strips whose sums stay in registers
+    and the heads' run-time split all on the narrower target; n = 1, 7, 256, 1000."""
+    target = rm.target.Target({"kind": "llvm", "mcpu": "x86-64-v3", "num-cores": 2})
+    sinfo = relax.TensorStructInfo((1, 4, "n", 40), "float32")
+    q, k, v = (relax.Var(name, sinfo) for name in "qkv")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [q, k, v]):
+        with bb.dataflow():
+            kt = bb.emit(relax.op.permute_dims(k, [0, 1, 3, 2]))
+            p = bb.emit(relax.op.nn.softmax(relax.op.matmul(q, kt), axis=-1))
+            gv = bb.emit_output(relax.op.matmul(p, v))
+        bb.emit_func_output(gv)
+    vm = relax.VirtualMachine(relax.build(bb.get(), target), rm.cpu())
+    for n in SIZES:
+        rng = np.random.default_rng(n)
+        a, b, c = (rng.standard_normal((1, 4, n, 40), dtype=np.float32) * 0.3 for _ in range(3))
+        want = torch.softmax(torch.from_numpy(a @ np.swapaxes(b, 2, 3)), dim=-1).numpy() @ c
+        got = vm["main"](a, b, c).numpy()
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"n={n}")
+
+
 def test_bert_with_a_symbolic_sequence_length():
     """torch.export with a dynamic sequence length: the position ids are the static buffer sliced
     up to `seq` (torch bounds it by the buffer's 512), the mask and attention follow `seq`; one
