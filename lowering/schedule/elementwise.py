@@ -67,10 +67,18 @@ class ElementwiseSchedule(ScheduleRule):
             if done:
                 return done
         h, loops = s.tile_for(h, sizes)
-        s.vectorize(h, sizes)
         # Each step is a whole vector (up to 4 registers) of a memory-bound op: LLVM's full
         # unrolling of short loops (DenseNet's concat parts: 2 x 7 x 7 steps, 98 copies of the
         # body) bought nothing at run time and made 77% of DenseNet-121's LLVM IR.
+        if size is None or size % width:
+            # Whole steps, then the partial one masked: a row that the steps do not divide (or
+            # a symbolic one) was masked at every step, a microcoded masked store each on AVX2.
+            whole, rest = s.peel(loops[inner])
+            for part in (whole, rest):
+                s.vectorize(s.match_generic(part), sizes)
+            s.keep_rolled([loop for d, loop in enumerate(loops) if d != inner] + [whole])
+            return f"elementwise-{width}-peeled"
+        s.vectorize(h, sizes)
         s.keep_rolled(loops)
         return f"elementwise-{width}"
 
