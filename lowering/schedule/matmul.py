@@ -812,9 +812,8 @@ class ConvSchedule(ScheduleRule):
             return "conv-fallback"
         if info.pad_fill_axis is not None:
             fill = s.match_pad_fill(info.tag)
-            rank = len(
-                _image_map(info).results
-            )  # the padded image's (a grouped conv's output has one more)
+            # the padded image's rank (a grouped conv's output has one more)
+            rank = len(_image_map(info).results)
             split = [0] * rank
             split[info.pad_fill_axis] = opts.threads
             fill, _ = s.tile_forall(fill, num_threads=split)
