@@ -321,16 +321,23 @@ def _decompose_one(bn: ir.Operation) -> None:
         return
     scale, shift = _scale_shift(bn, [p.reshape(-1) for p in params], 0.0)
     shape = [channels if d == axis else 1 for d in range(t.rank)]
+    with ir.InsertionPoint(bn), bn.location:
+        s = _new_constant(scale.astype(dtype).reshape(shape), data.type)
+        b = _new_constant(shift.astype(dtype).reshape(shape), data.type)
+    _multiply_add(bn, s, b)
+
+
+def _multiply_add(bn: ir.Operation, s: ir.Value, shift: ir.Value) -> None:
+    """`bn`'s uses read `x * s + shift` (per-channel operands shaped to broadcast along its
+    axis); `bn` goes, with what only it read."""
     # A symbolic shape (a batch built for any size) goes on with the batch norm's symbols: the
     # ops after it are declared with them.
     attrs = (
         {rx.SHAPE_ATTR: bn.attributes[rx.SHAPE_ATTR]} if rx.SHAPE_ATTR in bn.attributes else None
     )
     with ir.InsertionPoint(bn), bn.location:
-        s = _new_constant(scale.astype(dtype).reshape(shape), data.type)
-        b = _new_constant(shift.astype(dtype).reshape(shape), data.type)
-        mul = rx.Multiply.create([data, s], [bn.results[0].type], attrs)
-        add = rx.Add.create([mul.result, b], [bn.results[0].type], attrs)
+        mul = rx.Multiply.create([bn.operands[0], s], [bn.results[0].type], attrs)
+        add = rx.Add.create([mul.result, shift], [bn.results[0].type], attrs)
     bn.results[0].replace_all_uses_with(add.result)
     _erase_dead(bn)
 
@@ -370,33 +377,33 @@ def _decompose_weight_params(bn: ir.Operation, t: ir.RankedTensorType, axis: int
     """`_decompose_one` where the statistics are parameters (`keep_params_as_input`): `s` and
     `shift` as relax ops on them, which `LiftTransformParams` computes once, not the batch norm
     kernel's square root per element at every call (a BatchNorm1d after a linear layer)."""
-    stats = list(bn.operands)[1:]
-    if not all(_weight(v) is not None for v in stats) or not any(map(_weight_param, stats)):
-        return
-    channels, element = _static(stats[2]), t.element_type
+    channels, element = _static(bn.operands[3]), t.element_type  # the running mean
     if channels is None or len(channels) != 1:
         return
     channels = channels[0]
-    for v in stats:
-        if _static(v) != [channels] or ir.RankedTensorType(v.type).element_type != element:
-            return
+    stats = _parameter_statistics(bn, channels)
+    if stats is None or any(ir.RankedTensorType(v.type).element_type != element for v in stats):
+        return
     if not ir.ShapedType.is_dynamic_size(t.shape[axis]) and t.shape[axis] != channels:
         return
     gamma, beta, mean, var = stats
     shape = [channels if d == axis else 1 for d in range(t.rank)]
-    attrs = (
-        {rx.SHAPE_ATTR: bn.attributes[rx.SHAPE_ATTR]} if rx.SHAPE_ATTR in bn.attributes else None
-    )
     with ir.InsertionPoint(bn), bn.location:
         s = _param_scale(bn, gamma, var, channels, element)
         negated = _channel_op(rx.Negative, mean, shape=[channels], element=element)
         shift = _param_shift(bn, negated, s, beta, channels, element)
         s = _channel_op(rx.Reshape, s, shape=shape, element=element)
         shift = _channel_op(rx.Reshape, shift, shape=shape, element=element)
-        mul = rx.Multiply.create([bn.operands[0], s], [bn.results[0].type], attrs)
-        add = rx.Add.create([mul.result, shift], [bn.results[0].type], attrs)
-    bn.results[0].replace_all_uses_with(add.result)
-    _erase_dead(bn)
+    _multiply_add(bn, s, shift)
+
+
+def _parameter_statistics(bn: ir.Operation, channels: int) -> list[ir.Value] | None:
+    """`bn`'s (gamma, beta, mean, var) where they are weights, at least one a parameter (else
+    the constants' fold applies), each of `channels` values; else None."""
+    stats = list(bn.operands)[1:]
+    if not all(_weight(v) is not None for v in stats) or not any(map(_weight_param, stats)):
+        return None
+    return stats if all(_static(v) == [channels] for v in stats) else None
 
 
 def _conv_before(bn: ir.Operation) -> tuple[ir.Operation, ir.Value | None] | None:
@@ -481,9 +488,6 @@ def _fold_weight_params(bn: ir.Operation) -> bool:
     """`_fold_one` where the weights are parameters (`keep_params_as_input`): the same algebra
     as relax ops, `W * s` and `(bias - mean) * s + beta` with `s = gamma / sqrt(var + eps)`,
     which `LiftTransformParams` computes once; in float32 (the constants' fold: float64)."""
-    stats = list(bn.operands)[1:]
-    if not all(_weight(v) is not None for v in stats) or not any(map(_weight_param, stats)):
-        return False
     found = _conv_before(bn)
     if found is None or (found[1] is not None and _weight(found[1]) is None):
         return False
@@ -494,7 +498,8 @@ def _fold_weight_params(bn: ir.Operation) -> bool:
     channels, f32 = out_shape[1], ir.F32Type.get()
     if ir.RankedTensorType(weight.type).element_type != f32:
         return False
-    if any(_static(v) not in ([channels],) for v in stats):
+    stats = _parameter_statistics(bn, channels)
+    if stats is None:
         return False
     if bias is not None and (_static(bias) is None or int(np.prod(_static(bias))) != channels):
         return False
