@@ -64,7 +64,9 @@ def _keep_llvm_argument_attributes(func_op: ir.Operation) -> None:
 # thousands of loads and a call with thousands of operands, which instruction selection and
 # scheduling took seconds over (MobileNetV2's two wrappers: 2.8 s of 6.3 s of llc). Compiled
 # without optimization (fast instruction selection), they take a fraction of that, and run
-# once per call of the model.
+# once per call of the model. In the CPU pipeline `relax-descriptor-arguments` (same threshold)
+# now gives such functions a pointer per descriptor, so their wrappers only forward pointers;
+# this covers modules lowered without it.
 MANY_ARGUMENTS = 64
 
 

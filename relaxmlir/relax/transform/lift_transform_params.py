@@ -22,6 +22,8 @@ packing is appended to `f_transform_params`, so `f` reads panels, as with bound 
 from __future__ import annotations
 
 from mlir import ir
+from mlir.dialects import func as func_d
+from mlir.dialects import scf
 
 from dialects import relax as rx
 from lowering.bind_params import arg_names
@@ -133,8 +135,6 @@ def _lift(module_op: ir.Operation, func_op: ir.Operation) -> str | None:
 
 def _new_transform_function(func_op, name, weights) -> ir.Operation:
     """`name(*weights) -> weights`: the identity, which `_extend` grows."""
-    from mlir.dialects import func as func_d
-
     first = len(list(func_op.regions[0].blocks[0].arguments)) - len(weights)
     with func_op.context, func_op.location:
         transform = func_d.FuncOp(
@@ -182,8 +182,6 @@ def _extend(transform: ir.Operation, weights, lifted, frontier) -> None:
 def _as_dataflow(func_op: ir.Operation) -> None:
     """`func_op`'s body as one dataflow block (what fusion groups: without it, MobileNetV2's
     642 weight ops were as many kernels, 4 s of LLVM codegen)."""
-    from mlir.dialects import scf
-
     block = func_op.regions[0].blocks[0]
     inline_function_dataflow(func_op)  # the block of an earlier split: opened, then made again
     *body, ret = [o.operation for o in block.operations]
