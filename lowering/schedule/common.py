@@ -15,7 +15,7 @@ from mlir import ir
 from mlir.dialects import arith, linalg, tensor, vector
 from mlir.dialects.transform import interpreter
 
-from lowering.schedule.hoist import hoist_masked_accumulators
+from lowering.schedule.hoist import hoist_masked_accumulators, transfer_parts
 from lowering.schedule.math_approx import approximate_math, contract_fma
 from relaxmlir.runtime import libraries
 from relaxmlir.target import Target
@@ -1050,15 +1050,9 @@ def forward_tile_writes(func_op: ir.Operation) -> int:
 
 
 def _transfer_indices(op: ir.Operation) -> list[ir.Value] | None:
-    """The start indices of an unmasked transfer_read (source, indices, padding) or
-    transfer_write (vector, dest, indices); None for a masked one."""
-    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-    if segments[-1]:
-        return None
-    operands = list(op.operands)
-    return (
-        operands[1 : 1 + segments[1]] if op.name.endswith("read") else operands[2 : 2 + segments[2]]
-    )
+    """The start indices of an unmasked transfer_read or transfer_write; None for a masked one."""
+    indices, mask = transfer_parts(op)
+    return None if mask is not None else indices
 
 
 def _accessed(op: ir.Operation, vtype: ir.Type) -> list[tuple[int, int]] | None:

@@ -15,24 +15,14 @@ from mlir import ir
 from mlir.dialects import scf
 
 
-def _segments(op: ir.Operation) -> list[int]:
-    return list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
-
-
-def _read_parts(op: ir.Operation) -> tuple[list[ir.Value], ir.Value | None]:
-    """(indices, mask) of a transfer_read: operands source, indices..., padding, [mask]."""
-    seg = _segments(op)
+def transfer_parts(op: ir.Operation) -> tuple[list[ir.Value], ir.Value | None]:
+    """(start indices, mask or None) of a vector.transfer_read (source, indices..., padding,
+    [mask]) or transfer_write (vector, dest, indices..., [mask])."""
+    segments = list(ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"]))
     operands = list(op.operands)
-    indices = operands[1 : 1 + seg[1]]
-    return indices, (operands[-1] if seg[3] else None)
-
-
-def _write_parts(op: ir.Operation) -> tuple[list[ir.Value], ir.Value | None]:
-    """(indices, mask) of a transfer_write: operands vector, dest, indices..., [mask]."""
-    seg = _segments(op)
-    operands = list(op.operands)
-    indices = operands[2 : 2 + seg[2]]
-    return indices, (operands[-1] if seg[3] else None)
+    first = 1 if op.name.endswith("read") else 2
+    indices = operands[first : first + segments[first]]
+    return indices, (operands[-1] if segments[-1] else None)
 
 
 def _inside(value: ir.Value, loop: ir.Operation) -> bool:
@@ -83,8 +73,8 @@ def _candidate(loop: ir.Operation, position: int) -> tuple[ir.Operation, ir.Oper
         return None
     if result_uses[0].operand_number != position:
         return None
-    r_idx, r_mask = _read_parts(read)
-    w_idx, w_mask = _write_parts(write)
+    r_idx, r_mask = transfer_parts(read)
+    w_idx, w_mask = transfer_parts(write)
     if r_mask is None or r_mask != w_mask or len(r_idx) != len(w_idx):
         return None  # unmasked pairs are upstream's (hoist_loop_invariant_subsets)
     if any(a != b for a, b in zip(r_idx, w_idx)):
