@@ -817,7 +817,8 @@ class ConvSchedule(ScheduleRule):
             split = [0] * rank
             split[info.pad_fill_axis] = opts.threads
             fill, _ = s.tile_forall(fill, num_threads=split)
-            fill, _ = s.tile_for(fill, [1] * (rank - 1) + [0])
+            fill, loops = s.tile_for(fill, [1] * (rank - 1) + [0])
+            s.keep_rolled(loops)
             s.vectorize(fill)
         name = f"conv-{plan.filters}x{plan.rows}x{plan.width}"
         if info.fused:
