@@ -751,6 +751,19 @@ class Script:
         self.patterns("canonicalization", target=main)
         return main, rest
 
+    def split(self, h: str, dim: int, at: int) -> tuple[str, str]:
+        """`h` split along its loop `dim` into two ops: the iterations below `at` and the rest.
+        Unlike `peel`, both keep static sizes where `h` has them (no loop to canonicalize)."""
+        both, low, high = self.fresh("split"), self.fresh("low"), self.fresh("high")
+        self.emit(
+            f"{both} = transform.structured.split {h} after {at} {{dimension = {dim}}} : {self.ANY}"
+        )
+        self.emit(
+            f"{low}, {high} = transform.split_handle {both} : "
+            f"({self.ANY}) -> ({self.ANY}, {self.ANY})"
+        )
+        return low, high
+
     def match_generic(self, inside: str) -> str:
         """The linalg.generic ops inside `inside` (a loop after tiling or peeling)."""
         h = self.fresh("in")

@@ -8,15 +8,16 @@
 // AVX2-SAME: relax.schedule = ["matmul-packed-6x16"]
 // AVX2: scf.for {{.*}} -> (vector<6x16xf32>)
 // AVX2-NOT: vector<32xf32>
-// (@matmul_rows_shared_b below: B's column blocks on AVX2, with the rows 6 does not divide.)
+// (@matmul_rows_shared_b below: B's column blocks on AVX2, with the rows 6 does not divide:
+// the 510 rows of whole tiles, then the last 2 in one 2-row tile, 2 panels wide.)
 // AVX2-LABEL: func.func private @matmul_rows_shared_b
-// AVX2-SAME: relax.schedule = ["matmul-rows-6x16+1x64"]
+// AVX2-SAME: relax.schedule = ["matmul-rows-6x16+2x32"]
 // AVX2: scf.forall (%{{.+}}) in (2) {{.*}} -> (tensor<512x64x16xf32>)
 // AVX2: scf.for %{{.+}} = %c0 to %c32 step %c8 {{.*}} -> (tensor<512x32x16xf32>)
-// AVX2: scf.for %{{.+}} = %c0 to %c510 step %c6 {{.*}} -> (tensor<512x8x16xf32>)
+// AVX2: scf.for %{{.+}} = %c0 to %c510 step %c6 {{.*}} -> (tensor<510x8x16xf32>)
 // AVX2: scf.for {{.*}} -> (vector<6x16xf32>)
-// AVX2: scf.for %{{.+}} = %c0 to %c2 step %c1 {{.*}} -> (tensor<2x8x16xf32>)
-// AVX2: scf.for {{.*}} -> (vector<4x16xf32>)
+// AVX2: scf.for %{{.+}} = %c0 to %c8 step %c2 {{.*}} -> (tensor<2x8x16xf32>)
+// AVX2: scf.for {{.*}} -> (vector<2x2x16xf32>)
 // AVX2-LABEL: func.func private @gemv
 // SSE-LABEL: func.func private @matmul_packed
 // SSE-SAME: relax.schedule = ["matmul-packed-6x8"]

@@ -3,12 +3,14 @@
 
 // A linear layer over a grid of tokens (ConvNeXt's and Swin's [H, W, C] stages): the rows
 // are two M loops. Rows of 14 fill one 8-row register tile and leave 6 rows, which ran one
-// at a time; merged into 196 rows, 24 full tiles leave 4. Here 14 x 14 tokens, 64 -> 64.
+// at a time; merged into 196 rows, 24 full tiles leave 4, one 4-row tile. Here 14 x 14
+// tokens, 64 -> 64.
 // CHECK-LABEL: func.func private @token_grid
-// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x64"]
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+4x64"]
 // CHECK: tensor.collapse_shape %arg0 {{.*}} into tensor<196x64xf32>
 // CHECK: scf.for %{{.+}} = %c0 to %c192 step %c8
 // CHECK: scf.for {{.*}} -> (vector<8x32xf32>)
+// CHECK: scf.for {{.*}} -> (vector<4x2x32xf32>)
 // CHECK: tensor.expand_shape {{.*}} into tensor<14x14x64xf32>
 // AVX2-LABEL: func.func private @token_grid
 // AVX2: tensor.collapse_shape %arg0 {{.*}} into tensor<196x64xf32>
