@@ -307,6 +307,25 @@ def _resnet18(batch):
     return _vision_model(_resnet18_module, batch)
 
 
+def _vit_b16_module():
+    """transformers' ViTModel at its default configuration (ViT-B/16: 224 x 224 images in 16 x 16
+    patches, 196 tokens and the class token, 12 layers of d 768), random weights; the last
+    hidden state. 197 rows leave 5 past the last 8-row register tile of every linear layer."""
+    import torch
+    import transformers
+
+    class LastHidden(torch.nn.Module):
+        def __init__(self, model):
+            super().__init__()
+            self.model = model
+
+        def forward(self, pixels):
+            return self.model(pixel_values=pixels).last_hidden_state
+
+    model = transformers.ViTModel(transformers.ViTConfig(), add_pooling_layer=False)
+    return LastHidden(model.eval())
+
+
 def _vision_model(make, batch):
     """An ImageNet model from `make()` (seeded), one random batch, its conv + fc FLOPs."""
     import numpy as np
@@ -385,9 +404,10 @@ WORKLOADS = {
     "W9": ("GPT-2 small, seq 128, batch 1", lambda: _hf_model("gpt2")),
     "W10": ("Llama-style (GPT-2 small size, GQA), seq 128, batch 1", lambda: _hf_model("llama")),
     "W11": ("MobileNetV2, batch 1, 3x224x224", lambda: _mobilenet_v2(1)),
+    "W12": ("ViT-B/16, batch 1, 3x224x224", lambda: _vision_model(_vit_b16_module, 1)),
 }
 # real models: no numpy reference, FLOPs of matmuls/convs only
-MODELS = ("W7a", "W7b", "W8", "W9", "W10", "W11")
+MODELS = ("W7a", "W7b", "W8", "W9", "W10", "W11", "W12")
 # Built once with a symbolic axis (torch.export's Dim), timed against a static build per size:
 # id -> (title, the workload it reshapes, input axis made symbolic, its Dim's min, the sizes).
 SYMBOLIC = {
@@ -987,7 +1007,8 @@ def render(
         "",
         (
             "\\* Real models (random weights, no numpy reference): their FLOPs count only "
-            "convolutions and matmuls (ResNet-18, MobileNetV2: torch.utils.flop_counter; "
+            "convolutions and matmuls (ResNet-18, MobileNetV2, ViT-B/16: torch.utils.flop_counter, "
+            "which counts ViT's attention products too; "
             "BERT/GPT-2/Llama: "
             "QKV/output projections, FFN (Llama: its three gated-MLP matmuls) and the full seq x seq "
             "attention matmuls, analytically); elementwise "
