@@ -34,9 +34,11 @@ ROWS_VERSION_ATTR = "relax_rows_version"  # temporary: which copy of a row dispa
 INIT_FILL_ATTR = "relax_init_fill"  # temporary: the zero fill that starts a tagged op's accumulator
 PAD_FILL_ATTR = "relax_pad_fill"  # temporary: the fill under a padded image, for its conv's rule
 BORDER_FILL_ATTR = "relax_border_fill"  # temporary: a fill of one side of a padded buffer's border
+ROW_PART_ATTR = "relax_row_part"  # temporary: a part size of a contraction's symbolic rows
 
 TEMPORARY_ATTRS = (
-    SCHED_ID_ATTR, ROWS_VERSION_ATTR, INIT_FILL_ATTR, PAD_FILL_ATTR, BORDER_FILL_ATTR
+    SCHED_ID_ATTR, ROWS_VERSION_ATTR, INIT_FILL_ATTR, PAD_FILL_ATTR, BORDER_FILL_ATTR,
+    ROW_PART_ATTR,
 )  # fmt: skip
 
 VECTORS_PER_STEP = 4  # registers per step of a memory-bound elementwise loop (a fill, a copy)
@@ -763,6 +765,22 @@ class Script:
             f"({self.ANY}) -> ({self.ANY}, {self.ANY})"
         )
         return low, high
+
+    def split_multiway(self, h: str, dim: int, sizes: list[str]) -> list[str]:
+        """`h` split along its loop `dim` into consecutive parts of the sizes that the payload
+        ops `sizes` compute (one index each), and the rest: len(sizes) + 1 handles."""
+        merged, parts = self.fresh("sizes"), self.fresh("parts")
+        self.emit(f"{merged} = transform.merge_handles {', '.join(sizes)} : {self.ANY}")
+        self.emit(
+            f"{parts} = transform.structured.split {h} after {merged} "
+            f"{{dimension = {dim}, multiway}} : {self.ANY}, {self.ANY}"
+        )
+        handles = [self.fresh("part") for _ in range(len(sizes) + 1)]
+        types = ", ".join([self.ANY] * len(handles))
+        self.emit(
+            f"{', '.join(handles)} = transform.split_handle {parts} : ({self.ANY}) -> ({types})"
+        )
+        return handles
 
     def match_generic(self, inside: str) -> str:
         """The linalg.generic ops inside `inside` (a loop after tiling or peeling)."""

@@ -531,15 +531,19 @@ def test_elementwise_chain_matches_numpy(rows, n, threads, parallel_everything):
 
 def test_dynamic_batch_schedules():
     """Dynamic rows: a matmul narrower than a panel takes the row-by-row dot route, a wide one
-    the peeled 8-row tiles (tests/lit/schedule/symbolic-matmul.mlir); elementwise ops vectorize."""
+    the peeled 8-row tiles and the rows past them in parts of 4, 2 and 1
+    (tests/lit/schedule/symbolic-matmul.mlir); elementwise ops vectorize. Every row count from 1
+    to 17 (each part present or not) against numpy."""
     mm = matmul_text(5, 24, 16, transposed_b=True).replace("tensor<5x", "tensor<?x")
     assert scheduled_names(mm, "mm") == ["matmul-dot-8x16"]
     wide = matmul_text(5, 64, 16, transposed_b=True).replace("tensor<5x", "tensor<?x")
-    assert scheduled_names(wide, "mm") == ["matmul-rows-8x32+1x64"]
-    for rows in (3, 17):
-        a, b, c = rand(rows, 16), rand(64, 16, seed=1), np.zeros((rows, 64), np.float32)
-        Kernel.build(wide, "mm", schedule="threads=1 strict=true")(a, b, c)
+    assert scheduled_names(wide, "mm") == ["matmul-rows-8x32+4x64+2x64+1x64"]
+    kernel = Kernel.build(wide, "mm", schedule="threads=1 strict=true")
+    for rows in range(1, 18):
+        a, b, c = rand(rows, 16), rand(64, 16, seed=1), np.full((rows, 64), 7.0, np.float32)
+        kernel(a, b, c)
         check(c, a @ b.T, f"dynamic wide matmul rows={rows}")
+    for rows in (3, 17):
         a, b, c = rand(rows, 16), rand(24, 16, seed=1), np.zeros((rows, 24), np.float32)
         Kernel.build(mm, "mm", schedule="threads=1 strict=true")(a, b, c)
         check(c, a @ b.T, f"dynamic matmul rows={rows}")

@@ -1,26 +1,34 @@
 // RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=1 strict=true}' | FileCheck %s
 // RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=2 strict=true}' | FileCheck %s --check-prefix=THREADS
 
-// A dense layer with symbolic rows (`?`, a batch `n`): the rows are tiled by 8 with a static
-// tile and a dynamic trip count, and the loop is peeled. Full tiles run the 8x32 register tile
-// (8 accumulator rows of one 32-wide B panel per k) straight on A's rows; the remainder
-// (fewer than 8 rows, all that a batch of 1 runs) goes row by row with a 1x128 tile.
+// A dense layer with symbolic rows (`?`, a batch `n`): the rows split into parts
+// (`matmul.row_parts`, sizes computed from n at run time): n - n mod 8 rows, then 4 rows or
+// none, 2 or none, and the last row or none. Each part is tiled with a static tile and a dynamic
+// trip count, and peeled (its remainder never runs). The 8-row tiles run the 8x32 register tile
+// (8 accumulator rows of one 32-wide B panel per k) straight on A's rows; the 4-row part one
+// 4 x 64 tile, the 2-row part 2 x 128, the last row 1 x 128: a batch of 7 passes over B three
+// times, not seven (one B vector per FMA when row by row).
 // CHECK-LABEL: func.func private @dense_rows
-// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128"]
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+4x64+2x128+1x128"]
 // CHECK-NOT: linalg.generic
-// CHECK: %[[ROWS:.+]] = tensor.dim %arg0, %c0 : tensor<?x256xf32>
-// CHECK: %[[SPLIT:.+]] = affine.apply #{{.+}}()[%[[ROWS]]]
-// CHECK: %[[FULL:.+]] = scf.for %{{.+}} = %c0 to %[[SPLIT]] step %c8 iter_args(%{{.+}} = %{{.+}}) -> (tensor<?x4x32xf32>)
+// CHECK: tensor.dim %arg0, %c0 : tensor<?x256xf32>
+// CHECK: %[[EIGHTS:[a-z0-9_]+]] = affine.apply #{{.+}}()[%{{[a-z0-9_]+}}]{{$}}
+// CHECK: scf.for %{{.+}} = %c0 to %[[EIGHTS]] step %c8 iter_args(%{{.+}} = %{{.+}}) -> (tensor<?x4x32xf32>)
 // CHECK: scf.for {{.*}} -> (vector<8x32xf32>)
 // CHECK: vector.outerproduct {{.*}} : vector<32xf32>, f32
-// CHECK: scf.for %{{.+}} = %[[SPLIT]] to %[[ROWS]] step %c8 iter_args(%{{.+}} = %[[FULL]]) -> (tensor<?x4x32xf32>)
-// CHECK: scf.for %{{.+}} = %c0 to %{{.+}} step %c1
+// CHECK: %[[FOURS:[a-z0-9_]+]] = affine.apply #{{.+}}()[%{{[a-z0-9_]+}}]{{$}}
+// CHECK: scf.for %{{.+}} = %c0 to %[[FOURS]] step %c4 iter_args(%{{.+}} = %{{.+}}) -> (tensor<?x4x32xf32>)
+// CHECK: scf.for {{.*}} -> (vector<4x2x32xf32>)
+// CHECK: %[[TWOS:[a-z0-9_]+]] = affine.apply #{{.+}}()[%{{[a-z0-9_]+}}]{{$}}
+// CHECK: scf.for %{{.+}} = %c0 to %[[TWOS]] step %c2 iter_args(%{{.+}} = %{{.+}}) -> (tensor<?x4x32xf32>)
+// CHECK: scf.for {{.*}} -> (vector<2x4x32xf32>)
 // CHECK: scf.for {{.*}} -> (vector<4x32xf32>)
+// CHECK: return
 
 // With 2 threads the row count is tested at run time: from 16 rows (16 x 128 x 256 MACs, the
 // parallel threshold) the rows are split across threads, below that the serial copy runs.
 // THREADS-LABEL: func.func private @dense_rows
-// THREADS-SAME: relax.schedule = ["matmul-rows-8x32+1x128", "matmul-rows-8x32+1x128"]
+// THREADS-SAME: relax.schedule = ["matmul-rows-8x32+1x128", "matmul-rows-8x32+4x64+2x128+1x128"]
 // THREADS: %[[MANY:.+]] = arith.cmpi sge, %{{.+}}, %c16 : index
 // THREADS: scf.if %[[MANY]] -> (tensor<?x128xf32>)
 // THREADS: scf.forall (%{{.+}}) in (2)
