@@ -311,19 +311,26 @@ def _vit_b16_module():
     """transformers' ViTModel at its default configuration (ViT-B/16: 224 x 224 images in 16 x 16
     patches, 196 tokens and the class token, 12 layers of d 768), random weights; the last
     hidden state. 197 rows leave 5 past the last 8-row register tile of every linear layer."""
-    import torch
     import transformers
+
+    model = transformers.ViTModel(transformers.ViTConfig(), add_pooling_layer=False)
+    return _last_hidden(model.eval(), "pixel_values")
+
+
+def _last_hidden(model, key: str):
+    """`model` (a transformers model) as a module returning its last hidden state for its input
+    named `key` (token ids, or ViT's pixels): what the benchmarks time."""
+    import torch
 
     class LastHidden(torch.nn.Module):
         def __init__(self, model):
             super().__init__()
             self.model = model
 
-        def forward(self, pixels):
-            return self.model(pixel_values=pixels).last_hidden_state
+        def forward(self, x):
+            return self.model(**{key: x}).last_hidden_state
 
-    model = transformers.ViTModel(transformers.ViTConfig(), add_pooling_layer=False)
-    return LastHidden(model.eval())
+    return LastHidden(model).eval()
 
 
 def _vision_model(make, batch):
@@ -344,16 +351,6 @@ def _hf_model(kind, seq=128, batch=1):
     import numpy as np
     import torch
     import transformers
-
-    class LastHidden(torch.nn.Module):
-        """The model's last hidden state for token ids."""
-
-        def __init__(self, model):
-            super().__init__()
-            self.model = model
-
-        def forward(self, ids):
-            return self.model(input_ids=ids).last_hidden_state
 
     torch.manual_seed(0)
     weights = None  # the default layer (BERT, GPT-2)
@@ -388,7 +385,7 @@ def _hf_model(kind, seq=128, batch=1):
         d, ffn, layers, vocab = cfg.n_embd, 4 * cfg.n_embd, cfg.n_layer, cfg.vocab_size
     ids = np.random.default_rng(0).integers(1, vocab, (batch, seq), dtype=np.int64)
     flops = _encoder_flops(batch, seq, d, ffn, layers, weights)
-    return LastHidden(model.eval()).eval(), [ids], flops, None
+    return _last_hidden(model.eval(), "input_ids"), [ids], flops, None
 
 
 WORKLOADS = {
