@@ -237,7 +237,13 @@ def _static_route(info: OpInfo, t: MicroTile, opts: ScheduleOptions) -> str:
         return route
     k, b_bytes = info.size(info.k), _b_bytes(info)
     whole_k = k <= t.kc or (t.kc == KC and 4 * k * t.nr <= _l2_bytes(opts) // 2)
-    whole_tiles = info.size(info.m) >= t.mr * _threads_for(info, opts)
+    threads, m = _threads_for(info, opts), info.size(info.m)
+    n_blocks = _ceil(info.size(info.n), t.nr)
+    nb = next(b for b in (GEMV_NB, 2, 1) if n_blocks % b == 0)
+    # a B beyond L2 whose panels split evenly: the threads split it, every thread all the rows
+    # (`_schedule_rows`); 12 rows through BERT-base's weights went packed (16 rows padded)
+    wide_b = threads > 1 and n_blocks % (threads * nb) == 0 and b_bytes > _l2_bytes(opts)
+    whole_tiles = m >= t.mr * threads or (m >= t.mr and wide_b)
     if whole_k and whole_tiles and b_bytes <= ROWS_MAX_B_BYTES:
         return "rows"
     return "packed"
@@ -565,7 +571,7 @@ def _rows_column_block(
     l2 = _l2_bytes(opts)
     # One row tile: nothing reads a block twice. Symbolic rows (few or not) run in parts
     # (`_schedule_row_parts`), up to four passes over each block.
-    few_rows = rows is not None and rows < 2 * t.mr
+    few_rows = rows is not None and rows <= t.mr
     if few_rows or panel * n_blocks <= l2 // 2:
         return n_blocks
     return max(d for d in _divisors(n_blocks) if d == 1 or d * panel <= l2 // 4)
