@@ -487,8 +487,9 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
             h, _ = s.tile_for(h, full_reg)
             s.vectorize(h)
         else:
-            # Symbolic rows, peeled: full tiles (MR a static size) run MR x NR accumulators per
-            # step of K, the remainder (a dynamic count) 1 x NB*NR row by row.
+            # Each thread's share of rows split across threads (symbolic, or static and uneven),
+            # peeled: full tiles (MR a static size) run MR x NR accumulators per step of K, the
+            # remainder (a dynamic count) 1 x NB*NR row by row.
             main, rest = s.peel(loops[sum(1 for d in range(info.m) if sizes[d])])
             full, _ = s.tile_for(s.match_generic(main), full_reg)
             s.vectorize(full)
