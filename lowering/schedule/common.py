@@ -756,29 +756,29 @@ class Script:
     def split(self, h: str, dim: int, at: int) -> tuple[str, str]:
         """`h` split along its loop `dim` into two ops: the iterations below `at` and the rest.
         Unlike `peel`, both keep static sizes where `h` has them (no loop to canonicalize)."""
-        both, low, high = self.fresh("split"), self.fresh("low"), self.fresh("high")
-        self.emit(
-            f"{both} = transform.structured.split {h} after {at} {{dimension = {dim}}} : {self.ANY}"
-        )
-        self.emit(
-            f"{low}, {high} = transform.split_handle {both} : "
-            f"({self.ANY}) -> ({self.ANY}, {self.ANY})"
-        )
+        low, high = self._split(h, f"{dim}", f"{at}", self.ANY, 2)
         return low, high
 
     def split_multiway(self, h: str, dim: int, sizes: list[str]) -> list[str]:
         """`h` split along its loop `dim` into consecutive parts of the sizes that the payload
         ops `sizes` compute (one index each), and the rest: len(sizes) + 1 handles."""
-        merged, parts = self.fresh("sizes"), self.fresh("parts")
+        merged = self.fresh("sizes")
         self.emit(f"{merged} = transform.merge_handles {', '.join(sizes)} : {self.ANY}")
+        types = f"{self.ANY}, {self.ANY}"
+        return self._split(h, f"{dim}, multiway", merged, types, len(sizes) + 1)
+
+    def _split(self, h: str, attrs: str, after: str, types: str, count: int) -> list[str]:
+        """transform.structured.split of `h` after `after` ({dimension = `attrs`}), its parts
+        as `count` handles."""
+        parts = self.fresh("parts")
         self.emit(
-            f"{parts} = transform.structured.split {h} after {merged} "
-            f"{{dimension = {dim}, multiway}} : {self.ANY}, {self.ANY}"
+            f"{parts} = transform.structured.split {h} after {after} "
+            f"{{dimension = {attrs}}} : {types}"
         )
-        handles = [self.fresh("part") for _ in range(len(sizes) + 1)]
-        types = ", ".join([self.ANY] * len(handles))
+        handles = [self.fresh("part") for _ in range(count)]
+        results = ", ".join([self.ANY] * count)
         self.emit(
-            f"{', '.join(handles)} = transform.split_handle {parts} : ({self.ANY}) -> ({types})"
+            f"{', '.join(handles)} = transform.split_handle {parts} : ({self.ANY}) -> ({results})"
         )
         return handles
 

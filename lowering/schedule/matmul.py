@@ -238,12 +238,9 @@ def _static_route(info: OpInfo, t: MicroTile, opts: ScheduleOptions) -> str:
     k, b_bytes = info.size(info.k), _b_bytes(info)
     whole_k = k <= t.kc or (t.kc == KC and 4 * k * t.nr <= _l2_bytes(opts) // 2)
     threads, m = _threads_for(info, opts), info.size(info.m)
-    n_blocks = _ceil(info.size(info.n), t.nr)
-    nb = next(b for b in (GEMV_NB, 2, 1) if n_blocks % b == 0)
-    # a B beyond L2 whose panels split evenly: the threads split it, every thread all the rows
-    # (`_schedule_rows`); 12 rows through BERT-base's weights went packed (16 rows padded)
-    wide_b = threads > 1 and n_blocks % (threads * nb) == 0 and b_bytes > _l2_bytes(opts)
-    whole_tiles = m >= t.mr * threads or (m >= t.mr and wide_b)
+    # with a B that the threads split (`_splits_wide_b`), every thread runs all the rows: 12
+    # rows through BERT-base's weights went packed (16 rows padded)
+    whole_tiles = m >= t.mr * threads or (m >= t.mr and _splits_wide_b(info, opts, t, threads))
     if whole_k and whole_tiles and b_bytes <= ROWS_MAX_B_BYTES:
         return "rows"
     return "packed"
@@ -257,6 +254,24 @@ def _b_k_major(info: OpInfo) -> bool:
 
 def _threads_for(info: OpInfo, opts: ScheduleOptions) -> int:
     return opts.threads if opts.threads > 1 and info.work >= opts.min_parallel_work else 1
+
+
+def _panel_group(n_blocks: int) -> int:
+    """B panels per step of the 1-row register tile: GEMV_NB, or the most of 2 and 1 that divides
+    the `n_blocks` panels (every tile whole)."""
+    return next(b for b in (GEMV_NB, 2, 1) if n_blocks % b == 0)
+
+
+def _splits_wide_b(info: OpInfo, opts: ScheduleOptions, t: MicroTile, threads: int) -> bool:
+    """Whether `threads` split B's panels evenly (in whole groups, `_panel_group`) and B is
+    beyond one core's L2: then each thread takes its share of B and every row
+    (`_schedule_rows`)."""
+    n_blocks = _ceil(info.size(info.n), t.nr)
+    return (
+        threads > 1
+        and n_blocks % (threads * _panel_group(n_blocks)) == 0
+        and _b_bytes(info) > _l2_bytes(opts)
+    )
 
 
 def _ceil(a: int, b: int) -> int:
@@ -301,7 +316,7 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
     # when a register tile spans several panels).
     m_blocks = _ceil(info.size(info.m), t.mr) if m_packed else info.size(info.m)
     n_blocks = _ceil(info.size(info.n), t.nr)
-    nb = 1 if m_packed else next(b for b in (GEMV_NB, 2, 1) if n_blocks % b == 0)
+    nb = 1 if m_packed else _panel_group(n_blocks)
     # Thread level: one forall over the batch, the M panels or the N panels.
     m_span, n_span = m_blocks, n_blocks  # panels each task sees
     if threads > 1:
@@ -385,7 +400,7 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     b_pack = None if info.b_prepacked else s.producer(h, 1)
     unpack = None if info.c_view else s.consumer(h, 0)  # (the epilogue reads the panels)
     n_blocks = _ceil(info.size(info.n), t.nr)
-    nb = next(b for b in (GEMV_NB, 2, 1) if n_blocks % b == 0)
+    nb = _panel_group(n_blocks)
     # Symbolic rows: the driver runs this copy only when they are many enough (`parallel_rows`);
     # static ones split when the work is large enough.
     threads = _threads_for(info, opts) if info.static else opts.threads
@@ -400,8 +415,7 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     wide_b = (  # a B beyond L2, static rows or the parallel copy of symbolic ones
         (info.static or info.rows_version == "many")
         and split_dim == info.m
-        and n_blocks % (threads * nb) == 0
-        and _b_bytes(info) > _l2_bytes(opts)
+        and _splits_wide_b(info, opts, t, threads)
     )
     rows_split = False  # each thread a share of the rows
     if few_wide or wide_b:
@@ -525,7 +539,10 @@ def _schedule_row_parts(s: Script, h: str, info: OpInfo, t: MicroTile, nb: int) 
     the schedule's name."""
     nloops = len(info.ranges)
     counts = row_part_counts(t.mr)
-    sizes = [s.match_attribute(ROW_PART_ATTR, 4 * info.tag + i, "rows") for i in range(len(counts))]
+    sizes = [
+        s.match_attribute(ROW_PART_ATTR, _row_part_key(info.tag, i), "rows")
+        for i in range(len(counts))
+    ]
     *parts, last = s.split_multiway(h, info.m, sizes)
     one_row = [1 if d in info.batch else 0 for d in range(nloops)] + [0]
     one_row[info.m], one_row[info.n], one_row[info.k] = 1, nb, 1
@@ -1339,6 +1356,11 @@ def _row_axis(info: OpInfo) -> int:
     return info.operand_dims[0].index(info.m)
 
 
+def _row_part_key(tag: int, index: int) -> int:
+    """ROW_PART_ATTR of part size `index` of the contraction tagged `tag` (at most 3 sizes)."""
+    return 4 * tag + index
+
+
 def row_part_counts(mr: int) -> list[int]:
     """Rows per register tile of the parts of symbolic rows (`row_parts`): MR, then 4 and 2
     where fewer than MR; a last part of 0 or 1 row follows them."""
@@ -1348,8 +1370,8 @@ def row_part_counts(mr: int) -> list[int]:
 def row_parts(func_op: ir.Operation) -> None:
     """Before each contraction marked ROW_PARTS_ATTR (symbolic rows n), the sizes of the parts
     its rows split into (`row_part_counts`: with MR = 8, n - n mod 8, then 4 or 0, 2 or 0, and
-    the last row or none), each an affine.apply of `tensor.dim` tagged ROW_PART_ATTR = 4 x the
-    op's schedule tag + its index, for the rule's script (`_schedule_row_parts`)."""
+    the last row or none), each an affine.apply of `tensor.dim` tagged ROW_PART_ATTR
+    (`_row_part_key`), for the rule's script (`_schedule_row_parts`)."""
     index = ir.IndexType.get()
     i64 = ir.IntegerType.get_signless(64)
     for op in _marked(func_op, "linalg.generic", ROW_PARTS_ATTR):
@@ -1364,7 +1386,7 @@ def row_parts(func_op: ir.Operation) -> None:
             for i, count in enumerate(row_part_counts(mr)):
                 size = ir.AffineExpr.get_floor_div(rest, count) * count
                 part = affine.AffineApplyOp(ir.AffineMap.get(0, 1, [size]), [n])
-                part.attributes[ROW_PART_ATTR] = ir.IntegerAttr.get(i64, 4 * tag + i)
+                part.attributes[ROW_PART_ATTR] = ir.IntegerAttr.get(i64, _row_part_key(tag, i))
                 rest = rest % count
 
 
