@@ -97,6 +97,10 @@ def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
     packed_funcs: dict[tuple[str, int], str] = {}
     packable: dict[str, tuple[int, bool] | None] = {}
     lifted: dict[ir.Value, list[tuple[ir.Operation, str, int, bool]]] = {}  # weight -> its calls
+    # One packed copy per weight and layout: a recurrent cell unrolled over 64 steps reads one
+    # weight 64 times, and 64 copies of it would stream from memory at every step.
+    packed_constants: dict[tuple[ir.Value, bool], tuple[ir.Value, PackedLayout]] = {}
+    replaced: list[ir.Operation] = []  # erased after the walk, once nothing reads them
 
     def prepacked(callee: ir.Operation, callee_name: str, index: int, layout) -> str:
         key = (callee_name, index)
@@ -125,29 +129,35 @@ def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
         if _lifted_weight(op.operands[index]) is not None:
             lifted.setdefault(op.operands[index], []).append((op, callee_name, index, transposed))
             return ir.WalkResult.ADVANCE
-        weight = _constant_value(op.operands[index])
-        if weight is None or weight.dtype != np.float32:
-            return ir.WalkResult.ADVANCE
-        packed, layout = pack_weight(weight, transposed=transposed, nr=nr)
+        key = (op.operands[index], transposed)
+        if key not in packed_constants:
+            weight = _constant_value(op.operands[index])
+            if weight is None or weight.dtype != np.float32:
+                return ir.WalkResult.ADVANCE
+            old = op.operands[index].owner.operation
+            packed, layout = pack_weight(weight, transposed=transposed, nr=nr)
+            # a packing that is a view of the weight (one panel) is copied; the others given up
+            value = dense.elements(packed, owned=not np.may_share_memory(packed, weight))
+            with ir.InsertionPoint(old), old.location:
+                const = rx.Constant.create(
+                    results=[ir.RankedTensorType.get(list(packed.shape), ir.F32Type.get())],
+                    attributes={"value": value},
+                )
+            packed_constants[key] = (const.result, layout)
+            replaced.append(old)
+        packed_value, layout = packed_constants[key]
         name = prepacked(callee, callee_name, index, layout)
-        old = op.operands[index].owner.operation
-        # a packing that is a view of the weight (one panel) is copied; the others are given up
-        value = dense.elements(packed, owned=not np.may_share_memory(packed, weight))
-        with ir.InsertionPoint(op), old.location:
-            const = rx.Constant.create(
-                results=[ir.RankedTensorType.get(list(packed.shape), ir.F32Type.get())],
-                attributes={"value": value},
-            )
-        op.operands[index] = const.result
+        op.operands[index] = packed_value
         rx.CallTIR.refresh_segments(op)  # the packed weight's type may split a run of equal types
         op.attributes["callee"] = ir.FlatSymbolRefAttr.get(name)
-        if not list(old.results[0].uses):
-            old.erase()
         return ir.WalkResult.ADVANCE
 
     with rx.cached_symbols(module_op):  # kernels are cloned here, never erased
         for func_op in graph_functions(module_op):
             func_op.walk(visit)
+        for old in replaced:
+            if not list(old.results[0].uses):
+                old.erase()
         for weight, calls in lifted.items():
             if len({t for *_, t in calls}) != 1 or len(list(weight.uses)) != len(calls):
                 continue  # read otherwise too, or in two layouts: left as it is

@@ -189,6 +189,10 @@ class _Evaluator:
 
 def fold_constants(module_op: ir.Operation) -> None:
     evaluate = _Evaluator()
+    # A call of the same kernel on the same constants is folded once and its constants shared:
+    # an LSTM unrolled over 64 steps transposes its recurrent weight at every step, and 64
+    # copies of it would each be packed, stored and streamed from memory at run time.
+    folded: dict[tuple, list[ir.Value]] = {}
     for func_op in graph_functions(module_op):
         calls: list[ir.Operation] = []
 
@@ -204,10 +208,17 @@ def fold_constants(module_op: ir.Operation) -> None:
             if inputs is None or not _foldable_results(op, inputs) or _widens_16bit_weight(inputs, op):
                 continue
             name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            key = (name, tuple(op.operands), tuple(str(r.type) for r in op.results))
+            if key in folded:
+                for result, const in zip(op.results, folded[key]):
+                    result.replace_all_uses_with(const)
+                op.erase()
+                continue
             callee = rx.lookup_symbol(op, name)
             if callee is None:
                 raise PassError(f"relax-fold-constant: callee @{name} not found", op)
             values = evaluate(callee, inputs, [r.type for r in op.results])
+            consts = []
             with ir.InsertionPoint(op), op.location:
                 for result, value in zip(op.results, values):
                     # a fresh result is given to the attribute; a view of an input is copied
@@ -215,6 +226,8 @@ def fold_constants(module_op: ir.Operation) -> None:
                     attr = dense.elements(value, type=result.type, owned=owned)
                     const = rx.Constant.create([], [result.type], {"value": attr})
                     result.replace_all_uses_with(const.result)
+                    consts.append(const.result)
+            folded[key] = consts
             op.erase()
 
 

@@ -135,3 +135,35 @@ func.func @main(%x: tensor<4x8xf32> {relax.name = "x"}, %w: tensor<16x8xf32> {re
   %0 = "relax.call_tir"(%x, %w) {callee = @dense} : (tensor<4x8xf32>, tensor<16x8xf32>) -> tensor<4x16xf32>
   return %0 : tensor<4x16xf32>
 }
+
+// -----
+
+#mk = affine_map<(d0, d1, d2) -> (d0, d2)>
+#nk = affine_map<(d0, d1, d2) -> (d1, d2)>
+#mn = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// One constant weight read by two calls (a recurrent cell unrolled over its steps): packed once,
+// and both calls read the one packed copy.
+// CHECK-LABEL: func.func @main
+// CHECK: %[[P:.+]] = "relax.constant"() {value = dense<{{.+}}> : tensor<1x8x32xf32>}
+// CHECK-NOT: "relax.constant"
+// CHECK: %[[A:.+]] = "relax.call_tir"(%{{.+}}, %[[P]]) {callee = @step_prepacked}
+// CHECK: "relax.call_tir"(%[[A]], %[[P]]) {callee = @step_prepacked}
+func.func private @step(%x: tensor<4x8xf32>, %w: tensor<8x8xf32>, %out: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%out : tensor<4x8xf32>) -> tensor<4x8xf32>
+  %r = linalg.generic {indexing_maps = [#mk, #nk, #mn], iterator_types = ["parallel", "parallel", "reduction"]} ins(%x, %w : tensor<4x8xf32>, tensor<8x8xf32>) outs(%f : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %b: f32, %acc: f32):
+    %m = arith.mulf %a, %b : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  return %r : tensor<4x8xf32>
+}
+
+func.func @main(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {relax.function} {
+  %w = "relax.constant"() {value = dense<0.5> : tensor<8x8xf32>} : () -> tensor<8x8xf32>
+  %0 = "relax.call_tir"(%x, %w) {callee = @step} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  %1 = "relax.call_tir"(%0, %w) {callee = @step} : (tensor<4x8xf32>, tensor<8x8xf32>) -> tensor<4x8xf32>
+  return %1 : tensor<4x8xf32>
+}
