@@ -97,3 +97,41 @@ func.func private @mean_of_blocks(%a: tensor<13x784x8xf32>, %o: tensor<13x8xf32>
   } -> tensor<13x8xf32>
   return %r : tensor<13x8xf32>
 }
+
+// -----
+
+// One row through a 1 MB B (an LSTM's recurrent step) is bound by streaming B: the columns split
+// across the threads, each streaming half of B, although its 262K MACs are below the work that
+// pays for a parallel region at full FMA speed.
+// CHECK-LABEL: func.func private @gemv_1mb
+// CHECK: scf.forall (%{{.+}}) in (2)
+// CHECK: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[0, %{{.+}}] [1, 512] [1, 1]
+func.func private @gemv_1mb(%a: tensor<1x256xf32>, %b: tensor<256x1024xf32>, %c: tensor<1x1024xf32>) -> tensor<1x1024xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%c : tensor<1x1024xf32>) -> tensor<1x1024xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<1x256xf32>, tensor<256x1024xf32>) outs(%f : tensor<1x1024xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x1024xf32>
+  return %r : tensor<1x1024xf32>
+}
+
+// -----
+
+// Through 256 KB it stays on one thread (a parallel region cost more than the half it saves).
+// CHECK-LABEL: func.func private @gemv_256kb
+// CHECK-NOT: scf.forall
+// CHECK: return
+func.func private @gemv_256kb(%a: tensor<1x256xf32>, %b: tensor<256x256xf32>, %c: tensor<1x256xf32>) -> tensor<1x256xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %f = linalg.fill ins(%zero : f32) outs(%c : tensor<1x256xf32>) -> tensor<1x256xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d2, d1)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<1x256xf32>, tensor<256x256xf32>) outs(%f : tensor<1x256xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x256xf32>
+  return %r : tensor<1x256xf32>
+}
