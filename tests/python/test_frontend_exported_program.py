@@ -199,3 +199,20 @@ def test_core_aten_ops():
     assert {"aten.convolution.default", "aten.max_pool2d_with_indices.default"} <= targets
     got = run(from_exported_program(ep), *args)[0]
     np.testing.assert_allclose(got, model(*args).detach().numpy(), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("scale", [1.0, 0.5, None])
+def test_sdpa_scale(scale):
+    """An explicit scale, the default 1/sqrt(head size), and scale 1 (a query scaled before, as
+    transformers' Whisper does), which multiplies nothing: no pass over the scores."""
+    torch.manual_seed(0)
+
+    class Attention(nn.Module):
+        def forward(self, q, k, v):
+            return F.scaled_dot_product_attention(q, k, v, scale=scale)
+
+    args = tuple(torch.randn(1, 2, 5, 8) for _ in range(3))
+    mod = from_exported_program(torch.export.export(Attention(), args))
+    assert ("relax.multiply" in str(mod.module)) == (scale != 1.0)
+    got = run(mod, *args)[0]
+    np.testing.assert_allclose(got, Attention()(*args).numpy(), rtol=RTOL, atol=ATOL)

@@ -312,7 +312,10 @@ def adaptive_avg_pool2d(ctx: Importer, x, output_size):
 def attention_scores(ctx: Importer, q, k, scale=None):
     """`q @ k^T * scale` over the last two axes; the scale defaults to 1/sqrt(head size)."""
     scale = 1.0 / float(np.sqrt(shape_of(q)[-1])) if scale is None else float(scale)
-    return emit_binary(ctx, "multiply", call(ctx, "matmul", q, transpose(ctx, k, -2, -1)), scale)
+    scores = call(ctx, "matmul", q, transpose(ctx, k, -2, -1))
+    # scale 1 (a query scaled before, as transformers' Whisper and BART do): no pass of its own
+    # over the scores (Whisper's encoder: 54 MB per layer, read and written again)
+    return scores if scale == 1.0 else emit_binary(ctx, "multiply", scores, scale)
 
 
 def attention(ctx: Importer, q, k, v, mask=None, is_causal: bool = False, scale=None):
