@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 
 from lowering.schedule.common import (
+    INIT_FILL_ATTR,
+    SCHED_ID_ATTR,
+    VECTORS_PER_STEP,
     OpInfo,
     ScheduleOptions,
     ScheduleRule,
@@ -25,7 +28,12 @@ class ReductionSchedule(ScheduleRule):
     one register of partial results per row (`tile_reduction_using_for`) and combine them once at
     the end. Otherwise vectorize along the contiguous parallel axis and accumulate rows."""
 
+    def absorbs(self, info: OpInfo, infos: list[OpInfo], opts: ScheduleOptions) -> list[int]:
+        return row_chain(info, infos)
+
     def schedule(self, s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+        if info.fused:
+            return _schedule_row_chain(s, h, info, opts)
         reductions = [d for d, t in enumerate(info.iterators) if t == "reduction"]
         if info.num_results != 1 or info.traps or not reductions:
             return "fallback"
@@ -176,3 +184,138 @@ def _window_reduction(s: Script, h: str, info: OpInfo, inner: int, lanes: int) -
             'vector.lower_multi_reduction lowering_strategy = "innerparallel"', target=loops[-1]
         )
     return f"reduction-window-{width}x{info.ranges[inner]}"
+
+
+# A row chain (`row_chain`) runs row block by row block from this many bytes of input on: the
+# passes of a softmax over Whisper's scores (6 x 1500 x 1500, 54 MB) each streamed them from
+# memory (1 / 2 threads: 15.1 / 10.3 -> 11.7 / 6.9 ms). Below, each pass finds the rows in
+# L2 or L3 anyway, and the blocks cost more than they save: ViT-B/16's softmax (12 x 197 x
+# 197, 1.9 MB, prime rows: a row per block) 315 -> 348 us, a layer norm over 1500 x 384
+# (2.3 MB) on 2 threads 107 -> 116 us.
+ROW_CHAIN_BYTES = 8 << 20
+ROW_BLOCK_BYTES = 32 << 10  # one row block's input: in L1 for the chain's next pass
+
+
+def row_chain(info: OpInfo, infos: list[OpInfo]) -> list[int]:
+    """Tags of the ops that `info` (a kernel's first op: a reduction over its last, contiguous
+    loop, as softmax's max and layer norm's mean start) schedules with it as one chain of row
+    passes: every op of the kernel, each a reduction like it or an elementwise op over its rows
+    (x - max, 1 / sum) or over its rows and columns (exp, the normalized output, last), static,
+    its result read only by later ops of the chain but for the last one's. The chain then runs
+    a block of rows at a time (`_schedule_row_chain`): each pass reads rows that the pass before
+    it left in L1, and the intermediates (softmax's exponentials) never reach memory."""
+    if not infos or infos[0] is not info or len(infos) < 2 or not info.static:
+        return []
+    k = len(info.ranges) - 1
+    rows, row_dims = info.ranges[:k], list(range(k))
+    if info.iterators != ["parallel"] * k + ["reduction"] or info.operand_dims[-1] != row_dims:
+        return []
+    if 4 * info.work < ROW_CHAIN_BYTES:
+        return []
+    members = set()
+    for other in infos:
+        if other.num_results != 1 or other.traps or not other.static:
+            return []
+        if any(dims is None for dims in other.operand_dims):
+            return []
+        if other.pattern == "reduction":
+            if other.ranges != info.ranges or other.iterators != info.iterators:
+                return []
+            if other.operand_dims[-1] != row_dims:
+                return []
+        elif other.pattern == "elementwise":
+            full = other.ranges == info.ranges and other.operand_dims[-1] == row_dims + [k]
+            if not full and not (other.ranges == rows and other.operand_dims[-1] == row_dims):
+                return []
+        else:
+            return []
+        members.add(other.op)
+    last = infos[-1]
+    if last.pattern != "elementwise" or last.ranges != info.ranges:
+        return []
+    for other in infos[:-1]:  # read only inside the chain
+        if any(use.owner.operation not in members for use in other.op.results[0].uses):
+            return []
+    return [other.tag for other in infos[1:]]
+
+
+def _match_in(s: Script, tag: int, inside: str) -> str:
+    h = s.fresh("chain")
+    s.emit(
+        f"{h} = transform.structured.match attributes{{{SCHED_ID_ATTR} = {tag} : i64}} in "
+        f"{inside} : ({s.ANY}) -> {s.ANY}"
+    )
+    return h
+
+
+def _fuse_chain(s: Script, producers: list[tuple[str, OpInfo]], loop: str, scope: str) -> str:
+    """Fuse the chain's `producers` (program order) and their reductions' init fills (found in
+    `scope`, the loop's parent) into `loop`, last first; each is fused once per reader, and CSE
+    then merges the copies (each reads the same slice). Returns the loop."""
+    for h, member in reversed(producers):
+        _, loop = s.fuse_into(h, loop)
+        if member.pattern == "reduction":
+            h = s.fresh("fill")
+            s.emit(
+                f"{h} = transform.structured.match attributes{{{INIT_FILL_ATTR} = {member.tag} "
+                f": i64}} in {scope} : ({s.ANY}) -> {s.ANY}"
+            )
+            _, loop = s.fuse_into(h, loop)
+    s.emit(f"transform.apply_cse to {s.func} : {s.ANY}")
+    # the fused ops' outputs: an empty block each, not a slice of an empty whole (which became
+    # one buffer of the whole size, its blocks written back to memory one after the other)
+    s.patterns("tensor.fold_tensor_empty")
+    return loop
+
+
+def _schedule_row_chain(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) -> str:
+    """The chain (`row_chain`) tiled by its last op: a block of whole rows per thread, then
+    per step of a loop in which every op of the chain is fused, vectorized as each would be
+    alone on the block's rows."""
+    chain = [(h, info)] + list(info.fused)
+    last_h, last = chain[-1]
+    k = len(info.ranges) - 1
+    rows, columns = info.ranges[:k], info.ranges[k]
+    shares = list(rows)
+    threads = opts.threads if 4 * info.work >= 4 * opts.min_parallel_elements else 1
+    split = next((d for d in range(k) if rows[d] >= threads and rows[d] % threads == 0), None)
+    if threads > 1 and split is not None:
+        sizes = [0] * (k + 1)
+        sizes[split] = shares[split] = rows[split] // threads
+        last_h, forall = s.tile_forall(last_h, tile_sizes=sizes)
+        forall = _fuse_chain(s, chain[:-1], forall, s.func)
+        chain = [(_match_in(s, m.tag, forall), m) for _, m in chain[:-1]] + [(last_h, last)]
+    cap = max(1, min(ROWS, ROW_BLOCK_BYTES // (4 * columns)))
+    block = _divisor(shares[k - 1], cap)
+    sizes = [1] * k + [0]
+    sizes[k - 1] = block
+    scope = forall if threads > 1 and split is not None else s.func
+    last_h, loops = s.tile_for(last_h, sizes)
+    loop = _fuse_chain(s, chain[:-1], loops[-1], scope)
+    tile = [1] * (k - 1) + [block]
+    lanes = opts.lanes
+    for _, member in chain:
+        inner = _match_in(s, member.tag, loop)
+        ranges = tile + [columns] if len(member.ranges) == k + 1 else tile
+        block_info = replace(member, ranges=ranges)
+        if member.pattern == "reduction":
+            inner_reduction(s, inner, block_info, k, lanes, block_dim=k - 1)
+        elif len(ranges) == k:  # a value per row: one vector of the block's rows
+            s.vectorize(inner, ranges)
+        else:
+            _vectorize_rows(s, inner, ranges, lanes)
+    s.keep_rolled(loops)
+    return f"row-chain-{len(chain)}x{block}"
+
+
+def _vectorize_rows(s: Script, h: str, ranges: list[int], lanes: int) -> None:
+    """An elementwise op over a block of rows: each row in steps of up to VECTORS_PER_STEP
+    registers, the partial step peeled."""
+    width = min(ranges[-1], VECTORS_PER_STEP * lanes)
+    sizes = [1] * (len(ranges) - 1) + [width]
+    h, loops = s.tile_for(h, sizes)
+    if ranges[-1] % width:
+        for part in s.peel(loops[-1]):
+            s.vectorize(s.match_generic(part), sizes)
+    else:
+        s.vectorize(h, sizes)

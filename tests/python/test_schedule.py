@@ -1211,3 +1211,124 @@ def test_border_fills_are_vector_loops_kept_rolled(src, pad):
     assert "linalg.fill" not in scheduled, scheduled
     assert scheduled.count("vector.transfer_write %cst") >= sides, scheduled
     assert scheduled.count("unroll = #loop_unroll") + scheduled.count("llvm.loop_annotation = #loop") >= sides
+
+
+ROW_CHAIN = {
+    # softmax as LegalizeOps writes it: max, exp(x - max), sum, exp * (1 / sum)
+    "softmax": """
+func.func private @chain(%x: tensor<{r}x{c}xf32>, %g: tensor<{c}xf32>, %o: tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32> attributes {{relax.prim_func}} {{
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %e0 = tensor.empty() : tensor<{r}xf32>
+  %f0 = linalg.fill ins(%ninf : f32) outs(%e0 : tensor<{r}xf32>) -> tensor<{r}xf32>
+  %max = linalg.generic {{indexing_maps = [#full, #row], iterator_types = ["parallel", "reduction"]}} ins(%x : tensor<{r}x{c}xf32>) outs(%f0 : tensor<{r}xf32>) {{
+  ^bb0(%a: f32, %acc: f32):
+    %m = arith.maximumf %acc, %a : f32
+    linalg.yield %m : f32
+  }} -> tensor<{r}xf32>
+  %e1 = tensor.empty() : tensor<{r}x{c}xf32>
+  %exp = linalg.generic {{indexing_maps = [#full, #row, #full], iterator_types = ["parallel", "parallel"]}} ins(%x, %max : tensor<{r}x{c}xf32>, tensor<{r}xf32>) outs(%e1 : tensor<{r}x{c}xf32>) {{
+  ^bb0(%a: f32, %m: f32, %out: f32):
+    %d = arith.subf %a, %m : f32
+    %e = math.exp %d : f32
+    linalg.yield %e : f32
+  }} -> tensor<{r}x{c}xf32>
+  %e2 = tensor.empty() : tensor<{r}xf32>
+  %f2 = linalg.fill ins(%zero : f32) outs(%e2 : tensor<{r}xf32>) -> tensor<{r}xf32>
+  %sum = linalg.generic {{indexing_maps = [#full, #row], iterator_types = ["parallel", "reduction"]}} ins(%exp : tensor<{r}x{c}xf32>) outs(%f2 : tensor<{r}xf32>) {{
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }} -> tensor<{r}xf32>
+  %y = linalg.generic {{indexing_maps = [#full, #row, #full], iterator_types = ["parallel", "parallel"]}} ins(%exp, %sum : tensor<{r}x{c}xf32>, tensor<{r}xf32>) outs(%o : tensor<{r}x{c}xf32>) {{
+  ^bb0(%a: f32, %s: f32, %out: f32):
+    %inv = arith.divf %one, %s : f32
+    %p = arith.mulf %a, %inv : f32
+    linalg.yield %p : f32
+  }} -> tensor<{r}x{c}xf32>
+  return %y : tensor<{r}x{c}xf32>
+}}""",
+    # layer norm: mean (a sum, then a value per row), the centred squares' mean, the output
+    # scaled by a per-column weight (`%g`)
+    "layer_norm": """
+func.func private @chain(%x: tensor<{r}x{c}xf32>, %g: tensor<{c}xf32>, %o: tensor<{r}x{c}xf32>) -> tensor<{r}x{c}xf32> attributes {{relax.prim_func}} {{
+  %zero = arith.constant 0.0 : f32
+  %n = arith.constant {c}.0 : f32
+  %eps = arith.constant 1.0e-5 : f32
+  %e0 = tensor.empty() : tensor<{r}xf32>
+  %f0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<{r}xf32>) -> tensor<{r}xf32>
+  %sum = linalg.generic {{indexing_maps = [#full, #row], iterator_types = ["parallel", "reduction"]}} ins(%x : tensor<{r}x{c}xf32>) outs(%f0 : tensor<{r}xf32>) {{
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }} -> tensor<{r}xf32>
+  %e1 = tensor.empty() : tensor<{r}xf32>
+  %mean = linalg.generic {{indexing_maps = [#id1, #id1], iterator_types = ["parallel"]}} ins(%sum : tensor<{r}xf32>) outs(%e1 : tensor<{r}xf32>) {{
+  ^bb0(%s: f32, %out: f32):
+    %m = arith.divf %s, %n : f32
+    linalg.yield %m : f32
+  }} -> tensor<{r}xf32>
+  %e2 = tensor.empty() : tensor<{r}x{c}xf32>
+  %sq = linalg.generic {{indexing_maps = [#full, #row, #full], iterator_types = ["parallel", "parallel"]}} ins(%x, %mean : tensor<{r}x{c}xf32>, tensor<{r}xf32>) outs(%e2 : tensor<{r}x{c}xf32>) {{
+  ^bb0(%a: f32, %m: f32, %out: f32):
+    %d = arith.subf %a, %m : f32
+    %q = arith.mulf %d, %d : f32
+    linalg.yield %q : f32
+  }} -> tensor<{r}x{c}xf32>
+  %e3 = tensor.empty() : tensor<{r}xf32>
+  %f3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<{r}xf32>) -> tensor<{r}xf32>
+  %var = linalg.generic {{indexing_maps = [#full, #row], iterator_types = ["parallel", "reduction"]}} ins(%sq : tensor<{r}x{c}xf32>) outs(%f3 : tensor<{r}xf32>) {{
+  ^bb0(%a: f32, %acc: f32):
+    %s = arith.addf %acc, %a : f32
+    linalg.yield %s : f32
+  }} -> tensor<{r}xf32>
+  %y = linalg.generic {{indexing_maps = [#full, #row, #row, #col, #full], iterator_types = ["parallel", "parallel"]}} ins(%x, %mean, %var, %g : tensor<{r}x{c}xf32>, tensor<{r}xf32>, tensor<{r}xf32>, tensor<{c}xf32>) outs(%o : tensor<{r}x{c}xf32>) {{
+  ^bb0(%a: f32, %m: f32, %v: f32, %w: f32, %out: f32):
+    %vn = arith.divf %v, %n : f32
+    %ve = arith.addf %vn, %eps : f32
+    %r = math.rsqrt %ve : f32
+    %d = arith.subf %a, %m : f32
+    %s = arith.mulf %d, %r : f32
+    %p = arith.mulf %s, %w : f32
+    linalg.yield %p : f32
+  }} -> tensor<{r}x{c}xf32>
+  return %y : tensor<{r}x{c}xf32>
+}}""",
+}
+ROW_CHAIN_MAPS = """#full = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0)>
+#col = affine_map<(d0, d1) -> (d1)>
+#id1 = affine_map<(d0) -> (d0)>
+"""
+
+
+def _row_chain_reference(kind: str, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+    if kind == "softmax":
+        e = np.exp(x - x.max(axis=1, keepdims=True))
+        return e / e.sum(axis=1, keepdims=True)
+    mean = x.mean(axis=1, keepdims=True)
+    var = ((x - mean) ** 2).mean(axis=1, keepdims=True)
+    return (x - mean) / np.sqrt(var + 1e-5) * g
+
+
+@pytest.mark.parametrize("target", ["", AVX2], ids=["native", "avx2"])
+@pytest.mark.parametrize("threads", [1, 2])
+@pytest.mark.parametrize("kind", list(ROW_CHAIN))
+def test_row_chain_over_memory_sized_rows(kind, threads, target):
+    """A softmax or layer norm whose input is beyond the caches (2200 x 1000, 8.8 MB) runs as
+    one loop over blocks of rows with every op fused in it (`reduction.row_chain`): 8 rows per
+    block on one thread, 5 of each thread's 1100 on two; a smaller one keeps a loop nest per
+    op."""
+    r, c = 2200, 1000
+    text = ROW_CHAIN_MAPS + ROW_CHAIN[kind].format(r=r, c=c)
+    opts = f"threads={threads} strict=true" + (f' target="{target}"' if target else "")
+    ops, block = {"softmax": 4, "layer_norm": 5}[kind], 8 if threads == 1 else 5
+    assert scheduled_names(text, "chain", threads=threads)[0] == f"row-chain-{ops}x{block}"
+    kernel = Kernel.build(text, "chain", schedule=opts, target=Target(target or "llvm"))
+    x, g = rand(r, c) * 3, rand(c, seed=1)
+    out = np.full((r, c), 7.0, np.float32)
+    kernel(x, g, out)
+    check(out, _row_chain_reference(kind, x, g), f"{kind} {r}x{c} threads={threads} {target}")
+    small = ROW_CHAIN_MAPS + ROW_CHAIN[kind].format(r=64, c=c)
+    assert not any(n.startswith("row-chain") for n in scheduled_names(small, "chain"))
