@@ -328,10 +328,12 @@ class Recurrent(nn.Module):
 @pytest.mark.parametrize("cell", [nn.LSTM, nn.GRU, nn.RNN], ids=lambda c: c.__name__)
 def test_recurrent_model(cell):
     """Unrolled recurrent cells against torch eager, and their recurrent weights folded once:
-    each step transposes the same weight, and one folded copy per step (six per layer here)
-    would each be packed and stored (an LSTM of 64 steps ran 2.8x slower streaming them)."""
+    each step transposes the same weight, and one folded copy per step (nine per layer here)
+    would each be packed and stored (an LSTM of 64 steps ran 2.8x slower streaming them). The
+    steps' slices of the inputs' projection are one split (`relax-combine-slices`), so the
+    steps' kernels are equal."""
     torch.manual_seed(0)
-    model, x = Recurrent(cell).eval(), torch.randn(2, 6, 8)
+    model, x = Recurrent(cell).eval(), torch.randn(2, 9, 8)
     check_numeric(model, [x], "ep", cell.__name__)
     mod = from_exported_program(torch.export.export(model, (x,)))
     with rm.target.Target("llvm"):
@@ -339,3 +341,4 @@ def test_recurrent_model(cell):
     gates = {nn.LSTM: 4, nn.GRU: 3, nn.RNN: 1}[cell] * 16
     # the recurrent weights [gates, 16] transposed, one per layer (layer 1's input weight too)
     assert text.count(f"-> tensor<16x{gates}xf32>") == 3, text.count(f"-> tensor<16x{gates}xf32>")
+    assert "callee = @split" in text
