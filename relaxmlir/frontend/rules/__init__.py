@@ -5,6 +5,7 @@ from relaxmlir.frontend.rules import (  # noqa: F401  (each module registers its
     einsum,
     elementwise,
     nn,
+    recurrent,
     reduction,
     resize,
     shape,
