@@ -277,7 +277,8 @@ def _schedule_row_chain(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) 
     k = len(info.ranges) - 1
     rows, columns = info.ranges[:k], info.ranges[k]
     shares = list(rows)
-    threads = opts.threads if 4 * info.work >= 4 * opts.min_parallel_elements else 1
+    threads = opts.threads if info.work >= opts.min_parallel_elements else 1
+    # an even share of a row axis per thread (none: one thread runs the chain)
     split = next((d for d in range(k) if rows[d] >= threads and rows[d] % threads == 0), None)
     if threads > 1 and split is not None:
         sizes = [0] * (k + 1)
