@@ -170,6 +170,9 @@ def _group_calls(module_op: ir.Operation) -> None:
     for func_op in graph_functions(module_op):
         for block_op in dataflow_blocks(func_op):
             ops = [op.operation for op in block_op.regions[0].blocks[0].operations]
+            # program order of each op: `ops.index` in the sort below made grouping quadratic
+            # (a bidirectional GRU over 64 steps, ~5000 calls: 8.3 s)
+            position = {op: i for i, op in enumerate(ops)}
             kinds: dict = {}
             group_of: dict = {}
             members: dict[int, list] = {}
@@ -215,7 +218,7 @@ def _group_calls(module_op: ir.Operation) -> None:
                         continue
                     for m in members.pop(g_prod):
                         group_of[m] = g_cons
-                    members[g_cons] = sorted(merged, key=ops.index)
+                    members[g_cons] = sorted(merged, key=position.__getitem__)
             for group in members.values():
                 if len(group) < 2:
                     continue
