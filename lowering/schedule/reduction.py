@@ -188,7 +188,7 @@ def _window_reduction(s: Script, h: str, info: OpInfo, inner: int, lanes: int) -
 
 # A row chain (`row_chain`) runs row block by row block from this many bytes of input on: the
 # passes of a softmax over Whisper's scores (6 x 1500 x 1500, 54 MB) each streamed them from
-# memory (1 / 2 threads: 15.1 / 10.3 -> 11.7 / 6.9 ms). Below, each pass finds the rows in
+# memory (1 / 2 threads: 15.1 / 10.3 -> 11.4 / 6.0 ms). Below, each pass finds the rows in
 # L2 or L3 anyway, and the blocks cost more than they save: ViT-B/16's softmax (12 x 197 x
 # 197, 1.9 MB, prime rows: a row per block) 315 -> 348 us, a layer norm over 1500 x 384
 # (2.3 MB) on 2 threads 107 -> 116 us.
@@ -218,6 +218,8 @@ def row_chain(info: OpInfo, infos: list[OpInfo]) -> list[int]:
             return []
         if any(dims is None for dims in other.operand_dims):
             return []
+        if any(k in dims and dims[-1] != k for dims in other.operand_dims):
+            return []  # the columns are every operand's contiguous axis (the vectors' axis)
         if other.pattern == "reduction":
             if other.ranges != info.ranges or other.iterators != info.iterators:
                 return []
@@ -276,7 +278,7 @@ def _schedule_row_chain(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) 
     last_h, last = chain[-1]
     k = len(info.ranges) - 1
     rows, columns = info.ranges[:k], info.ranges[k]
-    shares = list(rows)
+    shares, scope = list(rows), s.func
     threads = opts.threads if info.work >= opts.min_parallel_elements else 1
     # an even share of a row axis per thread (none: one thread runs the chain)
     split = next((d for d in range(k) if rows[d] >= threads and rows[d] % threads == 0), None)
@@ -284,13 +286,12 @@ def _schedule_row_chain(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) 
         sizes = [0] * (k + 1)
         sizes[split] = shares[split] = rows[split] // threads
         last_h, forall = s.tile_forall(last_h, tile_sizes=sizes)
-        forall = _fuse_chain(s, chain[:-1], forall, s.func)
-        chain = [(_match_in(s, m.tag, forall), m) for _, m in chain[:-1]] + [(last_h, last)]
+        scope = _fuse_chain(s, chain[:-1], forall, s.func)
+        chain = [(_match_in(s, m.tag, scope), m) for _, m in chain[:-1]] + [(last_h, last)]
     cap = max(1, min(ROWS, ROW_BLOCK_BYTES // (4 * columns)))
     block = _divisor(shares[k - 1], cap)
     sizes = [1] * k + [0]
     sizes[k - 1] = block
-    scope = forall if threads > 1 and split is not None else s.func
     last_h, loops = s.tile_for(last_h, sizes)
     loop = _fuse_chain(s, chain[:-1], loops[-1], scope)
     tile = [1] * (k - 1) + [block]
