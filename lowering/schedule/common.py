@@ -694,12 +694,15 @@ class Script:
         return [self.fresh(base) for _ in range(n)]
 
     # -- matching ---------------------------------------------------------------------------------
-    def match_attribute(self, name: str, value: int, base: str = "op") -> str:
-        """A handle to the payload ops carrying integer attribute `name` = `value` (empty if none)."""
+    def match_attribute(
+        self, name: str, value: int, base: str = "op", inside: str | None = None
+    ) -> str:
+        """A handle to the payload ops carrying integer attribute `name` = `value` (empty if none),
+        in the function or in the payload of handle `inside` (a loop)."""
         h = self.fresh(base)
         self.emit(
             f"{h} = transform.structured.match attributes{{{name} = {value} : i64}} "
-            f"in {self.func} : ({self.ANY}) -> {self.ANY}"
+            f"in {inside or self.func} : ({self.ANY}) -> {self.ANY}"
         )
         return h
 

@@ -241,15 +241,6 @@ def row_chain(info: OpInfo, infos: list[OpInfo]) -> list[int]:
     return [other.tag for other in infos[1:]]
 
 
-def _match_in(s: Script, tag: int, inside: str) -> str:
-    h = s.fresh("chain")
-    s.emit(
-        f"{h} = transform.structured.match attributes{{{SCHED_ID_ATTR} = {tag} : i64}} in "
-        f"{inside} : ({s.ANY}) -> {s.ANY}"
-    )
-    return h
-
-
 def _fuse_chain(s: Script, producers: list[tuple[str, OpInfo]], loop: str, scope: str) -> str:
     """Fuse the chain's `producers` (program order) and their reductions' init fills (found in
     `scope`, the loop's parent) into `loop`, last first; each is fused once per reader, and CSE
@@ -257,12 +248,8 @@ def _fuse_chain(s: Script, producers: list[tuple[str, OpInfo]], loop: str, scope
     for h, member in reversed(producers):
         _, loop = s.fuse_into(h, loop)
         if member.pattern == "reduction":
-            h = s.fresh("fill")
-            s.emit(
-                f"{h} = transform.structured.match attributes{{{INIT_FILL_ATTR} = {member.tag} "
-                f": i64}} in {scope} : ({s.ANY}) -> {s.ANY}"
-            )
-            _, loop = s.fuse_into(h, loop)
+            fill = s.match_attribute(INIT_FILL_ATTR, member.tag, "fill", inside=scope)
+            _, loop = s.fuse_into(fill, loop)
     s.emit(f"transform.apply_cse to {s.func} : {s.ANY}")
     # the fused ops' outputs: an empty block each, not a slice of an empty whole (which became
     # one buffer of the whole size, its blocks written back to memory one after the other)
@@ -287,7 +274,8 @@ def _schedule_row_chain(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) 
         sizes[split] = shares[split] = rows[split] // threads
         last_h, forall = s.tile_forall(last_h, tile_sizes=sizes)
         scope = _fuse_chain(s, chain[:-1], forall, s.func)
-        chain = [(_match_in(s, m.tag, scope), m) for _, m in chain[:-1]] + [(last_h, last)]
+        fused = [(s.match_attribute(SCHED_ID_ATTR, m.tag, inside=scope), m) for _, m in chain[:-1]]
+        chain = fused + [(last_h, last)]
     cap = max(1, min(ROWS, ROW_BLOCK_BYTES // (4 * columns)))
     block = _divisor(shares[k - 1], cap)
     sizes = [1] * k + [0]
@@ -297,7 +285,7 @@ def _schedule_row_chain(s: Script, h: str, info: OpInfo, opts: ScheduleOptions) 
     tile = [1] * (k - 1) + [block]
     lanes = opts.lanes
     for _, member in chain:
-        inner = _match_in(s, member.tag, loop)
+        inner = s.match_attribute(SCHED_ID_ATTR, member.tag, inside=loop)
         ranges = tile + [columns] if len(member.ranges) == k + 1 else tile
         block_info = replace(member, ranges=ranges)
         if member.pattern == "reduction":
