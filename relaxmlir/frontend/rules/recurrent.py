@@ -14,10 +14,7 @@ from torch.ops import aten
 from relaxmlir.frontend.importer import Importer, register
 from relaxmlir.frontend.rules.common import call, emit_binary, first, shape_of
 from relaxmlir.frontend.rules.shape import transpose
-from relaxmlir.frontend.rules.slicing import select, strided_slice
-
-# weights per layer and direction: w_ih, w_hh (+ b_ih, b_hh)
-_GATES = {"lstm": 4, "gru": 3, "rnn_tanh": 1, "rnn_relu": 1}
+from relaxmlir.frontend.rules.slicing import select, stack, strided_slice
 
 
 def _gate(ctx: Importer, x, k: int, hidden: int):
@@ -30,15 +27,13 @@ def _cell(ctx: Importer, kind: str, xt, h, c, w_hh, b_hh):
     hidden = shape_of(h)[-1]
     hh = call(ctx, "linear", h, w_hh, b_hh)
     if kind == "gru":  # r and z see both sums; n sees r * (h W_hn + b_hn)
-        r = call(
-            ctx,
-            "sigmoid",
-            emit_binary(ctx, "add", _gate(ctx, xt, 0, hidden), _gate(ctx, hh, 0, hidden)),
-        )
-        z = call(
-            ctx,
-            "sigmoid",
-            emit_binary(ctx, "add", _gate(ctx, xt, 1, hidden), _gate(ctx, hh, 1, hidden)),
+        r, z = (
+            call(
+                ctx,
+                "sigmoid",
+                emit_binary(ctx, "add", _gate(ctx, xt, k, hidden), _gate(ctx, hh, k, hidden)),
+            )
+            for k in (0, 1)
         )
         n = emit_binary(ctx, "multiply", r, _gate(ctx, hh, 2, hidden))
         n = call(ctx, "tanh", emit_binary(ctx, "add", _gate(ctx, xt, 2, hidden), n))
@@ -57,10 +52,6 @@ def _cell(ctx: Importer, kind: str, xt, h, c, w_hh, b_hh):
         ctx, "add", emit_binary(ctx, "multiply", f, c), emit_binary(ctx, "multiply", i, g)
     )
     return emit_binary(ctx, "multiply", o, call(ctx, "tanh", c)), c
-
-
-def _stack(ctx: Importer, values: list, dim: int):
-    return call(ctx, "concat", [call(ctx, "expand_dims", v, dim) for v in values], dim)
 
 
 def _recurrent(ctx: Importer, node: fx.Node, kind: str):
@@ -100,13 +91,13 @@ def _recurrent(ctx: Importer, node: fx.Node, kind: str):
             for t in reversed(range(steps)) if d else range(steps):
                 h, c = _cell(ctx, kind, select(ctx, projected, 0, t), h, c, w_hh, b_hh)
                 hs[t] = h
-            outputs.append(_stack(ctx, hs, 0))
+            outputs.append(stack(ctx, hs, 0))
             last_h.append(h)
             last_c.append(c)
         x = outputs[0] if directions == 1 else call(ctx, "concat", outputs, 2)
     out = transpose(ctx, x, 0, 1) if batch_first else x
-    results = (out, _stack(ctx, last_h, 0))
-    return results + ((_stack(ctx, last_c, 0),) if kind == "lstm" else ())
+    results = (out, stack(ctx, last_h, 0))
+    return results + ((stack(ctx, last_c, 0),) if kind == "lstm" else ())
 
 
 register(lambda ctx, node: _recurrent(ctx, node, "lstm"), aten.lstm.input)

@@ -251,10 +251,14 @@ def _cat(ctx: Importer, node: fx.Node):
     return call(ctx, "concat", kept, ctx.arg(node, 1, "dim", 0))
 
 
-def _stack(ctx: Importer, node: fx.Node):
-    tensors, dim = ctx.arg(node, 0, "tensors"), ctx.arg(node, 1, "dim", 0)
+def stack(ctx: Importer, tensors, dim: int):
+    """`torch.stack`: the tensors joined along a new axis `dim`."""
     dim = axis(dim, ndim(tensors[0]) + 1)
     return call(ctx, "concat", [call(ctx, "expand_dims", t, dim) for t in tensors], dim)
+
+
+def _stack(ctx: Importer, node: fx.Node):
+    return stack(ctx, ctx.arg(node, 0, "tensors"), ctx.arg(node, 1, "dim", 0))
 
 
 def split(ctx: Importer, x, sizes: list, dim: int) -> tuple:
