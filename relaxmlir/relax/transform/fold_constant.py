@@ -204,15 +204,15 @@ def fold_constants(module_op: ir.Operation) -> None:
 
         func_op.walk(collect)
         for op in calls:  # program order, so a folded result can feed the next fold
-            inputs = _constant_operands(op)
-            if inputs is None or not _foldable_results(op, inputs) or _widens_16bit_weight(inputs, op):
-                continue
             name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             key = (name, tuple(op.operands), tuple(str(r.type) for r in op.results))
-            if key in folded:
+            if key in folded:  # (its operands were read and found foldable the first time)
                 for result, const in zip(op.results, folded[key]):
                     result.replace_all_uses_with(const)
                 op.erase()
+                continue
+            inputs = _constant_operands(op)
+            if inputs is None or not _foldable_results(op, inputs) or _widens_16bit_weight(inputs, op):
                 continue
             callee = rx.lookup_symbol(op, name)
             if callee is None:
