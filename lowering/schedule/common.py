@@ -614,16 +614,40 @@ def dynamic_sizes(shape: list[int], like: ir.Value) -> list[ir.Value]:
     ]
 
 
-def strided_slice(value: ir.Value, cuts: dict[int, tuple[int, int, int]]) -> ir.Value:
-    """`value` sliced along each axis in `cuts` ({axis: (offset, size, stride)}); an axis not
-    cut keeps its size, also a dynamic one (a symbolic batch: its `tensor.dim`)."""
+def strided_slice(value: ir.Value, cuts: dict[int, tuple]) -> ir.Value:
+    """`value` sliced along each axis in `cuts` ({axis: (offset, size, stride)}; an offset or a
+    size may be an index Value: a concat's part at a symbolic split); an axis not cut keeps its
+    size, also a dynamic one (a symbolic batch: its `tensor.dim`)."""
     t = ir.RankedTensorType(value.type)
     offsets, sizes, strides = [0] * t.rank, list(t.shape), [1] * t.rank
     for axis, (offset, size, stride) in cuts.items():
         offsets[axis], sizes[axis], strides[axis] = offset, size, stride
-    result = ir.RankedTensorType.get(sizes, t.element_type)
-    dynamic = dynamic_sizes(sizes, value)
-    return tensor.ExtractSliceOp(result, value, [], dynamic, [], offsets, sizes, strides).result
+    return _slice_op(value, offsets, sizes, strides)
+
+
+def _slice_op(value: ir.Value, offsets: list, sizes: list, strides: list) -> ir.Value:
+    """tensor.extract_slice with mixed offsets and sizes (ints or index Values); an int size
+    that is dynamic is the axis of `value` kept whole."""
+    t = ir.RankedTensorType(value.type)
+    dyn = ir.ShapedType.get_dynamic_size()
+    dyn_offset = ir.ShapedType.get_dynamic_stride_or_offset()
+    index = ir.IndexType.get()
+    static_sizes, dyn_sizes = [], []
+    for axis, size in enumerate(sizes):
+        if isinstance(size, ir.Value):
+            static_sizes.append(dyn)
+            dyn_sizes.append(size)
+        elif ir.ShapedType.is_dynamic_size(size):
+            static_sizes.append(dyn)
+            dyn_sizes.append(tensor.DimOp(value, arith.ConstantOp(index, axis).result).result)
+        else:
+            static_sizes.append(size)
+    static_offsets = [dyn_offset if isinstance(o, ir.Value) else o for o in offsets]
+    dyn_offsets = [o for o in offsets if isinstance(o, ir.Value)]
+    result = ir.RankedTensorType.get(static_sizes, t.element_type)
+    return tensor.ExtractSliceOp(
+        result, value, dyn_offsets, dyn_sizes, [], static_offsets, static_sizes, strides
+    ).result
 
 
 def remap_operands(op: ir.Operation, mapping: dict) -> None:

@@ -320,9 +320,10 @@ class _SymbolicPlan:
                 _, axis, _, out_axis = g
                 expand.append([len(expanded)])
                 collapse.append([axis])
-                collapsed.append(dyn)
-                expanded.append(dyn)
-                sizes_dyn.append(dim(source, axis))
+                collapsed.append(src_type.shape[axis])
+                expanded.append(src_type.shape[axis])
+                if ir.ShapedType.is_dynamic_size(src_type.shape[axis]):
+                    sizes_dyn.append(dim(source, axis))
                 offsets.append(0)
                 sizes.append(("dyn", dim(out, out_axis)))
                 kept.append(True)
@@ -373,17 +374,20 @@ def _match_symbolic(op: ir.Operation):
     if src_type.rank == 0:
         return None
     # Symbolic source axes: each read at one symbolic loop's own index, that loop nowhere else.
+    # A static axis read at a symbolic loop's index passes through too (sliced to the loop's
+    # extent: the new step's keys of a KV-cache concat, one row, written at a symbolic offset).
     grid_all = index_grid([r or 1 for r in ranges])
     grid = [g if ranges[d] is not None else None for d, g in enumerate(grid_all)]
     passes = {}
     for axis, v in enumerate(indices):
-        if not ir.ShapedType.is_dynamic_size(src_type.shape[axis]):
-            continue
         owner = v.owner
-        if isinstance(owner, ir.Block) or owner.operation.name != "linalg.index":
-            return None
-        d = ir.IntegerAttr(owner.operation.attributes["dim"]).value
-        if ranges[d] is not None or d in passes.values():
+        index = not isinstance(owner, ir.Block) and owner.operation.name == "linalg.index"
+        d = ir.IntegerAttr(owner.operation.attributes["dim"]).value if index else None
+        if not ir.ShapedType.is_dynamic_size(src_type.shape[axis]) and (
+            d is None or ranges[d] is not None
+        ):
+            continue
+        if d is None or ranges[d] is not None or d in passes.values():
             return None
         passes[axis] = d
     if sorted(passes.values()) != [d for d, r in enumerate(ranges) if r is None]:
