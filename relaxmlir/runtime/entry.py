@@ -15,6 +15,7 @@ from relaxmlir.runtime import shape as sh
 from relaxmlir.runtime.device import Device
 from relaxmlir.runtime.dtype import np_dtype
 from relaxmlir.runtime.ndarray import NDArray, _host_array
+from relaxmlir.runtime.result_memory import RESULT_CACHED, result_array
 
 
 def _as_array(value: Any, device: Device) -> np.ndarray:
@@ -81,6 +82,13 @@ class EntryPoint:
         self.param_slots = self.slots[: self.n_params]
         self.result_slots = self.slots[self.n_params :]
         self.result_specs = list(zip(self.static_results, self.result_dtypes))
+        # Each result's site in the native block cache (result_memory), and whether a static
+        # one is large enough to take a cached block (the others stay a bare np.empty).
+        self.result_sites = [id(self) * 31 + i for i in range(len(self.result_dtypes))]
+        self.cached_results = any(
+            s is not None and int(np.prod(s)) * np.dtype(d).itemsize >= RESULT_CACHED
+            for s, d in self.result_specs
+        )
 
     def _error(self, message: str, exc_type: type = ValueError) -> Exception:
         return exc_type(f"{message}; expected signature {self.info.signature}")
@@ -99,6 +107,8 @@ class EntryPoint:
                     return self._checked_call(args)
                 slot.set(a)
                 keep.append(a)
+            if self.cached_results:
+                return self._run_with_results(self._results(self.result_specs))
             return self._run_with_results([np.empty(shape, dtype) for shape, dtype in self.result_specs])
         if self.symbolic_fast and len(args) == self.n_params:
             return self._symbolic_call(args)
@@ -133,7 +143,12 @@ class EntryPoint:
             self.result_shapes[key] = results
         for slot, a in zip(self.param_slots, arrays):
             slot.set(a)
-        return self._run_with_results([np.empty(sh, dt) for sh, dt in results])
+        return self._run_with_results(self._results(results))
+
+    def _results(self, specs) -> list:
+        """Result arrays for (shape, dtype) `specs`, large ones from the block cache."""
+        sites = self.result_sites
+        return [result_array(shape, dtype, site) for (shape, dtype), site in zip(specs, sites)]
 
     def _bind_shapes(self, shapes: tuple) -> list | None:
         """(shape, dtype) of each result for these parameter shapes; None on a mismatch."""
@@ -190,10 +205,11 @@ class EntryPoint:
                 slot.set(a)
             self._call()
             return None
-        outs = []
+        specs = []
         for spec, dtype, static in zip(info.results, self.result_dtypes, self.static_results):
             shape = static if static is not None else tuple(sh.evaluate(d, env) for d in spec.shape)
-            outs.append(np.empty(shape, dtype))
+            specs.append((shape, dtype))
+        outs = self._results(specs)
         for slot, a in zip(self.param_slots, arrays):
             slot.set(a)
         return self._run_with_results(outs)

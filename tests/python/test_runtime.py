@@ -422,7 +422,7 @@ def test_workspace_cache_keeps_every_block_of_a_call_under_its_limit():
 
     alloc, free, _ = _workspace_functions()
     libraries.release_workspace_cache()
-    sizes = [(1 << 16) + 4096 * (i % 50) for i in range(400)]
+    sizes = [(1 << 16) + 4096 * (i % 16) for i in range(400)]  # whole size classes
     try:
         for p in [alloc(64, n) for n in sizes]:
             free(p)
@@ -436,6 +436,77 @@ def test_workspace_cache_keeps_every_block_of_a_call_under_its_limit():
             free(p)
     finally:
         libraries.release_workspace_cache()
+
+
+def test_workspace_sizes_round_up_to_classes():
+    """A block serves the sizes of its class (1/16 to 1/32 of their power of two): a buffer one
+    row larger at each call (a decode step's KV cache) takes the block an earlier call gave
+    back, instead of a fresh, page-faulting one at every step."""
+    from relaxmlir.runtime import libraries
+
+    alloc, free, _ = _workspace_functions()
+    libraries.release_workspace_cache()
+    row = 12 * 64 * 4  # one row more of a 12-head, 64-wide cache
+    try:
+        first = alloc(64, 1000 * row)
+        free(first)
+        before = libraries.workspace_cache_info()
+        again = alloc(64, 1001 * row)  # 3.07 MB: the same 128 KB class
+        after = libraries.workspace_cache_info()
+        assert again == first and after["hits"] == before["hits"] + 1, (before, after)
+        free(again)
+        other = alloc(64, 1100 * row)  # 3.38 MB: a class of its own
+        assert libraries.workspace_cache_info()["misses"] == after["misses"] + 1
+        free(other)
+    finally:
+        libraries.release_workspace_cache()
+
+
+def test_large_results_come_from_the_workspace_cache():
+    """A result of 1 MB or more is a block of the workspace cache seen as a numpy array: when
+    the caller drops it, the next call's result gets the same block back (also one row larger,
+    the same size class), while a result still held keeps its block and its values."""
+    import gc
+
+    import numpy as np
+
+    import relaxmlir as rm
+    from relaxmlir import relax
+    from relaxmlir.runtime import libraries
+
+    x = relax.Var("x", relax.TensorStructInfo(("n", 1024), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            gv = bb.emit_output(relax.op.add(x, relax.const(1.0)))
+        bb.emit_func_output(gv)
+    vm = relax.VirtualMachine(relax.build(bb.get(), "llvm"), rm.cpu())
+    rng = np.random.default_rng(0)
+
+    def address(a):
+        return a.view_numpy().__array_interface__["data"][0]
+
+    def call(n):
+        xs = rng.standard_normal((n, 1024), dtype=np.float32)
+        out = vm["main"](xs)
+        np.testing.assert_array_equal(out.numpy(), xs + 1)
+        return out, xs
+
+    first, _ = call(600)  # 2.4 MB
+    where = address(first)
+    assert first.view_numpy().base is not None  # a view of the block, not numpy's own memory
+    del first
+    gc.collect()
+    before = libraries.workspace_cache_info()
+    again, _ = call(601)
+    assert address(again) == where
+    assert libraries.workspace_cache_info()["hits"] == before["hits"] + 1
+    held, held_in = again, again.numpy()
+    other, _ = call(600)
+    assert address(other) != where
+    np.testing.assert_array_equal(held.view_numpy(), held_in)
+    small, _ = call(100)  # 400 KB: a plain numpy array
+    assert small.view_numpy().flags.owndata
 
 
 def test_symbolic_fast_path_binds_and_falls_back():

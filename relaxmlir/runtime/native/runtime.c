@@ -109,8 +109,20 @@ static void *take_cached(uint64_t size, uint64_t alignment, uint64_t site) {
   return out;
 }
 
+/* Cached sizes are rounded up to classes, multiples of 1/16 to 1/32 of their power of two (at
+   least a 4 KB page): a buffer that grows a little at every call (a decode step's KV cache and
+   its transpose: one row more each time) takes the block of the same class that an earlier call
+   gave back. Exact sizes missed at every step, and filled the cache with blocks a row too small
+   for any later call (up to its limit), each miss page-faulting on a fresh block. */
+static uint64_t size_class(uint64_t size) {
+  int bits = 64 - __builtin_clzll(size);
+  uint64_t step = 1ull << (bits > 17 ? bits - 5 : 12);
+  return (size + step - 1) & ~(step - 1);
+}
+
 static void *allocate(uint64_t size, uint64_t alignment, uint64_t site) {
   if (size >= MIN_CACHED) {
+    size = size_class(size);
     void *p = take_cached(size, alignment < 16 ? 16 : alignment, site);
     if (p) return p;
   }
