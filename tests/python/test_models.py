@@ -342,3 +342,77 @@ def test_recurrent_model(cell):
     # the recurrent weights [gates, 16] transposed, one per layer (layer 1's input weight too)
     assert text.count(f"-> tensor<16x{gates}xf32>") == 3, text.count(f"-> tensor<16x{gates}xf32>")
     assert "callee = @split" in text
+
+
+class DecodeStep(nn.Module):
+    """One decoder step with explicit KV caches (Llama-style: RMSNorm, SiLU-gated MLP): the new
+    token's keys and values appended to caches of any length, attention over them."""
+
+    def __init__(self, d=64, heads=4, layers=2, vocab=50):
+        super().__init__()
+        self.heads, self.d = heads, d
+        self.emb = nn.Embedding(vocab, d)
+        self.qkvo = nn.ModuleList(nn.Linear(d, 4 * d, bias=False) for _ in range(layers))
+        self.out = nn.ModuleList(nn.Linear(d, d, bias=False) for _ in range(layers))
+        self.up = nn.ModuleList(nn.Linear(d, 4 * d, bias=False) for _ in range(layers))
+        self.down = nn.ModuleList(nn.Linear(2 * d, d, bias=False) for _ in range(layers))
+        self.head = nn.Linear(d, vocab, bias=False)
+
+    @staticmethod
+    def _norm(x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
+
+    def forward(self, ids, k_caches, v_caches):
+        x = self.emb(ids)  # [1, 1, d]
+        h, dh = self.heads, self.d // self.heads
+        new_k, new_v = [], []
+        for i, (kc, vc) in enumerate(zip(k_caches, v_caches)):
+            q, k, v, _ = self.qkvo[i](self._norm(x)).split(self.d, dim=-1)
+            k = torch.cat([kc, k.view(1, 1, h, dh).transpose(1, 2)], 2)
+            v = torch.cat([vc, v.view(1, 1, h, dh).transpose(1, 2)], 2)
+            a = F.scaled_dot_product_attention(q.view(1, 1, h, dh).transpose(1, 2), k, v)
+            x = x + self.out[i](a.transpose(1, 2).reshape(1, 1, self.d))
+            g, u = self.up[i](self._norm(x)).chunk(2, dim=-1)
+            x = x + self.down[i](F.silu(g) * u)
+            new_k.append(k)
+            new_v.append(v)
+        return self.head(self._norm(x)), new_k, new_v
+
+
+def test_decode_step_with_kv_caches():
+    """A decode step built once for a symbolic cache length, against torch eager at lengths 1,
+    5 and 40 (logits and every updated cache), then three steps with the outputs fed back as
+    the next step's caches (each result a block of the workspace cache once large enough)."""
+    torch.manual_seed(0)
+    model = DecodeStep().eval()
+    n = torch.export.Dim("n", min=1, max=1024)
+
+    def caches(length, seed):
+        g = torch.Generator().manual_seed(seed)
+        return [[torch.randn(1, 4, length, 16, generator=g) for _ in range(2)] for _ in range(2)]
+
+    ids = torch.tensor([[3]])
+    ep = torch.export.export(
+        model, (ids, *caches(4, 0)), dynamic_shapes=(None, [{2: n}] * 2, [{2: n}] * 2)
+    )
+    vm = relax.VirtualMachine(relax.build(from_exported_program(ep), "llvm"), rm.cpu())
+
+    def check(got, want, what):
+        for g, w in zip(got, [want[0], *want[1], *want[2]]):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=RTOL, atol=ATOL, err_msg=what)
+
+    for length in (1, 5, 40):
+        kc, vc = caches(length, length)
+        with torch.no_grad():
+            want = model(ids, kc, vc)
+        check(vm["main"](ids.numpy(), *kc, *vc), want, f"length {length}")
+    kc, vc = caches(7, 1)
+    state = [t.numpy() for t in kc + vc]
+    for step in range(3):
+        tok = torch.tensor([[step + 1]])
+        with torch.no_grad():
+            want = model(tok, kc, vc)
+        got = vm["main"](tok.numpy(), *state)
+        check(got, want, f"step {step}")
+        kc, vc = want[1], want[2]
+        state = [g.view_numpy() for g in got[1:]]
