@@ -9,7 +9,6 @@ group when the pair is fusable (table `_FUSABLE`). A group is recorded as the at
 from __future__ import annotations
 
 from enum import IntEnum
-from typing import Optional
 
 from mlir import ir
 
@@ -41,6 +40,14 @@ _FUSABLE = {
 } | {(p, Pattern.REDUCTION) for p in (Pattern.ELEMWISE, Pattern.BROADCAST)}
 
 _ANCHORS = (Pattern.REDUCTION, Pattern.OUT_EWISE_FUSABLE)
+
+# A transpose that only feeds the B of a contraction with this many rows or fewer joins it (a
+# decode step's q @ K^T over its KV cache: one query row): the schedule then reads B through
+# the transpose's map (`normalize.fold_transposes`, the matmul's `dot` route over K's rows)
+# instead of a kernel writing K^T (3 MB per layer at 1024 cached rows, at every step). With more
+# rows the product packs B anyway, and a transpose stays where it fuses best: the epilogue of
+# the projection that computes K.
+TRANSPOSE_INTO_ROWS = 4
 
 
 def _generic_kind(op: ir.Operation) -> Pattern:
@@ -129,7 +136,44 @@ def callee_kind(func_op: ir.Operation) -> Pattern:
     return anchors[0] if anchors else max(kinds)
 
 
-def _callee(op: ir.Operation) -> Optional[ir.Operation]:
+def is_transpose(func_op: ir.Operation) -> bool:
+    """A PrimFunc that only permutes the axes of its one input (TE's permute_dims)."""
+    ops = [o.operation for o in func_op.regions[0].blocks[0].operations]
+    if len(ops) != 2 or ops[0].name != "linalg.generic" or len(ops[0].operands) != 2:
+        return False
+    generic = ops[0]
+    body = generic.regions[0].blocks[0]
+    inner = [o.operation for o in body.operations]
+    if len(inner) != 1 or inner[0].operands[0] != body.arguments[0]:
+        return False
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+    iterators = [str(a) for a in ir.ArrayAttr(generic.attributes["iterator_types"])]
+    identity = ir.AffineMap.get_identity(maps[1].n_dims)
+    return (
+        all("parallel" in t for t in iterators)
+        and maps[1] == identity
+        and maps[0].is_permutation
+        and maps[0] != identity
+    )
+
+
+def _transpose_into_few_rows(producer, consumer, value, kinds) -> bool:
+    """Does the transpose `producer` feed only the B of `consumer`, a contraction of at most
+    TRANSPOSE_INTO_ROWS static rows (see TRANSPOSE_INTO_ROWS)?"""
+    if kinds[consumer] != Pattern.OUT_EWISE_FUSABLE or consumer.name != rx.CallTIR.name:
+        return False
+    if len(consumer.operands) < 2 or consumer.operands[1] != value:
+        return False
+    if any(consumer.operands[i] == value for i in range(len(consumer.operands)) if i != 1):
+        return False
+    shape = ir.RankedTensorType(consumer.results[0].type).shape
+    rows = shape[-2] if len(shape) >= 2 else None
+    if rows is None or ir.ShapedType.is_dynamic_size(rows) or rows > TRANSPOSE_INTO_ROWS:
+        return False
+    return is_transpose(_callee(producer))
+
+
+def _callee(op: ir.Operation) -> ir.Operation | None:
     if op.name != rx.CallTIR.name:
         return None
     return rx.lookup_symbol(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
@@ -195,7 +239,9 @@ def _group_calls(module_op: ir.Operation) -> None:
                     readers = {use.owner.operation for use in value.uses}
                     if any(group_of.get(r) != group_of[consumer] for r in readers):
                         continue  # a reader outside the group would need the intermediate too
-                    if (kinds[producer], kinds[consumer]) not in _FUSABLE:
+                    if (kinds[producer], kinds[consumer]) not in _FUSABLE and not (
+                        _transpose_into_few_rows(producer, consumer, value, kinds)
+                    ):
                         continue
                     if (
                         not _is_static(value.type)

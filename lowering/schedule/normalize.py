@@ -33,6 +33,7 @@ from lowering.schedule.common import (
     dim_of,
     is_mul_add,
     linalg_ops,
+    matching_generics,
     reassociation,
     rebuild_generic,
     slice_sizes,
@@ -54,6 +55,7 @@ def normalize_function(func_op: ir.Operation, row_tile: int = 1) -> None:
     raise_pads(func_op)
     split_branches(func_op)
     raise_gathers(func_op)
+    fold_transposes(func_op)
     raise_window_reads(func_op)
     split_group_loops(func_op)
     split_strided_convs(func_op)
@@ -61,6 +63,57 @@ def normalize_function(func_op: ir.Operation, row_tile: int = 1) -> None:
     drop_unit_dims(func_op)
     merge_loops(func_op, row_tile)
     conv_epilogues_out_of_place(func_op)
+
+
+def fold_transposes(func_op: ir.Operation) -> int:
+    """A transpose (a generic that only permutes its input's axes) read once, as an input of a
+    contraction, is folded into that operand's indexing map: the contraction reads the
+    transpose's input in place (`relax-fuse-ops` puts a decode step's K^T with its few-row
+    q @ K^T, TRANSPOSE_INTO_ROWS). Returns how many."""
+    found = matching_generics(func_op, _foldable_transpose)
+    for op, (consumer, operand) in found:
+        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        cmaps = list(ir.ArrayAttr(consumer.attributes["indexing_maps"]))
+        read = ir.AffineMapAttr(cmaps[operand]).value
+        # the transpose writes T[x] = S[P(x)]: the consumer's T[e(l)] is S[P(e(l))]
+        exprs = [read.results[ir.AffineDimExpr(e).position] for e in maps[0].results]
+        cmaps[operand] = ir.AffineMapAttr.get(ir.AffineMap.get(read.n_dims, 0, exprs))
+        consumer.attributes["indexing_maps"] = ir.ArrayAttr.get(cmaps)
+        consumer.operands[operand] = op.operands[0]
+        init = op.operands[1]
+        op.erase()
+        if not isinstance(init.owner, ir.Block) and not list(init.uses):
+            init.owner.operation.erase()
+    return len(found)
+
+
+def _foldable_transpose(op: ir.Operation):
+    """(consumer, operand index) for a transpose generic whose one use is a contraction's
+    input, else None."""
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    body = op.regions[0].blocks[0]
+    inner = [o.operation for o in body.operations]
+    if (
+        len(op.operands) != 2
+        or len(inner) != 1
+        or inner[0].operands[0] != body.arguments[0]
+        or any("parallel" not in t for t in iterators)
+        or maps[1] != ir.AffineMap.get_identity(maps[1].n_dims)
+        or not maps[0].is_permutation
+    ):
+        return None
+    uses = list(op.results[0].uses)
+    if len(uses) != 1:
+        return None
+    consumer, operand = uses[0].owner.operation, uses[0].operand_number
+    if consumer.name != "linalg.generic":
+        return None
+    n_in = len(consumer.operands) - len(consumer.results)
+    iterators = [str(a) for a in ir.ArrayAttr(consumer.attributes["iterator_types"])]
+    if operand >= n_in or n_in < 2 or not any("reduction" in t for t in iterators):
+        return None
+    return consumer, operand
 
 
 # TE broadcasts size-1 axes as constant-0 indices (`(0, d1, d3)`) and keeps unit loops: dropping

@@ -351,3 +351,72 @@ func.func @excite(%x: tensor<1x16x4x4xf32>, %s: tensor<1x16x1x1xf32>) -> tensor<
   } {relax.dataflow}
   return %r : tensor<1x16x4x4xf32>
 }
+
+// -----
+
+// A transpose feeding only the B of a one-row contraction (a decode step's q @ K^T over its KV
+// cache) joins the contraction, so no kernel writes K^T; in front of an 8-row contraction it
+// stays a kernel of its own (there the product packs B anyway).
+#kt = affine_map<(d0, d1) -> (d1, d0)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#qk = affine_map<(d0, d1, d2) -> (d0, d2)>
+#kn2 = affine_map<(d0, d1, d2) -> (d2, d1)>
+#mn2 = affine_map<(d0, d1, d2) -> (d0, d1)>
+func.func private @transpose(%k: tensor<32x16xf32>, %out: tensor<16x32xf32>) -> tensor<16x32xf32> attributes {relax.prim_func} {
+  %r = linalg.generic {indexing_maps = [#kt, #id2], iterator_types = ["parallel", "parallel"]} ins(%k : tensor<32x16xf32>) outs(%out : tensor<16x32xf32>) {
+  ^bb0(%x: f32, %o: f32):
+    linalg.yield %x : f32
+  } -> tensor<16x32xf32>
+  return %r : tensor<16x32xf32>
+}
+func.func private @scores1(%q: tensor<1x16xf32>, %kt: tensor<16x32xf32>, %out: tensor<1x32xf32>) -> tensor<1x32xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %init = linalg.fill ins(%zero : f32) outs(%out : tensor<1x32xf32>) -> tensor<1x32xf32>
+  %r = linalg.generic {indexing_maps = [#qk, #kn2, #mn2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%q, %kt : tensor<1x16xf32>, tensor<16x32xf32>) outs(%init : tensor<1x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<1x32xf32>
+  return %r : tensor<1x32xf32>
+}
+func.func private @scores8(%q: tensor<8x16xf32>, %kt: tensor<16x32xf32>, %out: tensor<8x32xf32>) -> tensor<8x32xf32> attributes {relax.prim_func} {
+  %zero = arith.constant 0.0 : f32
+  %init = linalg.fill ins(%zero : f32) outs(%out : tensor<8x32xf32>) -> tensor<8x32xf32>
+  %r = linalg.generic {indexing_maps = [#qk, #kn2, #mn2], iterator_types = ["parallel", "parallel", "reduction"]} ins(%q, %kt : tensor<8x16xf32>, tensor<16x32xf32>) outs(%init : tensor<8x32xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %m = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<8x32xf32>
+  return %r : tensor<8x32xf32>
+}
+
+// CHECK-LABEL: func.func @decode_scores
+// CHECK: "relax.call_tir"({{.*}}) {callee = @transpose, relax.fuse_group = "[[G:fused_[0-9]+]]"}
+// CHECK: "relax.call_tir"({{.*}}) {callee = @scores1, relax.fuse_group = "[[G]]"}
+// TIR-LABEL: func.func private @fused_transpose_scores1
+// TIR-LABEL: func.func @decode_scores
+// TIR-NEXT: scf.execute_region
+// TIR-NEXT: "relax.call_tir"(%{{.+}}, %{{.+}}) {callee = @fused_transpose_scores1}
+// TIR-NEXT: scf.yield
+func.func @decode_scores(%q: tensor<1x16xf32>, %k: tensor<32x16xf32>) -> tensor<1x32xf32> attributes {relax.function} {
+  %r = scf.execute_region -> tensor<1x32xf32> no_inline {
+    %0 = "relax.call_tir"(%k) {callee = @transpose} : (tensor<32x16xf32>) -> tensor<16x32xf32>
+    %1 = "relax.call_tir"(%q, %0) {callee = @scores1} : (tensor<1x16xf32>, tensor<16x32xf32>) -> tensor<1x32xf32>
+    scf.yield %1 : tensor<1x32xf32>
+  } {relax.dataflow}
+  return %r : tensor<1x32xf32>
+}
+
+// CHECK-LABEL: func.func @prefill_scores
+// CHECK: "relax.call_tir"({{.*}}) {callee = @transpose} :
+// CHECK: "relax.call_tir"({{.*}}) {callee = @scores8} :
+func.func @prefill_scores(%q: tensor<8x16xf32>, %k: tensor<32x16xf32>) -> tensor<8x32xf32> attributes {relax.function} {
+  %r = scf.execute_region -> tensor<8x32xf32> no_inline {
+    %0 = "relax.call_tir"(%k) {callee = @transpose} : (tensor<32x16xf32>) -> tensor<16x32xf32>
+    %1 = "relax.call_tir"(%q, %0) {callee = @scores8} : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+    scf.yield %1 : tensor<8x32xf32>
+  } {relax.dataflow}
+  return %r : tensor<8x32xf32>
+}
