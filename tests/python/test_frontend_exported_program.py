@@ -218,6 +218,37 @@ def test_sdpa_scale(scale):
     np.testing.assert_allclose(got, Attention()(*args).numpy(), rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize(
+    "mask",
+    ["none", "causal", "bool rows", "float rows", "padding", "per head"],
+)
+def test_sdpa_grouped_query_heads(mask):
+    """enable_gqa (6 query heads over 2 key/value heads, 5 queries, 7 keys, batch 2): the query
+    heads of a group are rows of one product against K and V in place, with the mask tiled
+    over the group's rows; a mask that differs between heads repeats K and V instead."""
+    torch.manual_seed(0)
+    q, k, v = torch.randn(2, 6, 5, 8), torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 4)
+    masks = {
+        "bool rows": torch.rand(1, 1, 5, 7) > 0.3,
+        "float rows": torch.randn(2, 1, 5, 7),
+        "padding": torch.randn(2, 1, 1, 7),
+        "per head": torch.randn(2, 6, 5, 7),
+    }
+
+    class Attention(nn.Module):
+        def forward(self, q, k, v, *m):
+            return F.scaled_dot_product_attention(
+                q, k, v, attn_mask=m[0] if m else None, is_causal=mask == "causal", enable_gqa=True
+            )
+
+    args = (q, k, v, *([masks[mask]] if mask in masks else []))
+    mod = from_exported_program(torch.export.export(Attention(), args))
+    repeated = "tensor<2x2x3x7x8xf32>" in str(mod.module)  # K repeated for each query head
+    assert repeated == (mask == "per head")
+    got = run(mod, *args)[0]
+    np.testing.assert_allclose(got, Attention()(*args).numpy(), rtol=RTOL, atol=ATOL)
+
+
 class _Recurrent(nn.Module):
     def __init__(self, cell, **kwargs):
         super().__init__()

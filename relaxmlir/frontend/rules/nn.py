@@ -322,12 +322,7 @@ def attention(ctx: Importer, q, k, v, mask=None, is_causal: bool = False, scale=
     """softmax(q @ k^T * scale + mask) @ v over the last two axes (scaled dot-product attention)."""
     scores = attention_scores(ctx, q, k, scale)
     if is_causal:
-        length, source = shape_of(q)[-2], shape_of(k)[-2]
-        if isinstance(length, int) and isinstance(source, int):
-            mask = const(np.tril(np.ones((length, source), dtype=bool)))
-        else:  # a symbolic sequence length (torch.compile with dynamic sizes)
-            ones = call(ctx, "broadcast_to", const(np.array(True)), [length, source])
-            mask = call(ctx, "tril", ones, 0)
+        mask = _causal_mask(ctx, shape_of(q)[-2], shape_of(k)[-2])
     if mask is not None and mask.struct_info.dtype == "bool":
         scores = call(ctx, "where", mask, scores, as_tensor(float("-inf"), scores))
     elif mask is not None:
@@ -455,17 +450,53 @@ def _sdpa(ctx: Importer, node: fx.Node):
             f"scaled_dot_product_attention with dropout_p ({dropout}) at node '{node.name}': "
             "random dropout is not supported (dropout_p=0.0 for inference)"
         )
+    mask, is_causal = ctx.arg(node, 3, "attn_mask"), ctx.arg(node, 5, "is_causal", False)
+    scale = ctx.arg(node, None, "scale")
     if ctx.arg(node, None, "enable_gqa", False):
+        grouped = _grouped_query_attention(ctx, q, k, v, mask, is_causal, scale)
+        if grouped is not None:
+            return grouped
         k, v = (_repeat_heads(ctx, t, shape_of(q)[-3], node) for t in (k, v))
-    return attention(
-        ctx,
-        q,
-        k,
-        v,
-        ctx.arg(node, 3, "attn_mask"),
-        ctx.arg(node, 5, "is_causal", False),
-        ctx.arg(node, None, "scale"),
-    )
+    return attention(ctx, q, k, v, mask, is_causal, scale)
+
+
+def _causal_mask(ctx: Importer, length, source):
+    """torch's `is_causal` mask: query i sees keys 0..i (aligned at the top left)."""
+    if isinstance(length, int) and isinstance(source, int):
+        return const(np.tril(np.ones((length, source), dtype=bool)))
+    # a symbolic sequence length (torch.compile with dynamic sizes)
+    ones = call(ctx, "broadcast_to", const(np.array(True)), [length, source])
+    return call(ctx, "tril", ones, 0)
+
+
+def _grouped_query_attention(ctx: Importer, q, k, v, mask, is_causal: bool, scale):
+    """Grouped-query attention without repeating K and V: the query heads that share a
+    key/value head become rows of one product (q [.., kv, group * s, d] against K [.., kv, n,
+    d]), so K and V are read where they are. Repeated, both were copied group-fold at every call
+    (a decode step over its KV caches: two 3 MB copies per layer at 1024 cached rows), and the
+    one-row products of a decode step now have `group` rows. A mask (or is_causal) is tiled over
+    the group's rows; None where the heads differ in it or the sizes are not static enough to
+    regroup (the caller repeats K and V)."""
+    *lead, heads, length, size = shape_of(q)
+    kv_heads = shape_of(k)[-3]
+    if not all(isinstance(d, int) for d in (*lead, heads, kv_heads, length)):
+        return None
+    if heads == kv_heads or heads % kv_heads:
+        return None  # nothing to group, or the caller names the mismatch
+    group = heads // kv_heads
+    if is_causal:
+        mask = _causal_mask(ctx, length, shape_of(k)[-2])
+    if mask is not None:
+        dims = shape_of(mask)
+        if len(dims) >= 3 and dims[-3] != 1:
+            return None  # a mask per head
+        if dims[-2] != 1:  # the same rows for each query head of a group
+            tiled = call(ctx, "expand_dims", mask, len(dims) - 2)
+            tiled = call(ctx, "broadcast_to", tiled, [*dims[:-2], group, *dims[-2:]])
+            mask = reshape(ctx, tiled, [*dims[:-2], group * length, dims[-1]])
+    rows = reshape(ctx, q, [*lead, kv_heads, group * length, size])
+    out = attention(ctx, rows, k, v, mask, False, scale)
+    return reshape(ctx, out, [*lead, heads, length, shape_of(v)[-1]])
 
 
 def _repeat_heads(ctx: Importer, x, heads: int, node: fx.Node):
