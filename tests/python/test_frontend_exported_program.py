@@ -8,6 +8,7 @@ import torch.nn.functional as F
 from test_frontend_fx import ATOL, MLP, RTOL, Fn, OpCase, check_numeric, make_inputs, op_params, run
 from torch import nn
 
+import relaxmlir as rm
 from relaxmlir import relax
 from relaxmlir.frontend import from_exported_program
 from relaxmlir.frontend.exported_program import decomposition_table
@@ -245,6 +246,29 @@ def test_sdpa_grouped_query_heads(mask):
     mod = from_exported_program(torch.export.export(Attention(), args))
     repeated = "tensor<2x2x3x7x8xf32>" in str(mod.module)  # K repeated for each query head
     assert repeated == (mask == "per head")
+    got = run(mod, *args)[0]
+    np.testing.assert_allclose(got, Attention()(*args).numpy(), rtol=RTOL, atol=ATOL)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_sdpa_after_repeat_kv(causal):
+    """transformers' repeat_kv before sdpa (`x[:, :, None].expand(..).reshape(..)`, Llama's
+    and Qwen2's attention): grouped as with enable_gqa, the repeats left unused and removed."""
+    torch.manual_seed(0)
+
+    class Attention(nn.Module):
+        def forward(self, q, k, v):
+            def repeat(x):
+                b, kv, n, d = x.shape
+                return x[:, :, None, :, :].expand(b, kv, 3, n, d).reshape(b, kv * 3, n, d)
+
+            return F.scaled_dot_product_attention(q, repeat(k), repeat(v), is_causal=causal)
+
+    args = (torch.randn(2, 6, 5, 8), torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 8))
+    mod = from_exported_program(torch.export.export(Attention(), args))
+    with rm.target.Target("llvm"):
+        text = str(relax.get_pipeline("zero")(mod).module)
+    assert "x6x7x8xf32>" not in text  # no repeated K or V
     got = run(mod, *args)[0]
     np.testing.assert_allclose(got, Attention()(*args).numpy(), rtol=RTOL, atol=ATOL)
 

@@ -8,7 +8,7 @@ import numpy as np
 import torch
 from torch import fx
 
-from relaxmlir.frontend.importer import Deferred, Importer, Rule, dtype_str, register
+from relaxmlir.frontend.importer import Deferred, Importer, Rule, dtype_str, is_tensor, register
 from relaxmlir.frontend.rules.common import (
     F,
     as_tensor,
@@ -457,7 +457,43 @@ def _sdpa(ctx: Importer, node: fx.Node):
         if grouped is not None:
             return grouped
         k, v = (_repeat_heads(ctx, t, shape_of(q)[-3], node) for t in (k, v))
+    elif len(node.args) >= 3:
+        # K and V repeated by the model itself (transformers' repeat_kv): the same grouping,
+        # over the unrepeated tensors (the repeats are left unused, for dead-code elimination)
+        sources = [_repeat_kv_source(ctx, node.args[i]) for i in (1, 2)]
+        if all(x is not None for x in sources):
+            grouped = _grouped_query_attention(ctx, q, *sources, mask, is_causal, scale)
+            if grouped is not None:
+                return grouped
     return attention(ctx, q, k, v, mask, is_causal, scale)
+
+
+_RESHAPES = (aten.reshape.default, aten.view.default, aten._unsafe_view.default, "reshape", "view")
+
+
+def _repeat_kv_source(ctx: Importer, arg):
+    """The value that `x[:, :, None].expand(b, kv, g, n, d).reshape(b, kv * g, n, d)` repeats
+    (transformers' repeat_kv before sdpa: Llama, Mistral, Qwen2), else None."""
+
+    def producer(value, targets):
+        ok = isinstance(value, fx.Node) and value.target in targets
+        return value if ok and value.args else None
+
+    reshaped = producer(arg, _RESHAPES)
+    expanded = reshaped and producer(reshaped.args[0], (aten.expand.default, "expand"))
+    unsqueezed = expanded and producer(expanded.args[0], (aten.unsqueeze.default, "unsqueeze"))
+    if unsqueezed is None or len(unsqueezed.args) < 2:
+        return None
+    source = ctx.retrieve(unsqueezed.args[0])
+    if not is_tensor(source) or ndim(source) != 4 or unsqueezed.args[1] not in (2, -3):
+        return None
+    b, kv, n, d = shape_of(source)
+    g = shape_of(ctx.retrieve(expanded))[2]
+    if not isinstance(kv, int) or not isinstance(g, int):
+        return None
+    if shape_of(ctx.retrieve(reshaped)) != (b, kv * g, n, d):
+        return None
+    return source
 
 
 def _causal_mask(ctx: Importer, length, source):
