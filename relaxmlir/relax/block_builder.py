@@ -23,6 +23,7 @@ from lowering import dense
 from lowering.dedupe import body_key
 from relaxmlir.ir import IRModule
 from relaxmlir.relax.expr import Call, Constant, Expr, GlobalVar, Tuple, Var, call_tir
+from relaxmlir.relax.op.common import canonical
 from relaxmlir.relax.op.infer import check_call  # (also registers the result-type checks)
 from relaxmlir.relax.struct_info import (
     DTYPE_ATTR,
@@ -31,6 +32,7 @@ from relaxmlir.relax.struct_info import (
     TensorStructInfo,
     TupleStructInfo,
     flatten,
+    normalize_dim,
 )
 from relaxmlir.scope import scope
 
@@ -66,6 +68,13 @@ class _Frame:
         self.dataflow: dict | None = None
         self.done = False
         self.constants: dict[int, tuple] = {}  # id -> (Constant, value)
+
+
+def _te_dim(d) -> int | str:
+    """A TE output extent as a relax dim, simplified: a slice from the end of `n + 1` has the
+    extent `((n+1 - (n+1 + -1)) + 0) // 1` in TE's spelling, which is 1."""
+    d = normalize_dim(d)
+    return canonical(d) if isinstance(d, str) and not d.isidentifier() else d
 
 
 class BlockBuilder:
@@ -422,7 +431,7 @@ class BlockBuilder:
         prim = te.create_prim_func(placeholders + outs)
         hint = primfunc_name_hint or getattr(te_func, "__name__", "te_func").strip("<>")
         gv = self.add_func(prim, hint)
-        out_sinfo = [TensorStructInfo(o.shape, o.dtype) for o in outs]
+        out_sinfo = [TensorStructInfo([_te_dim(d) for d in o.shape], o.dtype) for o in outs]
         return call_tir(gv, relax_args, out_sinfo)
 
     def emit_te(self, te_func, *args, name_hint: str = "", primfunc_name_hint: str | None = None, **kwargs) -> Var:

@@ -21,7 +21,9 @@ _BINOPS = {
     ast.FloorDiv: lambda a, b: a // b,
     ast.Mod: lambda a, b: a % b,
 }
-_ALLOWED = (ast.Expression, ast.BinOp, ast.Name, ast.Constant, ast.Load) + tuple(_BINOPS)
+# `-k` as well: TE spells a negative offset so (`(n+1) + -1`, a slice from the end)
+_ALLOWED = (ast.Expression, ast.BinOp, ast.UnaryOp, ast.USub, ast.Name, ast.Constant, ast.Load)
+_ALLOWED += tuple(_BINOPS)
 
 
 def is_static(shape: Sequence[Dim]) -> bool:
@@ -30,7 +32,8 @@ def is_static(shape: Sequence[Dim]) -> bool:
 
 @functools.lru_cache(maxsize=4096)
 def parse(expr: str) -> ast.Expression:
-    """The syntax tree of a dimension expression; only + - * // % over names and ints."""
+    """The syntax tree of a dimension expression; only + - * // % (and a unary -) over names
+    and ints."""
     tree = ast.parse(expr, mode="eval")
     for sub in ast.walk(tree):
         bad_constant = isinstance(sub, ast.Constant) and not isinstance(sub.value, int)
@@ -57,6 +60,8 @@ def fold(expr: Dim, combine: Callable, leaf: Callable[[int | str], object]):
             return leaf(node.value)
         if isinstance(node, ast.Name):
             return leaf(node.id)
+        if isinstance(node, ast.UnaryOp):
+            return combine(ast.Sub, leaf(0), go(node.operand))
         return combine(type(node.op), go(node.left), go(node.right))
 
     return go(parse(expr))

@@ -273,6 +273,25 @@ def test_sdpa_after_repeat_kv(causal):
     np.testing.assert_allclose(got, Attention()(*args).numpy(), rtol=RTOL, atol=ATOL)
 
 
+def test_symbolic_size_as_a_tensor_value():
+    """A symbolic size in tensor arithmetic (`arange(3) + x.shape[1]`: the positions after a
+    cache of n rows) is a 0-d tensor of its value, and the last row of a symbolic axis
+    (`x[:, -1:]`, TE's extent `((n - (n + -1)) + 0) // 1`) has the static size 1."""
+
+    class Positions(nn.Module):
+        def forward(self, x):
+            return torch.arange(3) + x.shape[1], x[:, -1:] * 2
+
+    n = torch.export.Dim("n", min=1, max=512)
+    ep = torch.export.export(Positions(), (torch.randn(2, 5),), dynamic_shapes=({1: n},))
+    vm = relax.VirtualMachine(relax.build(from_exported_program(ep), "llvm"), rm.cpu())
+    for size in (1, 7, 300):
+        x = torch.randn(2, size)
+        positions, last = vm["main"](x.numpy())
+        np.testing.assert_array_equal(positions.numpy(), np.arange(3) + size)
+        np.testing.assert_array_equal(last.numpy(), x[:, -1:].numpy() * 2)
+
+
 class _Recurrent(nn.Module):
     def __init__(self, cell, **kwargs):
         super().__init__()

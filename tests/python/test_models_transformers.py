@@ -99,3 +99,50 @@ def test_transformers_model(name):
     with torch.no_grad():
         want = model(ids).numpy()
     np.testing.assert_allclose(vm["main"](ids.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+
+
+class _DecodeStep(torch.nn.Module):
+    """One decode step of a transformers model over its cache (a DynamicCache rebuilt from the
+    per-layer key/value tensors): the new hidden state and every layer's grown cache."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, ids, keys, values):
+        cache = transformers.DynamicCache()
+        for i, (k, v) in enumerate(zip(keys, values)):
+            cache.update(k, v, i)
+        out = self.model(input_ids=ids, past_key_values=cache, use_cache=True)
+        grown = out.past_key_values
+        layers = [(layer.keys, layer.values) for layer in grown.layers]
+        return out.last_hidden_state, [k for k, _ in layers], [v for _, v in layers]
+
+
+def test_gpt2_decode_step_over_a_cache():
+    """GPT-2's step over a cache of symbolic length n (built once): its position ids are
+    `arange(1) + n`, a symbolic size used as a tensor value. Against torch eager at n = 1, 6
+    and 40: the hidden state and each layer's grown keys and values."""
+    if not hasattr(transformers.DynamicCache(), "layers"):
+        pytest.skip("this transformers' DynamicCache keeps no per-layer objects")
+    torch.manual_seed(0)
+    step = _DecodeStep(_gpt2().eval()).eval()
+
+    def cache(n):
+        g = torch.Generator().manual_seed(n)
+        return [[torch.randn(1, 4, n, 16, generator=g) for _ in range(2)] for _ in range(2)]
+
+    ids = torch.tensor([[5]])
+    n = torch.export.Dim("n", min=1, max=60)
+    dynamic = (None, [{2: n}] * 2, [{2: n}] * 2)
+    ep = torch.export.export(step, (ids, *cache(6)), dynamic_shapes=dynamic)
+    vm = relax.VirtualMachine(relax.build(from_exported_program(ep), "llvm"), rm.cpu())
+    for length in (1, 6, 40):
+        keys, values = cache(length)
+        with torch.no_grad():
+            hidden, k_out, v_out = step(ids, keys, values)
+        got = vm["main"](ids.numpy(), *[t.numpy() for t in keys + values])
+        for g, w in zip(got, [hidden, *k_out, *v_out]):
+            np.testing.assert_allclose(
+                g.numpy(), w.numpy(), rtol=RTOL, atol=ATOL, err_msg=f"n={length}"
+            )

@@ -6,7 +6,7 @@ import numpy as np
 import torch
 from torch import fx
 
-from relaxmlir.frontend.importer import Importer, is_tensor
+from relaxmlir.frontend.importer import Importer, SymDim, dim_value, is_tensor
 from relaxmlir.relax.expr import const
 
 F = torch.nn.functional
@@ -40,6 +40,17 @@ def as_tensor(value, like=None, dtype: str | None = None):
         if isinstance(value, bool) and like is None:
             dtype = "bool"
     return const(np.array(value, dtype=dtype), dtype)
+
+
+def symbolic_value(ctx: Importer, size: SymDim, like=None):
+    """A symbolic size as a 0-d tensor (in `like`'s dtype when that is an integer type): the
+    last element of `arange(size + 1)`, whose length carries the size into a kernel. The
+    positions of a decode step over a cache of n rows are `arange(1) + n`."""
+    dtype = like.struct_info.dtype if is_tensor(like) else "int64"
+    dtype = dtype if dtype.startswith(("int", "uint")) else "int64"
+    count = call(ctx, "arange", 0, dim_value(size + 1), 1, dtype)
+    last = call(ctx, "strided_slice", count, [0], [-1], [2**31 - 1])
+    return call(ctx, "reshape", last, ())
 
 
 def make_pair(v, n: int = 2) -> list:
@@ -100,6 +111,7 @@ def binary_operands(ctx: Importer, lhs, rhs):
     except that a 0-d tensor does not widen a tensor with dimensions of its own category
     (torch's rule: int32 tensor vs an int64 0-d sum stays int32)."""
     like = lhs if is_tensor(lhs) else rhs
+    lhs, rhs = (symbolic_value(ctx, v, like) if isinstance(v, SymDim) else v for v in (lhs, rhs))
     lhs, rhs = as_tensor(lhs, like), as_tensor(rhs, like)
     dl, dr = lhs.struct_info.dtype, rhs.struct_info.dtype
     if dl != dr:

@@ -119,6 +119,8 @@ def _poly_node(node: ast.AST) -> Poly:
         return _poly(int(node.value))
     if isinstance(node, ast.Name):
         return {(node.id,): 1}
+    if isinstance(node, ast.UnaryOp):
+        return _padd({}, _poly_node(node.operand), -1)
     if isinstance(node, ast.BinOp):
         a, b = _poly_node(node.left), _poly_node(node.right)
         if isinstance(node.op, ast.Add):
