@@ -292,6 +292,26 @@ def test_symbolic_size_as_a_tensor_value():
         np.testing.assert_array_equal(last.numpy(), x[:, -1:].numpy() * 2)
 
 
+def test_advanced_index_over_a_symbolic_axis():
+    """Two index tensors over a batch and a symbolic axis (a padding mask read at batch and key
+    positions, as transformers builds it over a cache of n rows): the merged axis and its
+    strides are symbolic. Exact against torch at n = 1, 5, 64."""
+
+    class Index(nn.Module):
+        def forward(self, x):
+            n = x.shape[1]
+            rows = torch.arange(2)[:, None]
+            cols = n - 1 - torch.arange(n)[None, :]
+            return x[rows, cols]
+
+    n = torch.export.Dim("n", min=1, max=512)
+    ep = torch.export.export(Index(), (torch.randn(2, 5),), dynamic_shapes=({1: n},))
+    vm = relax.VirtualMachine(relax.build(from_exported_program(ep), "llvm"), rm.cpu())
+    for size in (1, 5, 64):
+        x = torch.randn(2, size)
+        np.testing.assert_array_equal(vm["main"](x.numpy()).numpy(), Index()(x).numpy())
+
+
 class _Recurrent(nn.Module):
     def __init__(self, cell, **kwargs):
         super().__init__()

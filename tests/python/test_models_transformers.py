@@ -103,45 +103,56 @@ def test_transformers_model(name):
 
 class _DecodeStep(torch.nn.Module):
     """One decode step of a transformers model over its cache (a DynamicCache rebuilt from the
-    per-layer key/value tensors): the new hidden state and every layer's grown cache."""
+    per-layer key/value tensors), with or without an attention mask over cache + new token:
+    the new hidden state and every layer's grown cache."""
 
     def __init__(self, model):
         super().__init__()
         self.model = model
 
-    def forward(self, ids, keys, values):
+    def forward(self, ids, keys, values, *mask):
         cache = transformers.DynamicCache()
         for i, (k, v) in enumerate(zip(keys, values)):
             cache.update(k, v, i)
-        out = self.model(input_ids=ids, past_key_values=cache, use_cache=True)
+        mask = mask[0] if mask else None
+        out = self.model(input_ids=ids, attention_mask=mask, past_key_values=cache, use_cache=True)
         grown = out.past_key_values
         layers = [(layer.keys, layer.values) for layer in grown.layers]
         return out.last_hidden_state, [k for k, _ in layers], [v for _, v in layers]
 
 
-def test_gpt2_decode_step_over_a_cache():
+@pytest.mark.parametrize("batch", [1, 2], ids=["batch1", "batch2-padded"])
+def test_gpt2_decode_step_over_a_cache(batch):
     """GPT-2's step over a cache of symbolic length n (built once): its position ids are
-    `arange(1) + n`, a symbolic size used as a tensor value. Against torch eager at n = 1, 6
-    and 40: the hidden state and each layer's grown keys and values."""
+    `arange(1) + n`, a symbolic size used as a tensor value; with batch 2, a padding mask over
+    the n + 1 positions (the second sequence's first two masked), which transformers reads at
+    batch and key indices (advanced indexing over a symbolic axis). Against torch eager at
+    n = 3, 6 and 40: the hidden state and each layer's grown keys and values."""
     if not hasattr(transformers.DynamicCache(), "layers"):
         pytest.skip("this transformers' DynamicCache keeps no per-layer objects")
     torch.manual_seed(0)
     step = _DecodeStep(_gpt2().eval()).eval()
 
-    def cache(n):
+    def inputs(n):
         g = torch.Generator().manual_seed(n)
-        return [[torch.randn(1, 4, n, 16, generator=g) for _ in range(2)] for _ in range(2)]
+        keys, values = ([torch.randn(batch, 4, n, 16, generator=g) for _ in range(2)] for _ in "kv")
+        if batch == 1:
+            return keys, values, []
+        mask = torch.ones(batch, n + 1, dtype=torch.long)
+        mask[1, :2] = 0
+        return keys, values, [mask]
 
-    ids = torch.tensor([[5]])
-    n = torch.export.Dim("n", min=1, max=60)
-    dynamic = (None, [{2: n}] * 2, [{2: n}] * 2)
-    ep = torch.export.export(step, (ids, *cache(6)), dynamic_shapes=dynamic)
+    ids = torch.tensor([[5], [7]][:batch])
+    n = torch.export.Dim("n", min=2, max=60)
+    keys, values, mask = inputs(6)
+    dynamic = (None, [{2: n}] * 2, [{2: n}] * 2) + (({1: n + 1},),) * len(mask)  # *mask
+    ep = torch.export.export(step, (ids, keys, values, *mask), dynamic_shapes=dynamic)
     vm = relax.VirtualMachine(relax.build(from_exported_program(ep), "llvm"), rm.cpu())
-    for length in (1, 6, 40):
-        keys, values = cache(length)
+    for length in (3, 6, 40):
+        keys, values, mask = inputs(length)
         with torch.no_grad():
-            hidden, k_out, v_out = step(ids, keys, values)
-        got = vm["main"](ids.numpy(), *[t.numpy() for t in keys + values])
+            hidden, k_out, v_out = step(ids, keys, values, *mask)
+        got = vm["main"](ids.numpy(), *[t.numpy() for t in keys + values + mask])
         for g, w in zip(got, [hidden, *k_out, *v_out]):
             np.testing.assert_allclose(
                 g.numpy(), w.numpy(), rtol=RTOL, atol=ATOL, err_msg=f"n={length}"

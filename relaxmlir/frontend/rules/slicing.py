@@ -102,20 +102,23 @@ def advanced_index(ctx: Importer, x, indices: list, where: str = ""):
         x = call(ctx, "permute_dims", x, axes + rest)
         indices = [indices[a] for a in axes] + [None] * len(rest)
         axes = list(range(len(axes)))
-    sizes = [shape_of(x)[a] for a in axes]
-    if not all(isinstance(d, int) for d in sizes):
-        raise NotImplementedError(f"several index tensors over symbolic dims{where}")
+    # sizes may be symbolic (a padding mask indexed by batch and key positions over a cache of
+    # n rows): strides and the merged size are then symbolic, used as tensor values
+    sizes = [SymDim.make(shape_of(x)[a]) for a in axes]
+    strides = [1] * len(sizes)
+    for i in range(len(sizes) - 2, -1, -1):
+        strides[i] = sizes[i + 1] * strides[i + 1]
     tensors = [indices[a] for a in axes]
     shape = broadcast_shapes([shape_of(t) for t in tensors], "index")
     flat = None
-    for t, size, stride in zip(tensors, sizes, np.cumprod(sizes[::-1])[::-1][1:].tolist() + [1]):
+    for t, size, stride in zip(tensors, sizes, strides):
         t = call(ctx, "where", emit_binary(ctx, "less", t, 0), emit_binary(ctx, "add", t, size), t)
-        t = emit_binary(ctx, "multiply", t, int(stride)) if stride != 1 else t
+        t = emit_binary(ctx, "multiply", t, stride) if stride != 1 else t
         flat = t if flat is None else emit_binary(ctx, "add", flat, t)
     if tuple(shape_of(flat)) != tuple(shape):
         flat = call(ctx, "broadcast_to", flat, list(shape))
     lead, tail = list(shape_of(x)[: axes[0]]), list(shape_of(x)[axes[-1] + 1 :])
-    merged = call(ctx, "reshape", x, lead + [int(np.prod(sizes))] + tail)
+    merged = call(ctx, "reshape", x, lead + [dim_value(strides[0] * sizes[0])] + tail)
     return call(ctx, "take", merged, flat, axes[0])
 
 
