@@ -821,9 +821,9 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
 def _symbolic_row_tiles(info: OpInfo, t: MicroTile) -> bool:
     """Symbolic rows times a [K, N] B at least a register tile wide: attention over a symbolic
     sequence (Q @ K^T with K^T materialized, scores @ V)."""
-    return info.ranges[info.m] is None and (
-        info.ranges[info.n] is None or info.size(info.n) >= t.nr
-    )
+    if info.ranges[info.m] is not None:  # static rows: a whole register tile of them
+        return info.ranges[info.n] is None and info.size(info.m) >= t.mr
+    return info.ranges[info.n] is None or info.size(info.n) >= t.nr
 
 
 def _schedule_symbolic_tiles(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
@@ -837,15 +837,19 @@ def _schedule_symbolic_tiles(s: Script, h: str, info: OpInfo, t: MicroTile) -> s
     rows = [1 if d in info.batch else 0 for d in range(nloops)]
     rows[info.m] = t.mr
     h, loops = s.tile_for(h, rows)
-    whole_rows, rest_rows = s.peel(loops[sum(1 for d in range(info.m) if rows[d])])
+    m = info.ranges[info.m]
+    if m is not None and m % t.mr == 0:  # static rows in whole tiles: nothing to peel
+        parts = [(h, t.mr)]
+    else:
+        whole_rows, rest_rows = s.peel(loops[sum(1 for d in range(info.m) if rows[d])])
+        parts = [(s.match_generic(whole_rows), t.mr), (s.match_generic(rest_rows), 1)]
     one_row = [0] * nloops
     one_row[info.m] = 1
     columns = [0] * nloops
     columns[info.n] = t.nr
     step = [0] * nloops
     step[info.k] = 1
-    for part, mr in ((whole_rows, t.mr), (rest_rows, 1)):
-        g = s.match_generic(part)
+    for g, mr in parts:
         if mr == 1:
             g, _ = s.tile_for(g, one_row)
         g, (n_loop,) = s.tile_for(g, columns)
