@@ -292,6 +292,23 @@ def test_symbolic_size_as_a_tensor_value():
         np.testing.assert_array_equal(last.numpy(), x[:, -1:].numpy() * 2)
 
 
+def test_select_from_the_end_of_a_symbolic_axis():
+    """`x[:, -1]` and `x[:, -2]` over a symbolic axis (the last token's logits of a prompt of
+    any length, then its argmax): the index counts from the runtime end. Exact against torch."""
+
+    class Last(nn.Module):
+        def forward(self, x):
+            return x[:, -1].argmax(-1), x[:, -2] * 2
+
+    n = torch.export.Dim("n", min=2, max=512)
+    ep = torch.export.export(Last(), (torch.randn(2, 5, 4),), dynamic_shapes=({1: n},))
+    vm = relax.VirtualMachine(relax.build(from_exported_program(ep), "llvm"), rm.cpu())
+    for size in (2, 9, 100):
+        x = torch.randn(2, size, 4)
+        for got, want in zip(vm["main"](x.numpy()), Last()(x)):
+            np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
 def test_advanced_index_over_a_symbolic_axis():
     """Two index tensors over a batch and a symbolic axis (a padding mask read at batch and key
     positions, as transformers builds it over a cache of n rows): the merged axis and its

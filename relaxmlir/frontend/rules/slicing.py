@@ -70,9 +70,14 @@ def _slice_bounds(sl: slice):
 
 
 def select(ctx: Importer, x, dim: int, index: int):
+    """`x.select(dim, index)`; a negative index on a symbolic dim counts from its end (the last
+    token's logits `x[:, -1]` of a prompt of any length)."""
     dim = axis(dim, ndim(x))
-    index = index + shape_of(x)[dim] if index < 0 else index
-    return squeeze(ctx, strided_slice(ctx, x, [dim], [index], [index + 1]), [dim])
+    size = shape_of(x)[dim]
+    if index < 0 and isinstance(size, int):
+        index += size
+    end = 2**63 - 1 if index == -1 else index + 1  # a slice ending at 0 would be empty
+    return squeeze(ctx, strided_slice(ctx, x, [dim], [index], [end]), [dim])
 
 
 def _index_tensor(ctx: Importer, item, where: str):
