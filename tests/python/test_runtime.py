@@ -465,7 +465,8 @@ def test_workspace_sizes_round_up_to_classes():
 def test_large_results_come_from_the_workspace_cache():
     """A result of 1 MB or more is a block of the workspace cache seen as a numpy array: when
     the caller drops it, the next call's result gets the same block back (also one row larger,
-    the same size class), while a result still held keeps its block and its values."""
+    the same size class; also 40 rows larger, within its headroom), while a result still held
+    keeps its block and its values."""
     import gc
 
     import numpy as np
@@ -507,6 +508,14 @@ def test_large_results_come_from_the_workspace_cache():
     np.testing.assert_array_equal(held.view_numpy(), held_in)
     small, _ = call(100)  # 400 KB: a plain numpy array
     assert small.view_numpy().flags.owndata
+    # 40 rows more than a freed result: past the cache's own class (1/16-1/32), within the
+    # result's headroom (1/8-1/16 of its power of two), so a grown result still takes a block
+    del held, again, other
+    gc.collect()
+    before = libraries.workspace_cache_info()
+    grown, _ = call(640)
+    after = libraries.workspace_cache_info()
+    assert after["misses"] == before["misses"] and after["hits"] > before["hits"], (before, after)
 
 
 def test_symbolic_fast_path_binds_and_falls_back():
