@@ -16,6 +16,7 @@ from dialects import relax as rx
 from dialects import shape as sh
 from lowering.dataflow import dataflow_blocks, graph_functions
 from lowering.registry import register_pass
+from lowering.schedule.common import is_permuting_copy
 
 GROUP_ATTR = "relax.fuse_group"
 
@@ -139,22 +140,10 @@ def callee_kind(func_op: ir.Operation) -> Pattern:
 def is_transpose(func_op: ir.Operation) -> bool:
     """A PrimFunc that only permutes the axes of its one input (TE's permute_dims)."""
     ops = [o.operation for o in func_op.regions[0].blocks[0].operations]
-    if len(ops) != 2 or ops[0].name != "linalg.generic" or len(ops[0].operands) != 2:
+    if len(ops) != 2 or not is_permuting_copy(ops[0]):
         return False
-    generic = ops[0]
-    body = generic.regions[0].blocks[0]
-    inner = [o.operation for o in body.operations]
-    if len(inner) != 1 or inner[0].operands[0] != body.arguments[0]:
-        return False
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(generic.attributes["indexing_maps"])]
-    iterators = [str(a) for a in ir.ArrayAttr(generic.attributes["iterator_types"])]
-    identity = ir.AffineMap.get_identity(maps[1].n_dims)
-    return (
-        all("parallel" in t for t in iterators)
-        and maps[1] == identity
-        and maps[0].is_permutation
-        and maps[0] != identity
-    )
+    read = ir.AffineMapAttr(ir.ArrayAttr(ops[0].attributes["indexing_maps"])[0]).value
+    return read != ir.AffineMap.get_identity(read.n_dims)  # a plain copy permutes nothing
 
 
 def _transpose_into_few_rows(producer, consumer, value, kinds) -> bool:

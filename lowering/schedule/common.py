@@ -585,6 +585,25 @@ def erase_dead_index_code(body: ir.Block) -> None:
                 changed = True
 
 
+def is_permuting_copy(op: ir.Operation) -> bool:
+    """A generic that only copies its one input with its axes permuted (TE's permute_dims; the
+    identity permutation included): all-parallel, the input read through a permutation, the
+    output written in order, the body yielding the input."""
+    if op.name != "linalg.generic" or len(op.operands) != 2:
+        return False
+    body = op.regions[0].blocks[0]
+    inner = [o.operation for o in body.operations]
+    if len(inner) != 1 or inner[0].operands[0] != body.arguments[0]:
+        return False
+    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
+    return (
+        all("parallel" in t for t in iterators)
+        and maps[1] == ir.AffineMap.get_identity(maps[1].n_dims)
+        and maps[0].is_permutation
+    )
+
+
 def matching_generics(func_op: ir.Operation, match) -> list[tuple[ir.Operation, object]]:
     """`(op, match(op))` for each `linalg.generic` of `func_op` that `match` does not answer
     None for, without entering their bodies. Collected before the caller rewrites any: a rewrite

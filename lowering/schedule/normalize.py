@@ -32,6 +32,7 @@ from lowering.schedule.common import (
     classify,
     dim_of,
     is_mul_add,
+    is_permuting_copy,
     linalg_ops,
     matching_generics,
     reassociation,
@@ -90,18 +91,7 @@ def fold_transposes(func_op: ir.Operation) -> int:
 def _foldable_transpose(op: ir.Operation):
     """(consumer, operand index) for a transpose generic whose one use is a contraction's
     input, else None."""
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-    iterators = [str(a) for a in ir.ArrayAttr(op.attributes["iterator_types"])]
-    body = op.regions[0].blocks[0]
-    inner = [o.operation for o in body.operations]
-    if (
-        len(op.operands) != 2
-        or len(inner) != 1
-        or inner[0].operands[0] != body.arguments[0]
-        or any("parallel" not in t for t in iterators)
-        or maps[1] != ir.AffineMap.get_identity(maps[1].n_dims)
-        or not maps[0].is_permutation
-    ):
+    if not is_permuting_copy(op):
         return None
     uses = list(op.results[0].uses)
     if len(uses) != 1:
