@@ -25,7 +25,9 @@ from mlir.dialects import arith, linalg, tensor
 from lowering.schedule.common import (
     dims_of,
     erase_dead_index_code,
+    insert_slice,
     matching_generics,
+    mixed_shape,
     strided_slice,
 )
 from lowering.schedule.gather import (
@@ -389,7 +391,8 @@ def _split(op: ir.Operation, plan: _Plan, acc: ir.Value, origin: list) -> ir.Val
         k = plan.loop
         out_axis = _axis_of(plan.maps[-1], k)
         init = op.operands[n_in]
-        shape = list(ir.RankedTensorType(init.type).shape)
+        shape = mixed_shape(init)  # the box's sizes but along the split loop's axis
+        element = ir.RankedTensorType(init.type).element_type
         reads_out = bool(list(op.regions[0].blocks[0].arguments[n_in].uses))
         rank = len(shape)
         for offset, size, branch, shift in plan.parts(op, forms):
@@ -400,15 +403,12 @@ def _split(op: ir.Operation, plan: _Plan, acc: ir.Value, origin: list) -> ir.Val
                     ins[i] = strided_slice(op.operands[i], {axis: (offset, size, 1)})
             offsets = list(origin)
             offsets[out_axis] = _mixed(offsets[out_axis], offset, arith.addi, int.__add__)
-            sizes = [
-                tensor.DimOp(init, _index(a)).result if ir.ShapedType.is_dynamic_size(n) else n
-                for a, n in enumerate(shape)
-            ]
+            sizes = list(shape)
             sizes[out_axis] = size
             if reads_out:
                 box = strided_slice(acc, {a: (offsets[a], sizes[a], 1) for a in range(rank)})
             else:  # a new tensor, so empty-tensor elimination writes the part in its place
-                box = tensor.EmptyOp(sizes, ir.RankedTensorType(init.type).element_type).result
+                box = tensor.EmptyOp(sizes, element).result
             piece = op.clone(at)
             for i, v in ins.items():
                 piece.operands[i] = v
@@ -420,29 +420,10 @@ def _split(op: ir.Operation, plan: _Plan, acc: ir.Value, origin: list) -> ir.Val
                 work.append((piece, inner, offsets))
                 split.append(piece)
                 continue
-            acc = _insert(piece.results[0], acc, offsets)
+            acc = insert_slice(piece.results[0], acc, offsets)
     for piece in reversed(split):  # placeholders of the parts that were split again
         init = piece.operands[len(piece.operands) - 1].owner
         piece.erase()
         if not list(init.results[0].uses):
             init.erase()
     return acc
-
-
-def _insert(part: ir.Value, acc: ir.Value, offsets: list) -> ir.Value:
-    """`part` inserted into `acc` at `offsets` (ints or index Values), unit strides."""
-    t = ir.RankedTensorType(part.type)
-    dyn_offset = ir.ShapedType.get_dynamic_stride_or_offset()
-    sizes = [
-        tensor.DimOp(part, _index(a)).result if ir.ShapedType.is_dynamic_size(n) else n
-        for a, n in enumerate(t.shape)
-    ]
-    dyn_sizes = [z for z in sizes if isinstance(z, ir.Value)]
-    static_sizes = [
-        ir.ShapedType.get_dynamic_size() if isinstance(z, ir.Value) else z for z in sizes
-    ]
-    dyn_offsets = [o for o in offsets if isinstance(o, ir.Value)]
-    static_offsets = [dyn_offset if isinstance(o, ir.Value) else o for o in offsets]
-    return tensor.InsertSliceOp(
-        part, acc, dyn_offsets, dyn_sizes, [], static_offsets, static_sizes, [1] * t.rank
-    ).result

@@ -648,25 +648,41 @@ def _slice_op(value: ir.Value, offsets: list, sizes: list, strides: list) -> ir.
     """tensor.extract_slice with mixed offsets and sizes (ints or index Values); an int size
     that is dynamic is the axis of `value` kept whole."""
     t = ir.RankedTensorType(value.type)
-    dyn = ir.ShapedType.get_dynamic_size()
-    dyn_offset = ir.ShapedType.get_dynamic_stride_or_offset()
-    index = ir.IndexType.get()
-    static_sizes, dyn_sizes = [], []
-    for axis, size in enumerate(sizes):
-        if isinstance(size, ir.Value):
-            static_sizes.append(dyn)
-            dyn_sizes.append(size)
-        elif ir.ShapedType.is_dynamic_size(size):
-            static_sizes.append(dyn)
-            dyn_sizes.append(tensor.DimOp(value, arith.ConstantOp(index, axis).result).result)
-        else:
-            static_sizes.append(size)
-    static_offsets = [dyn_offset if isinstance(o, ir.Value) else o for o in offsets]
-    dyn_offsets = [o for o in offsets if isinstance(o, ir.Value)]
+    sizes = [
+        _dim(value, axis) if isinstance(n, int) and ir.ShapedType.is_dynamic_size(n) else n
+        for axis, n in enumerate(sizes)
+    ]
+    static_offsets, dyn_offsets = _mixed(offsets, ir.ShapedType.get_dynamic_stride_or_offset())
+    static_sizes, dyn_sizes = _mixed(sizes, ir.ShapedType.get_dynamic_size())
     result = ir.RankedTensorType.get(static_sizes, t.element_type)
     return tensor.ExtractSliceOp(
         result, value, dyn_offsets, dyn_sizes, [], static_offsets, static_sizes, strides
     ).result
+
+
+def insert_slice(part: ir.Value, dest: ir.Value, offsets: list) -> ir.Value:
+    """`part` inserted into `dest` at `offsets` (ints or index Values), unit strides."""
+    static_offsets, dyn_offsets = _mixed(offsets, ir.ShapedType.get_dynamic_stride_or_offset())
+    static_sizes, dyn_sizes = _mixed(mixed_shape(part), ir.ShapedType.get_dynamic_size())
+    return tensor.InsertSliceOp(
+        part, dest, dyn_offsets, dyn_sizes, [], static_offsets, static_sizes, [1] * len(offsets)
+    ).result
+
+
+def mixed_shape(value: ir.Value) -> list:
+    """`value`'s sizes: ints, and the `tensor.dim` of each dynamic one."""
+    shape = ir.RankedTensorType(value.type).shape
+    return [_dim(value, a) if ir.ShapedType.is_dynamic_size(n) else n for a, n in enumerate(shape)]
+
+
+def _dim(value: ir.Value, axis: int) -> ir.Value:
+    return tensor.DimOp(value, arith.ConstantOp(ir.IndexType.get(), axis).result).result
+
+
+def _mixed(values: list, marker: int) -> tuple[list, list]:
+    """An op's static list (`marker` where an index Value stands) and its Values, in order."""
+    static = [marker if isinstance(v, ir.Value) else v for v in values]
+    return static, [v for v in values if isinstance(v, ir.Value)]
 
 
 def remap_operands(op: ir.Operation, mapping: dict) -> None:
