@@ -397,8 +397,12 @@ def _stack() -> list:
 
 def _complete_cpu(attrs: dict) -> None:
     """Fill what the user did not say: the host's CPU, features and caches for `llvm`, the
-    host's cores always; a named CPU keeps its own features (not the host's)."""
+    host's cores always; a named CPU keeps its own features (not the host's), and takes the
+    host's caches only when it is the host's CPU: a generic level (`x86-64-v4`) or another
+    model names no cache sizes, and the schedules' defaults stand in for them (the IR of a
+    build for `-mcpu=x86-64-v4` had depended on the L2 of the machine it was built on)."""
     host = host_cpu()
+    own = "mcpu" not in attrs or attrs["mcpu"] == host["mcpu"]
     if "mcpu" not in attrs:
         mcpu = host["mcpu"]
         if mcpu in CPUS and not set(CPUS[mcpu][1]) <= set(host["features"]):
@@ -418,7 +422,7 @@ def _complete_cpu(attrs: dict) -> None:
                 f"-mattr: ({item}) is not +feature or -feature of {arch}; features: {', '.join(known)}"
             )
     attrs.setdefault("num-cores", host_cores())
-    for key, value in host["caches"].items():
+    for key, value in host["caches"].items() if own else ():
         attrs.setdefault(key, value)
 
 

@@ -34,6 +34,18 @@ def test_parse_forms_round_trip():
     assert Target("cuda").get("arch") == "sm_90"
 
 
+def test_only_the_hosts_own_cpu_takes_its_cache_sizes():
+    """A build for a generic level or another CPU model has the same schedules on every
+    machine (the lit tests' `-mcpu=x86-64-v4` rows had followed the host's L2); the host's
+    CPU, named or not, keeps its caches, and sizes given stay."""
+    host = host_cpu()
+    assert Target("llvm -mcpu=x86-64-v4").get("l2-cache") is None
+    assert Target("llvm -mcpu=x86-64-v4 -l2-cache=524288").get("l2-cache") == 524288
+    for key, size in host["caches"].items():
+        assert Target("llvm").get(key) == size
+        assert Target({"kind": "llvm", "mcpu": host["mcpu"]}).get(key) == size
+
+
 @pytest.mark.parametrize(
     "spec,message",
     [
