@@ -143,7 +143,7 @@ class MatmulSchedule(ScheduleRule):
                 return "dot"
             return "fallback"
         m, n = info.size(info.m), info.size(info.n)
-        if info.b_prepacked or (m >= t.mr and n >= t.nr):
+        if info.b_prepacked or (m >= t.mr and n >= t.nr and _packs_in_place(info)):
             return _static_route(info, t, opts)
         # Few rows: packing B would cost as much as the product. B [K, N] rows feed FMAs
         # directly; B [N, K] rows are dot products (16-lane partial sums for 8 outputs at a time).
@@ -244,6 +244,16 @@ def _static_route(info: OpInfo, t: MicroTile, opts: ScheduleOptions) -> str:
     if whole_k and whole_tiles and b_bytes <= ROWS_MAX_B_BYTES:
         return "rows"
     return "packed"
+
+
+def _packs_in_place(info: OpInfo) -> bool:
+    """Whether packing B along N keeps every loop where it was: the loops run batch, M, N, K.
+    `pack_greedily` puts M, N and K last in that order, and the packed and rows routes tile the
+    packed op by the original loops' positions. An NCHW 1x1 convolution over a batch of 2 (loops
+    batch, O, H, W, C: the rows H x W, which `normalize.merge_loops` merges only for a batch of
+    1) had its rows tiled by its N panels' loop on AVX2 and the script failed; on AVX-512 its 24
+    filters (fewer than NR) had taken the `dot` route, which reads B as it is, as it does now."""
+    return [*sorted(info.batch), info.m, info.n, info.k] == list(range(len(info.ranges)))
 
 
 def _b_k_major(info: OpInfo) -> bool:
