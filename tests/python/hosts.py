@@ -21,7 +21,3 @@ def runnable(spec: dict) -> dict:
             return candidate
     return {key: value for key, value in spec.items() if key != "mcpu"}
 
-
-def has_avx512() -> bool:
-    """Whether this machine runs AVX-512 code (the 16-lane schedules, not only their IR)."""
-    return not Target("llvm -mcpu=x86-64-v4").runs_on_host()
