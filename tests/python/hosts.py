@@ -20,4 +20,3 @@ def runnable(spec: dict) -> dict:
         if not Target(candidate).runs_on_host():
             return candidate
     return {key: value for key, value in spec.items() if key != "mcpu"}
-
