@@ -1236,6 +1236,8 @@ def main(argv=None) -> int:
     unset = [key for key in BLAS_OVERRIDES if key in os.environ]
     rows, symbolic, lifted, scaling, blas = [], [], [], [], {}
     cache_dir = tempfile.mkdtemp(prefix="relaxmlir-bench-cache-")
+    if any(n in SCALING for n in names) and max(thread_counts) == 1:
+        print("the X (scaling) rows need a thread count above 1: skipped", file=sys.stderr)
     for threads in thread_counts:
         # the scaling rows run once, in the child of the most threads
         child_names = [n for n in names if n not in SCALING or (threads == max(thread_counts) > 1)]
