@@ -295,12 +295,17 @@ def _with_knobs(text: str, knobs: dict) -> str:
     )
 
 
+def _schedule_pass(module: ir.Module, threads: int) -> None:
+    """relax-schedule-cpu over `module` for AVX-512 (IR only), strict."""
+    options = f'target="{AVX512}" threads={threads} strict=true'
+    run_pipeline(module, f"builtin.module(relax-schedule-cpu{{{options}}})")
+
+
 def _names_with_knobs(text: str, threads: int = 1) -> list[str]:
     """The rules' names after the schedule pass, which reads the kernel's knobs attribute."""
     with ir.Context():
         module = ir.Module.parse(text)
-        options = f'target="{AVX512}" threads={threads} strict=true'
-        run_pipeline(module, f"builtin.module(relax-schedule-cpu{{{options}}})")
+        _schedule_pass(module, threads)
         func_op = module.body.operations[0].operation
         return [ir.StringAttr(a).value for a in ir.ArrayAttr(func_op.attributes[SCHEDULE_ATTR])]
 
@@ -607,8 +612,7 @@ def test_pass_options_and_attribute():
     text = matmul_text(64, 64, 64)
     with ir.Context():
         module = ir.Module.parse(text)
-        options = f'target="{AVX512}" threads=2 strict=true'
-        run_pipeline(module, f"builtin.module(relax-schedule-cpu{{{options}}})")
+        _schedule_pass(module, 2)
         out = str(module)
     assert f'{SCHEDULE_ATTR} = ["matmul-rows-8x32+1x64"]' in out
     assert (
