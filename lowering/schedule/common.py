@@ -829,6 +829,26 @@ class Script:
         types = f"{self.ANY}, {self.ANY}"
         return self._split(h, f"{dim}, multiway", merged, types, len(sizes) + 1)
 
+    def split_continuous(self, h: str, dim: int, target: int) -> tuple[list[int], list[str]]:
+        """`h` split along its loop `dim` into parts that are multiples of `target`, then of
+        each power of two below it (8: 8, 4, 2, 1; 6: 6, 4, 2, 1), and an empty rest
+        (transform.structured.continuous_tile_sizes: the part sizes are computed where `h` is,
+        so its size may be a thread's share of a dynamic one). Returns those tile sizes and the
+        len(sizes) + 1 parts."""
+        sizes, power = [target], 1 << (target.bit_length() - 1)
+        power = power // 2 if power == target else power
+        while power:
+            sizes.append(power)
+            power //= 2
+        tiles, chunks = self.fresh("tiles"), self.fresh("chunks")
+        self.emit(
+            f"{tiles}, {chunks} = transform.structured.continuous_tile_sizes {h} "
+            f"{{dimension = {dim}, target_size = {target}}} : ({self.ANY}) -> {self.ANY}"
+        )
+        return sizes, self._split(
+            h, f"{dim}, multiway", chunks, f"{self.ANY}, {self.ANY}", len(sizes) + 1
+        )
+
     def _split(self, h: str, attrs: str, after: str, types: str, count: int) -> list[str]:
         """transform.structured.split of `h` after `after` ({dimension = `attrs`}), its parts
         as `count` handles."""

@@ -27,13 +27,11 @@ from dataclasses import dataclass
 
 import numpy as np
 from mlir import ir
-from mlir.dialects import affine, arith, linalg, tensor
+from mlir.dialects import arith, linalg, tensor
 
 from lowering.schedule.common import (
     PAD_FILL_ATTR,
     PREPACKED_ATTR,
-    ROW_PART_ATTR,
-    SCHED_ID_ATTR,
     OpInfo,
     ScheduleOptions,
     ScheduleRule,
@@ -181,21 +179,10 @@ class MatmulSchedule(ScheduleRule):
         if route == "rows" and _c_view(info, t):
             info.c_view = True
             s.emit(f'transform.annotate {packed} "{C_VIEW_ATTR}" : {s.ANY}')
-        if route == "rows" and info.ranges[info.m] is None:
-            # the register tile's rows, and which of A's axes holds them (packed, the op keeps
-            # its loops: A is read in place)
-            for name, value in ((ROW_PARTS_ATTR, t.mr), (ROW_AXIS_ATTR, _row_axis(info))):
-                param = s.fresh("param")
-                s.emit(f"{param} = transform.param.constant {value} : i64 -> !transform.param<i64>")
-                s.emit(
-                    f'transform.annotate {packed} "{name}" = {param} : '
-                    f"{s.ANY}, !transform.param<i64>"
-                )
 
     def after_prepare(self, func_op: ir.Operation) -> None:
         inplace_accumulators(func_op)
         view_accumulators(func_op)
-        row_parts(func_op)
 
     def after_schedule(self, func_op: ir.Operation) -> None:
         zero_start_accumulators(func_op)
@@ -411,11 +398,11 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     """Rows M read in place (static N, K; B in [N/NR, K, NR] panels, packed ahead or here):
     symbolic rows (no A packing, which would need a dynamic-size buffer) and the static products
     `_static_route` sends here. The rows (or, for static shapes with more column panels than row
-    tiles, B's panels) split across threads, then MR-row tiles, peeled when MR does not divide
-    the rows (a dynamic trip count when they are symbolic): the full tiles run the MR x NR
+    tiles, B's panels) split across threads, then MR-row tiles: the full tiles run the MR x NR
     register tile straight on A's rows over the whole K, and the remainder (< MR rows) runs in
-    one tile of all its rows when their count is static (`_few_rows_tile`), else row by row
-    with a 1 x NB*NR tile (the GEMV path, which is all a batch of 1 runs).
+    one tile of all its rows when their count is static (`_few_rows_tile`), else in parts of
+    4, 2 and 1 rows whose sizes are computed at run time (`_schedule_row_parts`; a single row
+    is the 1 x NB*NR GEMV tile, which is all a batch of 1 runs).
 
     `h` is the contraction packed along N only: loops = the original ones (N counting panels),
     then the panel's columns."""
@@ -440,7 +427,6 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         and split_dim == info.m
         and _splits_wide_b(info, opts, t, threads)
     )
-    rows_split = False  # each thread a share of the rows
     if few_wide or wide_b:
         # A B that one core's L2 cannot hold: each thread takes its share of B's panels and
         # every row, instead of streaming all of B (from L3, or from memory where a model's
@@ -462,7 +448,6 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         split_dim = info.n
     elif split_dim is not None and info.rows_version != "few":
         # Each thread a contiguous block of rows (or of the batch); the copy for few rows is serial.
-        rows_split = split_dim == info.m
         split = [0] * (nloops + 1)
         split[split_dim] = threads
         h, forall = s.tile_forall(h, num_threads=split)
@@ -481,7 +466,7 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
             b_pack, forall = s.fuse_into(b_pack, forall)
             b_threads = 1
         s.fuse_init_fill(info.tag, forall)
-    # Batch dims one at a time, rows by MR (static tile, dynamic count), peeled.
+    # Batch dims one at a time, rows by MR.
     sizes = [1 if d in info.batch else 0 for d in range(nloops)] + [0]
     sizes[info.m] = t.mr
     # Rows each task sees, when static: no peeling then (MLIR refuses a loop without a partial
@@ -499,39 +484,30 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         nb = math.gcd(nb, block)
     full_reg = [0] * nloops + [0]
     full_reg[info.n], full_reg[info.k] = 1, 1  # loop order n, k: K innermost
-    # The rows past the last MR-row tile: all at once where static (`_few_rows_tile`); symbolic
-    # ones in parts (`_schedule_row_parts`), or one at a time where threads split them.
-    tail_rows, tail_nb = _few_rows_tile(rows % t.mr, nb, t) if rows is not None else (1, nb)
-    tail_reg = [0] * nloops + [0]
-    tail_reg[info.m], tail_reg[info.n], tail_reg[info.k] = tail_rows, tail_nb, 1
-    tail = f"{tail_rows}x{t.nr * tail_nb}"
-    by_sample = [1 if d in info.batch else x for d, x in enumerate(tail_reg)]
-    if rows is not None and rows < t.mr:  # remainder rows only
-        h, _ = s.tile_for(h, by_sample)
-        s.vectorize(h)
-    elif rows is not None and rows % t.mr:  # static rows: full tiles, then the rest at once
-        full, rest = s.split(h, info.m, rows - rows % t.mr)
-        full, _ = s.tile_for(full, sizes)
-        full, _ = s.tile_for(full, full_reg)
-        s.vectorize(full)
-        rest, _ = s.tile_for(rest, by_sample)
-        s.vectorize(rest)
-    elif rows is None and not rows_split:  # symbolic rows, whole in this task
+    # The rows past the last MR-row tile: all at once where static (`_few_rows_tile`); a
+    # dynamic count of them (symbolic rows, or a thread's uneven share) in parts whose sizes are
+    # computed where the rows are (`_schedule_row_parts`).
+    if rows is None:
         tail = _schedule_row_parts(s, h, info, t, nb)
     else:
-        h, loops = s.tile_for(h, sizes)
-        if rows is not None:  # full tiles only
+        tail_rows, tail_nb = _few_rows_tile(rows % t.mr, nb, t)
+        tail = f"{tail_rows}x{t.nr * tail_nb}"
+        rows_left = [1 if d in info.batch else 0 for d in range(nloops)] + [0]
+        rows_left[info.m], rows_left[info.n], rows_left[info.k] = tail_rows, tail_nb, 1
+        if rows < t.mr:  # remainder rows only
+            h, _ = s.tile_for(h, rows_left)
+            s.vectorize(h)
+        elif rows % t.mr:  # full tiles, then the rest at once
+            full, rest = s.split(h, info.m, rows - rows % t.mr)
+            full, _ = s.tile_for(full, sizes)
+            full, _ = s.tile_for(full, full_reg)
+            s.vectorize(full)
+            rest, _ = s.tile_for(rest, rows_left)
+            s.vectorize(rest)
+        else:  # full tiles only
+            h, _ = s.tile_for(h, sizes)
             h, _ = s.tile_for(h, full_reg)
             s.vectorize(h)
-        else:
-            # Each thread's share of rows split across threads (symbolic, or static and uneven),
-            # peeled: full tiles (MR a static size) run MR x NR accumulators per step of K, the
-            # remainder (a dynamic count) 1 x NB*NR row by row.
-            main, rest = s.peel(loops[sum(1 for d in range(info.m) if sizes[d])])
-            full, _ = s.tile_for(s.match_generic(main), full_reg)
-            s.vectorize(full)
-            rows_left, _ = s.tile_for(s.match_generic(rest), tail_reg)
-            s.vectorize(rows_left)
     if b_pack:
         _schedule_b_pack(s, b_pack, info, opts, t, b_threads)
     if unpack is not None:
@@ -553,40 +529,50 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
 
 
 def _schedule_row_parts(s: Script, h: str, info: OpInfo, t: MicroTile, nb: int) -> str:
-    """Symbolic rows n in parts (`row_parts`): n - n mod MR rows in MR-row tiles, then 4 or
-    no rows in one 4-row tile, 2 or none in a 2-row tile (those below MR), and a last row or
-    none. Each part's tiles are peeled, so that they have static sizes (the remainders never
-    run: each part is a multiple of its tile). The remainder past the MR-row tiles ran row by
-    row, streaming B once per row at one B vector per FMA (`_few_rows_tile`); a batch of 4
-    built for any batch ran 2.1x slower than built for 4. Returns the tail tiles' shapes for
-    the schedule's name."""
+    """Symbolic rows n (or a thread's share of rows) in parts whose sizes are computed at run
+    time (`Script.split_continuous`): n - n mod MR rows in MR-row tiles, then 4 rows or none in
+    one 4-row tile, 2 or none in a 2-row tile (those below MR), and a last row or none. Each
+    part's tiles are peeled, so that they have static sizes (the remainders never run: each
+    part is a multiple of its tile). The remainder past the MR-row tiles ran row by row,
+    streaming B once per row at one B vector per FMA (`_few_rows_tile`): a batch of 4 built for
+    any batch ran 2.1x slower than built for 4, and 32 rows on 2 threads (16 each, 6-row
+    tiles) ran 4 rows one by one per thread. Returns the tail tiles' shapes for the schedule's
+    name."""
     nloops = len(info.ranges)
-    counts = row_part_counts(t.mr)
-    sizes = [
-        s.match_attribute(ROW_PART_ATTR, _row_part_key(info.tag, i), "rows")
-        for i in range(len(counts))
-    ]
-    *parts, last = s.split_multiway(h, info.m, sizes)
+    counts, parts = s.split_continuous(h, info.m, t.mr)
     one_row = [1 if d in info.batch else 0 for d in range(nloops)] + [0]
     one_row[info.m], one_row[info.n], one_row[info.k] = 1, nb, 1
     shapes = []
     for part, count in zip(parts, counts):
-        tile = [1 if d in info.batch else 0 for d in range(nloops)] + [0]
-        tile[info.m] = count
-        part, loops = s.tile_for(part, tile)
-        whole, rest = s.peel(loops[sum(1 for d in range(info.m) if tile[d])])
-        rows, panels = (count, 1) if count == t.mr else _few_rows_tile(count, nb, t)
-        reg = [0] * (nloops + 1)
-        reg[info.n], reg[info.k] = panels, 1
-        tiled, _ = s.tile_for(s.match_generic(whole), reg)
+        if count > 1:
+            part, shape = _peeled_row_tile(s, part, info, t, nb, count)
+            if count < t.mr:
+                shapes.append(shape)
+        tiled, _ = s.tile_for(part, one_row)
         s.vectorize(tiled)
-        tiled, _ = s.tile_for(s.match_generic(rest), one_row)
-        s.vectorize(tiled)
-        if count < t.mr:
-            shapes.append(f"{rows}x{t.nr * panels}")
-    tiled, _ = s.tile_for(last, one_row)
+    tiled, _ = s.tile_for(parts[-1], one_row)  # the empty rest (never runs)
     s.vectorize(tiled)
     return "+".join([*shapes, f"1x{t.nr * nb}"])
+
+
+def _peeled_row_tile(
+    s: Script, h: str, info: OpInfo, t: MicroTile, nb: int, count: int
+) -> tuple[str, str]:
+    """`h`'s rows in tiles of `count`, peeled: the whole tiles run a register tile of static
+    size (MR x NR, or `count` rows x as many of the `nb` panels as `_few_rows_tile` allows).
+    Returns the generic of the rows left (fewer than `count`, a dynamic number) and the tile's
+    shape."""
+    nloops = len(info.ranges)
+    tile = [1 if d in info.batch else 0 for d in range(nloops)] + [0]
+    tile[info.m] = count
+    h, loops = s.tile_for(h, tile)
+    whole, rest = s.peel(loops[sum(1 for d in range(info.m) if tile[d])])
+    rows, panels = (count, 1) if count == t.mr else _few_rows_tile(count, nb, t)
+    reg = [0] * (nloops + 1)
+    reg[info.n], reg[info.k] = panels, 1
+    tiled, _ = s.tile_for(s.match_generic(whole), reg)
+    s.vectorize(tiled)
+    return s.match_generic(rest), f"{rows}x{t.nr * panels}"
 
 
 def _rows_column_block(
@@ -1374,47 +1360,6 @@ def use_prepacked_weight(func_op: ir.Operation, arg_index: int, layout: PackedLa
 ZERO_START_ATTR = "relax.zero_start"  # on the zero fill of an accumulator whose tiles start at 0
 INPLACE_ATTR = "relax.c_inplace"  # on a packed contraction whose C panels are views of C
 C_VIEW_ATTR = "relax.c_view"  # on a rows-route contraction whose consumers read C as a reshape
-# On a rows-route contraction over symbolic rows: its register tile's rows (MR), for `row_parts`.
-ROW_PARTS_ATTR = "relax.row_parts"
-ROW_AXIS_ATTR = "relax.row_axis"  # ... and the axis of A that holds them
-
-
-def _row_axis(info: OpInfo) -> int:
-    return info.operand_dims[0].index(info.m)
-
-
-def _row_part_key(tag: int, index: int) -> int:
-    """ROW_PART_ATTR of part size `index` of the contraction tagged `tag` (at most 3 sizes)."""
-    return 4 * tag + index
-
-
-def row_part_counts(mr: int) -> list[int]:
-    """Rows per register tile of the parts of symbolic rows (`row_parts`): MR, then 4 and 2
-    where fewer than MR; a last part of 0 or 1 row follows them."""
-    return [mr] + [c for c in (4, 2) if c < mr]
-
-
-def row_parts(func_op: ir.Operation) -> None:
-    """Before each contraction marked ROW_PARTS_ATTR (symbolic rows n), the sizes of the parts
-    its rows split into (`row_part_counts`: with MR = 8, n - n mod 8, then 4 or 0, 2 or 0, and
-    the last row or none), each an affine.apply of `tensor.dim` tagged ROW_PART_ATTR
-    (`_row_part_key`), for the rule's script (`_schedule_row_parts`)."""
-    index = ir.IndexType.get()
-    i64 = ir.IntegerType.get_signless(64)
-    for op in _marked(func_op, "linalg.generic", ROW_PARTS_ATTR):
-        mr = ir.IntegerAttr(op.attributes[ROW_PARTS_ATTR]).value
-        axis = ir.IntegerAttr(op.attributes[ROW_AXIS_ATTR]).value
-        del op.attributes[ROW_PARTS_ATTR]
-        del op.attributes[ROW_AXIS_ATTR]
-        tag = ir.IntegerAttr(op.attributes[SCHED_ID_ATTR]).value
-        with ir.InsertionPoint(op), op.location:
-            n = tensor.DimOp(op.operands[0], arith.ConstantOp(index, axis).result).result
-            rest = ir.AffineSymbolExpr.get(0)
-            for i, count in enumerate(row_part_counts(mr)):
-                size = ir.AffineExpr.get_floor_div(rest, count) * count
-                part = affine.AffineApplyOp(ir.AffineMap.get(0, 1, [size]), [n])
-                part.attributes[ROW_PART_ATTR] = ir.IntegerAttr.get(i64, _row_part_key(tag, i))
-                rest = rest % count
 
 
 def _c_view(info: OpInfo, t: MicroTile) -> bool:

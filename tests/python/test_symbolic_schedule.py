@@ -494,6 +494,25 @@ def test_linear_bias_relu_over_symbolic_rows():
             np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"n={n}")
 
 
+def test_each_threads_share_of_rows_in_parts():
+    """The parallel copy splits symbolic rows across the 2 threads, and each thread runs its
+    share past the MR-row tiles in parts of 4, 2 and 1 rows whose sizes are computed in the
+    thread (they ran one row at a time). With 128K MACs per row the parallel copy runs from
+    4 rows: every share from 2 to 20 rows, odd totals (shares that differ) included."""
+    rng = np.random.default_rng(4)
+    w = (rng.standard_normal((256, 512)) * 0.05).astype(np.float32)
+    x = relax.Var("x", relax.TensorStructInfo(("n", 512), "float32"))
+    mod = _function([x], lambda x: relax.op.matmul(x, relax.op.permute_dims(relax.const(w))))
+    used = [u for u in _schedules(mod) if u.startswith("matmul-rows-")]
+    assert len(used) == 2 and all("+4x" in u and "+2x" in u for u in used), used
+    vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
+    for n in range(4, 41):
+        xs = np.random.default_rng(n).standard_normal((n, 512), dtype=np.float32)
+        np.testing.assert_allclose(
+            vm["main"](xs).numpy(), xs @ w.T, rtol=RTOL, atol=ATOL, err_msg=f"n={n}"
+        )
+
+
 def test_kv_cache_update_over_a_symbolic_length():
     """A decode step's cache update: the new keys (a linear, split into heads) appended to a
     cache of symbolic length n, all one kernel. TE's concat branches on `d2 < n`; it is split at

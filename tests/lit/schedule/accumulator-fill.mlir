@@ -65,7 +65,7 @@ func.func private @small_linear(%a: tensor<1x64x96xf32>, %b: tensor<96x256xf32>,
 // and a copy of the packed C at every call); C's copy splits as the product did; the
 // out-argument is not zeroed in either copy.
 // CHECK-LABEL: func.func private @symbolic_linear
-// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+1x128", "matmul-rows-8x32+4x64+2x128+1x128"]
+// CHECK-SAME: relax.schedule = ["matmul-rows-8x32+4x64+2x128+1x128", "matmul-rows-8x32+4x64+2x128+1x128"]
 // CHECK-NOT: linalg.fill
 // CHECK: %[[N:[a-z0-9_]+]] = tensor.dim %arg0, %c1 : tensor<1x?x512xf32>
 // CHECK: %[[MANY:[a-z0-9_]+]] = arith.cmpi sge, %[[N]], %c4 : index

@@ -2,8 +2,8 @@
 // RUN: relaxmlir-opt %s '--relax-schedule-cpu{target="llvm -mcpu=x86-64-v4" threads=2 strict=true}' | FileCheck %s --check-prefix=THREADS
 
 // A dense layer with symbolic rows (`?`, a batch `n`): the rows split into parts
-// (`matmul.row_parts`, sizes computed from n at run time): n - n mod 8 rows, then 4 rows or
-// none, 2 or none, and the last row or none. Each part is tiled with a static tile and a dynamic
+// (transform.structured.continuous_tile_sizes, sizes computed from n at run time): n - n mod 8
+// rows, then 4 rows or none, 2 or none, and the last row or none. Each part is tiled with a static tile and a dynamic
 // trip count, and peeled (its remainder never runs). The 8-row tiles run the 8x32 register tile
 // (8 accumulator rows of one 32-wide B panel per k) straight on A's rows; the 4-row part one
 // 4 x 64 tile, the 2-row part 2 x 128, the last row 1 x 128: a batch of 7 passes over B three
@@ -27,11 +27,16 @@
 
 // With 2 threads the row count is tested at run time: from 16 rows (16 x 128 x 256 MACs, the
 // parallel threshold) the rows are split across threads, below that the serial copy runs.
+// Each thread splits its share of the rows into the same parts, their sizes computed in the
+// thread (a share of 12 rows: one 8-row tile and one 4-row tile, not 4 rows one by one).
 // THREADS-LABEL: func.func private @dense_rows
-// THREADS-SAME: relax.schedule = ["matmul-rows-8x32+1x128", "matmul-rows-8x32+4x64+2x128+1x128"]
+// THREADS-SAME: relax.schedule = ["matmul-rows-8x32+4x64+2x128+1x128", "matmul-rows-8x32+4x64+2x128+1x128"]
 // THREADS: %[[MANY:.+]] = arith.cmpi sge, %{{.+}}, %c16 : index
 // THREADS: scf.if %[[MANY]] -> (tensor<?x128xf32>)
 // THREADS: scf.forall (%{{.+}}) in (2)
+// THREADS: scf.for {{.*}} -> (vector<8x32xf32>)
+// THREADS: scf.for {{.*}} -> (vector<4x2x32xf32>)
+// THREADS: scf.for {{.*}} -> (vector<2x4x32xf32>)
 // THREADS: } else {
 // THREADS-NOT: scf.forall
 // THREADS: scf.for {{.*}} -> (vector<8x32xf32>)
