@@ -34,11 +34,9 @@ ROWS_VERSION_ATTR = "relax_rows_version"  # temporary: which copy of a row dispa
 INIT_FILL_ATTR = "relax_init_fill"  # temporary: the zero fill that starts a tagged op's accumulator
 PAD_FILL_ATTR = "relax_pad_fill"  # temporary: the fill under a padded image, for its conv's rule
 BORDER_FILL_ATTR = "relax_border_fill"  # temporary: a fill of one side of a padded buffer's border
-ROW_PART_ATTR = "relax_row_part"  # temporary: a part size of a contraction's symbolic rows
 
 TEMPORARY_ATTRS = (
     SCHED_ID_ATTR, ROWS_VERSION_ATTR, INIT_FILL_ATTR, PAD_FILL_ATTR, BORDER_FILL_ATTR,
-    ROW_PART_ATTR,
 )  # fmt: skip
 
 VECTORS_PER_STEP = 4  # registers per step of a memory-bound elementwise loop (a fill, a copy)
@@ -820,14 +818,6 @@ class Script:
         Unlike `peel`, both keep static sizes where `h` has them (no loop to canonicalize)."""
         low, high = self._split(h, f"{dim}", f"{at}", self.ANY, 2)
         return low, high
-
-    def split_multiway(self, h: str, dim: int, sizes: list[str]) -> list[str]:
-        """`h` split along its loop `dim` into consecutive parts of the sizes that the payload
-        ops `sizes` compute (one index each), and the rest: len(sizes) + 1 handles."""
-        merged = self.fresh("sizes")
-        self.emit(f"{merged} = transform.merge_handles {', '.join(sizes)} : {self.ANY}")
-        types = f"{self.ANY}, {self.ANY}"
-        return self._split(h, f"{dim}, multiway", merged, types, len(sizes) + 1)
 
     def split_continuous(self, h: str, dim: int, target: int) -> tuple[list[int], list[str]]:
         """`h` split along its loop `dim` into parts that are multiples of `target`, then of
