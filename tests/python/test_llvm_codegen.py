@@ -1,0 +1,97 @@
+"""In-process code generation (`lowering.llvm_codegen`): the objects of a module split into
+pieces link into one library whose globals are defined once, and LLVM's refusals are errors."""
+
+import ctypes
+import subprocess
+
+import pytest
+
+from lowering import export, llvm_codegen
+from relaxmlir.target import Target
+
+HOST = Target("llvm")
+
+# A counter written by one piece and read by both, a table constant that the second piece
+# only declares, and a local function and local constant that go with their caller.
+MODULE = """
+@counter = global i64 0
+@table = constant [4 x i64] [i64 1, i64 2, i64 3, i64 4]
+@pair = private constant [2 x i64] [i64 10, i64 20]
+
+define i64 @bump(i64 %i) {
+  %p = getelementptr [4 x i64], ptr @table, i64 0, i64 %i
+  %v = load i64, ptr %p
+  %c = load i64, ptr @counter
+  %n = add i64 %c, %v
+  store i64 %n, ptr @counter
+  ret i64 %n
+}
+
+define internal i64 @pick(i64 %i) {
+  %j = and i64 %i, 1
+  %p = getelementptr [2 x i64], ptr @pair, i64 0, i64 %j
+  %v = load i64, ptr %p
+  ret i64 %v
+}
+
+define i64 @twice(i64 %i) {
+  %a = call i64 @bump(i64 %i)
+  %b = call i64 @pick(i64 %i)
+  %t = getelementptr [4 x i64], ptr @table, i64 0, i64 3
+  %c = load i64, ptr %t
+  %k = load i64, ptr @counter
+  %s = add i64 %a, %b
+  %u = add i64 %s, %c
+  %r = add i64 %u, %k
+  ret i64 %r
+}
+"""
+
+
+def _link(tmp_path, objects):
+    paths = []
+    for k, blob in enumerate(objects):
+        paths.append(tmp_path / f"piece{k}.o")
+        paths[-1].write_bytes(blob)
+    lib = tmp_path / "pieces.so"
+    cmd = [export.c_compiler(), "-shared", "-o", str(lib), *map(str, paths)]
+    subprocess.run(cmd, check=True, capture_output=True)
+    return ctypes.CDLL(str(lib))
+
+
+@pytest.mark.parametrize(
+    "pieces", [[], [["bump"], ["twice", "pick"]], [["twice", "pick"], ["bump"]]]
+)
+def test_pieces_link_with_their_globals_defined_once(tmp_path, pieces):
+    """Whichever piece comes first defines `counter` and `table`; the other declares them (a
+    second definition fails the link, a private copy of the counter gives `twice` another sum)."""
+    objects = llvm_codegen.compile_objects(MODULE, HOST.triple, HOST.mcpu, pieces)
+    assert len(objects) == max(1, len(pieces))
+    lib = _link(tmp_path, objects)
+    lib.twice.restype, lib.twice.argtypes = ctypes.c_int64, [ctypes.c_int64]
+    # bump(i) adds table[i] to the counter and returns it; pick(1) = 20, pick(2) = 10; table[3] = 4
+    assert [lib.twice(1), lib.twice(1), lib.twice(2)] == [28, 32, 28]
+
+
+def test_split_module_matches_the_dealer():
+    """The dealer keeps `pick` (local) with its caller, so a piece never declares a local."""
+    assert sorted(map(sorted, export._deal(MODULE, 2))) == [["bump"], ["pick", "twice"]]
+
+
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("define i64 @f( {", "does not parse"),
+        ("define i64 @f() {\n  ret i32 0\n}\n", "does not parse"),
+        ("define i64 @f() {\n  %a = add i64 %b, 1\n  %b = add i64 %a, 1\n  ret i64 %a\n}\n",
+         "is not valid"),
+    ],
+)  # fmt: skip
+def test_llvm_refusals_are_errors(text, message):
+    with pytest.raises(llvm_codegen.CodegenError, match=message):
+        llvm_codegen.compile_object(text, HOST.triple, HOST.mcpu)
+
+
+def test_unknown_architecture_is_an_error():
+    with pytest.raises(llvm_codegen.CodegenError, match="architecture 'riscv64'"):
+        llvm_codegen.compile_object("", "riscv64-unknown-linux-gnu", "generic")
