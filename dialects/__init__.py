@@ -21,18 +21,6 @@ def load_all(ctx: ir.Context) -> None:
     RELAX.load(ctx)
 
 
-def _register_llvm_translations(ctx: ir.Context) -> None:
-    """Register the LLVM IR translations now, as the ExecutionEngine would on first use.
-
-    A pass that JITs (FoldConstant) runs inside a PassManager, where MLIR forbids extending the
-    context's dialect registry; registering up front makes the later registration a no-op.
-    """
-    from mlir.execution_engine import ExecutionEngine
-
-    with ctx, ir.Location.unknown(ctx):
-        ExecutionEngine(ir.Module.create(), opt_level=0)
-
-
 def get_context() -> ir.Context:
     """The process-wide context with upstream dialects and ours loaded.
 
@@ -45,7 +33,8 @@ def get_context() -> ir.Context:
         # MLIR forbids while the context is multi-threaded.
         _CONTEXT.enable_multithreading(False)
         load_all(_CONTEXT)
-        _register_llvm_translations(_CONTEXT)
+        # (the LLVM IR translations are registered by the bindings' Context constructor, through
+        # _mlirRegisterEverything; an ExecutionEngine made here to register them cost 6-8 ms)
     return _CONTEXT
 
 

@@ -292,3 +292,16 @@ def test_jit_binds_weights_by_address_and_export_keeps_them(tmp_path):
     ex.export_library(str(lib))
     loaded = relax.VirtualMachine(rm.load_module(str(lib)), rm.cpu())
     np.testing.assert_allclose(loaded["main"](x).numpy(), want, rtol=RTOL, atol=ATOL)
+
+
+def test_a_linker_that_fails_falls_back_to_the_compilers_default(tmp_path, monkeypatch):
+    """gold is used where the system has it; a link that fails with it is retried with the
+    compiler's default linker (here: a linker that no compiler has)."""
+    from lowering import export
+
+    monkeypatch.setattr(export, "linker_flags", lambda: ["-fuse-ld=no-such-linker"])
+    lib = tmp_path / "mlp.so"
+    relax.build(_mlp("tir", "n"), "llvm").export_library(str(lib))
+    x = np.random.default_rng(4).standard_normal((3, 784), dtype=np.float32)
+    vm = relax.VirtualMachine(rm.load_module(str(lib)), rm.cpu())
+    np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, params()), rtol=RTOL, atol=ATOL)

@@ -95,3 +95,40 @@ def test_llvm_refusals_are_errors(text, message):
 def test_unknown_architecture_is_an_error():
     with pytest.raises(llvm_codegen.CodegenError, match="architecture 'riscv64'"):
         llvm_codegen.compile_object("", "riscv64-unknown-linux-gnu", "generic")
+
+
+def test_glue_forwards_entry_points_and_packed_calls(tmp_path):
+    """`relaxmlir_entry_0(args)` calls the function's C interface with the descriptors that
+    `args[j]` points at; `relaxmlir_bind_packed(0, fn)` makes the code's calls of the packed
+    symbol reach `fn`. Names are quoted, so any character of a symbol survives."""
+    from types import SimpleNamespace
+
+    info = SimpleNamespace(name="main.v1", params=[0, 0], results=[0])
+    spec = SimpleNamespace(symbol='odd"name\\x', ranks=[1, 2])
+    executable = SimpleNamespace(infos={"main.v1": info}, packed=[spec])
+    glue = llvm_codegen.compile_object(export.glue_ir(executable), HOST.triple, HOST.mcpu)
+    code = """
+@seen = global [3 x ptr] zeroinitializer
+declare void @"_mlir_ciface_odd\\22name\\5Cx"(ptr, ptr)
+define void @"_mlir_ciface_main.v1"(ptr %a, ptr %b, ptr %c) {
+  store ptr %a, ptr @seen
+  %s1 = getelementptr ptr, ptr @seen, i64 1
+  store ptr %b, ptr %s1
+  %s2 = getelementptr ptr, ptr @seen, i64 2
+  store ptr %c, ptr %s2
+  call void @"_mlir_ciface_odd\\22name\\5Cx"(ptr %c, ptr %a)
+  ret void
+}
+"""
+    lib = _link(tmp_path, [glue, llvm_codegen.compile_object(code, HOST.triple, HOST.mcpu)])
+    got = []
+    callback = ctypes.CFUNCTYPE(None, ctypes.c_void_p, ctypes.c_void_p)(lambda *a: got.append(a))
+    lib.relaxmlir_bind_packed.argtypes = [ctypes.c_int, ctypes.c_void_p]
+    lib.relaxmlir_bind_packed(0, ctypes.cast(callback, ctypes.c_void_p))
+    lib.relaxmlir_bind_packed(7, None)  # no such packed function: ignored
+    descriptors = [ctypes.c_void_p(0x1000 * (j + 1)) for j in range(3)]
+    args = (ctypes.c_void_p * 3)(*[ctypes.addressof(d) for d in descriptors])
+    lib.relaxmlir_entry_0(args)
+    seen = (ctypes.c_void_p * 3).in_dll(lib, "seen")
+    assert list(seen) == [0x1000, 0x2000, 0x3000]
+    assert got == [(0x3000, 0x1000)]
