@@ -27,8 +27,9 @@ class CodegenError(RuntimeError):
     """LLVM refused the module (parse, verifier, pass pipeline or code generation): its message."""
 
 
-# The architecture of a target triple -> the name of LLVM's target (its LLVMInitialize<Name>*).
-TARGET_NAMES = {"x86_64": "X86", "aarch64": "AArch64", "arm": "ARM"}
+# The architecture of a target triple -> the name of LLVM's target (its LLVMInitialize<Name>*):
+# the CPU architectures of relaxmlir.target.
+TARGET_NAMES = {"x86_64": "X86", "aarch64": "AArch64"}
 
 # LLVM-C enum values (llvm-c/Core.h, TargetMachine.h, Analysis.h)
 _EXTERNAL, _AVAILABLE_EXTERNALLY, _APPENDING, _INTERNAL, _PRIVATE = 0, 1, 7, 8, 9

@@ -132,3 +132,12 @@ define void @"_mlir_ciface_main.v1"(ptr %a, ptr %b, ptr %c) {
     seen = (ctypes.c_void_p * 3).in_dll(lib, "seen")
     assert list(seen) == [0x1000, 0x2000, 0x3000]
     assert got == [(0x3000, 0x1000)]
+
+
+@pytest.mark.parametrize(
+    "triple, machine", [("x86_64-unknown-linux-gnu", 62), ("aarch64-unknown-linux-gnu", 183)]
+)
+def test_objects_for_each_architecture_of_the_table(triple, machine):
+    """Every architecture of `TARGET_NAMES` gets an ELF object of its machine (e_machine)."""
+    obj = llvm_codegen.compile_object(MODULE, triple, "generic")
+    assert obj[:4] == b"\x7fELF" and int.from_bytes(obj[18:20], "little") == machine
