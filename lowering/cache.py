@@ -79,7 +79,7 @@ def source_version() -> str:
             for name in sorted(files):
                 if name.endswith((".py", ".c")):
                     path = os.path.join(folder, name)
-                    h.update(os.path.relpath(path, root).encode() + b"\0")
+                    h.update(path[len(root) + 1 :].encode() + b"\0")  # relative to root
                     with open(path, "rb") as f:
                         h.update(f.read())
     for package, file in _WHEEL_FILES:
