@@ -3,8 +3,8 @@
 Route (MLIR_NOTES): the LLVM-dialect module the JIT would run -> LLVM IR -> the O3 pipeline and
 code generation of `opt -O3` / `llc -O3 -relocation-model=pic`, run in this process through
 libLLVM's C API (`llvm_codegen`; a large module is dealt into one piece per core, compiled on
-threads: `_codegen`) -> linked by the system C compiler with a small generated C file that gives
-the library its plain C ABI:
+threads: `_codegen`) -> linked by the system C compiler with a small generated glue module
+(`glue_ir`, compiled the same way) that gives the library its plain C ABI:
 
 - `relaxmlir_entry_<i>(void **args)`: the packed entry point of function i (what the VM calls:
   `args[j]` points at a pointer to the j-th memref descriptor);
