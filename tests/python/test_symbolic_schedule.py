@@ -34,20 +34,20 @@ def _function(params, body):
     return bb.get()
 
 
-def _schedules(mod: rm.IRModule) -> list[str]:
-    """The rules relax-schedule-cpu recorded on the kernels of `mod` (built for TARGET)."""
-    return [s for line in _scheduled_text(mod)
+def _schedules(mod: rm.IRModule, target=TARGET) -> list[str]:
+    """The rules relax-schedule-cpu recorded on the kernels of `mod` (built for `target`)."""
+    return [s for line in _scheduled_text(mod, target)
             for s in line.split("relax.schedule = [")[1].split("]")[0].replace('"', "").split(", ")]  # fmt: skip
 
 
-def _scheduled_text(mod: rm.IRModule) -> list[str]:
-    """The signature lines of `mod`'s scheduled kernels (built for TARGET), with their rules."""
+def _scheduled_text(mod: rm.IRModule, target=TARGET) -> list[str]:
+    """The signature lines of `mod`'s scheduled kernels (built for `target`), with their rules."""
     mod = get_pipeline("zero")(mod.clone())
-    with scope(), TARGET:
+    with scope(), target:
         run_pipeline(
             mod.module,
             "builtin.module("
-            + ",".join(target_pipeline(TARGET, ["graph", "layout", "schedule"]))
+            + ",".join(target_pipeline(target, ["graph", "layout", "schedule"]))
             + ")",
         )
     text = str(mod.module.operation.get_asm(large_elements_limit=4))
@@ -510,6 +510,29 @@ def test_each_threads_share_of_rows_in_parts():
         xs = np.random.default_rng(n).standard_normal((n, 512), dtype=np.float32)
         np.testing.assert_allclose(
             vm["main"](xs).numpy(), xs @ w.T, rtol=RTOL, atol=ATOL, err_msg=f"n={n}"
+        )
+
+
+def test_one_row_of_symbolic_rows_runs_four_panels_through_a_long_k():
+    """B's panels past a quarter of L2 (K = 3072: 196 KB each at NR = 16) go in column blocks
+    of one panel for the row tiles; the copy that a batch of 1 runs keeps blocks of whole
+    groups, so its last row runs the 1 x 4*NR GEMV tile (four streams of B), not 1 x NR (BERT-
+    base's 3072 -> 768 projection built for a symbolic sequence: 1.22x the static build at n = 1,
+    then 0.93x). The parallel copy keeps its blocks. Exact for every size against numpy."""
+    target = rm.target.Target({"kind": "llvm", "num-cores": 2, "l2-cache": 512 * 1024})
+    rng = np.random.default_rng(5)
+    w = (rng.standard_normal((256, 3072)) * 0.02).astype(np.float32)
+    x = relax.Var("x", relax.TensorStructInfo(("n", 3072), "float32"))
+    mod = _function([x], lambda x: relax.op.matmul(x, relax.op.permute_dims(relax.const(w))))
+    used = [u for u in _schedules(mod, target) if u.startswith("matmul-rows-")]
+    nr = int(used[0].split("+")[0].split("x")[1])
+    panels = sorted(int(u.rsplit("+1x", 1)[1]) // nr for u in used)  # of the 1-row tiles
+    assert panels == [1, 4], used  # the parallel copy, the serial copy
+    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
+    for n in SIZES:
+        xs = np.random.default_rng(n).standard_normal((n, 3072), dtype=np.float32)
+        np.testing.assert_allclose(
+            vm["main"](xs).numpy(), xs @ w.T, rtol=1e-3, atol=1e-3, err_msg=f"n={n}"
         )
 
 
