@@ -216,11 +216,20 @@ def _rewrite(func_op, num_input, lifted, frontier) -> None:
         new_args = [block.add_argument(v.type, func_op.location) for v in frontier]
         for v, arg in zip(frontier, new_args):
             v.replace_all_uses_with(arg)
+        # The constants the lifted ops read (copied along), found before any op is erased: an
+        # erased op must not be touched again (a lifted op reading another lifted op read freed
+        # memory here, and crashed the process now and then).
+        lifted_ops = set(lifted)
         read = {_owner(v) for op in lifted for v in op.operands}
+        constants = [
+            op
+            for op in read
+            if op is not None and op not in lifted_ops and op.name == rx.Constant.name
+        ]
         for op in reversed(lifted):
             op.erase()
-        for op in read:  # constants only the lifted ops read (copied along)
-            if op is not None and op.name == rx.Constant.name and not list(op.results[0].uses):
+        for op in constants:  # those that only the lifted ops read
+            if not list(op.results[0].uses):
                 op.erase()
         for index in range(old_count - 1, num_input - 1, -1):
             block.erase_argument(index)
