@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import glob
 import hashlib
-import importlib.util
 import io
 import os
 import tempfile
@@ -19,7 +18,7 @@ from typing import ClassVar
 
 from mlir import ir
 
-from dialects.scratch import private_folder
+from dialects.scratch import private_folder, wheel_stamp
 
 # IRDL base constraints by short name; "any" accepts every type or attribute.
 _BASES = {
@@ -143,13 +142,8 @@ class Dialect:
             h.update(name.encode())
             for kind in (Operand, Result, Attr, Region):
                 h.update(repr(cls.fields(kind)).encode())
-        spec = importlib.util.find_spec("mlir._mlir_libs")
-        folders = list(spec.submodule_search_locations or []) if spec else []
-        try:  # the MLIR build: bytecode is read by the version that wrote it
-            st = os.stat(os.path.join(folders[0], "libMLIRPythonCAPI.so"))
-            h.update(f"{folders[0]}:{st.st_size}:{st.st_mtime_ns}".encode())
-        except (IndexError, OSError):
-            h.update(b"mlir")
+        # the MLIR build: bytecode is read by the version that wrote it
+        h.update(wheel_stamp("mlir", "_mlir_libs/libMLIRPythonCAPI.so").encode())
         return f"{self.name}.irdl-{h.hexdigest()[:20]}.mlirbc"
 
 

@@ -31,6 +31,7 @@ from typing import Any, Iterable, Optional
 import xxhash
 from mlir import ir
 
+from dialects.scratch import wheel_stamp
 from lowering import dense
 from relaxmlir.runtime.library import LibraryCode, load_module, read_metadata, write_metadata
 
@@ -69,8 +70,6 @@ def source_version() -> str:
     change makes new keys, so no entry built by other code is ever loaded. (The wheels' versions
     by `importlib.metadata` took 6 ms of each process's first build: it scans every installed
     distribution.)"""
-    import importlib.util
-
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     h = hashlib.sha256(ENTRY_FORMAT.encode())
     for package in ("relaxmlir", "lowering", "dialects"):
@@ -83,14 +82,7 @@ def source_version() -> str:
                     with open(path, "rb") as f:
                         h.update(f.read())
     for package, file in _WHEEL_FILES:
-        spec = importlib.util.find_spec(package)
-        folders = list(spec.submodule_search_locations or []) if spec else []
-        path = os.path.join(folders[0], file) if folders else package
-        try:
-            st = os.stat(path)
-            h.update(f"{path}:{st.st_size}:{st.st_mtime_ns}".encode())
-        except OSError:
-            h.update(package.encode())
+        h.update(wheel_stamp(package, file).encode())
     return h.hexdigest()
 
 

@@ -457,7 +457,7 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
             f"{', '.join(unknown)}"
         )
     with tempfile.TemporaryDirectory(prefix="relaxmlir-export-") as tmp:
-        ll, glue_o, consts, blob = (
+        stem, glue_o, consts, blob = (
             os.path.join(tmp, n) for n in ("model", "glue.o", "constants.s", "constants.bin")
         )
         module = clone_module(module)  # the JIT's module stays as it is
@@ -476,7 +476,7 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
         # The weights are written while the code is generated (BERT-base: 440 MB, ~1 s) and put
         # after the image once it is linked; the glue and the runtime (once per machine) too.
         with ThreadPoolExecutor(1) as pool:
-            job = pool.submit(_codegen, text, host, parts, ll)
+            job = pool.submit(_codegen, text, host, parts, stem)
             records = write_constants(blob, detached, room) if detached else []
             runtime = [runtime_object(cc)]
             try:
@@ -494,10 +494,11 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
             omp = libraries.find("openmp")
             cmd += [f"-L{os.path.dirname(omp)}", f"-l:{os.path.basename(omp)}"]
         cmd += ["-lm", "-lpthread"]
+        flags = linker_flags()
         try:
-            _run([cmd[0], *linker_flags(), *cmd[1:]], "linking")
+            _run([cmd[0], *flags, *cmd[1:]], "linking")
         except ExportError:
-            if not linker_flags():
+            if not flags:
                 raise
             _run(cmd, "linking")
         meta = dict(executable.metadata())

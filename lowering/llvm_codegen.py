@@ -15,12 +15,13 @@ call, and LLVM's contexts share nothing, so pieces compile on all cores (`compil
 from __future__ import annotations
 
 import ctypes
-import importlib.util
 import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from mlir import ir  # noqa: F401  (loads libLLVM.so, whose C API this module calls)
+
+from dialects.scratch import package_file
 
 
 class CodegenError(RuntimeError):
@@ -98,10 +99,10 @@ def _llvm() -> ctypes.CDLL:
             try:
                 lib = ctypes.CDLL("libLLVM.so", mode=os.RTLD_NOLOAD)
             except OSError:  # not loaded under that name: the LLVM wheel's file
-                spec = importlib.util.find_spec("llvm")
-                folders = list(spec.submodule_search_locations or []) if spec else []
-                path = os.path.join(folders[0] if folders else "", "lib", "libLLVM.so")
+                path = package_file("llvm", "lib/libLLVM.so")
                 try:
+                    if not path:
+                        raise OSError("the llvm package is not installed")
                     lib = ctypes.CDLL(path)
                 except OSError as exc:
                     raise CodegenError(
@@ -220,9 +221,9 @@ def compile_object(
         error = lib.LLVMRunPasses(mod, b"default<O3>", tm, options)
         if error:
             ptr = lib.LLVMGetErrorMessage(error)
-            text = ctypes.string_at(ptr).decode(errors="replace")
+            reason = ctypes.string_at(ptr).decode(errors="replace")
             lib.LLVMDisposeErrorMessage(ptr)
-            raise CodegenError(f"the LLVM O3 pipeline failed: {text}")
+            raise CodegenError(f"the LLVM O3 pipeline failed: {reason}")
         if lib.LLVMTargetMachineEmitToMemoryBuffer(
             tm, mod, _OBJECT_FILE, ctypes.byref(err), ctypes.byref(out)
         ):
