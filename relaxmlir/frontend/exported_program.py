@@ -176,6 +176,21 @@ def _untranslated(ep: ExportedProgram, keep_params_as_input: bool = False) -> bo
     return False
 
 
+def _check_no_state_updates(ep: ExportedProgram) -> None:
+    """Refuse a program that updates its buffers or parameters in place (`self.total.add_(x)`,
+    a static KV cache's `index_copy_`): the compiled function reads its weights as they were at
+    import, so a second call would not see the first one's update, unlike torch. (An in-place
+    op on a user input is fine: the caller gets the same results, its tensor stays unwritten.)"""
+    kinds = {OutputKind.BUFFER_MUTATION: "buffer", OutputKind.PARAMETER_MUTATION: "parameter"}
+    for spec in ep.graph_signature.output_specs:
+        if spec.kind in kinds:
+            raise NotImplementedError(
+                f"the program updates {kinds[spec.kind]} '{spec.target}' in place (node "
+                f"'{spec.arg.name}'): state that persists between calls is not supported; "
+                "pass it as an input and return its new value instead (from_exported_program)"
+            )
+
+
 def _input_sinfo(node: fx.Node) -> TensorStructInfo:
     val = node.meta.get("val")
     if not isinstance(val, torch.Tensor):
@@ -214,6 +229,7 @@ def from_exported_program(
     ep = exported_program
     if run_decompositions and _untranslated(ep, keep_params_as_input):
         ep = ep.run_decompositions(decomposition_table())
+    _check_no_state_updates(ep)
     specs = {
         spec.arg.name: spec for spec in ep.graph_signature.input_specs if hasattr(spec.arg, "name")
     }

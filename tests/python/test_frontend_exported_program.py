@@ -157,6 +157,28 @@ def test_multiple_outputs():
     np.testing.assert_allclose(got[1], x.sum(0).numpy(), rtol=RTOL, atol=ATOL)
 
 
+class _RunningTotal(nn.Module):
+    """Updates a buffer in place: each call sees the sum of every earlier input."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("total", torch.zeros(4))
+
+    def forward(self, x):
+        self.total.add_(x)
+        return self.total * 2
+
+
+@pytest.mark.parametrize("keep_params_as_input", [False, True])
+def test_buffer_updated_in_place_is_refused(keep_params_as_input):
+    """torch's second call returns 4s where a compiled function of the imported weights would
+    return 2s again: the update is named instead of being dropped (it was, silently)."""
+    ep = torch.export.export(_RunningTotal(), (torch.ones(4),))
+    match = r"updates buffer 'total' in place .*not supported.*\(from_exported_program\)"
+    with pytest.raises(NotImplementedError, match=match):
+        from_exported_program(ep, keep_params_as_input=keep_params_as_input)
+
+
 def test_unsupported_op_raises():
     ep = torch.export.export(Fn(torch.special.bessel_j0, 1), (torch.randn(2, 3),))
     match = r"unsupported torch op 'aten\.special_bessel_j0\.default' at node 'special_bessel_j0' \(from_exported_program\)"
