@@ -518,23 +518,33 @@ def test_large_results_come_from_the_workspace_cache():
     assert after["misses"] == before["misses"] and after["hits"] > before["hits"], (before, after)
 
 
-def test_symbolic_fast_path_binds_and_falls_back():
-    """Calls with symbolic shapes bind symbols directly; anything irregular gets the checked
-    call's errors (numpy reference, exact for an add)."""
-    import numpy as np
-
+def _symbolic_add(rows="n"):
+    """`main(x, y) = x + y` over float32 (rows x 4), built for the host; its entry point."""
     import relaxmlir as rm
     from relaxmlir import relax
 
-    x = relax.Var("x", relax.TensorStructInfo(("n", 4), "float32"))
-    y = relax.Var("y", relax.TensorStructInfo(("n", 4), "float32"))
+    x = relax.Var("x", relax.TensorStructInfo((rows, 4), "float32"))
+    y = relax.Var("y", relax.TensorStructInfo((rows, 4), "float32"))
     bb = relax.BlockBuilder()
     with bb.function("main", [x, y]):
         with bb.dataflow():
             gv = bb.emit_output(bb.emit(relax.op.add(x, y)))
         bb.emit_func_output(gv)
-    f = relax.VirtualMachine(relax.build(bb.get(), "llvm"), rm.cpu())["main"]
-    assert f.symbolic_fast
+    return relax.VirtualMachine(relax.build(bb.get(), "llvm"), rm.cpu())["main"]
+
+
+@pytest.mark.parametrize("c_call", [True, False])
+def test_symbolic_fast_path_binds_and_falls_back(c_call):
+    """Calls with symbolic shapes bind symbols directly, in C (native/entry.c) or in Python;
+    anything irregular gets the checked call's errors (numpy reference, exact for an add)."""
+    import numpy as np
+
+    import relaxmlir as rm
+
+    f = _symbolic_add()
+    assert f.symbolic_fast and f.c_call is not None
+    if not c_call:
+        f.c_call = None
     rng = np.random.default_rng(0)
     for n in (1, 7, 0):
         a, b = (rng.standard_normal((n, 4), dtype=np.float32) for _ in range(2))
@@ -554,6 +564,75 @@ def test_symbolic_fast_path_binds_and_falls_back():
         got = f(a, b).numpy()
         assert got.shape == (n, 4)
         np.testing.assert_array_equal(got, a + b)
-    assert len(f.result_shapes) == 8
+    assert len(f.result_shapes) == (0 if c_call else 8)  # the Python call's cache
     with pytest.raises(ValueError, match="expected signature main"):
         f(np.zeros((3, 4), np.float32), np.zeros((13, 4), np.float32))
+
+
+def test_c_call_takes_plain_arrays_and_hands_back_the_rest():
+    """The C call (native/entry.c) serves numpy arrays and NDArrays; a torch tensor goes to the
+    Python call, which then writes every descriptor afresh: its cache of the last shapes it wrote
+    is stale once the C call has written others (a torch call of 5 rows, a numpy call of 3, a
+    torch call of 5 again ran the kernel over 3 rows). Static and symbolic entry points, each
+    result against numpy (exact for an add)."""
+    import gc
+    import weakref
+
+    import numpy as np
+    import torch
+
+    import relaxmlir as rm
+
+    rng = np.random.default_rng(1)
+    for rows in ("n", 5):
+        f = _symbolic_add(rows)
+        assert f.c_call is not None
+        sizes = [5, 3, 5, 3, 5] if rows == "n" else [5] * 5
+        kinds = ["torch", "numpy", "torch", "nd", "torch"]
+        for n, kind in zip(sizes, kinds):
+            a, b = (rng.standard_normal((n, 4), dtype=np.float32) for _ in range(2))
+            wrap = {"torch": torch.from_numpy, "numpy": lambda v: v, "nd": rm.nd.array}[kind]
+            got = f(wrap(a), wrap(b))
+            assert isinstance(got, rm.nd.NDArray) and got.shape == (n, 4)
+            np.testing.assert_array_equal(got.numpy(), a + b)
+        with pytest.raises(TypeError, match="takes 2 argument"):
+            f(np.zeros((5, 4), np.float32))
+        with pytest.raises(TypeError, match="dtype float64"):
+            f(np.zeros((5, 4)), np.zeros((5, 4), np.float32))
+        with pytest.raises(ValueError, match="expected signature main"):
+            f(np.zeros((5, 3), np.float32), np.zeros((5, 3), np.float32))
+    # The C call refers back to its entry point (the calls it hands back): a cycle the garbage
+    # collector frees with the executable.
+    gone = weakref.ref(f)
+    del f
+    gc.collect()
+    assert gone() is None
+
+
+def test_entry_points_with_packed_callbacks_keep_the_python_call():
+    """A build that calls a registered Python function checks its errors after the call: that
+    stays in the Python call (no C call), and the error still surfaces."""
+    import numpy as np
+
+    import relaxmlir as rm
+    from relaxmlir import relax
+
+    def fail(x, out):
+        raise ValueError("from the packed function")
+
+    rm.register_func("test.entry_c_call.fail", fail, override=True)
+    x = relax.Var("x", relax.TensorStructInfo((2, 2), "float32"))
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x]):
+        with bb.dataflow():
+            out = bb.emit(
+                relax.call_dps_packed(
+                    "test.entry_c_call.fail", x, relax.TensorStructInfo((2, 2), "float32")
+                )
+            )
+            gv = bb.emit_output(out)
+        bb.emit_func_output(gv)
+    f = relax.VirtualMachine(relax.build(bb.get(), "llvm"), rm.cpu())["main"]
+    assert f.c_call is None
+    with pytest.raises(RuntimeError, match="from the packed function"):
+        f(np.zeros((2, 2), np.float32))
