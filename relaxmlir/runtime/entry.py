@@ -118,21 +118,29 @@ class EntryPoint:
             s is not None and int(np.prod(s)) * np.dtype(d).itemsize >= RESULT_CACHED
             for s, d in self.result_specs
         )
-        self.c_call = self._c_call() if (self.fast or self.symbolic_fast) else None
+        self.dps_plans = None  # destination passing: every argument's plan, symbols bound by any
+        if info.destination_passing:
+            plans = self.param_plans + result_plans
+            self.dps_plans = plans if all(p is not None for p in plans) else None
+        plain = self.fast or self.symbolic_fast or self.dps_plans is not None
+        self.c_call = self._c_call() if plain else None
 
     def _c_call(self):
         """The C call of native/entry.c for this entry point (None where it cannot serve:
         packed-function callbacks, whose errors the Python call checks after the call; more
-        results or symbols than it holds). It writes into this object's descriptors and packed
+        results or symbols than it holds). With destination passing every argument is checked
+        alike and the call returns None. It writes into this object's descriptors and packed
         array, and hands every call it cannot take to `_after_c_call`."""
         if not _C_CALL or self.executable.callbacks or len(self.result_plans) > 64:
             return None
+        dps = self.dps_plans is not None
+        arg_plans = self.dps_plans if dps else self.param_plans
         symbols: dict[str, int] = {}
-        for plan in self.param_plans:
+        for plan in arg_plans:
             for d in plan:
                 if type(d) is str:
                     symbols.setdefault(d, len(symbols))
-        if len(symbols) > 64 or any(len(p) > 16 for p in self.param_plans):
+        if len(symbols) > 64 or any(len(p) > 16 for p in arg_plans):
             return None
 
         def spec(slot, plan, dtype, site):
@@ -140,16 +148,14 @@ class EntryPoint:
             address = ctypes.addressof(slot.desc)
             return (address, np.dtype(dtype), np.dtype(dtype).itemsize, coded, site)
 
+        dtypes = self.param_dtypes + (self.result_dtypes if dps else [])
         params = [
-            spec(slot, plan, dtype, 0)
-            for slot, plan, dtype in zip(self.param_slots, self.param_plans, self.param_dtypes)
+            spec(slot, plan, dtype, 0) for slot, plan, dtype in zip(self.slots, arg_plans, dtypes)
         ]
-        results = [
-            spec(slot, plan, dtype, site)
-            for slot, (plan, dtype), site in zip(
-                self.result_slots, self.result_plans, self.result_sites
-            )
-        ]
+        results = []  # destination passing: the outputs are arguments
+        if not dps:
+            triples = zip(self.result_slots, self.result_plans, self.result_sites)
+            results = [spec(slot, plan, dtype, site) for slot, (plan, dtype), site in triples]
         if any(len(r[3]) > 16 for r in results):
             return None
         return _entry.FastEntry(

@@ -609,6 +609,38 @@ def test_c_call_takes_plain_arrays_and_hands_back_the_rest():
     assert gone() is None
 
 
+def test_destination_passing_c_call_writes_the_given_outputs():
+    """`ex["main"](a, out)` of a TE function (symbolic rows): numpy and NDArray outputs are
+    written in place by the C call, a torch output by the Python call; the outputs bind symbols
+    like the inputs, so a mismatch between them, a strided output or a wrong dtype still gets
+    the checked call's error. Exact: a doubling."""
+    import numpy as np
+    import torch
+
+    import relaxmlir as rm
+    from relaxmlir import te
+
+    A = te.placeholder(("n", 4), name="A")
+    B = te.compute(A.shape, lambda i, j: A[i, j] * 2.0, name="B")
+    f = rm.build(te.create_prim_func([A, B]), target="llvm")["main"]
+    assert f.c_call is not None
+    rng = np.random.default_rng(2)
+    for n, kind in [(3, "numpy"), (5, "torch"), (3, "nd"), (1, "numpy"), (5, "torch")]:
+        a = rng.standard_normal((n, 4), dtype=np.float32)
+        out = np.full((n, 4), np.nan, np.float32)
+        given = {"numpy": out, "torch": torch.from_numpy(out), "nd": rm.nd.array(out)}[kind]
+        assert f(a, given) is None
+        got = given.numpy() if kind == "nd" else out
+        np.testing.assert_array_equal(got, 2 * a)
+    a = np.zeros((3, 4), np.float32)
+    with pytest.raises(ValueError, match="expected signature main"):
+        f(a, np.zeros((2, 4), np.float32))  # n is 3 for the input, 2 for the output
+    with pytest.raises(ValueError, match="must be C-contiguous"):
+        f(a, np.zeros((4, 3), np.float32).T)
+    with pytest.raises(TypeError, match="dtype float64"):
+        f(a, np.zeros((3, 4)))
+
+
 def test_entry_points_with_packed_callbacks_keep_the_python_call():
     """A build that calls a registered Python function checks its errors after the call: that
     stays in the Python call (no C call), and the error still surfaces."""

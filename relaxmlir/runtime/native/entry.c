@@ -3,9 +3,10 @@
  * `vm["main"](x)` on a small model was mostly Python: checking each argument, patching the
  * memref descriptors through ctypes, allocating the results, the ctypes call (the W1 MLP at a
  * batch of 1: ~5 us around a 6 us kernel). Here one C function does the same for arguments that
- * are C-contiguous numpy arrays of the expected dtype, rank and sizes; anything else (an NDArray,
- * a torch tensor, a wrong shape) goes to the Python path, which converts it or explains the
- * mismatch. It writes into the descriptors and the packed argument array that the Python
+ * are C-contiguous numpy arrays (or NDArrays) of the expected dtype, rank and sizes; anything else
+ * (a torch tensor, a strided view, a wrong shape) goes to the Python path, which converts it or
+ * explains the mismatch. A destination-passing function (`ex["mm"](a, b, c)`) has no results
+ * here: its outputs are arguments like the others. It writes into the descriptors and the packed argument array that the Python
  * EntryPoint owns and keeps alive.
  *
  * numpy's array object is read through its first fields (data, nd, dimensions, strides, base,
@@ -211,6 +212,8 @@ static PyObject *fast_call(PyObject *obj, PyObject *const *args, size_t nargsf, 
             return NULL;
         }
     }
+    if (n_out == 0)  /* destination passing: the caller's arrays were written */
+        Py_RETURN_NONE;
     if (n_out == 1)
         return wrapped[0];
     PyObject *tuple = PyTuple_New(n_out);
@@ -302,7 +305,7 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
                           &large_bytes, &wrap, &device, &fallback))
         return NULL;
     Py_ssize_t n_params = PyList_GET_SIZE(params), n_results = PyList_GET_SIZE(results);
-    if (n_symbols < 0 || n_symbols > MAX_SYMBOLS || n_results < 1 || n_results > MAX_RESULTS) {
+    if (n_symbols < 0 || n_symbols > MAX_SYMBOLS || n_results > MAX_RESULTS) {
         PyErr_SetString(PyExc_ValueError, "FastEntry: too many symbols or results");
         return NULL;
     }
