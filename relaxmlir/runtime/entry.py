@@ -13,6 +13,7 @@ its kernel 5.5); everything else comes back to the Python call here, which conve
 from __future__ import annotations
 
 import ctypes
+import threading
 from typing import Any
 
 import numpy as np
@@ -118,6 +119,7 @@ class EntryPoint:
             s is not None and int(np.prod(s)) * np.dtype(d).itemsize >= RESULT_CACHED
             for s, d in self.result_specs
         )
+        self.lock = threading.RLock()  # the Python call's (a packed function may call back in)
         self.dps_plans = None  # destination passing: every argument's plan, symbols bound by any
         if info.destination_passing:
             plans = self.param_plans + result_plans
@@ -129,8 +131,8 @@ class EntryPoint:
         """The C call of native/entry.c for this entry point (None where it cannot serve:
         packed-function callbacks, whose errors the Python call checks after the call; more
         results or symbols than it holds). With destination passing every argument is checked
-        alike and the call returns None. It writes into this object's descriptors and packed
-        array, and hands every call it cannot take to `_after_c_call`."""
+        alike and the call returns None. Each call has descriptors of its own; the calls it
+        cannot take go to `_python_call`."""
         if not _C_CALL or self.executable.callbacks or len(self.result_plans) > 64:
             return None
         dps = self.dps_plans is not None
@@ -143,24 +145,20 @@ class EntryPoint:
         if len(symbols) > 64 or any(len(p) > 16 for p in arg_plans):
             return None
 
-        def spec(slot, plan, dtype, site):
+        def spec(plan, dtype, site):
             coded = tuple(d if type(d) is int else -1 - symbols[d] for d in plan)
-            address = ctypes.addressof(slot.desc)
-            return (address, np.dtype(dtype), np.dtype(dtype).itemsize, coded, site)
+            return (np.dtype(dtype), np.dtype(dtype).itemsize, coded, site)
 
         dtypes = self.param_dtypes + (self.result_dtypes if dps else [])
-        params = [
-            spec(slot, plan, dtype, 0) for slot, plan, dtype in zip(self.slots, arg_plans, dtypes)
-        ]
+        params = [spec(plan, dtype, 0) for plan, dtype in zip(arg_plans, dtypes)]
         results = []  # destination passing: the outputs are arguments
         if not dps:
-            triples = zip(self.result_slots, self.result_plans, self.result_sites)
-            results = [spec(slot, plan, dtype, site) for slot, (plan, dtype), site in triples]
-        if any(len(r[3]) > 16 for r in results):
+            pairs = zip(self.result_plans, self.result_sites)
+            results = [spec(plan, dtype, site) for (plan, dtype), site in pairs]
+        if any(len(r[2]) > 16 for r in results):
             return None
         return _entry.FastEntry(
             ctypes.cast(self.native, ctypes.c_void_p).value,
-            ctypes.addressof(self.packed),
             params,
             results,
             len(symbols),
@@ -170,15 +168,8 @@ class EntryPoint:
             RESULT_CACHED,
             NDArray,
             self.device,
-            self._after_c_call,
+            self._python_call,
         )
-
-    def _after_c_call(self, *args):
-        """A call the C path handed back: the Python path, its slots' cached shapes forgotten
-        (the C path rewrote their descriptors)."""
-        for slot in self.slots:
-            slot.shape = None
-        return self._python_call(*args)
 
     def _error(self, message: str, exc_type: type = ValueError) -> Exception:
         return exc_type(f"{message}; expected signature {self.info.signature}")
@@ -189,6 +180,12 @@ class EntryPoint:
         return self._python_call(*args)
 
     def _python_call(self, *args):
+        """The call in Python, on this object's descriptors: one thread at a time (the code runs
+        with the GIL released; a second thread's call rewrote the descriptors of the first)."""
+        with self.lock:
+            return self._call_locked(args)
+
+    def _call_locked(self, args):
         if self.fast and len(args) == self.n_params:
             keep = []
             for slot, arg, shape, dtype in zip(self.param_slots, args, self.static_params, self.param_dtypes):

@@ -571,10 +571,9 @@ def test_symbolic_fast_path_binds_and_falls_back(c_call):
 
 def test_c_call_takes_plain_arrays_and_hands_back_the_rest():
     """The C call (native/entry.c) serves numpy arrays and NDArrays; a torch tensor goes to the
-    Python call, which then writes every descriptor afresh: its cache of the last shapes it wrote
-    is stale once the C call has written others (a torch call of 5 rows, a numpy call of 3, a
-    torch call of 5 again ran the kernel over 3 rows). Static and symbolic entry points, each
-    result against numpy (exact for an add)."""
+    Python call, which keeps descriptors of its own, with a cache of the last shapes it wrote
+    (a torch call of 5 rows, a numpy call of 3, a torch call of 5 again). Static and symbolic
+    entry points, each result against numpy (exact for an add)."""
     import gc
     import weakref
 
@@ -607,6 +606,38 @@ def test_c_call_takes_plain_arrays_and_hands_back_the_rest():
     del f
     gc.collect()
     assert gone() is None
+
+
+@pytest.mark.parametrize("kind", ["numpy", "torch"])
+def test_threads_call_one_entry_point_at_once(kind):
+    """Four threads call one entry point (symbolic rows) 200 times each with sizes of their own:
+    numpy arguments take the C call, whose descriptors are its own per call; torch tensors the
+    Python call, one thread at a time. The code runs with the GIL released, so shared
+    descriptors were rewritten by one thread while another's call ran. Exact: an add."""
+    import threading
+
+    import numpy as np
+    import torch
+
+    f = _symbolic_add()
+    wrap = torch.from_numpy if kind == "torch" else (lambda v: v)
+    wrong = []
+
+    def work(seed):
+        rng = np.random.default_rng(seed)
+        for i in range(200):
+            n = 100 + (seed * 7 + i) % 40 * 97
+            a, b = (rng.standard_normal((n, 4), dtype=np.float32) for _ in range(2))
+            got = f(wrap(a), wrap(b)).numpy()
+            if got.shape != (n, 4) or not np.array_equal(got, a + b):
+                wrong.append((seed, i, n))
+
+    threads = [threading.Thread(target=work, args=(seed,)) for seed in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not wrong, wrong[:5]
 
 
 def test_destination_passing_c_call_writes_the_given_outputs():

@@ -6,8 +6,12 @@
  * are C-contiguous numpy arrays (or NDArrays) of the expected dtype, rank and sizes; anything else
  * (a torch tensor, a strided view, a wrong shape) goes to the Python path, which converts it or
  * explains the mismatch. A destination-passing function (`ex["mm"](a, b, c)`) has no results
- * here: its outputs are arguments like the others. It writes into the descriptors and the packed argument array that the Python
- * EntryPoint owns and keeps alive.
+ * here: its outputs are arguments like the others.
+ *
+ * Each call builds its memref descriptors and the packed argument array in its own memory (on
+ * the C stack up to MAX_STACK_WORDS), so two Python threads may call one entry point at once:
+ * the code runs with the GIL released, and descriptors shared between calls were rewritten by
+ * the second call while the first one ran.
  *
  * numpy's array object is read through its first fields (data, nd, dimensions, strides, base,
  * descr, flags: the same in numpy 1.x and 2.x); entry.py checks them on a probe array before
@@ -34,6 +38,8 @@ typedef struct {
 #define MAX_RANK 16
 #define MAX_SYMBOLS 64
 #define MAX_RESULTS 64
+#define MAX_STACK_WORDS 1024 /* int64 words of descriptors kept on the stack (8 KB) */
+#define MAX_STACK_ARGS 128
 
 /* An MLIR ranked memref descriptor: allocated, aligned, offset, sizes[rank], strides[rank]. */
 typedef struct {
@@ -44,7 +50,7 @@ typedef struct {
 } Descriptor;
 
 typedef struct {
-    Descriptor *desc;
+    Py_ssize_t words;    /* where its descriptor starts in a call's descriptor words */
     int rank;
     PyObject *dtype;     /* the numpy dtype the argument must have (the same object) */
     int64_t plan[MAX_RANK]; /* >= 0: a static size; -(k + 1): symbol k */
@@ -56,8 +62,8 @@ typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
     void (*fn)(void **);
-    void **packed;
     Py_ssize_t n_params, n_results;
+    Py_ssize_t words;    /* int64 words of all descriptors of a call */
     int n_symbols;
     Slot *slots;
     PyObject *ndarray;   /* numpy.ndarray */
@@ -135,18 +141,19 @@ static PyObject *new_result(FastEntry *self, Slot *slot, const int64_t *sizes) {
     return out;
 }
 
-static PyObject *fast_call(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kw) {
-    FastEntry *self = (FastEntry *)obj;
+/* The call itself, with its descriptors in `words` and its packed array in `ptrs`. */
+static PyObject *call_with(FastEntry *self, PyObject *const *args, size_t nargsf, PyObject *kw,
+                           int64_t *words, void **ptrs) {
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (self->fallback == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "FastEntry: called after it was cleared");
-        return NULL;
-    }
-    if (kw != NULL || nargs != self->n_params)
-        return call_fallback(self, args, nargsf, kw);
+    Py_ssize_t n_all = self->n_params + self->n_results;
+    void **packed = ptrs + n_all;
     int64_t env[MAX_SYMBOLS];
     unsigned char bound[MAX_SYMBOLS] = {0};
     int64_t sizes[MAX_RANK];
+    for (Py_ssize_t i = 0; i < n_all; i++) {
+        ptrs[i] = words + self->slots[i].words;
+        packed[i] = &ptrs[i];
+    }
     for (Py_ssize_t i = 0; i < nargs; i++) {
         Slot *slot = &self->slots[i];
         PyObject *a = args[i];
@@ -177,7 +184,7 @@ static PyObject *fast_call(PyObject *obj, PyObject *const *args, size_t nargsf, 
             }
             sizes[d] = got;
         }
-        set_descriptor(slot->desc, slot->rank, f->data, sizes);
+        set_descriptor((Descriptor *)ptrs[i], slot->rank, f->data, sizes);
     }
     PyObject *outs[MAX_RESULTS];
     Py_ssize_t n_out = self->n_results;
@@ -194,10 +201,11 @@ static PyObject *fast_call(PyObject *obj, PyObject *const *args, size_t nargsf, 
             return NULL;
         }
         outs[j] = out;
-        set_descriptor(slot->desc, slot->rank, ((ArrayFields *)out)->data, sizes);
+        void *data = ((ArrayFields *)out)->data;
+        set_descriptor((Descriptor *)ptrs[self->n_params + j], slot->rank, data, sizes);
     }
     Py_BEGIN_ALLOW_THREADS
-    self->fn(self->packed);
+    self->fn(packed);
     Py_END_ALLOW_THREADS
     PyObject *wrapped[MAX_RESULTS];
     for (Py_ssize_t j = 0; j < n_out; j++) {
@@ -227,13 +235,39 @@ static PyObject *fast_call(PyObject *obj, PyObject *const *args, size_t nargsf, 
     return tuple;
 }
 
+static PyObject *fast_call(PyObject *obj, PyObject *const *args, size_t nargsf, PyObject *kw) {
+    FastEntry *self = (FastEntry *)obj;
+    if (self->fallback == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "FastEntry: called after it was cleared");
+        return NULL;
+    }
+    if (kw != NULL || PyVectorcall_NARGS(nargsf) != self->n_params)
+        return call_fallback(self, args, nargsf, kw);
+    int64_t stack_words[MAX_STACK_WORDS];
+    void *stack_ptrs[2 * MAX_STACK_ARGS];
+    Py_ssize_t n_all = self->n_params + self->n_results;
+    int64_t *words = stack_words;
+    void **ptrs = stack_ptrs;
+    if (self->words > MAX_STACK_WORDS)
+        words = PyMem_Malloc((size_t)self->words * sizeof(int64_t));
+    if (n_all > MAX_STACK_ARGS)
+        ptrs = PyMem_Malloc((size_t)(2 * n_all) * sizeof(void *));
+    PyObject *result = NULL;
+    if (words == NULL || ptrs == NULL)
+        PyErr_NoMemory();
+    else
+        result = call_with(self, args, nargsf, kw, words, ptrs);
+    if (words != stack_words)
+        PyMem_Free(words);
+    if (ptrs != stack_ptrs)
+        PyMem_Free(ptrs);
+    return result;
+}
+
 static int read_slot(Slot *slot, PyObject *spec, int n_symbols) {
-    /* (descriptor address, dtype, plan tuple, site) */
-    PyObject *address, *dtype, *plan, *site, *itemsize;
-    if (!PyArg_ParseTuple(spec, "OOOOO", &address, &dtype, &itemsize, &plan, &site))
-        return -1;
-    slot->desc = (Descriptor *)PyLong_AsVoidPtr(address);
-    if (slot->desc == NULL && PyErr_Occurred())
+    /* (dtype, itemsize, plan tuple, site) */
+    PyObject *dtype, *plan, *site, *itemsize;
+    if (!PyArg_ParseTuple(spec, "OOOO", &dtype, &itemsize, &plan, &site))
         return -1;
     if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) > MAX_RANK) {
         PyErr_SetString(PyExc_ValueError, "a slot's plan must be a tuple of at most 16 ints");
@@ -297,12 +331,12 @@ static void fast_dealloc(PyObject *obj) {
 }
 
 static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) {
-    PyObject *fn, *packed, *params, *results, *ndarray, *empty, *large, *wrap, *device, *fallback;
+    PyObject *fn, *params, *results, *ndarray, *empty, *large, *wrap, *device, *fallback;
     Py_ssize_t large_bytes;
     int n_symbols;
-    if (!PyArg_ParseTuple(args, "OOO!O!iOOOnOOO", &fn, &packed, &PyList_Type, &params,
-                          &PyList_Type, &results, &n_symbols, &ndarray, &empty, &large,
-                          &large_bytes, &wrap, &device, &fallback))
+    if (!PyArg_ParseTuple(args, "OO!O!iOOOnOOO", &fn, &PyList_Type, &params, &PyList_Type,
+                          &results, &n_symbols, &ndarray, &empty, &large, &large_bytes, &wrap,
+                          &device, &fallback))
         return NULL;
     Py_ssize_t n_params = PyList_GET_SIZE(params), n_results = PyList_GET_SIZE(results);
     if (n_symbols < 0 || n_symbols > MAX_SYMBOLS || n_results > MAX_RESULTS) {
@@ -314,7 +348,6 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
         return NULL;
     self->vectorcall = fast_call;
     self->fn = (void (*)(void **))PyLong_AsVoidPtr(fn);
-    self->packed = (void **)PyLong_AsVoidPtr(packed);
     self->n_params = n_params;
     self->n_results = n_results;
     self->n_symbols = n_symbols;
@@ -326,9 +359,9 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     Py_INCREF(wrap); self->wrap = wrap;
     Py_INCREF(device); self->device = device;
     Py_INCREF(fallback); self->fallback = fallback;
-    if (PyErr_Occurred() || self->slots == NULL || self->fn == NULL || self->packed == NULL) {
+    if (PyErr_Occurred() || self->slots == NULL || self->fn == NULL) {
         if (!PyErr_Occurred())
-            PyErr_SetString(PyExc_ValueError, "FastEntry: null function or argument array");
+            PyErr_SetString(PyExc_ValueError, "FastEntry: null function or no memory");
         Py_DECREF(self);
         return NULL;
     }
@@ -339,6 +372,8 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
             Py_DECREF(self);
             return NULL;
         }
+        self->slots[i].words = self->words;
+        self->words += 3 + 2 * self->slots[i].rank;  /* allocated, aligned, offset, sizes, strides */
     }
     return (PyObject *)self;
 }
@@ -358,7 +393,7 @@ static PyTypeObject FastEntryType = {
     .tp_call = fast_vectorcall_entry,
     .tp_new = fast_new,
     .tp_dealloc = fast_dealloc,
-    .tp_doc = "FastEntry(fn, packed, params, results, n_symbols, ndarray, empty, large, "
+    .tp_doc = "FastEntry(fn, params, results, n_symbols, ndarray, empty, large, "
               "large_bytes, wrap, device, fallback): one entry point's call for plain arrays.",
 };
 
