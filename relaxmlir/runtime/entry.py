@@ -120,34 +120,31 @@ class EntryPoint:
             for s, d in self.result_specs
         )
         self.lock = threading.RLock()  # the Python call's (a packed function may call back in)
-        self.dps_plans = None  # destination passing: every argument's plan, symbols bound by any
-        if info.destination_passing:
-            plans = self.param_plans + result_plans
-            self.dps_plans = plans if all(p is not None for p in plans) else None
-        plain = self.fast or self.symbolic_fast or self.dps_plans is not None
-        self.c_call = self._c_call() if plain else None
+        self.c_call = self._c_call(result_plans)
 
-    def _c_call(self):
-        """The C call of native/entry.c for this entry point (None where it cannot serve:
-        packed-function callbacks, whose errors the Python call checks after the call; more
-        results or symbols than it holds). With destination passing every argument is checked
-        alike and the call returns None. Each call has descriptors of its own; the calls it
-        cannot take go to `_python_call`."""
-        if not _C_CALL or self.executable.callbacks or len(self.result_plans) > 64:
+    def _c_call(self, result_plans: list):
+        """The C call of native/entry.c for this entry point (None where it cannot serve: a
+        symbolic expression or an unbound result symbol, packed-function callbacks, whose errors
+        the Python call checks after the call, more results, symbols or dims than it holds). With
+        destination passing every argument is checked alike, outputs binding symbols as inputs
+        do, and the call returns None. Each call has descriptors of its own; the calls it cannot
+        take go to `_python_call`."""
+        dps = self.info.destination_passing
+        arg_plans = self.param_plans + (result_plans if dps else [])
+        plain = self.fast or self.symbolic_fast or (dps and None not in arg_plans)
+        if not (_C_CALL and plain) or self.executable.callbacks or len(result_plans) > 64:
             return None
-        dps = self.dps_plans is not None
-        arg_plans = self.dps_plans if dps else self.param_plans
         symbols: dict[str, int] = {}
         for plan in arg_plans:
             for d in plan:
                 if type(d) is str:
                     symbols.setdefault(d, len(symbols))
-        if len(symbols) > 64 or any(len(p) > 16 for p in arg_plans):
+        if len(symbols) > 64 or any(len(p) > 16 for p in arg_plans + result_plans):
             return None
 
         def spec(plan, dtype, site):
             coded = tuple(d if type(d) is int else -1 - symbols[d] for d in plan)
-            return (np.dtype(dtype), np.dtype(dtype).itemsize, coded, site)
+            return (np.dtype(dtype), coded, site)
 
         dtypes = self.param_dtypes + (self.result_dtypes if dps else [])
         params = [spec(plan, dtype, 0) for plan, dtype in zip(arg_plans, dtypes)]
@@ -155,8 +152,6 @@ class EntryPoint:
         if not dps:
             pairs = zip(self.result_plans, self.result_sites)
             results = [spec(plan, dtype, site) for (plan, dtype), site in pairs]
-        if any(len(r[2]) > 16 for r in results):
-            return None
         return _entry.FastEntry(
             ctypes.cast(self.native, ctypes.c_void_p).value,
             params,

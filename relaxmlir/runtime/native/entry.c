@@ -64,7 +64,6 @@ typedef struct {
     void (*fn)(void **);
     Py_ssize_t n_params, n_results;
     Py_ssize_t words;    /* int64 words of all descriptors of a call */
-    int n_symbols;
     Slot *slots;
     PyObject *ndarray;   /* numpy.ndarray */
     PyObject *empty;     /* numpy.empty(shape, dtype) */
@@ -89,15 +88,17 @@ static void set_descriptor(Descriptor *d, int rank, void *data, const int64_t *s
 
 /* The host array of NDArray `nd` (borrowed: `nd` keeps it) when it is on this entry's device,
  * else NULL (with an exception set only where reading it failed). */
+static PyObject *str_device, *str_array;  /* "device", "_array": interned at import */
+
 static PyObject *host_array(FastEntry *self, PyObject *nd) {
-    PyObject *device = PyObject_GetAttrString(nd, "device");
+    PyObject *device = PyObject_GetAttr(nd, str_device);
     if (device == NULL)
         return NULL;
     int same = device == self->device ? 1 : PyObject_RichCompareBool(device, self->device, Py_EQ);
     Py_DECREF(device);
     if (same <= 0)
         return NULL;
-    PyObject *array = PyObject_GetAttrString(nd, "_array");
+    PyObject *array = PyObject_GetAttr(nd, str_array);
     if (array == NULL)
         return NULL;
     Py_DECREF(array);  /* the NDArray holds it */
@@ -265,9 +266,9 @@ static PyObject *fast_call(PyObject *obj, PyObject *const *args, size_t nargsf, 
 }
 
 static int read_slot(Slot *slot, PyObject *spec, int n_symbols) {
-    /* (dtype, itemsize, plan tuple, site) */
-    PyObject *dtype, *plan, *site, *itemsize;
-    if (!PyArg_ParseTuple(spec, "OOOO", &dtype, &itemsize, &plan, &site))
+    /* (dtype, plan tuple, site) */
+    PyObject *dtype, *plan, *site;
+    if (!PyArg_ParseTuple(spec, "OOO", &dtype, &plan, &site))
         return -1;
     if (!PyTuple_Check(plan) || PyTuple_GET_SIZE(plan) > MAX_RANK) {
         PyErr_SetString(PyExc_ValueError, "a slot's plan must be a tuple of at most 16 ints");
@@ -284,7 +285,11 @@ static int read_slot(Slot *slot, PyObject *spec, int n_symbols) {
         }
         slot->plan[d] = v;
     }
+    PyObject *itemsize = PyObject_GetAttrString(dtype, "itemsize");
+    if (itemsize == NULL)
+        return -1;
     slot->itemsize = PyLong_AsSsize_t(itemsize);
+    Py_DECREF(itemsize);
     if (slot->itemsize == -1 && PyErr_Occurred())
         return -1;
     Py_INCREF(dtype);
@@ -350,7 +355,6 @@ static PyObject *fast_new(PyTypeObject *type, PyObject *args, PyObject *kwargs) 
     self->fn = (void (*)(void **))PyLong_AsVoidPtr(fn);
     self->n_params = n_params;
     self->n_results = n_results;
-    self->n_symbols = n_symbols;
     self->large_bytes = large_bytes;
     self->slots = PyMem_Calloc((size_t)(n_params + n_results), sizeof(Slot));
     Py_INCREF(ndarray); self->ndarray = ndarray;
@@ -427,7 +431,9 @@ static struct PyModuleDef module_def = {
 };
 
 PyMODINIT_FUNC PyInit__entry(void) {
-    if (PyType_Ready(&FastEntryType) < 0)
+    str_device = PyUnicode_InternFromString("device");
+    str_array = PyUnicode_InternFromString("_array");
+    if (str_device == NULL || str_array == NULL || PyType_Ready(&FastEntryType) < 0)
         return NULL;
     PyObject *m = PyModule_Create(&module_def);
     if (m == NULL)
