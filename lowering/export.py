@@ -45,7 +45,7 @@ from dialects.scratch import private_folder
 from lowering import dense, llvm_codegen
 from relaxmlir.runtime import libraries
 from relaxmlir.runtime.library import METADATA_MAGIC
-from relaxmlir.target import host_cores
+from relaxmlir.target import host_cores, host_cpu
 
 RUNTIME_C = os.path.join(os.path.dirname(libraries.__file__), "native", "runtime.c")
 # The mgpu* entry points of CUDA host code, over libcuda.so.1 opened lazily (cuda target only).
@@ -449,6 +449,12 @@ def export_library(module: ir.Module, executable: Any, path: str) -> None:
     target = executable.target
     cuda = target.kind == "cuda"
     host = target.host if cuda else target  # host code of a CUDA model runs on its host CPU
+    here = host_cpu()["arch"]
+    if host.arch != here and not os.environ.get("CC"):
+        raise ExportError(
+            f"export_library: the code is for {host.arch} ({host}), this machine is {here}: set "
+            f"$CC to a C cross compiler for {host.triple} (e.g. {host.arch}-linux-gnu-gcc) to link it"
+        )
     cc = c_compiler()
     unknown = [n for n in executable.libraries if n not in ("relaxmlir", "openmp")]
     if unknown:

@@ -10,6 +10,7 @@ compiler, so an AVX2 build can be made and tested on an AVX-512 machine.
     Target("llvm")                                    # the host CPU, all its cores
     Target("llvm -mcpu=x86-64-v3 -num-cores=2")       # TVM's string form
     Target({"kind": "llvm", "mcpu": "haswell", "num-cores": 1})
+    Target("llvm -mtriple=aarch64-unknown-linux-gnu")  # another architecture's baseline CPU
     Target("cuda"), Target({"kind": "cuda", "arch": "sm_80"})
     with Target("llvm -mcpu=x86-64-v3"): ...          # Target.current()
 """
@@ -402,6 +403,9 @@ def _complete_cpu(attrs: dict) -> None:
     model names no cache sizes, and the schedules' defaults stand in for them (the IR of a
     build for `-mcpu=x86-64-v4` had depended on the L2 of the machine it was built on)."""
     host = host_cpu()
+    arch = _triple_arch(attrs["mtriple"]) if "mtriple" in attrs else host["arch"]
+    if "mcpu" not in attrs and arch != host["arch"]:
+        attrs["mcpu"] = BASE_CPUS[arch]  # another architecture: its baseline, not the host's CPU
     own = "mcpu" not in attrs or attrs["mcpu"] == host["mcpu"]
     if "mcpu" not in attrs:
         mcpu = host["mcpu"]
@@ -414,7 +418,13 @@ def _complete_cpu(attrs: dict) -> None:
             attrs["mattr"] = tuple(extra)
     if attrs["mcpu"] not in CPUS:
         raise ValueError(f"unknown CPU '{attrs['mcpu']}'; known: {', '.join(CPUS)}")
-    arch = CPUS[attrs["mcpu"]][0]
+    if "mtriple" not in attrs:
+        arch = CPUS[attrs["mcpu"]][0]
+    elif CPUS[attrs["mcpu"]][0] != arch:
+        raise ValueError(
+            f"-mcpu={attrs['mcpu']} is an {CPUS[attrs['mcpu']][0]} CPU, but -mtriple="
+            f"{attrs['mtriple']} is {arch}"
+        )
     known = X86_FEATURES if arch == "x86_64" else AARCH64_FEATURES
     for item in attrs.get("mattr", ()):
         if len(item) < 2 or item[0] not in "+-" or item[1:] not in known:
@@ -424,6 +434,24 @@ def _complete_cpu(attrs: dict) -> None:
     attrs.setdefault("num-cores", host_cores())
     for key, value in host["caches"].items() if own else ():
         attrs.setdefault(key, value)
+
+
+# The baseline CPU of each architecture, for a -mtriple of another architecture than the host's.
+BASE_CPUS = {"x86_64": "x86-64", "aarch64": "generic"}
+_TRIPLE_ARCHS = {"x86_64": "x86_64", "aarch64": "aarch64", "arm64": "aarch64"}
+
+
+def _triple_arch(triple: str) -> str:
+    """The architecture of a -mtriple; code is only made for Linux (ELF shared libraries that
+    `load_module` opens), so another system is refused here rather than by the linker."""
+    parts = triple.split("-")
+    arch = _TRIPLE_ARCHS.get(parts[0])
+    if arch is None or "linux" not in parts[1:]:
+        raise ValueError(
+            f"-mtriple={triple}: expected an x86_64 or aarch64 Linux triple "
+            "(x86_64-unknown-linux-gnu, aarch64-unknown-linux-gnu)"
+        )
+    return arch
 
 
 def _complete_cuda(attrs: dict) -> None:

@@ -56,6 +56,9 @@ def test_only_the_hosts_own_cpu_takes_its_cache_sizes():
         ("llvm -vector-width=3", "target kind 'llvm' has no attribute 'vector-width'"),
         ({"kind": "cuda", "arch": "sm_30"}, "unknown CUDA arch 'sm_30'"),
         ("llvm mcpu", "is not of the form -key=value"),
+        ("llvm -mtriple=x86_64-pc-windows-msvc", "expected an x86_64 or aarch64 Linux triple"),
+        ("llvm -mtriple=riscv64-unknown-linux-gnu", "expected an x86_64 or aarch64 Linux triple"),
+        ("llvm -mtriple=aarch64-linux-gnu -mcpu=znver3", "znver3 is an x86_64 CPU, but -mtriple"),
     ],
 )
 def test_bad_targets_raise_value_error(spec, message):
@@ -87,6 +90,25 @@ def test_narrower_cpu_builds_run_here(mcpu):
     x = np.random.default_rng(0).standard_normal((64, 784), dtype=np.float32)
     got = relax.VirtualMachine(ex, rm.cpu())["main"](x).numpy()
     np.testing.assert_allclose(got, reference(x, params()), rtol=1e-4, atol=1e-4)
+
+
+def test_a_triple_of_another_architecture_is_built_for_that_architecture(monkeypatch):
+    """`-mtriple` alone names the architecture: its baseline CPU, not the host's (an aarch64
+    triple had taken the host's znver3 and its features; the build ran x86 code here as if
+    it were the aarch64 one). Such code cannot run here, and links only with a cross compiler."""
+    from lowering.export import ExportError
+
+    foreign = "aarch64" if host_cpu()["arch"] == "x86_64" else "x86_64"
+    target = Target(f"llvm -mtriple={foreign}-unknown-linux-gnu")
+    assert target.arch == foreign and target.mcpu == {"aarch64": "generic"}.get(foreign, "x86-64")
+    assert target.get("l2-cache") is None and target.get("mattr") is None
+    assert target.runs_on_host() == [f"architecture {foreign}"]
+    ex = relax.build(_mlp_module(), target)
+    with pytest.raises(RuntimeError, match=f"cannot run on this machine .*architecture {foreign}"):
+        relax.VirtualMachine(ex, rm.cpu())["main"](np.zeros((1, 784), np.float32))
+    monkeypatch.delenv("CC", raising=False)
+    with pytest.raises(ExportError, match=rf"code is for {foreign} .* set \$CC to a C cross compiler"):
+        ex.export_library("unused.so")
 
 
 def test_build_options_are_validated():
