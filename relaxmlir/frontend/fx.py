@@ -28,6 +28,7 @@ from relaxmlir.frontend.rules.nn import (
     layer_norm,
     max_pool2d,
     normalize,
+    pool3d,
     softmax,
 )
 from relaxmlir.frontend.rules.reduction import reduce
@@ -131,6 +132,22 @@ def _avg_pool(ctx, node, module: nn.AvgPool2d):
         module.count_include_pad,
         module.divisor_override,
     )
+
+
+def _pool3d(ctx, node, module: nn.MaxPool3d | nn.AvgPool3d):
+    if isinstance(module, nn.MaxPool3d):
+        if module.return_indices:
+            raise NotImplementedError(f"MaxPool3d(return_indices=True) at node '{node.name}'")
+        return pool3d(
+            ctx, first(ctx, node), "max", module.kernel_size, module.stride, module.padding,
+            module.dilation, module.ceil_mode,
+        )  # fmt: skip
+    if module.ceil_mode or not module.count_include_pad or module.divisor_override is not None:
+        raise NotImplementedError(
+            f"AvgPool3d with ceil_mode, count_include_pad=False or divisor_override at node "
+            f"'{node.name}'"
+        )
+    return pool3d(ctx, first(ctx, node), "avg", module.kernel_size, module.stride, module.padding)
 
 
 def _adaptive_avg_pool(ctx, node, module: nn.AdaptiveAvgPool2d):
@@ -259,8 +276,8 @@ def _multihead_attention(ctx, node, module: nn.MultiheadAttention):
 
 
 register_module(_linear, nn.Linear)
-register_module(_conv, nn.Conv1d, nn.Conv2d)
-register_module(_batch_norm, nn.BatchNorm1d, nn.BatchNorm2d)
+register_module(_conv, nn.Conv1d, nn.Conv2d, nn.Conv3d)
+register_module(_batch_norm, nn.BatchNorm1d, nn.BatchNorm2d, nn.BatchNorm3d)
 register_module(_layer_norm, nn.LayerNorm)
 register_module(_unary_module("nn.relu"), nn.ReLU)
 register_module(_unary_module("nn.silu"), nn.SiLU)
@@ -273,6 +290,7 @@ register_module(_softmax("nn.softmax"), nn.Softmax)
 register_module(_softmax("nn.log_softmax"), nn.LogSoftmax)
 register_module(_max_pool, nn.MaxPool2d)
 register_module(_avg_pool, nn.AvgPool2d)
+register_module(_pool3d, nn.MaxPool3d, nn.AvgPool3d)
 register_module(_adaptive_avg_pool, nn.AdaptiveAvgPool2d)
 register_module(_conv_transpose, nn.ConvTranspose1d, nn.ConvTranspose2d)
 register_module(_instance_norm, nn.InstanceNorm1d, nn.InstanceNorm2d, nn.InstanceNorm3d)

@@ -83,6 +83,32 @@ def test_conv_and_pool_unbatched_1d_divisor():
     check_ops(ops, inputs, "conv_pool", rtol=1e-4, atol=1e-5)
 
 
+def test_conv3d_and_pool3d():
+    """conv3d as one conv2d per depth tap (stride, padding incl. "same", dilation, groups,
+    unbatched); max_pool3d (padding, dilation, ceil_mode) and avg_pool3d (padding counted)."""
+
+    def ops(x, w, wg, u):
+        return (
+            F.conv3d(x, w, padding=1), F.conv3d(x, w, stride=(2, 1, 2), padding=(1, 0, 1)),
+            F.conv3d(x, w, padding="same", dilation=(2, 1, 1)), F.conv3d(x, wg, groups=2),
+            F.conv3d(u, w, padding=1), F.max_pool3d(x, 2), F.max_pool3d(x, 3, 2, padding=1),
+            F.max_pool3d(x, (3, 2, 2), 2, ceil_mode=True),
+            F.max_pool3d(x, 2, 1, dilation=(2, 1, 1)),
+            F.avg_pool3d(x, 2), F.avg_pool3d(x, 3, (2, 1, 2), padding=1), F.max_pool3d(u, 2),
+        )  # fmt: skip
+
+    x, u = _randn(2, 4, 5, 6, 7), _randn(4, 5, 6, 7)
+    inputs = [x, _randn(3, 4, 3, 3, 3), _randn(2, 2, 1, 2, 3), u]
+    check_ops(ops, inputs, "conv_pool_3d", rtol=1e-4, atol=1e-5)
+    torch.manual_seed(0)
+    model = nn.Sequential(
+        nn.Conv3d(2, 4, 3, padding=1, bias=False), nn.BatchNorm3d(4), nn.ReLU(),
+        nn.MaxPool3d((1, 2, 2)), nn.Conv3d(4, 4, (3, 1, 1), stride=(2, 1, 1), padding=(1, 0, 0)),
+        nn.AvgPool3d(2, padding=1), nn.Conv3d(4, 2, 1, padding_mode="replicate"),
+    ).eval()  # fmt: skip
+    check_ops(model, [_randn(1, 2, 6, 8, 8)], "Conv3d", rtol=1e-4, atol=1e-5)
+
+
 def test_conv_transpose():
     """conv_transpose2d/1d with stride, padding, output_padding, groups and dilation; weights as
     graph inputs here (the kernel is flipped in the graph) and as module constants below. A
@@ -137,6 +163,10 @@ def test_unsupported_modes_name_themselves():
     antialias = Fn(lambda x: F.interpolate(x, scale_factor=0.5, mode="bilinear", antialias=True), 1)
     with pytest.raises(NotImplementedError, match="antialias"):
         from_fx(antialias, [x.shape])
+    with pytest.raises(NotImplementedError, match="conv_transpose3d"):
+        from_fx(nn.ConvTranspose3d(2, 2, 2), [(1, 2, 3, 3, 3)])
+    with pytest.raises(NotImplementedError, match="AvgPool3d with ceil_mode"):
+        from_fx(nn.AvgPool3d(2, ceil_mode=True), [(1, 2, 3, 3, 3)])
     too_wide = nn.ReflectionPad2d(4)
     with pytest.raises(ValueError, match=r"relax.nn.pad: reflect padding \(4, 4\) of an axis"):
         from_fx(too_wide, [x.shape])

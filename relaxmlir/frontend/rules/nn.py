@@ -173,6 +173,8 @@ def conv2d(ctx: Importer, x, weight, bias, stride, padding, dilation, groups: in
             ctx, call(ctx, "expand_dims", x, 0), weight, bias, stride, padding, dilation, groups
         )
         return squeeze(ctx, out, [0])
+    if ndim(weight) == 5:
+        return conv3d(ctx, x, weight, bias, stride, padding, dilation, groups)
     if ndim(weight) == 3:  # conv1d as conv2d over a height of 1
         x4 = call(ctx, "expand_dims", x, 2)
         w4 = call(ctx, "expand_dims", weight, 2)
@@ -202,6 +204,52 @@ def conv2d(ctx: Importer, x, weight, bias, stride, padding, dilation, groups: in
     if bias is None:
         return out
     return emit_binary(ctx, "add", out, reshape(ctx, bias, [1, shape_of(bias)[0], 1, 1]))
+
+
+def conv3d(ctx: Importer, x, weight, bias, stride, padding, dilation, groups: int):
+    """NCDHW / OIDHW convolution as one 2-D convolution per depth tap of the filter: the depth
+    slices a tap reads (strided) fold into the batch, N x OD images, and the taps' results add
+    up. A video model's 3x3x3 conv runs as three conv2d on the conv rule's blocked kernels
+    instead of a loop nest of its own; the depth padding is a pad of the input, the height and
+    width padding the conv2d's."""
+    from relaxmlir.frontend.rules.slicing import strided_slice
+
+    stride, dilation = make_pair(stride, 3), make_pair(dilation, 3)
+    kernel = shape_of(weight)[2:]
+    if padding == "valid":
+        padding = [0, 0, 0]
+    if padding == "same":
+        total = [d * (k - 1) for d, k in zip(dilation, kernel)]
+        low, high = [t // 2 for t in total], [t - t // 2 for t in total]
+    else:
+        low = high = make_pair(padding, 3)
+    channels, depth = shape_of(x)[1], shape_of(x)[2]
+    if not isinstance(depth, int):
+        raise NotImplementedError("conv3d over a symbolic depth (from the PyTorch frontend)")
+    if low[0] or high[0]:
+        x = call(ctx, "nn.pad", x, [0, 0, 0, 0, low[0], high[0], 0, 0, 0, 0], "constant", 0.0)
+    out_depth = (depth + low[0] + high[0] - dilation[0] * (kernel[0] - 1) - 1) // stride[0] + 1
+    if out_depth < 1:
+        raise ValueError(
+            f"conv3d: the input's depth {depth} (padded {depth + low[0] + high[0]}) is smaller "
+            f"than the filter's dilated depth {dilation[0] * (kernel[0] - 1) + 1}"
+        )
+    total = None
+    for tap in range(kernel[0]):
+        start = tap * dilation[0]
+        end = start + (out_depth - 1) * stride[0] + 1
+        xs = strided_slice(ctx, x, [2], [start], [end], [stride[0]])
+        xs = call(ctx, "permute_dims", xs, [0, 2, 1, 3, 4])
+        xs = reshape(ctx, xs, [-1, channels, *shape_of(x)[3:]])
+        ws = squeeze(ctx, strided_slice(ctx, weight, [2], [tap], [tap + 1]), [2])
+        pads = [low[1], low[2], high[1], high[2]]
+        y = conv2d(ctx, xs, ws, None, stride[1:], pads, dilation[1:], groups)
+        total = y if total is None else emit_binary(ctx, "add", total, y)
+    out = reshape(ctx, total, [-1, out_depth, *shape_of(total)[1:]])
+    out = call(ctx, "permute_dims", out, [0, 2, 1, 3, 4])
+    if bias is None:
+        return out
+    return emit_binary(ctx, "add", out, reshape(ctx, bias, [1, shape_of(bias)[0], 1, 1, 1]))
 
 
 def _pool_window(kernel, stride) -> tuple[list, list]:
@@ -331,7 +379,7 @@ def attention(ctx: Importer, q, k, v, mask=None, is_causal: bool = False, scale=
 
 
 def _conv(ctx: Importer, node: fx.Node):
-    """`F.conv2d(input, weight, bias, stride, padding, dilation, groups)` (also conv1d)."""
+    """`F.conv2d(input, weight, bias, stride, padding, dilation, groups)` (also conv1d, conv3d)."""
     x, w, b = first(ctx, node), ctx.arg(node, 1, "weight"), ctx.arg(node, 2, "bias")
     return conv2d(
         ctx,
@@ -413,6 +461,83 @@ def max_pool2d_indices(ctx: Importer, x, kernel, stride, padding, dilation, out_
             best = call(ctx, "where", better, tap, best)
             index = call(ctx, "where", better, at, index)
     return index
+
+
+def pool3d(ctx: Importer, x, kind: str, kernel, stride, padding, dilation=1, ceil_mode=False):
+    """3-D max / average pooling (NCDHW, or CDHW unbatched) as the 2-D pool of every depth slice
+    (the depth folded into the batch), then the depth window's taps (strided slices) reduced by
+    maximum or mean. An average counts the padding (torch's default count_include_pad)."""
+    from relaxmlir.frontend.rules.slicing import strided_slice
+
+    if ndim(x) == 4:
+        batched = call(ctx, "expand_dims", x, 0)
+        out = pool3d(ctx, batched, kind, kernel, stride, padding, dilation, ceil_mode)
+        return squeeze(ctx, out, [0])
+    kernel = make_pair(kernel, 3)
+    stride = make_pair(stride, 3) if stride not in (None, [], ()) else kernel
+    padding, dilation = make_pair(padding, 3), make_pair(dilation, 3)
+    channels, depth, height, width = shape_of(x)[1:]
+    if not isinstance(depth, int):
+        raise NotImplementedError(
+            f"{kind}_pool3d over a symbolic depth (from the PyTorch frontend)"
+        )
+    depth_first = call(ctx, "permute_dims", x, [0, 2, 1, 3, 4])
+    folded = reshape(ctx, depth_first, [-1, channels, height, width])
+    if kind == "max":
+        flat = max_pool2d(ctx, folded, kernel[1:], stride[1:], padding[1:], dilation[1:], ceil_mode)
+        dtype = np_dtype(x.struct_info.dtype)
+        fill = float("-inf") if dtype.kind in "fV" else int(np.iinfo(dtype).min)
+    else:
+        flat = avg_pool2d(ctx, folded, kernel[1:], stride[1:], padding[1:], ceil_mode, True)
+        fill = 0.0
+    y = reshape(ctx, flat, [-1, depth, channels, *shape_of(flat)[2:]])
+    k, st, pad, dil = kernel[0], stride[0], padding[0], dilation[0]
+    span = dil * (k - 1) + 1
+    out_depth = (depth + 2 * pad - span + (st - 1 if ceil_mode else 0)) // st + 1
+    if ceil_mode and (out_depth - 1) * st >= depth + pad:  # a window must start in the input
+        out_depth -= 1
+    high = max(pad, (out_depth - 1) * st + span - depth - pad)
+    if pad or high:
+        y = call(ctx, "nn.pad", y, [0, 0, pad, high, 0, 0, 0, 0, 0, 0], "constant", fill)
+    out = None
+    for tap in range(k):
+        begin = tap * dil
+        part = strided_slice(ctx, y, [1], [begin], [begin + (out_depth - 1) * st + 1], [st])
+        reduce_taps = "maximum" if kind == "max" else "add"
+        out = part if out is None else emit_binary(ctx, reduce_taps, out, part)
+    if kind == "avg" and k > 1:
+        out = emit_binary(ctx, "multiply", out, 1.0 / k)
+    return call(ctx, "permute_dims", out, [0, 2, 1, 3, 4])
+
+
+def _max_pool3d(ctx: Importer, node: fx.Node):
+    out = pool3d(
+        ctx, first(ctx, node), "max", ctx.arg(node, 1, "kernel_size"), ctx.arg(node, 2, "stride"),
+        ctx.arg(node, 3, "padding", 0), ctx.arg(node, 4, "dilation", 1),
+        ctx.arg(node, 5, "ceil_mode", False),
+    )  # fmt: skip
+    if ctx.arg(node, 6, "return_indices", False) or "with_indices" in str(node.target):
+
+        def indices():
+            raise NotImplementedError(f"the indices of max_pool3d at node '{node.name}'")
+
+        return out, Deferred(indices)
+    return out
+
+
+def _avg_pool3d(ctx: Importer, node: fx.Node):
+    options = {
+        "ceil_mode": ctx.arg(node, 4, "ceil_mode", False),
+        "count_include_pad=False": not ctx.arg(node, 5, "count_include_pad", True),
+        "divisor_override": ctx.arg(node, 6, "divisor_override") is not None,
+    }
+    unsupported = [name for name, on in options.items() if on]
+    if unsupported:
+        raise NotImplementedError(f"avg_pool3d with {', '.join(unsupported)} at node '{node.name}'")
+    return pool3d(
+        ctx, first(ctx, node), "avg", ctx.arg(node, 1, "kernel_size"), ctx.arg(node, 2, "stride"),
+        ctx.arg(node, 3, "padding", 0),
+    )  # fmt: skip
 
 
 def _avg_pool(ctx: Importer, node: fx.Node):
@@ -597,6 +722,11 @@ def conv_transpose(
     `stride - 1` zeros between its elements, padded by `dilation * (k - 1) - padding` (plus
     output_padding after), convolved with the kernel flipped and its channel axes swapped."""
     spatial = ndim(weight) - 2
+    if spatial > 2:
+        raise NotImplementedError(
+            f"conv_transpose{spatial}d (from the PyTorch frontend): transposed convolutions are "
+            "supported in 1-D and 2-D"
+        )
     if ndim(x) == spatial + 1:
         out = conv_transpose(
             ctx, call(ctx, "expand_dims", x, 0), weight, bias, stride, padding,
@@ -739,7 +869,7 @@ def _instance_norm(ctx: Importer, node: fx.Node):
     return channel_affine(ctx, out, weight, bias)
 
 
-register(_conv, F.conv2d, F.conv1d, aten.conv2d, aten.conv1d)
+register(_conv, F.conv3d, F.conv2d, F.conv1d, aten.conv3d, aten.conv2d, aten.conv1d)
 register(
     _conv_transpose,
     F.conv_transpose2d,
@@ -770,6 +900,11 @@ register(
     aten.max_pool2d_with_indices,
 )
 register(_avg_pool, F.avg_pool2d, aten.avg_pool2d)
+register(
+    _max_pool3d, F.max_pool3d, F.max_pool3d_with_indices, aten.max_pool3d,
+    aten.max_pool3d_with_indices,
+)  # fmt: skip
+register(_avg_pool3d, F.avg_pool3d, aten.avg_pool3d)
 register(
     _adaptive_avg_pool, F.adaptive_avg_pool2d, aten.adaptive_avg_pool2d, aten._adaptive_avg_pool2d
 )
