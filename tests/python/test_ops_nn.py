@@ -109,6 +109,21 @@ def test_conv3d_and_pool3d():
     check_ops(model, [_randn(1, 2, 6, 8, 8)], "Conv3d", rtol=1e-4, atol=1e-5)
 
 
+def test_adaptive_max_pool():
+    """Windows that do not divide the input (overlapping ones too), a kept axis (None), a
+    global max, unbatched and 1-D inputs; the indices only where asked for (fx: none)."""
+
+    def ops(x, s):
+        return (
+            F.adaptive_max_pool2d(x, (2, 3)), F.adaptive_max_pool2d(x, (4, None)),
+            F.adaptive_max_pool2d(x, 1), F.adaptive_max_pool2d(x[0], (5, 4)),
+            F.adaptive_max_pool1d(s, 4), F.adaptive_max_pool1d(s, 9),
+        )  # fmt: skip
+
+    check_ops(ops, [_randn(2, 3, 6, 7), _randn(2, 3, 9)], "adaptive_max_pool")
+    check_ops(nn.AdaptiveMaxPool2d((3, 2)), [_randn(1, 2, 7, 5)], "AdaptiveMaxPool2d")
+
+
 def test_conv_transpose():
     """conv_transpose2d/1d with stride, padding, output_padding, groups and dilation; weights as
     graph inputs here (the kernel is flipped in the graph) and as module constants below. A

@@ -357,6 +357,49 @@ def adaptive_avg_pool2d(ctx: Importer, x, output_size):
     return call(ctx, "nn.adaptive_avg_pool2d", x, size)
 
 
+def adaptive_max_pool(ctx: Importer, x, output_size, spatial: int):
+    """Adaptive max pooling over the last `spatial` axes: output i of an axis of n takes the
+    maximum of [floor(i * n / m), ceil((i + 1) * n / m)) (torch's windows). The windows are
+    rectangles, so the maximum is separable: one axis at a time, one slice + max per output
+    index (an axis the output divides is a plain strided max pool)."""
+    from relaxmlir.frontend.rules.slicing import strided_slice
+
+    sizes = make_pair(output_size, spatial)
+    for k, m in enumerate(sizes):
+        a = ndim(x) - spatial + k
+        n = shape_of(x)[a]
+        m = n if m is None else m
+        if not isinstance(n, int):
+            raise NotImplementedError(
+                f"adaptive_max_pool{spatial}d over a symbolic size (from the PyTorch frontend)"
+            )
+        if m == n:
+            continue
+        parts = []
+        for i in range(m):
+            lo, hi = (i * n) // m, -(-((i + 1) * n) // m)
+            window = strided_slice(ctx, x, [a], [lo], [hi])
+            parts.append(call(ctx, "max", window, [a], True))
+        x = parts[0] if m == 1 else call(ctx, "concat", parts, a)
+    return x
+
+
+def _adaptive_max_pool(spatial: int) -> Rule:
+    def rule(ctx: Importer, node: fx.Node):
+        out = adaptive_max_pool(ctx, first(ctx, node), ctx.arg(node, 1, "output_size"), spatial)
+        if ctx.arg(node, 2, "return_indices", False) or str(node.target).startswith("aten."):
+
+            def indices():
+                raise NotImplementedError(
+                    f"the indices of adaptive_max_pool{spatial}d at node '{node.name}'"
+                )
+
+            return out, Deferred(indices)
+        return out
+
+    return rule
+
+
 def attention_scores(ctx: Importer, q, k, scale=None):
     """`q @ k^T * scale` over the last two axes; the scale defaults to 1/sqrt(head size)."""
     scale = 1.0 / float(np.sqrt(shape_of(q)[-1])) if scale is None else float(scale)
@@ -905,6 +948,14 @@ register(
     aten.max_pool3d_with_indices,
 )  # fmt: skip
 register(_avg_pool3d, F.avg_pool3d, aten.avg_pool3d)
+register(
+    _adaptive_max_pool(2), F.adaptive_max_pool2d, F.adaptive_max_pool2d_with_indices,
+    aten.adaptive_max_pool2d,
+)  # fmt: skip
+register(
+    _adaptive_max_pool(1), F.adaptive_max_pool1d, F.adaptive_max_pool1d_with_indices,
+    aten.adaptive_max_pool1d,
+)  # fmt: skip
 register(
     _adaptive_avg_pool, F.adaptive_avg_pool2d, aten.adaptive_avg_pool2d, aten._adaptive_avg_pool2d
 )
