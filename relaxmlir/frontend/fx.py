@@ -14,7 +14,15 @@ import numpy as np
 import torch
 from torch import fx, nn
 
-from relaxmlir.frontend.importer import Deferred, Importer, Rule, dtype_str, target_name
+from relaxmlir.frontend.importer import (
+    CONVERTERS,
+    Deferred,
+    Importer,
+    Rule,
+    dtype_str,
+    target_name,
+    to_numpy,
+)
 from relaxmlir.frontend.rules.common import call, emit_binary, first, ndim, shape_of
 from relaxmlir.frontend.rules.elementwise import gelu, where
 from relaxmlir.frontend.rules.nn import (
@@ -36,7 +44,7 @@ from relaxmlir.frontend.rules.resize import pad
 from relaxmlir.frontend.rules.shape import flatten, reshape, squeeze, transpose, unflatten
 from relaxmlir.frontend.rules.slicing import strided_slice
 from relaxmlir.ir import IRModule
-from relaxmlir.relax.expr import Constant, Var, const
+from relaxmlir.relax.expr import Constant, Expr, Var, const
 from relaxmlir.relax.struct_info import TensorStructInfo
 
 ModuleRule = Callable[[Importer, fx.Node, nn.Module], Any]
@@ -386,7 +394,7 @@ def _inline_module(ctx: Importer, node: fx.Node, module: nn.Module):
                     else value
                 )
             elif sub.op in ("call_function", "call_method"):
-                ctx.env[sub] = ctx.translate(sub)
+                ctx.env[sub] = _translate(ctx, sub)
             elif sub.op == "call_module":
                 child = sub_modules[sub.target]
                 ctx.env[sub] = _module_rule(child, {}, sub)(ctx, sub, child)
@@ -473,7 +481,7 @@ def from_fx(
             elif node.op == "get_attr":
                 ctx.env[node] = _get_attr(ctx, gm, node)
             elif node.op in ("call_function", "call_method"):
-                ctx.env[node] = ctx.translate(node)
+                ctx.env[node] = _translate(ctx, node)
             elif node.op == "call_module":
                 module = modules[node.target]
                 ctx.env[node] = _module_rule(module, user_modules, node)(ctx, node, module)
@@ -482,6 +490,67 @@ def from_fx(
         raise ValueError("from_fx: the graph has no output node")
 
     return ctx.build(body)
+
+
+def _translate(ctx: Importer, node: fx.Node) -> Any:
+    """A call by its rule, else, for a torch function or method with no rule of its own, by
+    torch's decomposition of it into core ATen ops (`_decomposed`)."""
+    try:
+        return ctx.translate(node)
+    except NotImplementedError as exc:
+        try:
+            ctx.rule_for(node)
+        except NotImplementedError:
+            return _decomposed(ctx, node, exc)
+        raise  # the op's own rule refused these arguments
+
+
+def _decomposed(ctx: Importer, node: fx.Node, unsupported: NotImplementedError) -> Any:
+    """`node` traced by torch (make_fx over fake tensors of its arguments' shapes and dtypes,
+    with the decompositions that from_exported_program applies), its ATen ops translated one by
+    one by their rules: from_fx takes what torch.export's decompositions take (F.glu,
+    F.pixel_unshuffle, F.rms_norm, ...) without a rule per function. Static shapes only."""
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from relaxmlir.frontend.exported_program import _functional_rule, decomposition_table
+
+    args, kwargs = ctx.retrieve(node.args), ctx.retrieve(node.kwargs)
+    exprs: list = []
+    fx.node.map_aggregate((args, kwargs), lambda v: exprs.append(v) if isinstance(v, Expr) else v)
+    examples = []
+    for e in exprs:
+        sinfo = e.struct_info
+        if not isinstance(sinfo, TensorStructInfo) or not all(isinstance(d, int) for d in sinfo.shape):
+            raise unsupported from None
+        examples.append(torch.empty(sinfo.shape, dtype=getattr(torch, sinfo.dtype)))
+
+    def call_target(*tensors):
+        it = iter(tensors)
+        a, k = fx.node.map_aggregate((args, kwargs), lambda v: next(it) if isinstance(v, Expr) else v)
+        return getattr(a[0], node.target)(*a[1:], **k) if isinstance(node.target, str) else node.target(*a, **k)
+
+    try:
+        gm = make_fx(call_target, decomposition_table=decomposition_table(), tracing_mode="fake")(
+            *examples
+        )
+    except Exception:  # noqa: BLE001  (torch cannot trace it: the op stays unsupported)
+        raise unsupported from None
+    placeholders = iter(exprs)
+    for sub in gm.graph.nodes:
+        if sub.op == "placeholder":
+            ctx.env[sub] = next(placeholders)
+        elif sub.op == "get_attr":
+            ctx.env[sub] = const(to_numpy(getattr(gm, sub.target)))
+        elif sub.op == "call_function":
+            # an in-place step of the decomposition on its own temporary (rms_norm's add_)
+            twin = None if sub.target in CONVERTERS else _functional_rule(sub)
+            try:
+                ctx.env[sub] = twin(ctx, sub) if twin is not None else ctx.translate(sub)
+            except NotImplementedError as exc:
+                raise NotImplementedError(f"{unsupported}; torch decomposes it into: {exc}") from None
+        elif sub.op == "output":
+            return ctx.retrieve(sub.args[0])
+    raise ValueError(f"from_fx: the decomposition of node '{node.name}' has no output")
 
 
 def _user_function_rule(fn: Callable) -> Rule:

@@ -410,11 +410,37 @@ def test_unsupported_function_raises():
 
 
 def test_unsupported_module_raises():
-    model = nn.Sequential(nn.PixelShuffle(2))
+    model = nn.Sequential(nn.EmbeddingBag(10, 4))
     with pytest.raises(
-        NotImplementedError, match=r"unsupported torch op '.*PixelShuffle' at node '_0' \(from_fx\)"
+        NotImplementedError, match=r"unsupported torch op '.*EmbeddingBag' at node '_0' \(from_fx\)"
     ):
-        from_fx(model, [(1, 4, 2, 2)])
+        from_fx(model, [(2, 3)], input_dtypes=["int64"])
+
+
+def test_functions_without_rules_import_by_torch_decomposition():
+    """A torch function or module with no rule of its own is traced by torch into core ATen
+    ops (the decompositions from_exported_program applies) and imported op by op: functions
+    (an in-place step inside rms_norm's decomposition too) and modules whose forward calls
+    them. Where the ATen ops have no rule either, the error names both."""
+
+    def ops(x, y):
+        return (
+            F.pixel_unshuffle(x, 2), F.glu(y, -1), F.rms_norm(y, [6]), torch.channel_shuffle(x, 2),
+            F.lp_pool1d(y, 2, 2),
+        )  # fmt: skip
+
+    x, y = torch.randn(1, 4, 4, 6), torch.randn(3, 4, 6)
+    model = Fn(ops, 2)
+    got = run(from_fx(model, [x.shape, y.shape]), x, y)
+    for g, want in zip(got, model(x, y), strict=True):
+        np.testing.assert_allclose(g, want.numpy(), rtol=RTOL, atol=ATOL)
+    shuffle = nn.Sequential(nn.PixelUnshuffle(2), nn.ChannelShuffle(4))
+    np.testing.assert_allclose(
+        run(from_fx(shuffle, [x.shape]), x)[0], shuffle(x).numpy(), rtol=RTOL, atol=ATOL
+    )
+    bag = Fn(lambda i, w: F.embedding_bag(i, w), 2)
+    with pytest.raises(NotImplementedError, match=r"bag.*torch decomposes it into.*_embedding_bag"):
+        from_fx(bag, [(2, 3), (10, 4)], input_dtypes=["int64", "float32"])
 
 
 def test_user_map_extends_unsupported():
