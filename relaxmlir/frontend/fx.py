@@ -520,14 +520,19 @@ def _decomposed(ctx: Importer, node: fx.Node, unsupported: NotImplementedError) 
     examples = []
     for e in exprs:
         sinfo = e.struct_info
-        if not isinstance(sinfo, TensorStructInfo) or not all(isinstance(d, int) for d in sinfo.shape):
+        static = isinstance(sinfo, TensorStructInfo) and all(isinstance(d, int) for d in sinfo.shape)
+        if not static:
             raise unsupported from None
         examples.append(torch.empty(sinfo.shape, dtype=getattr(torch, sinfo.dtype)))
 
     def call_target(*tensors):
         it = iter(tensors)
-        a, k = fx.node.map_aggregate((args, kwargs), lambda v: next(it) if isinstance(v, Expr) else v)
-        return getattr(a[0], node.target)(*a[1:], **k) if isinstance(node.target, str) else node.target(*a, **k)
+        a, k = fx.node.map_aggregate(
+            (args, kwargs), lambda v: next(it) if isinstance(v, Expr) else v
+        )
+        if isinstance(node.target, str):  # a method
+            return getattr(a[0], node.target)(*a[1:], **k)
+        return node.target(*a, **k)
 
     try:
         gm = make_fx(call_target, decomposition_table=decomposition_table(), tracing_mode="fake")(
@@ -547,7 +552,8 @@ def _decomposed(ctx: Importer, node: fx.Node, unsupported: NotImplementedError) 
             try:
                 ctx.env[sub] = twin(ctx, sub) if twin is not None else ctx.translate(sub)
             except NotImplementedError as exc:
-                raise NotImplementedError(f"{unsupported}; torch decomposes it into: {exc}") from None
+                message = f"{unsupported}; torch decomposes it into: {exc}"
+                raise NotImplementedError(message) from None
         elif sub.op == "output":
             return ctx.retrieve(sub.args[0])
     raise ValueError(f"from_fx: the decomposition of node '{node.name}' has no output")
