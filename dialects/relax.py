@@ -412,6 +412,97 @@ class Log10(_Unary):
 
 
 @RELAX.op
+class Tan(_Unary):
+    """Elementwise tangent (float)."""
+
+    mnemonic = "tan"
+
+
+@RELAX.op
+class Asin(_Unary):
+    """Elementwise arcsine (float; NaN outside [-1, 1])."""
+
+    mnemonic = "asin"
+
+
+@RELAX.op
+class Acos(_Unary):
+    """Elementwise arccosine (float; NaN outside [-1, 1])."""
+
+    mnemonic = "acos"
+
+
+@RELAX.op
+class Atan(_Unary):
+    """Elementwise arctangent (float)."""
+
+    mnemonic = "atan"
+
+
+@RELAX.op
+class Sinh(_Unary):
+    """Elementwise hyperbolic sine (float)."""
+
+    mnemonic = "sinh"
+
+
+@RELAX.op
+class Cosh(_Unary):
+    """Elementwise hyperbolic cosine (float)."""
+
+    mnemonic = "cosh"
+
+
+@RELAX.op
+class Asinh(_Unary):
+    """Elementwise inverse hyperbolic sine (float)."""
+
+    mnemonic = "asinh"
+
+
+@RELAX.op
+class Acosh(_Unary):
+    """Elementwise inverse hyperbolic cosine (float; NaN below 1)."""
+
+    mnemonic = "acosh"
+
+
+@RELAX.op
+class Atanh(_Unary):
+    """Elementwise inverse hyperbolic tangent (float; NaN outside [-1, 1])."""
+
+    mnemonic = "atanh"
+
+
+@RELAX.op
+class Exp2(_Unary):
+    """Elementwise `2**x` (float)."""
+
+    mnemonic = "exp2"
+
+
+@RELAX.op
+class IsNan(_Unary):
+    """Elementwise `x != x`, a bool tensor (all false on integers)."""
+
+    mnemonic = "isnan"
+
+
+@RELAX.op
+class IsInf(_Unary):
+    """Elementwise `|x| == inf`, a bool tensor (all false on integers)."""
+
+    mnemonic = "isinf"
+
+
+@RELAX.op
+class IsFinite(_Unary):
+    """Elementwise neither NaN nor infinite, a bool tensor (all true on integers)."""
+
+    mnemonic = "isfinite"
+
+
+@RELAX.op
 class LogicalNot(_Unary):
     """Elementwise logical not of a bool tensor."""
 
@@ -545,6 +636,34 @@ class FloorMod(_Binary):
 
 
 @RELAX.op
+class Mod(_Binary):
+    """`lhs - trunc(lhs / rhs) * rhs` (sign of the dividend, C's fmod and torch.fmod)."""
+
+    mnemonic = "mod"
+
+
+@RELAX.op
+class Atan2(_Binary):
+    """Elementwise arctangent of `lhs / rhs` in the quadrant of (rhs, lhs) (float)."""
+
+    mnemonic = "atan2"
+
+
+@RELAX.op
+class Hypot(_Binary):
+    """Elementwise `sqrt(lhs**2 + rhs**2)` without overflow (float)."""
+
+    mnemonic = "hypot"
+
+
+@RELAX.op
+class Copysign(_Binary):
+    """Elementwise `|lhs|` with the sign bit of `rhs` (float)."""
+
+    mnemonic = "copysign"
+
+
+@RELAX.op
 class Power(_Binary):
     """`lhs ** rhs` (float)."""
 
@@ -619,6 +738,13 @@ class LogicalOr(_Binary):
     """Elementwise logical or of bool tensors."""
 
     mnemonic = "logical_or"
+
+
+@RELAX.op
+class LogicalXor(_Binary):
+    """Elementwise logical exclusive or of bool tensors."""
+
+    mnemonic = "logical_xor"
 
 
 @RELAX.op

@@ -251,7 +251,8 @@ def _fuse_elementwise(func_op: ir.Operation, views: bool) -> tuple[ir.Module, ir
 # hard sigmoid, x / 6, kept apart ran 6% slower at 2 threads).
 _COSTLY = {
     "math.exp", "math.exp2", "math.expm1", "math.log", "math.log1p", "math.log2", "math.tanh",
-    "math.erf", "math.powf", "math.sin", "math.cos", "math.atan", "math.atan2",
+    "math.erf", "math.powf", "math.sin", "math.cos", "math.atan", "math.atan2", "math.tan",
+    "math.asin", "math.acos", "math.sinh", "math.cosh", "math.asinh", "math.acosh", "math.atanh",
 }  # fmt: skip
 # A consumer this many times larger than a costly producer's result keeps that result apart.
 BROADCAST_GUARD = 4

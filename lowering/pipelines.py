@@ -166,6 +166,7 @@ def cuda_stages(target: Target) -> "Stages":
             "gpu-kernel-outlining",  # gpu.launch -> gpu.module + gpu.launch_func
             "relax-gpu-min-blocks",  # ... as the kernel's register cap (nvvm.maxnreg)
             "relax-gpu-align-shared",  # shared tiles on 16 bytes (vector accesses)
+            "relax-gpu-fmod",  # arith.remf -> libdevice's fmod (NVVM lowering refuses llvm.frem)
             "relax-gpu-host-memory",  # host buffers live on the device (gpu.alloc, gpu.memcpy)
             "relax-gpu-record-constants",  # constant sizes, for the device copies after LLVM
         ]),  # fmt: skip

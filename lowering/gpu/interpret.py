@@ -892,6 +892,14 @@ _LEAF: dict[str, Callable] = {
     ),
     "math.cosh": _typed_unary(lambda x: pymath.cosh(x) if abs(x) < 710 else pymath.inf),
     "math.asinh": _typed_unary(pymath.asinh),
+    "math.acosh": _typed_unary(lambda x: pymath.acosh(x) if x >= 1 else pymath.nan),
+    "math.atanh": _typed_unary(
+        lambda x: (
+            pymath.atanh(x)
+            if -1 < x < 1
+            else (pymath.copysign(pymath.inf, x) if abs(x) == 1 else pymath.nan)
+        )
+    ),
     "math.log2": _typed_unary(
         lambda x: pymath.log2(x) if x > 0 else (-pymath.inf if x == 0 else pymath.nan)
     ),

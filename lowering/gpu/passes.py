@@ -407,6 +407,53 @@ def align_shared():
     return run
 
 
+# libdevice's C fmod by float width (16-bit floats go through f32: fmod is exact there)
+_LIBDEVICE_FMOD = {32: "__nv_fmodf", 64: "__nv_fmod"}
+
+
+@register_pass(
+    "relax-gpu-fmod",
+    "after outlining: arith.remf in device code -> a call of libdevice's fmod",
+)
+def libdevice_fmod():
+    """`relax.mod` (torch.fmod) is `arith.remf`. NVVM lowering maps remf to `__nv_fmodf` only
+    while it is still arith, but the module-wide arith-to-llvm runs first and leaves an
+    `llvm.frem`, which NVVM lowering refuses: the call is made here, as it would make it."""
+
+    def run(module_op: ir.Operation) -> None:
+        f32 = ir.F32Type.get(module_op.context)
+        for gpu_module in _walk(module_op, ("gpu.module",)):
+            body = gpu_module.regions[0].blocks[0]
+            declared = {
+                ir.StringAttr(op.attributes["sym_name"]).value
+                for op in body.operations
+                if op.operation.name == "llvm.func"
+            }
+            for op in _walk(gpu_module, ("arith.remf",)):
+                t = op.results[0].type
+                if not isinstance(t, ir.FloatType):
+                    raise PassError("relax-gpu-fmod: a vector arith.remf in device code", op)
+                wide = t if t.width in _LIBDEVICE_FMOD else f32
+                name = _LIBDEVICE_FMOD[wide.width]
+                if name not in declared:
+                    decl = ir.Operation.parse(
+                        f"llvm.func @{name}({wide}, {wide}) -> {wide}", context=module_op.context
+                    )
+                    ir.InsertionPoint.at_block_begin(body).insert(decl)
+                    declared.add(name)
+                with op.location, ir.InsertionPoint(op):
+                    a, b = op.operands[0], op.operands[1]
+                    if wide != t:
+                        a, b = arith.extf(wide, a), arith.extf(wide, b)
+                    out = llvm.call(wide, [a, b], [], [], callee=name)
+                    if wide != t:
+                        out = arith.truncf(t, out)
+                op.results[0].replace_all_uses_with(out)
+                op.erase()
+
+    return run
+
+
 @register_pass(
     "relax-gpu-host-memory",
     "host-side buffers -> device memory: memref.alloc/dealloc/copy -> gpu.alloc/dealloc/memcpy",

@@ -114,6 +114,8 @@ BINARY: Dict[str, tuple] = {
     "min": (arith.minimumf, arith.minsi, arith.minui),
     "max": (arith.maximumf, arith.maxsi, arith.maxui),
     "pow": (math.powf, _int_pow, _uint_pow),
+    "atan2": (math.atan2, None, None),
+    "copysign": (math.copysign, None, None),
     "and": (None, arith.andi, arith.andi),
     "or": (None, arith.ori, arith.ori),
     "xor": (None, arith.xori, arith.xori),
@@ -140,7 +142,9 @@ UNARY: Dict[str, Callable] = {
     "exp": math.exp, "exp2": math.exp2, "log": math.log, "log2": math.log2,
     "log10": math.log10, "log1p": math.log1p, "sqrt": math.sqrt, "rsqrt": math.rsqrt,
     "tanh": math.tanh, "erf": math.erf, "sin": math.sin, "cos": math.cos, "tan": math.tan,
-    "atan": math.atan, "sinh": math.sinh, "cosh": math.cosh, "sigmoid": _sigmoid,
+    "asin": math.asin, "acos": math.acos, "atan": math.atan, "sinh": math.sinh,
+    "cosh": math.cosh, "asinh": math.asinh, "acosh": math.acosh, "atanh": math.atanh,
+    "sigmoid": _sigmoid,
     "floor": math.floor, "ceil": math.ceil, "round": math.roundeven, "trunc": math.trunc,
     "abs": math.absf,
 }
@@ -261,9 +265,14 @@ def _var_index(em: Emitter, e: Expr) -> ir.Value:
 
 def _binary(em: Emitter, e: Expr) -> ir.Value:
     a, b = (em.value(x) for x in e.args)
-    fn = BINARY[e.op][_column(e.args[0].dtype)]
+    dtype = e.args[0].dtype
+    fn = BINARY[e.op][_column(dtype)]
     if fn is None:
-        raise ValueError(f"te: '{e.op}' is not defined for ({e.args[0].dtype})")
+        raise ValueError(f"te: '{e.op}' is not defined for ({dtype})")
+    if e.op in E.FLOAT_BINARY_INTRINSICS and E.bits(dtype) < 32:
+        # as for the unary intrinsics: libm has no f16/bf16 atan2, so it runs in f32
+        f32 = ir.F32Type.get()
+        return arith.truncf(a.type, fn(arith.extf(f32, a), arith.extf(f32, b)))
     return fn(a, b)
 
 

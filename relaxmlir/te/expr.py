@@ -10,7 +10,10 @@ DTYPES = ("bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32"
 
 # Elementwise math intrinsics: te function name -> expression op (codegen has the lowering).
 FLOAT_INTRINSICS = ("exp", "exp2", "log", "log2", "log10", "log1p", "sqrt", "rsqrt", "tanh",
-                    "sigmoid", "erf", "sin", "cos", "tan", "atan", "sinh", "cosh")
+                    "sigmoid", "erf", "sin", "cos", "tan", "asin", "acos", "atan", "sinh", "cosh",
+                    "asinh", "acosh", "atanh")
+# Binary float intrinsics (math dialect ops of two operands).
+FLOAT_BINARY_INTRINSICS = ("atan2", "copysign")
 ROUNDING_INTRINSICS = ("floor", "ceil", "round", "trunc")
 
 
@@ -269,6 +272,40 @@ def power(a: Any, b: Any) -> Expr:
     return binary("pow", a, b)
 
 
+def _float_binary(name: str):
+    def fn(a: Any, b: Any) -> Expr:
+        a, b = _operands(a, b)
+        if kind(a.dtype) != "f":
+            raise ValueError(f"te.{name}: expected float expressions, got ({a.dtype})")
+        return Expr(name, a.dtype, (a, b))
+
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise `{name}(a, b)` (TVM's `tir.{name}`; float operands)."
+    return fn
+
+
+atan2 = _float_binary("atan2")
+copysign = _float_binary("copysign")
+
+
+def isnan(x: Any) -> Expr:
+    """`x != x` (only NaN compares unequal to itself); false for integers, as in TVM."""
+    x = convert(x)
+    return x != x if kind(x.dtype) == "f" else const(False, "bool")
+
+
+def isinf(x: Any) -> Expr:
+    """`|x| == inf`; false for integers."""
+    x = convert(x)
+    return abs(x) == const(float("inf"), x.dtype) if kind(x.dtype) == "f" else const(False, "bool")
+
+
+def isfinite(x: Any) -> Expr:
+    """`|x| < inf` (false for NaN, which compares false); true for integers."""
+    x = convert(x)
+    return abs(x) < const(float("inf"), x.dtype) if kind(x.dtype) == "f" else const(True, "bool")
+
+
 def call(name: str, x: Any) -> Expr:
     """A unary math intrinsic; float-only ones reject integer inputs as TVM's LLVM rules do."""
     x = convert(x)
@@ -307,9 +344,14 @@ erf = _unary("erf")
 sin = _unary("sin")
 cos = _unary("cos")
 tan = _unary("tan")
+asin = _unary("asin")
+acos = _unary("acos")
 atan = _unary("atan")
 sinh = _unary("sinh")
 cosh = _unary("cosh")
+asinh = _unary("asinh")
+acosh = _unary("acosh")
+atanh = _unary("atanh")
 floor = _unary("floor")
 ceil = _unary("ceil")
 round = _unary("round")

@@ -62,6 +62,9 @@ divide = binary("divide", lambda a, b: a / b)
 floor_divide = binary("floor_divide", te.floordiv)
 floor_mod = binary("floor_mod", te.floormod)
 power = binary("power", te.power)
+mod = binary("mod", te.truncmod)  # C's fmod on floats: the sign of the dividend
+atan2 = binary("atan2", te.atan2)
+copysign = binary("copysign", te.copysign)
 maximum = binary("maximum", te.max)
 minimum = binary("minimum", te.min)
 equal = binary("equal", lambda a, b: a == b)
@@ -73,9 +76,31 @@ greater_equal = binary("greater_equal", lambda a, b: a >= b)
 # NOTE: bool tensors are bytes at the graph level, so a bool input may arrive as int8 0/1
 logical_and = binary("logical_and", lambda a, b: te.all(truth(a), truth(b)))
 logical_or = binary("logical_or", lambda a, b: te.any(truth(a), truth(b)))
+logical_xor = binary("logical_xor", lambda a, b: truth(a) != truth(b))
 bitwise_and = binary("bitwise_and", lambda a, b: a & b)
 bitwise_or = binary("bitwise_or", lambda a, b: a | b)
 bitwise_xor = binary("bitwise_xor", lambda a, b: a ^ b)
+
+
+def _hypot(a, b):
+    """`sqrt(a*a + b*b)` in float64 for 32-bit (and narrower) floats, where the squares neither
+    overflow nor lose digits (glibc's hypotf); float64 scales by the larger magnitude. Infinite
+    wins over NaN, as in C."""
+    dtype = a.dtype
+    inf = te.const(float("inf"), dtype)
+    if dtype != "float64":
+        wa, wb = (te.cast(te.cast(v, "float32"), "float64") for v in (a, b))
+        out = te.cast(te.cast(te.sqrt(wa * wa + wb * wb), "float32"), dtype)
+    else:
+        big, small = te.max(te.abs(a), te.abs(b)), te.min(te.abs(a), te.abs(b))
+        ratio = small / big
+        one = te.const(1.0, dtype)
+        scaled = big * te.sqrt(one + ratio * ratio)
+        out = te.if_then_else(big == te.const(0.0, dtype), big, scaled)
+    return te.if_then_else(te.any(te.isinf(a), te.isinf(b)), inf, out)
+
+
+hypot = binary("hypot", _hypot)
 
 
 def truth(v):

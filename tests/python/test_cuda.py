@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import re
 
+import numpy as np
 import pytest
 import torch
 from test_frontend_fx import import_model
@@ -269,6 +270,40 @@ def test_scalar_result_is_one_thread_kernel():
     ex = relax.build(bb.get(), target="cuda")
     assert schedules(ex) == {"serial"}
     check_ptx(ex)
+
+
+def test_fmod_and_inverse_functions_through_libdevice():
+    """relax.mod (torch.fmod) is arith.remf, which NVVM lowering refused once arith-to-llvm had
+    made it an llvm.frem ("explicitly marked illegal"): relax-gpu-fmod calls libdevice's fmod.
+    atan2, hypot, copysign and the inverse trig and hyperbolic functions are libdevice calls
+    too. The kernels, interpreted, give numpy's answers."""
+    from relaxmlir.tools.gpu_interpret import interpret
+
+    op = relax.op
+    x, y = (relax.Var(n, relax.TensorStructInfo((8, 33), "float32")) for n in "xy")
+    bb = relax.BlockBuilder()
+    with bb.function("main", [x, y]):
+        with bb.dataflow():
+            terms = [
+                op.mod(x, y), op.atan2(x, y), op.hypot(x, y), op.copysign(x, y), op.asinh(x),
+                op.atan(op.tan(y)), op.acos(op.multiply(op.sin(x), 0.5)), op.atanh(op.cos(y)),
+            ]  # fmt: skip
+            total = terms[0]
+            for t in terms[1:]:
+                total = bb.emit(op.add(total, t))
+            out = bb.emit_output(total)
+        bb.emit_func_output(out)
+    mod = bb.get()
+    check_ptx(relax.build(mod, target="cuda"))
+    rng = np.random.default_rng(0)
+    a, b = (rng.standard_normal((8, 33)).astype("float32") * 3 for _ in range(2))
+    got = np.zeros_like(a)
+    interpret(mod, a, b, got, target="cuda")
+    want = (
+        np.fmod(a, b) + np.arctan2(a, b) + np.hypot(a, b) + np.copysign(a, b) + np.arcsinh(a)
+        + np.arctan(np.tan(b)) + np.arccos(np.sin(a) * 0.5) + np.arctanh(np.cos(b))
+    )  # fmt: skip
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4)
 
 
 def test_packed_functions_are_refused():

@@ -47,7 +47,7 @@ FAST_OPS = {
     "where": 2, "sum": 4, "argmax": 3, "softmax": 3, "nn.functional.group_norm": 2,
     "nn.functional.pad": 4, "nn.functional.conv2d": 3, "nn.functional.avg_pool2d": 3,
     "transpose": 3, "squeeze": 4, "cumsum": 2, "sort": 2, "gather": 2, "roll": 3, "flip": 2,
-    "einsum": 3, "native_layer_norm": 2, "_native_batch_norm_legit": 2,
+    "einsum": 3, "native_layer_norm": 2, "_native_batch_norm_legit": 2, "atan2": 2, "isnan": 2,
 }  # fmt: skip
 
 

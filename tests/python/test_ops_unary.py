@@ -111,3 +111,109 @@ def test_empty_and_scalar_tensors():
         [s, e],
         "empty_scalar",
     )
+
+
+# domain edges of the inverse functions (asin/acos/atanh at +-1 and just past, acosh at 1),
+# signed zeros, a subnormal-free tiny value and magnitudes where naive formulas overflow
+EDGES = torch.tensor(
+    [-1.0, 1.0, -1.0000001, 1.0000001, 0.99999994, -0.99999994, 0.0, -0.0, 1e-30, -1e-30, 1e-5,
+     0.5, -0.5, 2.0, 1e20, -1e20, 3e38, float("nan"), float("inf"), -float("inf")]
+)  # fmt: skip
+
+
+def test_trig_and_hyperbolic():
+    """tan, the inverse trig functions, the hyperbolic ones and their inverses, exp2, through
+    each spelling torch has (functions, aliases, Tensor methods)."""
+
+    def ops(s, e, y):
+        return (
+            torch.tan(s), torch.tan(y), torch.asin(e), torch.arcsin(y / 10), e.acos(),
+            (y / 10).arccos(), torch.atan(s), torch.arctan(e), torch.sinh(s), y.sinh(),
+            torch.cosh(s), torch.cosh(e), torch.asinh(s), torch.arcsinh(e), torch.acosh(e),
+            torch.arccosh(y.abs() + 1), torch.atanh(e), (y / 10).arctanh(), torch.exp2(s),
+            torch.special.exp2(y), e.exp2(),
+        )  # fmt: skip
+
+    check_ops(ops, [SPECIAL, EDGES, _random(3, 5)], "trig", rtol=2e-6, atol=1e-30)
+
+
+def test_float_binary_ops():
+    """atan2 (every quadrant, signed zeros, infinities), hypot (no overflow of the squares,
+    inf beats NaN), copysign (Tensor and Scalar overloads, -0.0 as a sign), fmod (the sign of
+    the dividend, unlike remainder) with broadcasting operands."""
+    a = torch.tensor([0.0, -0.0, 1.0, -1.0, float("inf"), -float("inf"), float("nan"), 1e30, 5.5])
+    a = a[:, None]  # (9, 1) against (9,): every pair
+    b = torch.tensor([0.0, -0.0, 2.0, -2.0, float("inf"), -float("inf"), float("nan"), 1e30, 1.5])
+
+    def ops(a, b, y):
+        return (
+            torch.atan2(a, b), torch.arctan2(y, y.flip(0)), torch.hypot(a, b), y.hypot(y * 3),
+            torch.copysign(a, b), torch.copysign(y, -2.0), y.copysign(0.0), torch.fmod(a, b),
+            torch.fmod(y, 1.5), y.fmod(-2), torch.remainder(y, 1.5), torch.fmod(y, y.flip(1)),
+        )  # fmt: skip
+
+    check_ops(ops, [a, b, _random(4, 6)], "float_binary", rtol=2e-6, atol=1e-30)
+
+
+def test_integer_operands():
+    """fmod stays integral (truncated, the sign of the dividend); atan2 and copysign compute in
+    float32; a float scalar makes fmod float; unary float ops of integers are float32."""
+    i = torch.tensor([[7, -7, 0, 5], [-3, 9, -8, 1]])
+    j = torch.tensor([3, 3, -4, -2])
+
+    def ops(i, j):
+        return (
+            torch.fmod(i, j), torch.fmod(i, 3), torch.fmod(i, 2.5), torch.atan2(i, j),
+            torch.copysign(i, j), torch.copysign(i, -1), torch.hypot(i.float(), j.float()),
+            torch.tan(i), torch.asinh(i), torch.exp2(i),
+        )  # fmt: skip
+
+    check_ops(ops, [i, j], "int_operands", rtol=2e-6)
+
+
+def test_float_predicates():
+    """isnan/isinf/isfinite/isposinf/isneginf give bool tensors; integers are never NaN or
+    infinite; logical_xor takes the truth of any dtype; where() of two python scalars has
+    torch's dtype (float32, int64)."""
+    i = torch.tensor([0, 3, -5])
+
+    def ops(s, i, y):
+        return (
+            torch.isnan(s), torch.isinf(s), torch.isfinite(s), torch.isposinf(s), s.isneginf(),
+            torch.isnan(i), torch.isinf(i), i.isfinite(), torch.isposinf(i), torch.isneginf(i),
+            torch.logical_xor(s, y[:1]), torch.logical_xor(i, i > 0), (s > 0).logical_xor(s < 1),
+            torch.isnan(y.log()), torch.where(torch.isnan(s), 0.0, 1.0),
+            torch.where(torch.isinf(s), 1, 0),
+        )  # fmt: skip
+
+    check_ops(ops, [SPECIAL, i, _random(3, 22)], "predicates")
+
+
+def test_float16_math():
+    """16-bit inputs: the transcendentals run in float32 and round once, as in torch."""
+    x = (torch.tensor([-0.9, -0.3, 0.0, 0.2, 0.7, 0.99, 1.0, -1.0]) * 1).half()
+    y = torch.tensor([0.5, -2.0, 3.0, -0.0, 1e4, 6e4, float("inf"), float("nan")]).half()
+
+    def ops(x, y):
+        return (
+            torch.tan(x), torch.asin(x), torch.acosh(y), torch.atanh(x), torch.exp2(x * 8),
+            torch.atan2(x, y), torch.hypot(y, y), torch.copysign(x, y), torch.fmod(y, x),
+            torch.isnan(y), torch.isinf(y), torch.isfinite(y),
+        )  # fmt: skip
+
+    check_ops(ops, [x, y], "float16_math", rtol=1e-3, atol=1e-6)
+
+
+def test_nan_handling_ops():
+    """torch.nan_to_num, nansum, xlogy and heaviside decompose into isnan (torch.export)."""
+    s = SPECIAL[None, :]
+    y = _random(3, 22).abs()
+
+    def ops(s, y):
+        return (
+            torch.nan_to_num(s), torch.nan_to_num(s, nan=1.0, posinf=2.0, neginf=-3.0),
+            torch.nansum(s * y, dim=1), torch.xlogy(s.abs(), y), torch.xlogy(y, s),
+            torch.heaviside(s, y[:1]),
+        )  # fmt: skip
+
+    check_ops(ops, [s, y], "nan_ops", rtol=2e-6, atol=1e-6, frontends=("ep",))

@@ -277,6 +277,8 @@ MATH = {  # te function -> (numpy reference, input transform)
     "sigmoid": (lambda x: 1 / (1 + np.exp(-x)), None), "erf": (_erf, None),
     "abs": (np.abs, None), "floor": (np.floor, None), "ceil": (np.ceil, None),
     "round": (np.round, None), "cos": (np.cos, None), "sin": (np.sin, None),
+    "tan": (np.tan, None), "atan": (np.arctan, None), "sinh": (np.sinh, None),
+    "cosh": (np.cosh, None), "asinh": (np.arcsinh, None), "exp2": (np.exp2, None),
 }
 
 
@@ -290,6 +292,34 @@ def test_math_intrinsics():
     a[:4] = [0.5, -1.5, 2.5, -0.5]  # round half to even, like numpy
     want = [ref(pre(a) if pre else a).astype("float32") for ref, pre in MATH.values()]
     check([A, *outs], [a], want + [np.abs(a) ** 1.5], rtol=2e-5, atol=1e-6)
+
+
+def test_inverse_trig_and_float_binary_intrinsics():
+    """asin/acos/atanh inside (-1, 1), acosh from 1, atan2 and copysign (a signed zero's sign
+    bit counts), NaN/inf classification (integers: never NaN or infinite)."""
+    A, B = te.placeholder((8,), name="A"), te.placeholder((8,), name="B")
+    I = te.placeholder((8,), "int32", name="I")
+    unit = {"asin": (te.asin, np.arcsin), "acos": (te.acos, np.arccos),
+            "atanh": (te.atanh, np.arctanh)}
+    outs = [te.compute((8,), lambda i, fn=fn: fn(A[i] * 0.5), name=n)
+            for n, (fn, _) in unit.items()]
+    outs += [
+        te.compute((8,), lambda i: te.acosh(te.abs(A[i]) + 1.0), name="acosh"),
+        te.compute((8,), lambda i: te.atan2(A[i], B[i]), name="atan2"),
+        te.compute((8,), lambda i: te.copysign(A[i], B[i]), name="copysign"),
+        te.compute((8,), lambda i: te.isnan(B[i]) | te.isinf(B[i]), name="special"),
+        te.compute((8,), lambda i: te.isfinite(B[i]) & te.isfinite(I[i]), name="finite"),
+    ]
+    a = np.array([0.5, -1.5, 1.9, -0.3, 0.0, 1.2, -1.99, 0.7], "float32")
+    b = np.array([-0.0, 0.0, 2.0, -3.0, np.nan, np.inf, -np.inf, -1.0], "float32")
+    iv = np.arange(8, dtype="int32")
+    want = [ref(a * 0.5) for _, ref in unit.values()] + [
+        np.arccosh(np.abs(a) + 1), np.arctan2(a, b), np.copysign(a, b),
+        np.isnan(b) | np.isinf(b), np.isfinite(b),
+    ]
+    check([A, B, I, *outs], [a, b, iv], want, rtol=2e-6, atol=1e-7)
+    with pytest.raises(ValueError, match="te.atan2: expected float expressions"):
+        te.atan2(I[0], I[1])
 
 
 def test_int_reductions_identity():
@@ -381,3 +411,7 @@ def test_float16_math():
     hf = h.astype("float32")
     want = np.tanh(hf).astype("float16") + np.exp(hf).astype("float16") + np.sqrt(np.abs(h))
     check([H, T], [h], [want], rtol=2e-3, atol=2e-3)
+    # binary intrinsics too: libm has no 16-bit atan2, it runs in float32
+    T2 = te.compute((8,), lambda i: te.atan2(H[i], te.abs(H[i]) + 1.0), name="T2")
+    want2 = np.arctan2(hf, np.abs(hf) + 1).astype("float16")
+    check([H, T2], [h], [want2], rtol=2e-3, atol=2e-3)

@@ -35,6 +35,16 @@ _FLOAT_ONLY = {
     "expm1",
     "log2",
     "log10",
+    "tan",
+    "asin",
+    "acos",
+    "atan",
+    "sinh",
+    "cosh",
+    "asinh",
+    "acosh",
+    "atanh",
+    "exp2",
     "nn.silu",
 }
 
@@ -72,8 +82,38 @@ for _op_name, _targets in {
     "expm1": (torch.expm1, torch.special.expm1, "expm1", aten.expm1),
     "log2": (torch.log2, "log2", aten.log2),
     "log10": (torch.log10, "log10", aten.log10),
+    "tan": (torch.tan, "tan", aten.tan),
+    "asin": (torch.asin, torch.arcsin, "asin", "arcsin", aten.asin, aten.arcsin),
+    "acos": (torch.acos, torch.arccos, "acos", "arccos", aten.acos, aten.arccos),
+    "atan": (torch.atan, torch.arctan, "atan", "arctan", aten.atan, aten.arctan),
+    "sinh": (torch.sinh, "sinh", aten.sinh),
+    "cosh": (torch.cosh, "cosh", aten.cosh),
+    "asinh": (torch.asinh, torch.arcsinh, "asinh", "arcsinh", aten.asinh, aten.arcsinh),
+    "acosh": (torch.acosh, torch.arccosh, "acosh", "arccosh", aten.acosh, aten.arccosh),
+    "atanh": (torch.atanh, torch.arctanh, "atanh", "arctanh", aten.atanh, aten.arctanh),
+    "exp2": (torch.exp2, torch.special.exp2, "exp2", aten.exp2, aten.special_exp2),
+    # float classification: bool results for any dtype (integers are never NaN or infinite)
+    "isnan": (torch.isnan, "isnan", aten.isnan),
+    "isinf": (torch.isinf, "isinf", aten.isinf),
+    "isfinite": (torch.isfinite, "isfinite", aten.isfinite),
 }.items():
     register(unary(_op_name), *_targets)
+
+
+def _is_signed_inf(sign: float) -> Rule:
+    """`isposinf` / `isneginf`: `x == sign * inf` (all false on integers, as `isinf`)."""
+
+    def rule(ctx: Importer, node: fx.Node):
+        x = first(ctx, node)
+        if not x.struct_info.dtype.startswith(("float", "bfloat")):
+            return call(ctx, "isinf", x)
+        return emit_binary(ctx, "equal", x, sign * float("inf"))
+
+    return rule
+
+
+register(_is_signed_inf(1.0), torch.isposinf, "isposinf", aten.isposinf)
+register(_is_signed_inf(-1.0), torch.isneginf, "isneginf", aten.isneginf)
 
 
 def gelu(ctx: Importer, x, approximate: str):
@@ -292,6 +332,7 @@ def logical(op_name: str) -> Rule:
 register(logical("logical_not"), torch.logical_not, "logical_not", aten.logical_not)
 register(logical("logical_and"), torch.logical_and, "logical_and", aten.logical_and)
 register(logical("logical_or"), torch.logical_or, "logical_or", aten.logical_or)
+register(logical("logical_xor"), torch.logical_xor, "logical_xor", aten.logical_xor)
 
 
 # -- binary arithmetic and comparisons -----------------------------------------------------
@@ -333,6 +374,7 @@ for _op_name, _targets in {
     "multiply": (torch.mul, torch.multiply, operator.mul, operator.imul, "mul", "mul_", aten.mul),
     "floor_divide": (torch.floor_divide, operator.floordiv, "floor_divide", aten.floor_divide),
     "floor_mod": (torch.remainder, operator.mod, "remainder", aten.remainder),
+    "mod": (torch.fmod, "fmod", aten.fmod),  # C's fmod: the sign of the dividend
     "power": (torch.pow, operator.pow, "pow", aten.pow),
     "maximum": (torch.maximum, aten.maximum),
     "minimum": (torch.minimum, aten.minimum),
@@ -345,6 +387,24 @@ for _op_name, _targets in {
 }.items():
     register(binary(_op_name), *_targets)
 register(binary("subtract", swap=True), torch.rsub, aten.rsub)
+
+
+def float_binary(op_name: str) -> Rule:
+    """A float-only binary op; torch computes it on integer (and bool) operands in float32."""
+
+    def rule(ctx: Importer, node: fx.Node):
+        lhs, rhs = binary_operands(ctx, first(ctx, node), ctx.arg(node, 1, "other"))
+        return call(ctx, op_name, _float(ctx, lhs), _float(ctx, rhs))
+
+    return rule
+
+
+for _op_name, _targets in {
+    "atan2": (torch.atan2, torch.arctan2, "atan2", "arctan2", aten.atan2, aten.arctan2),
+    "hypot": (torch.hypot, "hypot", aten.hypot),
+    "copysign": (torch.copysign, "copysign", aten.copysign),  # .Tensor and .Scalar
+}.items():
+    register(float_binary(_op_name), *_targets)
 register(
     _divide,
     torch.div,
@@ -359,6 +419,10 @@ register(
 
 # -- where, masked_fill, clamp --------------------------------------------------------------
 def where(ctx: Importer, cond, x, y):
+    if not is_tensor(x) and not is_tensor(y):  # torch's dtype of two python scalars
+        kinds = {type(v) for v in (x, y)}
+        dtype = "float32" if float in kinds else "bool" if kinds == {bool} else "int64"
+        x = as_tensor(x, dtype=dtype)
     like = x if is_tensor(x) else y
     x, y = binary_operands(ctx, as_tensor(x, like), as_tensor(y, like))
     return call(ctx, "where", cond, x, y)
@@ -380,7 +444,9 @@ def _masked_fill(ctx: Importer, node: fx.Node):
     return where(
         ctx,
         mask,
-        as_tensor(value, x) if not is_tensor(value) else astype(ctx, value, x.struct_info.dtype),
+        as_tensor(value, dtype=x.struct_info.dtype)
+        if not is_tensor(value)
+        else astype(ctx, value, x.struct_info.dtype),
         x,
     )
 

@@ -96,6 +96,7 @@ def _fill_table() -> None:
             "relax.argmin": _axis_or_none(_op.argmin),
             "relax.logical_and": _bool_operands(_op.logical_and, (0, 1)),
             "relax.logical_or": _bool_operands(_op.logical_or, (0, 1)),
+            "relax.logical_xor": _bool_operands(_op.logical_xor, (0, 1)),
             "relax.logical_not": _bool_operands(_op.logical_not, (0,)),
             "relax.where": _bool_operands(_op.where, (0,)),
             "relax.concat": _concat,

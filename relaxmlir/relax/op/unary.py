@@ -52,6 +52,36 @@ log1p = unary_op("relax.log1p", True, "elementwise `log(1 + x)`, accurate near 0
 expm1 = unary_op("relax.expm1", True, "elementwise `exp(x) - 1`, accurate near 0")
 log2 = unary_op("relax.log2", True, "elementwise base-2 logarithm")
 log10 = unary_op("relax.log10", True, "elementwise base-10 logarithm")
+tan = unary_op("relax.tan", True, "elementwise tangent")
+asin = unary_op("relax.asin", True, "elementwise arcsine (NaN outside [-1, 1])")
+acos = unary_op("relax.acos", True, "elementwise arccosine (NaN outside [-1, 1])")
+atan = unary_op("relax.atan", True, "elementwise arctangent")
+sinh = unary_op("relax.sinh", True, "elementwise hyperbolic sine")
+cosh = unary_op("relax.cosh", True, "elementwise hyperbolic cosine")
+asinh = unary_op("relax.asinh", True, "elementwise inverse hyperbolic sine")
+acosh = unary_op("relax.acosh", True, "elementwise inverse hyperbolic cosine (NaN below 1)")
+atanh = unary_op("relax.atanh", True, "elementwise inverse hyperbolic tangent")
+exp2 = unary_op("relax.exp2", True, "elementwise `2**x`")
+
+
+def predicate_op(tvm_name: str, doc: str) -> Callable[[Expr], Call]:
+    """The `relax.op.<name>(x)` function of a float classification: a bool tensor of x's shape,
+    for any dtype (an integer is never NaN or infinite, as in torch and TVM)."""
+
+    def op(x: Expr) -> Call:
+        return make_call(tvm_name, [x], {}, infer_unary(x, tvm_name, dtype="bool"))
+
+    op.__name__ = tvm_name.rsplit(".", 1)[-1]
+    op.__qualname__ = op.__name__
+    op.__doc__ = (
+        f"`{tvm_name}`: {doc}\n\nParameters\n----------\nx : Expr\n\nReturns\n-------\nCall"
+    )
+    return op
+
+
+isnan = predicate_op("relax.isnan", "elementwise `x` is NaN")
+isinf = predicate_op("relax.isinf", "elementwise `x` is +inf or -inf")
+isfinite = predicate_op("relax.isfinite", "elementwise `x` is neither NaN nor infinite")
 
 
 def logical_not(x: Expr) -> Call:

@@ -54,7 +54,7 @@ COMPUTE_IN_F32 = {
         "relax.cumprod", "relax.nn.gelu", "relax.nn.gelu_tanh", "relax.nn.silu", "relax.nn.mish",
         "relax.nn.softplus", "relax.nn.selu", "relax.nn.celu", "relax.nn.elu",
         "relax.nn.log_sigmoid", "relax.sigmoid", "relax.tanh", "relax.erf", "relax.expm1",
-        "relax.log1p", "relax.power", "relax.nn.scaled_dot_product_attention",
+        "relax.log1p", "relax.power", "relax.hypot", "relax.nn.scaled_dot_product_attention",
         "relax.nn.attention", "relax.einsum", "relax.nn.interpolate", "relax.image.resize2d",
     )
 }  # fmt: skip

@@ -263,6 +263,110 @@ func.func @log10_wrong_result_shape(%x: tensor<2x3xf32>) {
 
 // -----
 
+func.func @tan_of_integers(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{'relax.tan' op is invalid: relax.tan: expected a float tensor for 'x', got (int32)}}
+  %0 = "relax.tan"(%x) : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @asin_two_results(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 results, but got 2}}
+  %0:2 = "relax.asin"(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @acos_on_memref(%x: memref<2x3xf32>) {
+  // expected-error @+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  %0 = "relax.acos"(%x) : (memref<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @atan_two_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 2}}
+  %0 = "relax.atan"(%x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @sinh_of_integers(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{'relax.sinh' op is invalid: relax.sinh: expected a float tensor for 'x', got (int32)}}
+  %0 = "relax.sinh"(%x) : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @cosh_wrong_result_shape(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.cosh' op result #0 is declared tensor<3x2xf32>, but its operands give tensor<2x3xf32>}}
+  %0 = "relax.cosh"(%x) : (tensor<2x3xf32>) -> tensor<3x2xf32>
+  return
+}
+
+// -----
+
+func.func @asinh_two_results(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 results, but got 2}}
+  %0:2 = "relax.asinh"(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
+  return
+}
+
+// -----
+
+func.func @acosh_of_integers(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{'relax.acosh' op is invalid: relax.acosh: expected a float tensor for 'x', got (int32)}}
+  %0 = "relax.acosh"(%x) : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @atanh_on_memref(%x: memref<2x3xf32>) {
+  // expected-error @+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  %0 = "relax.atanh"(%x) : (memref<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @exp2_of_integers(%x: tensor<2x3xi32>) {
+  // expected-error @+1 {{'relax.exp2' op is invalid: relax.exp2: expected a float tensor for 'x', got (int32)}}
+  %0 = "relax.exp2"(%x) : (tensor<2x3xi32>) -> tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @isnan_float_result(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.isnan' op result #0 is declared tensor<2x3xf32>, but its operands give tensor<2x3xi8>}}
+  %0 = "relax.isnan"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @isinf_two_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 1 operands, but got 2}}
+  %0 = "relax.isinf"(%x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @isfinite_on_memref(%x: memref<2x3xf32>) {
+  // expected-error @+1 {{expected base type 'builtin.tensor' but got 'builtin.memref'}}
+  %0 = "relax.isfinite"(%x) : (memref<2x3xf32>) -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
 func.func @sign_two_results(%x: tensor<2x3xf32>) {
   // expected-error @+1 {{op expects exactly 1 results, but got 2}}
   %0:2 = "relax.sign"(%x) : (tensor<2x3xf32>) -> (tensor<2x3xf32>, tensor<2x3xf32>)
@@ -431,6 +535,38 @@ func.func @power_one_operand(%x: tensor<2x3xf32>) {
 
 // -----
 
+func.func @mod_mixed_dtypes(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) {
+  // expected-error @+1 {{'relax.mod' op is invalid: relax.mod: operands must have the same dtype, got (float32, int32); insert relax.op.astype}}
+  %0 = "relax.mod"(%x, %i) : (tensor<2x3xf32>, tensor<2x3xi32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @atan2_of_integers(%i: tensor<2x3xi32>) {
+  // expected-error @+1 {{'relax.atan2' op is invalid: relax.atan2: expected a float tensor for 'lhs', got (int32)}}
+  %0 = "relax.atan2"(%i, %i) : (tensor<2x3xi32>, tensor<2x3xi32>) -> tensor<2x3xi32>
+  return
+}
+
+// -----
+
+func.func @hypot_one_operand(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 1}}
+  %0 = "relax.hypot"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
+func.func @copysign_three_operands(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{op expects exactly 2 operands, but got 3}}
+  %0 = "relax.copysign"(%x, %x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return
+}
+
+// -----
+
 func.func @maximum_three_operands(%x: tensor<2x3xf32>) {
   // expected-error @+1 {{op expects exactly 2 operands, but got 3}}
   %0 = "relax.maximum"(%x, %x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -506,6 +642,14 @@ func.func @logical_and_three_operands(%x: tensor<2x3xi8>) {
 func.func @logical_or_one_operand(%x: tensor<2x3xi8>) {
   // expected-error @+1 {{op expects exactly 2 operands, but got 1}}
   %0 = "relax.logical_or"(%x) : (tensor<2x3xi8>) -> tensor<2x3xi8>
+  return
+}
+
+// -----
+
+func.func @logical_xor_of_floats(%x: tensor<2x3xf32>) {
+  // expected-error @+1 {{'relax.logical_xor' op is invalid: relax.logical_xor: expected bool tensors, got (float32)}}
+  %0 = "relax.logical_xor"(%x, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi8>
   return
 }
 

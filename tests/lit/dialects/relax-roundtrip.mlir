@@ -94,6 +94,16 @@ func.func @high_level_ops(%x: tensor<?x4xf32> {relax.shape = ["n", 4]}, %w: tens
 // CHECK: "relax.expm1"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK: "relax.log2"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
 // CHECK: "relax.log10"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.tan"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.asin"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.acos"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.atan"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.sinh"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.cosh"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.asinh"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.acosh"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.atanh"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.exp2"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xf32>
 func.func @unary_math(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {relax.function} {
   %0 = "relax.abs"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
   %1 = "relax.negative"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
@@ -116,7 +126,34 @@ func.func @unary_math(%x: tensor<2x3xf32>) -> tensor<2x3xf32> attributes {relax.
   %18 = "relax.expm1"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
   %19 = "relax.log2"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
   %20 = "relax.log10"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
-  return %20 : tensor<2x3xf32>
+  %21 = "relax.tan"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %22 = "relax.asin"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %23 = "relax.acos"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %24 = "relax.atan"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %25 = "relax.sinh"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %26 = "relax.cosh"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %27 = "relax.asinh"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %28 = "relax.acosh"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %29 = "relax.atanh"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %30 = "relax.exp2"(%x) : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %30 : tensor<2x3xf32>
+}
+
+// -----
+
+// Float classification gives bool tensors (bytes: i8) for any dtype.
+// CHECK-LABEL: func.func @float_classification
+// CHECK-SAME: (%[[X:.+]]: tensor<2x3xf32>, %[[I:.+]]: tensor<3xi32>)
+// CHECK: "relax.isnan"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xi8>
+// CHECK: "relax.isinf"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xi8>
+// CHECK: "relax.isfinite"(%[[X]]) : (tensor<2x3xf32>) -> tensor<2x3xi8>
+// CHECK: "relax.isnan"(%[[I]]) : (tensor<3xi32>) -> tensor<3xi8>
+func.func @float_classification(%x: tensor<2x3xf32>, %i: tensor<3xi32>) -> tensor<2x3xi8> attributes {relax.function} {
+  %0 = "relax.isnan"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi8>
+  %1 = "relax.isinf"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi8>
+  %2 = "relax.isfinite"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi8>
+  %3 = "relax.isnan"(%i) : (tensor<3xi32>) -> tensor<3xi8>
+  return %2 : tensor<2x3xi8>
 }
 
 // -----
@@ -175,6 +212,10 @@ func.func @clip_and_astype(%x: tensor<2x3xf32>, %i: tensor<2x3xi32>) -> tensor<2
 // CHECK: "relax.power"(%[[X]], %[[Y]]) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
 // CHECK: "relax.maximum"(%[[X]], %[[Y]]) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
 // CHECK: "relax.minimum"(%[[X]], %[[Y]]) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.mod"(%[[X]], %[[Y]]) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.atan2"(%[[X]], %[[Y]]) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.hypot"(%[[X]], %[[Y]]) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.copysign"(%[[X]], %[[Y]]) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
 func.func @arithmetic(%x: tensor<2x3xf32>, %y: tensor<3xf32>) -> tensor<2x3xf32> attributes {relax.function} {
   %0 = "relax.add"(%x, %y) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   %1 = "relax.subtract"(%x, %y) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
@@ -185,7 +226,11 @@ func.func @arithmetic(%x: tensor<2x3xf32>, %y: tensor<3xf32>) -> tensor<2x3xf32>
   %6 = "relax.power"(%x, %y) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   %7 = "relax.maximum"(%x, %y) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
   %8 = "relax.minimum"(%x, %y) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
-  return %8 : tensor<2x3xf32>
+  %9 = "relax.mod"(%x, %y) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %10 = "relax.atan2"(%x, %y) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %11 = "relax.hypot"(%x, %y) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %12 = "relax.copysign"(%x, %y) : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  return %12 : tensor<2x3xf32>
 }
 
 // -----
@@ -218,11 +263,13 @@ func.func @comparisons(%x: tensor<2x3xf32>, %y: tensor<2x3xf32>) -> tensor<2x3xi
 // CHECK: %[[LOGICAL_AND:.+]] = "relax.logical_and"(%[[M]], %[[LOGICAL_NOT]]) : (tensor<2x3xi8>, tensor<2x3xi8>) -> tensor<2x3xi8>
 // CHECK: %[[LOGICAL_OR:.+]] = "relax.logical_or"(%[[M]], %[[LOGICAL_AND]]) : (tensor<2x3xi8>, tensor<2x3xi8>) -> tensor<2x3xi8>
 // CHECK: "relax.where"(%[[LOGICAL_OR]], %[[X]], %[[Y]]) : (tensor<2x3xi8>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+// CHECK: "relax.logical_xor"(%[[LOGICAL_OR]], %[[M]]) : (tensor<2x3xi8>, tensor<2x3xi8>) -> tensor<2x3xi8>
 func.func @logical_and_where(%m: tensor<2x3xi8>, %x: tensor<2x3xf32>, %y: tensor<3xf32>) -> tensor<2x3xf32> attributes {relax.function} {
   %0 = "relax.logical_not"(%m) : (tensor<2x3xi8>) -> tensor<2x3xi8>
   %1 = "relax.logical_and"(%m, %0) : (tensor<2x3xi8>, tensor<2x3xi8>) -> tensor<2x3xi8>
   %2 = "relax.logical_or"(%m, %1) : (tensor<2x3xi8>, tensor<2x3xi8>) -> tensor<2x3xi8>
   %3 = "relax.where"(%2, %x, %y) : (tensor<2x3xi8>, tensor<2x3xf32>, tensor<3xf32>) -> tensor<2x3xf32>
+  %4 = "relax.logical_xor"(%2, %m) : (tensor<2x3xi8>, tensor<2x3xi8>) -> tensor<2x3xi8>
   return %3 : tensor<2x3xf32>
 }
 

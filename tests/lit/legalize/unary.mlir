@@ -97,3 +97,39 @@ func.func @trunc_log2_log10(%x: tensor<4xf32>) -> tensor<4xf32> attributes {rela
   %2 = "relax.log10"(%1) : (tensor<4xf32>) -> tensor<4xf32>
   return %2 : tensor<4xf32>
 }
+
+// -----
+
+// NaN is the value unequal to itself; an integer is never NaN or infinite (a constant kernel).
+// CHECK-LABEL: func.func @classify
+// CHECK: func.func private @{{[a-z_0-9]+}}(%{{.+}}: tensor<4xf32>, %{{.+}}: tensor<4xi8>)
+// CHECK: %[[NAN:.+]] = arith.cmpf une, %[[IN:.+]], %[[IN]] : f32
+// CHECK: arith.extui %[[NAN]] : i1 to i8
+// CHECK: func.func private @isfinite(%{{.+}}: tensor<4xi32>, %{{.+}}: tensor<4xi8>)
+// CHECK: arith.constant true
+// CHECK: func.func private @logical_xor(
+// CHECK: arith.cmpi ne, %{{.+}}, %{{.+}} : i1
+func.func @classify(%x: tensor<4xf32>, %i: tensor<4xi32>) -> tensor<4xi8> attributes {relax.function} {
+  %0 = "relax.isnan"(%x) : (tensor<4xf32>) -> tensor<4xi8>
+  %1 = "relax.isfinite"(%i) : (tensor<4xi32>) -> tensor<4xi8>
+  %2 = "relax.logical_xor"(%0, %1) : (tensor<4xi8>, tensor<4xi8>) -> tensor<4xi8>
+  return %2 : tensor<4xi8>
+}
+
+// -----
+
+// tan, the inverse trig and hyperbolic functions and exp2 are math dialect ops.
+// CHECK-LABEL: func.func @trig
+// CHECK: math.tan
+// CHECK: math.asin
+// CHECK: math.acosh
+// CHECK: math.atanh
+// CHECK: math.exp2
+func.func @trig(%x: tensor<4xf32>) -> tensor<4xf32> attributes {relax.function} {
+  %0 = "relax.tan"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  %1 = "relax.asin"(%0) : (tensor<4xf32>) -> tensor<4xf32>
+  %2 = "relax.acosh"(%1) : (tensor<4xf32>) -> tensor<4xf32>
+  %3 = "relax.atanh"(%2) : (tensor<4xf32>) -> tensor<4xf32>
+  %4 = "relax.exp2"(%3) : (tensor<4xf32>) -> tensor<4xf32>
+  return %4 : tensor<4xf32>
+}
