@@ -340,11 +340,14 @@ class BlockBuilder:
             cached = frame.constants.get(id(expr))
             if cached is None or cached[0] is not expr:
                 t = expr.struct_info.mlir_type()
-                attr = dense.elements(expr.data, type=t, borrowed=expr.borrowed)
+                attrs = {"value": dense.elements(expr.data, type=t, borrowed=expr.borrowed)}
+                dtype = expr.struct_info.dtype
+                if dtype in MARKED_DTYPES:  # else a bool/uint8 constant reads back as int8
+                    attrs[DTYPE_ATTR] = ir.ArrayAttr.get([ir.StringAttr.get(dtype)])
                 with ir.InsertionPoint(self._insertion_block()):
                     op = rx.Constant.create(
                         results=[t],
-                        attributes={"value": attr},
+                        attributes=attrs,
                         loc=ir.Location.name(name_hint or "const"),
                     )
                 # Keep the Constant alive with its value: a freed object's id can be reused.

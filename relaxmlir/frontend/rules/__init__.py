@@ -4,6 +4,7 @@ from relaxmlir.frontend.rules import (  # noqa: F401  (each module registers its
     create,
     einsum,
     elementwise,
+    linalg,
     nn,
     recurrent,
     reduction,

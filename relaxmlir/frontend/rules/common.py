@@ -30,13 +30,17 @@ def axis(a: int, rank: int) -> int:
 
 
 def as_tensor(value, like=None, dtype: str | None = None):
-    """A python scalar -> a 0-d constant in `like`'s dtype (float if the scalar is a float)."""
+    """A python scalar -> a 0-d constant in `like`'s dtype, unless the scalar is of a higher
+    category (torch's promotion): a float beside an integer or bool tensor is float32, an int
+    beside a bool tensor int64 (`(a > 0) == 2` compares numbers, `(a > 0) + 1` counts)."""
     if is_tensor(value):
         return value
     if dtype is None:
         dtype = like.struct_info.dtype if like is not None else "float32"
         if isinstance(value, float) and not dtype.startswith(("float", "bfloat")):
             dtype = "float32"
+        elif isinstance(value, (int, np.integer)) and not isinstance(value, bool):
+            dtype = "int64" if dtype == "bool" else dtype
         if isinstance(value, bool) and like is None:
             dtype = "bool"
     return const(np.array(value, dtype=dtype), dtype)

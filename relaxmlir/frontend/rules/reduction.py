@@ -1,4 +1,5 @@
-"""Reduction rules: sum/mean/prod/max/min (with indices), argmax/argmin, any/all, var/std."""
+"""Reduction rules: sum/mean/prod/max/min (with indices), argmax/argmin, any/all, var/std (and
+with the mean), count_nonzero."""
 
 from __future__ import annotations
 
@@ -118,20 +119,46 @@ def variance(ctx: Importer, x, dim, correction, keepdim: bool):
     return emit_binary(ctx, "divide", total, denom)
 
 
+def _var_args(ctx: Importer, node: fx.Node) -> tuple:
+    """(x, dim, correction, keepdim) of var/std/var_mean/std_mean in any of their spellings:
+    `(x, unbiased)`, `(x, dim, unbiased, keepdim)`, `(x, dim, *, correction, keepdim)`."""
+    x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
+    unbiased = ctx.arg(node, None, "unbiased", True)
+    keepdim = ctx.arg(node, None, "keepdim", False)
+    if len(node.args) > 2 and isinstance(node.args[2], bool):  # var(x, dim, unbiased, keepdim)
+        unbiased, keepdim = node.args[2], ctx.arg(node, 3, "keepdim", keepdim)
+    if isinstance(dim, bool):  # var(x, unbiased)
+        dim, unbiased = None, dim
+    correction = ctx.arg(node, None, "correction", 1 if unbiased else 0)
+    return x, dim, 1 if correction is None else correction, keepdim
+
+
 def _var_std(is_std: bool) -> Rule:
     def rule(ctx: Importer, node: fx.Node):
-        x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
-        unbiased = ctx.arg(node, None, "unbiased", True)
-        keepdim = ctx.arg(node, None, "keepdim", False)
-        if len(node.args) > 2 and isinstance(node.args[2], bool):  # var(x, dim, unbiased, keepdim)
-            unbiased, keepdim = node.args[2], ctx.arg(node, 3, "keepdim", keepdim)
-        if isinstance(dim, bool):  # var(x, unbiased)
-            dim, unbiased = None, dim
-        correction = ctx.arg(node, None, "correction", 1 if unbiased else 0)
-        out = variance(ctx, x, dim, 1 if correction is None else correction, keepdim)
+        x, dim, correction, keepdim = _var_args(ctx, node)
+        out = variance(ctx, x, dim, correction, keepdim)
         return call(ctx, "sqrt", out) if is_std else out
 
     return rule
+
+
+def _var_std_mean(is_std: bool) -> Rule:
+    """`torch.var_mean` / `std_mean`: the (var or std, mean) pair over the same dims."""
+
+    def rule(ctx: Importer, node: fx.Node):
+        x, dim, correction, keepdim = _var_args(ctx, node)
+        out = variance(ctx, x, dim, correction, keepdim)
+        mean = reduce(ctx, "mean", x, dim, keepdim)
+        return (call(ctx, "sqrt", out) if is_std else out), mean
+
+    return rule
+
+
+def _count_nonzero(ctx: Importer, node: fx.Node):
+    """`torch.count_nonzero` over `dim` (an int, a list, or all): the int64 sum of `x != 0`."""
+    x = first(ctx, node)
+    mask = x if x.struct_info.dtype == "bool" else emit_binary(ctx, "not_equal", x, 0)
+    return reduce(ctx, "sum", astype(ctx, mask, "int64"), ctx.arg(node, 1, "dim"))
 
 
 for _op_name, _targets in {
@@ -150,3 +177,6 @@ register(_arg_reduce("argmax"), torch.argmax, "argmax", aten.argmax)
 register(_arg_reduce("argmin"), torch.argmin, "argmin", aten.argmin)
 register(_var_std(False), torch.var, "var", aten.var)
 register(_var_std(True), torch.std, "std", aten.std)
+register(_var_std_mean(False), torch.var_mean, aten.var_mean)
+register(_var_std_mean(True), torch.std_mean, aten.std_mean)
+register(_count_nonzero, torch.count_nonzero, "count_nonzero", aten.count_nonzero)
