@@ -101,16 +101,39 @@ def _int_pow(a, b):
     return arith.select(negative, inverse, _uint_pow(a, b))
 
 
+def _total(divide: Callable, signed: bool) -> Callable:
+    """An integer division or remainder defined for every operand, as numpy's: `x // 0` and
+    `x % 0` are 0, and `MIN // -1` wraps to MIN (`MIN % -1` is 0). The hardware's divide traps
+    on both: a zero divisor in the user's data ended the process with SIGFPE."""
+    eq = arith.CmpIPredicate.eq
+
+    def build(a, b):
+        t = a.type
+        zero = arith.constant(t, 0)
+        by_zero = arith.cmpi(eq, b, zero)
+        bad = by_zero
+        if signed:
+            lowest = arith.constant(t, -(1 << (ir.IntegerType(t).width - 1)))
+            minus_one = arith.constant(t, -1)
+            wraps = arith.andi(arith.cmpi(eq, a, lowest), arith.cmpi(eq, b, minus_one))
+            bad = arith.ori(by_zero, wraps)
+        # MIN over a divisor of 1 is MIN (its wrapped quotient), its remainder 0
+        out = divide(a, arith.select(bad, arith.constant(t, 1), b))
+        return arith.select(by_zero, zero, out)
+
+    return build
+
+
 # op -> (float, signed int, unsigned int or bool) builder; None means "not for that kind"
 BINARY: Dict[str, tuple] = {
     "add": (arith.addf, arith.addi, arith.addi),
     "sub": (arith.subf, arith.subi, arith.subi),
     "mul": (arith.mulf, arith.muli, arith.muli),
     "div": (arith.divf, None, None),
-    "truncdiv": (None, arith.divsi, arith.divui),
-    "truncmod": (arith.remf, arith.remsi, arith.remui),
-    "floordiv": (_float_floordiv, arith.floordivsi, arith.divui),
-    "floormod": (_float_floormod, _int_floormod, arith.remui),
+    "truncdiv": (None, _total(arith.divsi, True), _total(arith.divui, False)),
+    "truncmod": (arith.remf, _total(arith.remsi, True), _total(arith.remui, False)),
+    "floordiv": (_float_floordiv, _total(arith.floordivsi, True), _total(arith.divui, False)),
+    "floormod": (_float_floormod, _total(_int_floormod, True), _total(arith.remui, False)),
     "min": (arith.minimumf, arith.minsi, arith.minui),
     "max": (arith.maximumf, arith.maxsi, arith.maxui),
     "pow": (math.powf, _int_pow, _uint_pow),

@@ -79,3 +79,35 @@ def test_nan_and_inf_propagate_like_torch():
         )  # fmt: skip
 
     check_ops(ops, [x], "nan_inf")
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, np.uint8])
+def test_integer_division_by_zero_is_numpys_not_a_crash(dtype):
+    """A zero divisor in integer data (and MIN // -1) made the hardware divide trap: SIGFPE
+    ended the process. Every integer division and remainder is total now, with numpy's values:
+    x // 0 == x % 0 == 0, MIN // -1 wraps to MIN, MIN % -1 == 0."""
+    from relaxmlir.frontend import from_exported_program
+
+    class Divide(torch.nn.Module):
+        def forward(self, a, b):
+            return (
+                torch.floor_divide(a, b), torch.remainder(a, b), torch.fmod(a, b),
+                torch.div(a, b, rounding_mode="trunc"),
+            )  # fmt: skip
+
+    low = np.iinfo(dtype).min
+    if low:
+        a, b = np.array([7, -7, 9, low, low, 0, 5], dtype), np.array([2, 2, 0, -1, 0, 0, -3], dtype)
+    else:
+        a, b = np.array([7, 200, 9, 255, 0, 5], dtype), np.array([2, 3, 0, 1, 0, 3], dtype)
+    example = torch.from_numpy(a.copy()), torch.from_numpy(np.ones_like(b))
+    ex = relax.build(from_exported_program(torch.export.export(Divide(), example)), "llvm")
+    got = [r.numpy() for r in relax.VirtualMachine(ex, rm.cpu())["main"](a, b)]
+    with np.errstate(divide="ignore", over="ignore"):
+        floor, mod = np.floor_divide(a, b), np.remainder(a, b)
+        fmod, trunc = np.fmod(a, b), np.trunc(a / np.where(b == 0, 1, b)).astype(dtype)
+    trunc[b == 0] = 0
+    if low:
+        trunc[(a == low) & (b == -1)] = low  # wraps, as numpy's floor division does
+    for g, want in zip(got, (floor, mod, fmod, trunc), strict=True):
+        np.testing.assert_array_equal(g, want)
