@@ -33,6 +33,53 @@ def test_advanced_indexing():
     check_ops(ops, [x, i, j], "advanced_indexing")
 
 
+class _Writes(torch.nn.Module):
+    """Writes through index tensors as torch.export decomposes them into index_put: item
+    assignment on adjacent, non-adjacent and broadcast index tensors (negative ones too),
+    boolean masks with one value for every selected element, index_copy / index_add (repeated
+    indices add up) / index_fill, index_put(accumulate=True), F.fold and max_unpool."""
+
+    def forward(self, x, i, j):
+        a = x.clone()
+        a[:, i] = 0.5
+        b = x.clone()
+        b[j, i[:3]] = x[0, 0, :1] * 7
+        c = x.clone()
+        c[j[:2], :, i[:2]] = -2.0
+        d = x.clone()
+        d[x > 0.5] = 0.0
+        d[x[:, 0, 0] > 0] = torch.arange(4.0)  # a row value for every selected row
+        e = x.clone()
+        e[torch.tensor([4, 1])] = x[:2] * 10
+        pooled, where = F.max_pool1d(x, 2, return_indices=True)
+        return (
+            a, b, c, d, e, torch.zeros(8, 5, 4).index_copy(0, torch.tensor([7, 0, 2, 3, 1, 5]), x),
+            torch.ones(3, 5, 4).index_add(0, torch.tensor([0, 2, 2, 1, 0, 2]), x),
+            torch.zeros(6, 2, 4).index_add(1, torch.tensor([1, 0, 1, 1, 0]), x, alpha=2.0),
+            x.index_fill(1, i[:2], -1.0),
+            torch.zeros(6, 5, 4).index_put((j,), x[:3], accumulate=True),
+            F.fold(x.reshape(1, 8, 15), (4, 6), 2), F.max_unpool1d(pooled, where, 2),
+        )  # fmt: skip
+
+
+class _PerElementMask(torch.nn.Module):
+    def forward(self, x, values):
+        y = x.clone()
+        y[x[:, 0] > 0] = values  # as many rows as the mask selects
+        return y
+
+
+def test_writes_through_index_tensors():
+    x = _randn(6, 5, 4)
+    i, j = torch.tensor([1, 3, -1, 0]), torch.tensor([0, 5, -1])
+    check_ops(_Writes(), [x, i, j], "index_put", frontends=("ep",))
+    from relaxmlir.frontend import from_exported_program
+
+    ep = torch.export.export(_PerElementMask(), (_randn(6, 4), _randn(3, 4)))
+    with pytest.raises(NotImplementedError, match="a value per selected element"):
+        from_exported_program(ep)
+
+
 def test_narrow_with_tensor_start_and_movement():
     x = _randn(3, 6, 4)
 

@@ -1,4 +1,5 @@
-"""Slicing rules: strided slices, `x[idx]`, select/narrow, split/chunk/unbind, cat/stack."""
+"""Slicing rules: strided slices, `x[idx]` and `x[idx] = v`, select/narrow, split/chunk/unbind,
+cat/stack."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from torch import fx
 
 from relaxmlir.frontend.importer import Importer, SymDim, dim_value, is_tensor, register
 from relaxmlir.frontend.rules.common import (
+    as_tensor,
     astype,
     aten,
     axis,
@@ -20,7 +22,7 @@ from relaxmlir.frontend.rules.common import (
     ndim,
     shape_of,
 )
-from relaxmlir.frontend.rules.shape import squeeze
+from relaxmlir.frontend.rules.shape import reshape, squeeze
 from relaxmlir.relax.expr import Constant, const
 from relaxmlir.relax.op.common import broadcast_shapes
 
@@ -125,6 +127,89 @@ def advanced_index(ctx: Importer, x, indices: list, where: str = ""):
     lead, tail = list(shape_of(x)[: axes[0]]), list(shape_of(x)[axes[-1] + 1 :])
     merged = call(ctx, "reshape", x, lead + [dim_value(strides[0] * sizes[0])] + tail)
     return call(ctx, "take", merged, flat, axes[0])
+
+
+def index_put(ctx: Importer, x, indices: list, values, accumulate: bool = False, where: str = ""):
+    """`x[indices] = values` (`aten.index_put`: what torch.export makes of index_copy,
+    index_add, index_fill and item assignment through index tensors), the mirror image of
+    `advanced_index`: the indexed axes merge into one at the flattened index, x is laid out as
+    [merged, rest] and `scatter_elements` writes (accumulating: adds) each value row at its
+    index, then the axes go back in place. A boolean mask (`x[mask] = v`) with one value is a
+    `where`."""
+    rank = ndim(x)
+    indices = list(indices) + [None] * (rank - len(indices))
+    dtype = x.struct_info.dtype
+    values = as_tensor(values, dtype=dtype) if not is_tensor(values) else values
+    values = astype(ctx, values, dtype) if values.struct_info.dtype != dtype else values
+    masks = [a for a, t in enumerate(indices) if is_tensor(t) and t.struct_info.dtype == "bool"]
+    if masks:
+        return _masked_put(ctx, x, indices, masks, values, accumulate, where)
+    tensors = {a: _index_tensor(ctx, t, where) for a, t in enumerate(indices) if t is not None}
+    axes = list(tensors)
+    if not axes:
+        raise NotImplementedError(f"index_put without index tensors{where}")
+    rest = [a for a in range(rank) if a not in axes]
+    sizes = [shape_of(x)[a] for a in axes]
+    if not all(isinstance(s, int) for s in sizes):
+        raise NotImplementedError(f"index_put along a symbolic axis{where}")
+    strides = [int(np.prod(sizes[i + 1 :])) for i in range(len(sizes))]
+    shape = list(broadcast_shapes([shape_of(t) for t in tensors.values()], "index_put"))
+    flat = None
+    for t, size, stride in zip(tensors.values(), sizes, strides):
+        t = call(ctx, "where", emit_binary(ctx, "less", t, 0), emit_binary(ctx, "add", t, size), t)
+        t = emit_binary(ctx, "multiply", t, stride) if stride != 1 else t
+        flat = t if flat is None else emit_binary(ctx, "add", flat, t)
+    if list(shape_of(flat)) != shape:
+        flat = call(ctx, "broadcast_to", flat, shape)
+    # the shape x[indices] has: the index shape in place of adjacent indexed axes, else in front
+    adjacent = axes == list(range(axes[0], axes[-1] + 1))
+    lead = [shape_of(x)[a] for a in rest if adjacent and a < axes[0]]
+    tail = [shape_of(x)[a] for a in rest if not adjacent or a > axes[-1]]
+    target = lead + shape + tail
+    if list(shape_of(values)) != target:
+        values = call(ctx, "broadcast_to", values, target)
+    if lead:  # the index axes first: [index..., rest...]
+        n, b = len(lead), len(shape)
+        order = list(range(n, n + b)) + list(range(n)) + list(range(n + b, len(target)))
+        values = call(ctx, "permute_dims", values, order)
+    rows = int(np.prod(shape)) if all(isinstance(s, int) for s in shape) else -1
+    values = reshape(ctx, values, [rows, -1])
+    rest_sizes = [shape_of(x)[a] for a in rest]
+    order = axes + rest
+    moved = x if order == list(range(rank)) else call(ctx, "permute_dims", x, order)
+    merged = reshape(ctx, moved, [int(np.prod(sizes)), -1])
+    at = call(ctx, "broadcast_to", reshape(ctx, flat, [rows, 1]), list(shape_of(values)))
+    out = call(ctx, "scatter_elements", merged, at, values, 0, "add" if accumulate else "update")
+    out = reshape(ctx, out, sizes + rest_sizes)
+    if order == list(range(rank)):
+        return out
+    return call(ctx, "permute_dims", out, [order.index(a) for a in range(rank)])
+
+
+def _masked_put(ctx: Importer, x, indices, masks, values, accumulate: bool, where: str):
+    """`x[mask] = v` where v is the same for every selected element (it broadcasts over the
+    axes the mask leaves): `where(mask, v, x)`, the mask over the leading axes it covers.
+    Values that differ per selected element depend on the number selected: refused."""
+    mask = indices[masks[0]]
+    trailing = ndim(x) - ndim(mask)
+    extra = ndim(values) - trailing
+    per_element = extra > 0 and any(d != 1 for d in shape_of(values)[:extra])
+    if masks != [0] or any(t is not None for t in indices[1:]) or per_element:
+        raise NotImplementedError(
+            f"index_put with a boolean mask and a value per selected element, or a mask mixed "
+            f"with other indices{where} (a data-dependent number of elements)"
+        )
+    if extra > 0:
+        values = reshape(ctx, values, list(shape_of(values)[extra:]))
+    mask = reshape(ctx, mask, list(shape_of(mask)) + [1] * trailing)
+    new = emit_binary(ctx, "add", x, values) if accumulate else values
+    return call(ctx, "where", mask, new, x)
+
+
+def _index_put(ctx: Importer, node: fx.Node):
+    x, indices = first(ctx, node), ctx.arg(node, 1, "indices")
+    values, accumulate = ctx.arg(node, 2, "values"), ctx.arg(node, 3, "accumulate", False)
+    return index_put(ctx, x, indices, values, accumulate, f" at node '{node.name}'")
 
 
 def getitem(ctx: Importer, node: fx.Node):
@@ -348,6 +433,7 @@ register(_select, torch.select, "select", aten.select)
 register(_slice, aten.slice)
 register(_narrow, torch.narrow, "narrow", aten.narrow)
 register(_aten_index, aten.index)
+register(_index_put, torch.index_put, "index_put", aten.index_put)
 register(
     lambda ctx, node: flip(ctx, first(ctx, node), ctx.rest(node, 1, "dims")),
     torch.flip,
