@@ -217,3 +217,22 @@ def test_nan_handling_ops():
         )  # fmt: skip
 
     check_ops(ops, [s, y], "nan_ops", rtol=2e-6, atol=1e-6, frontends=("ep",))
+
+
+def test_integer_clamps_rrelu_and_empty():
+    """clamp of an integer tensor with one bound (an infinity stood in for the other: an
+    OverflowError), or a float bound (the result is float); rrelu outside training (the mean
+    slope); empty / empty_like as torch.export keeps them (their contents are written after)."""
+    i = torch.tensor([[-7, 0, 3, 12], [5, -2, 9, 1]])
+
+    def ops(x, i):
+        return (
+            i.clamp(min=0), i.clamp(max=4), i.clamp_min(-3), torch.clamp(i, max=2.5),
+            F.rrelu(x), F.rrelu(x, 0.1, 0.5),
+        )  # fmt: skip
+
+    def written(x, i):  # in-place writes of a fresh tensor: torch.export's form only
+        return torch.empty_like(x).fill_(2.0) * x, torch.empty(2, 4).zero_() + i
+
+    check_ops(ops, [_random(2, 4), i], "int_clamps")
+    check_ops(written, [_random(2, 4), i], "empty", frontends=("ep",))

@@ -50,6 +50,12 @@ def _full(fill) -> Rule:
     return rule
 
 
+def _empty_strided(ctx: Importer, node: fx.Node):
+    """`empty_strided(size, stride)`: zeros of that size (the strides only lay out memory)."""
+    dtype = ctx.arg(node, None, "dtype") or torch.float32
+    return full(ctx, ctx.arg(node, 0, "size"), 0, dtype_str(dtype))
+
+
 def _arange(ctx: Importer, node: fx.Node):
     """`torch.arange` with a symbolic bound (constant bounds were evaluated by torch already):
     an int start and step up to a symbolic end, e.g. the position ids of a sequence whose
@@ -85,4 +91,9 @@ register(_full_like(0), torch.zeros_like, aten.zeros_like)
 register(_full_like(1), torch.ones_like, aten.ones_like)
 register(_full(None), torch.full, aten.full)
 register(_full(0), torch.zeros, aten.zeros)
+# uninitialized memory in torch; zeros here (torch.export's nn.MultiheadAttention and LSTM
+# start buffers with aten.empty before writing them)
+register(_full(0), torch.empty, aten.empty)
+register(_full_like(0), torch.empty_like, aten.empty_like)
+register(_empty_strided, aten.empty_strided)
 register(_full(1), torch.ones, aten.ones)

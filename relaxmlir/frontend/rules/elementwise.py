@@ -300,6 +300,24 @@ def bitwise(op_name: str) -> Rule:
 
 register(_gelu, F.gelu, aten.gelu)
 register(_leaky_relu, F.leaky_relu, aten.leaky_relu)
+
+
+def _rrelu(ctx: Importer, node: fx.Node):
+    """rrelu outside training: a leaky relu of the mean slope, (lower + upper) / 2. In training
+    its slopes are random: refused. (`aten.rrelu_with_noise_functional` also returns the
+    noise it would have drawn.)"""
+    x = first(ctx, node)
+    functional = "noise" in str(node.target)
+    base = 2 if functional else 1
+    lower = ctx.arg(node, base, "lower", 1.0 / 8)
+    upper = ctx.arg(node, base + 1, "upper", 1.0 / 3)
+    if ctx.arg(node, base + 2, "training", False):
+        raise NotImplementedError(f"rrelu in training mode (random slopes) at node '{node.name}'")
+    out = call(ctx, "nn.leaky_relu", x, (lower + upper) / 2)
+    return (out, ctx.arg(node, 1, "noise")) if functional else out
+
+
+register(_rrelu, F.rrelu, torch.rrelu, aten.rrelu, aten.rrelu_with_noise_functional)
 register(_hardtanh, F.hardtanh, aten.hardtanh)
 register(lambda ctx, node: call(ctx, "clip", first(ctx, node), 0.0, 6.0), F.relu6)
 register(
@@ -461,6 +479,11 @@ def _masked_fill_(ctx: Importer, node: fx.Node):
 def _clamp(ctx: Importer, node: fx.Node):
     x, lo, hi = first(ctx, node), ctx.arg(node, 1, "min"), ctx.arg(node, 2, "max")
     if is_tensor(lo) or is_tensor(hi):
+        x = emit_binary(ctx, "maximum", x, lo) if lo is not None else x
+        return emit_binary(ctx, "minimum", x, hi) if hi is not None else x
+    if not x.struct_info.dtype.startswith(("float", "bfloat")) and (lo is None or hi is None):
+        # one bound on integers: no infinity stands in for the other (torch promotes to float
+        # for a float bound, as the binary ops do)
         x = emit_binary(ctx, "maximum", x, lo) if lo is not None else x
         return emit_binary(ctx, "minimum", x, hi) if hi is not None else x
     lo = float("-inf") if lo is None else lo
