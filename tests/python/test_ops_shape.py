@@ -62,6 +62,30 @@ class _Writes(torch.nn.Module):
         )  # fmt: skip
 
 
+class _SliceWrites(torch.nn.Module):
+    """Slice and item assignment as torch.export decomposes them (slice_scatter,
+    select_scatter, copy): a middle axis, steps, negative bounds, an int row, `+=` on the last
+    column, a broadcast value, an integer source into floats; the ops called directly too."""
+
+    def forward(self, x, r):
+        b = x.clone()
+        b[:, 1:3] = x[:, :2] * 2
+        b[0] = 5.0
+        b[..., -1] += 1.0
+        b[1:, :, ::2] = r
+        b[-2:, -3:-1] = torch.arange(2).reshape(2, 1, 1)
+        c = torch.zeros(6, 5, 4)
+        c[:, 2].copy_(x[:, 0])
+        return (
+            b, c, torch.slice_scatter(x, x[:, :2] * 0, 1, 3, 5),
+            torch.select_scatter(x, x[:, 0, :] - 1, 1, -1),
+        )  # fmt: skip
+
+
+def test_slice_assignment():
+    check_ops(_SliceWrites(), [_randn(6, 5, 4), _randn(5, 2, seed=1)], "slices", frontends=("ep",))
+
+
 class _PerElementMask(torch.nn.Module):
     def forward(self, x, values):
         y = x.clone()

@@ -397,6 +397,58 @@ def _slice(ctx: Importer, node: fx.Node):
     return strided_slice(ctx, x, [axis(dim, ndim(x))], [b], [e], [s], _sized_by_torch(node))
 
 
+def slice_scatter(ctx: Importer, x, src, dim: int, start, end, step: int = 1, where: str = ""):
+    """`x` with `x[..., start:end:step, ...] = src` along `dim` (torch.export's form of a slice
+    assignment, `b[:, 1:3] = v`): the parts before and after and `src` concatenated for a step
+    of 1 (elementwise copies), else an index_put at the slice's positions."""
+    size = shape_of(x)[dim]
+    if not isinstance(size, int):
+        raise NotImplementedError(f"slice_scatter along a symbolic axis{where}")
+    b, e, st = slice(start, end, step).indices(size)
+    dtype = x.struct_info.dtype
+    src = astype(ctx, src, dtype) if src.struct_info.dtype != dtype else src
+    if st != 1:
+        positions = const(np.arange(b, e, st, dtype=np.int64))
+        return index_put(ctx, x, [None] * dim + [positions], src, where=where)
+    e = max(b, e)
+    parts = [strided_slice(ctx, x, [dim], [0], [b])] if b > 0 else []
+    parts.append(src)
+    if e < size:
+        parts.append(strided_slice(ctx, x, [dim], [e], [size]))
+    return parts[0] if len(parts) == 1 else call(ctx, "concat", parts, dim)
+
+
+def _slice_scatter(ctx: Importer, node: fx.Node):
+    x, src = first(ctx, node), ctx.arg(node, 1, "src")
+    dim = axis(ctx.arg(node, 2, "dim", 0), ndim(x))
+    start, end = ctx.arg(node, 3, "start"), ctx.arg(node, 4, "end")
+    step = ctx.arg(node, 5, "step", 1)
+    return slice_scatter(ctx, x, src, dim, start, end, step, f" at node '{node.name}'")
+
+
+def _select_scatter(ctx: Importer, node: fx.Node):
+    """`select_scatter(x, src, dim, index)`: `x[..., index, ...] = src` (src without that axis)."""
+    x, src = first(ctx, node), ctx.arg(node, 1, "src")
+    dim, index = axis(ctx.arg(node, 2, "dim"), ndim(x)), ctx.arg(node, 3, "index")
+    size = shape_of(x)[dim]
+    if isinstance(size, int) and index < 0:
+        index += size
+    src = call(ctx, "expand_dims", src, dim)
+    return slice_scatter(ctx, x, src, dim, index, index + 1, 1, f" at node '{node.name}'")
+
+
+def _copy(ctx: Importer, node: fx.Node):
+    """`aten.copy(x, src)` (the functional form of `x.copy_(src)`): src broadcast to x's shape,
+    in x's dtype."""
+    x, src = first(ctx, node), ctx.arg(node, 1, "src")
+    src = as_tensor(src, dtype=x.struct_info.dtype) if not is_tensor(src) else src
+    if src.struct_info.dtype != x.struct_info.dtype:
+        src = astype(ctx, src, x.struct_info.dtype)
+    if tuple(shape_of(src)) != tuple(shape_of(x)):
+        src = call(ctx, "broadcast_to", src, list(shape_of(x)))
+    return src
+
+
 def _narrow(ctx: Importer, node: fx.Node):
     """`x.narrow(dim, start, length)`; `start` may be a 0-d tensor (a graph value: then the
     elements are taken at `start + arange(length)`)."""
@@ -434,6 +486,9 @@ register(_slice, aten.slice)
 register(_narrow, torch.narrow, "narrow", aten.narrow)
 register(_aten_index, aten.index)
 register(_index_put, torch.index_put, "index_put", aten.index_put)
+register(_slice_scatter, torch.slice_scatter, "slice_scatter", aten.slice_scatter)
+register(_select_scatter, torch.select_scatter, "select_scatter", aten.select_scatter)
+register(_copy, aten.copy)
 register(
     lambda ctx, node: flip(ctx, first(ctx, node), ctx.rest(node, 1, "dims")),
     torch.flip,
