@@ -1,5 +1,6 @@
 """Sorting, scans and element-wise gather/scatter through both importers, against torch
-(issue 13, item 2): cumsum, sort/argsort/topk, argmax/argmin, gather/scatter, index_select."""
+(issue 13, item 2): cumsum, cumprod, cummax, cummin, logcumsumexp, sort/argsort/topk,
+argmax/argmin, gather/scatter, index_select."""
 
 import pytest
 import torch
@@ -23,6 +24,25 @@ def test_cumsum():
 
     x, i = torch.randn(3, 4, 5, generator=_gen(0)), torch.randint(-5, 5, (2, 6), generator=_gen(1))
     check_ops(ops, [x, i], "cumsum", rtol=1e-5, atol=1e-5)
+
+
+def test_cumprod_cummax_cummin_logcumsumexp():
+    """Running products (integers in int64, a dtype), maxima and minima (NaN propagates, as in
+    torch; integers), logcumsumexp where an early element sits far below a later maximum (one
+    shift by the global maximum gave -inf); every axis kind; 0-d inputs."""
+
+    def ops(x, i):
+        far = torch.tensor([-1000.0, 0.0, -2000.0, 5.0, 1.0]) + x[0, 0]
+        return (
+            torch.cumprod(x, 1), x.cumprod(-1, dtype=torch.float64), torch.cumprod(i, 0),
+            torch.cummax(x, 0)[0], x.cummin(-1).values, torch.cummax(i, 1)[0],
+            torch.logcumsumexp(x, 1), torch.logcumsumexp(far, 0), torch.cumprod(x[0, 0, 0], 0),
+        )  # fmt: skip
+
+    x = torch.randn(3, 4, 5, generator=_gen(2))
+    x[1, 2, 3] = float("nan")
+    i = torch.randint(-3, 4, (2, 6), generator=_gen(3))
+    check_ops(ops, [x, i], "cumulative", rtol=1e-5, atol=1e-5)
 
 
 def test_sort_argsort_topk_with_ties_and_nan():

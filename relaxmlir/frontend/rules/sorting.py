@@ -1,5 +1,5 @@
-"""Sorting, scan and element-wise indexing rules: sort/argsort/topk, cumsum, gather/scatter,
-index_select and take_along_dim.
+"""Sorting, scan and element-wise indexing rules: sort/argsort/topk, cumsum, cumprod, cummax,
+cummin, logcumsumexp, gather/scatter, index_select and take_along_dim.
 
 sort and topk are `argsort` followed by `gather_elements` (values and indices agree by
 construction); topk keeps the first k of the order.
@@ -9,22 +9,26 @@ from __future__ import annotations
 
 import collections
 
+import numpy as np
 import torch
 from torch import fx
 
-from relaxmlir.frontend.importer import Importer, dtype_str, is_tensor, register
+from relaxmlir.frontend.importer import Deferred, Importer, Rule, dtype_str, is_tensor, register
 from relaxmlir.frontend.rules.common import (
     as_tensor,
     astype,
     aten,
     axis,
     call,
+    emit_binary,
     first,
     ndim,
     shape_of,
 )
 from relaxmlir.frontend.rules.shape import broadcast_to
 from relaxmlir.frontend.rules.slicing import strided_slice
+from relaxmlir.relax.expr import const
+from relaxmlir.runtime.dtype import np_dtype
 
 Sorted = collections.namedtuple("Sorted", ["values", "indices"])
 
@@ -84,6 +88,79 @@ def _cumsum(ctx: Importer, node: fx.Node):
     if ndim(x) == 0:
         return x
     return call(ctx, "cumsum", x, axis(dim, ndim(x)))
+
+
+def _prefix_matrix(ctx: Importer, x, dim: int, fill):
+    """x's values along `dim` as a [.., n (i), n (j)] matrix, `fill` where j > i: every prefix
+    at once, the scan axis last. Quadratic in n, as the cumsum kernel is (`topi.scan`)."""
+    n = shape_of(x)[dim]
+    if not isinstance(n, int):
+        raise NotImplementedError("a cumulative max / min / product over a symbolic axis")
+    order = [a for a in range(ndim(x)) if a != dim] + [dim]
+    moved = call(ctx, "permute_dims", x, order) if order != list(range(ndim(x))) else x
+    rows = call(ctx, "expand_dims", moved, ndim(x) - 1)  # [.., 1, n]: row i sees every j
+    prefix = const(np.tril(np.ones((n, n), dtype=bool)))
+    return call(ctx, "where", prefix, rows, as_tensor(fill, rows)), order
+
+
+def _scan_back(ctx: Importer, out, order: list):
+    """The scan axis (last) back in its place."""
+    if order == list(range(len(order))):
+        return out
+    return call(ctx, "permute_dims", out, [order.index(a) for a in range(len(order))])
+
+
+def _cumulative(op_name: str) -> Rule:
+    """`cummax` / `cummin` (values; the indices name themselves as unsupported when used) and
+    `cumprod`: the reduction of each prefix (`_prefix_matrix`)."""
+
+    def rule(ctx: Importer, node: fx.Node):
+        x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
+        if ndim(x) == 0:
+            return x if op_name == "prod" else Sorted(x, const(np.array(0, dtype=np.int64)))
+        dim = axis(dim, ndim(x))
+        if op_name == "prod":
+            dtype = ctx.arg(node, 2, "dtype")
+            if dtype is not None:
+                x = astype(ctx, x, dtype_str(dtype))
+            elif not x.struct_info.dtype.startswith(("float", "bfloat")):
+                x = astype(ctx, x, "int64")
+        floating = x.struct_info.dtype.startswith(("float", "bfloat"))
+        if op_name == "prod":
+            fill = 1.0 if floating else 1
+        elif floating:
+            fill = float("-inf") if op_name == "max" else float("inf")
+        else:
+            info = np.iinfo(np_dtype(x.struct_info.dtype)) if x.struct_info.dtype != "bool" else None
+            fill = (info.min if op_name == "max" else info.max) if info else op_name == "min"
+        matrix, order = _prefix_matrix(ctx, x, dim, fill)
+        values = _scan_back(ctx, call(ctx, op_name, matrix, [ndim(x)], False), order)
+        if op_name == "prod":
+            return values
+
+        def indices():
+            raise NotImplementedError(f"the indices of cum{op_name} at node '{node.name}'")
+
+        return Sorted(values, Deferred(indices))
+
+    return rule
+
+
+def _logcumsumexp(ctx: Importer, node: fx.Node):
+    """`log(sum_{j <= i} exp(x_j))` shifted by each prefix's own maximum, so an early element
+    far below a later maximum keeps its value (one global shift underflowed it to -inf)."""
+    x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
+    if ndim(x) == 0:
+        return x
+    dim = axis(dim, ndim(x))
+    matrix, order = _prefix_matrix(ctx, x, dim, float("-inf"))
+    top = call(ctx, "max", matrix, [ndim(x)], True)  # each prefix's maximum
+    # an all -inf prefix would give -inf - -inf = nan: shift it by 0 instead
+    finite = call(ctx, "where", call(ctx, "isinf", top), as_tensor(0.0, top), top)
+    shifted = call(ctx, "exp", emit_binary(ctx, "subtract", matrix, finite))
+    total = call(ctx, "log", call(ctx, "sum", shifted, [ndim(x)], True))
+    out = call(ctx, "squeeze", emit_binary(ctx, "add", total, finite), [ndim(x)])
+    return _scan_back(ctx, out, order)
 
 
 def _gather(ctx: Importer, node: fx.Node):
@@ -169,6 +246,10 @@ register(_sort, torch.sort, "sort", aten.sort)
 register(_argsort, torch.argsort, "argsort", aten.argsort)
 register(_topk, torch.topk, "topk", aten.topk)
 register(_cumsum, torch.cumsum, "cumsum", aten.cumsum)
+register(_cumulative("prod"), torch.cumprod, "cumprod", aten.cumprod)
+register(_cumulative("max"), torch.cummax, "cummax", aten.cummax)
+register(_cumulative("min"), torch.cummin, "cummin", aten.cummin)
+register(_logcumsumexp, torch.logcumsumexp, "logcumsumexp", aten.logcumsumexp)
 register(_gather, torch.gather, "gather", aten.gather)
 register(_take_along_dim, torch.take_along_dim, "take_along_dim")
 register(_scatter(None), torch.scatter, "scatter", aten.scatter)
