@@ -130,9 +130,11 @@ def _cumulative(op_name: str) -> Rule:
             fill = 1.0 if floating else 1
         elif floating:
             fill = float("-inf") if op_name == "max" else float("inf")
+        elif x.struct_info.dtype == "bool":
+            fill = op_name == "min"
         else:
-            info = np.iinfo(np_dtype(x.struct_info.dtype)) if x.struct_info.dtype != "bool" else None
-            fill = (info.min if op_name == "max" else info.max) if info else op_name == "min"
+            info = np.iinfo(np_dtype(x.struct_info.dtype))
+            fill = int(info.min if op_name == "max" else info.max)
         matrix, order = _prefix_matrix(ctx, x, dim, fill)
         values = _scan_back(ctx, call(ctx, op_name, matrix, [ndim(x)], False), order)
         if op_name == "prod":
