@@ -125,6 +125,28 @@ def test_adaptive_max_pool():
     check_ops(nn.AdaptiveMaxPool2d((3, 2)), [_randn(1, 2, 7, 5)], "AdaptiveMaxPool2d")
 
 
+def test_embedding_bag():
+    """sum / mean / max bags from offsets (an empty bag gives zeros), fixed-length bags of a
+    2-D input, per-sample weights, padding_idx left out of the mean, include_last_offset, and
+    the module (fx inlines its forward)."""
+    w = _randn(10, 4)
+
+    def ops(idx, off, rows, psw):
+        return (
+            F.embedding_bag(idx, w, off, mode="sum"), F.embedding_bag(idx, w, off),
+            F.embedding_bag(idx, w, off, mode="max"), F.embedding_bag(rows, w, mode="max"),
+            F.embedding_bag(idx, w, off, mode="sum", per_sample_weights=psw),
+            F.embedding_bag(idx, w, off, padding_idx=2),
+            F.embedding_bag(idx, w, torch.cat([off, torch.tensor([8])]), include_last_offset=True),
+        )  # fmt: skip
+
+    idx, off = torch.tensor([1, 2, 4, 5, 4, 3, 2, 9]), torch.tensor([0, 2, 2, 5])
+    rows, psw = torch.tensor([[1, 2, 3], [4, 2, 9]]), _randn(8)
+    check_ops(ops, [idx, off, rows, psw], "embedding_bag")
+    torch.manual_seed(0)
+    check_ops(nn.EmbeddingBag(10, 3, mode="sum").eval(), [rows], "EmbeddingBag")
+
+
 def test_conv_transpose():
     """conv_transpose2d/1d with stride, padding, output_padding, groups and dilation; weights as
     graph inputs here (the kernel is flipped in the graph) and as module constants below. A

@@ -609,6 +609,84 @@ def _embedding(ctx: Importer, node: fx.Node):
     return call(ctx, "take", weight, indices, 0)
 
 
+def embedding_bag(ctx: Importer, weight, indices, offsets, mode, per_sample_weights=None,
+                  include_last_offset=False, padding_idx=None, where=""):  # fmt: skip
+    """`F.embedding_bag`: the rows of `weight` at `indices`, reduced per bag (sum, mean or max;
+    the bags start at `offsets`, an empty bag gives zeros, `padding_idx` rows are left out). A
+    bag-membership matrix [bags, indices] (each index's bag is the number of offsets at or
+    before it, minus one) turns sum and mean into one matmul and max into a masked max."""
+    mode = {0: "sum", 1: "mean", 2: "max"}.get(mode, mode)
+    if mode not in ("sum", "mean", "max"):
+        raise NotImplementedError(f"embedding_bag mode {mode!r}{where}")
+    if ndim(indices) == 2:  # fixed-length bags, one per row
+        n_bags, length = shape_of(indices)
+        offsets = const(np.arange(0, n_bags * length, length, dtype=np.int64))
+        indices = reshape(ctx, indices, [-1])
+        if per_sample_weights is not None:
+            per_sample_weights = reshape(ctx, per_sample_weights, [-1])
+        include_last_offset = False
+    n = shape_of(indices)[0]
+    if include_last_offset:
+        offsets = call(ctx, "strided_slice", offsets, [0], [0], [shape_of(offsets)[0] - 1])
+    indices, offsets = astype(ctx, indices, "int64"), astype(ctx, offsets, "int64")
+    positions = const(np.arange(n, dtype=np.int64))
+    started = emit_binary(  # [bags, n]: offset b <= position i
+        ctx, "less_equal", call(ctx, "expand_dims", offsets, 1), positions
+    )
+    started_count = call(ctx, "sum", astype(ctx, started, "int64"), [0], False)
+    bag_of = emit_binary(ctx, "subtract", started_count, 1)
+    n_bags = shape_of(offsets)[0]
+    if not isinstance(n_bags, int):
+        raise NotImplementedError(f"embedding_bag with a symbolic number of bags{where}")
+    bags = const(np.arange(n_bags, dtype=np.int64))
+    member = emit_binary(ctx, "equal", call(ctx, "expand_dims", bags, 1), bag_of)  # [bags, n]
+    if padding_idx is not None:
+        kept = emit_binary(ctx, "not_equal", indices, padding_idx)
+        member = call(ctx, "logical_and", member, kept)
+    rows = call(ctx, "take", weight, indices, 0)  # [n, dim]
+    if per_sample_weights is not None:
+        rows = emit_binary(ctx, "multiply", rows, call(ctx, "expand_dims", per_sample_weights, 1))
+    dtype = weight.struct_info.dtype
+    counts = call(ctx, "sum", astype(ctx, member, dtype), [1], True)  # [bags, 1]
+    if mode == "max":
+        masked = call(
+            ctx, "where", call(ctx, "expand_dims", member, 2), call(ctx, "expand_dims", rows, 0),
+            as_tensor(float("-inf"), rows),
+        )  # fmt: skip
+        top = call(ctx, "max", masked, [1], False)
+        filled = emit_binary(ctx, "greater", counts, 0.0)
+        return call(ctx, "where", filled, top, as_tensor(0.0, top))
+    total = call(ctx, "matmul", astype(ctx, member, dtype), rows)
+    if mode == "sum":
+        return total
+    return emit_binary(ctx, "divide", total, call(ctx, "maximum", counts, as_tensor(1.0, counts)))
+
+
+def _embedding_bag(ctx: Importer, node: fx.Node):
+    """`F.embedding_bag(input, weight, offsets, max_norm, norm_type, scale_grad_by_freq, mode,
+    sparse, per_sample_weights, include_last_offset, padding_idx)` and
+    `aten._embedding_bag(weight, indices, offsets, scale_grad, mode, sparse, per_sample_weights,
+    include_last_offset, padding_idx)` (its other three results are bookkeeping for backward)."""
+    where = f" at node '{node.name}'"
+    if isinstance(node.target, torch._ops.OpOverload):
+        weight, indices = first(ctx, node), ctx.arg(node, 1, "indices")
+        offsets, mode = ctx.arg(node, 2, "offsets"), ctx.arg(node, 4, "mode", 0)
+        psw = ctx.arg(node, 6, "per_sample_weights")
+        last = ctx.arg(node, 7, "include_last_offset", False)
+        padding_idx = ctx.arg(node, 8, "padding_idx", -1)
+        padding_idx = None if padding_idx is None or padding_idx < 0 else padding_idx
+        out = embedding_bag(ctx, weight, indices, offsets, mode, psw, last, padding_idx, where)
+        return (out, None, None, None)
+    indices, weight = first(ctx, node), ctx.arg(node, 1, "weight")
+    if ctx.arg(node, 3, "max_norm") is not None:
+        raise NotImplementedError(f"embedding_bag(max_norm=) renormalizes its weight{where}")
+    return embedding_bag(
+        ctx, weight, indices, ctx.arg(node, 2, "offsets"), ctx.arg(node, 6, "mode", "mean"),
+        ctx.arg(node, 8, "per_sample_weights"), ctx.arg(node, 9, "include_last_offset", False),
+        ctx.arg(node, 10, "padding_idx"), where,
+    )  # fmt: skip
+
+
 def _sdpa(ctx: Importer, node: fx.Node):
     q, k, v = first(ctx, node), ctx.arg(node, 1, "key"), ctx.arg(node, 2, "value")
     dropout = ctx.arg(node, 4, "dropout_p", 0.0)
@@ -960,6 +1038,10 @@ register(
     _adaptive_avg_pool, F.adaptive_avg_pool2d, aten.adaptive_avg_pool2d, aten._adaptive_avg_pool2d
 )
 register(_embedding, F.embedding, aten.embedding)
+register(
+    _embedding_bag, F.embedding_bag, aten._embedding_bag, aten._embedding_bag_forward_only,
+    aten.embedding_bag,
+)  # fmt: skip
 register(_sdpa, F.scaled_dot_product_attention, aten.scaled_dot_product_attention)
 
 
