@@ -85,7 +85,8 @@ def test_conv_and_pool_unbatched_1d_divisor():
 
 def test_conv3d_and_pool3d():
     """conv3d as one conv2d per depth tap (stride, padding incl. "same", dilation, groups,
-    unbatched); max_pool3d (padding, dilation, ceil_mode) and avg_pool3d (padding counted)."""
+    unbatched); max_pool3d (padding, dilation, ceil_mode, its indices) and avg_pool3d (padding
+    counted)."""
 
     def ops(x, w, wg, u):
         return (
@@ -95,6 +96,8 @@ def test_conv3d_and_pool3d():
             F.max_pool3d(x, (3, 2, 2), 2, ceil_mode=True),
             F.max_pool3d(x, 2, 1, dilation=(2, 1, 1)),
             F.avg_pool3d(x, 2), F.avg_pool3d(x, 3, (2, 1, 2), padding=1), F.max_pool3d(u, 2),
+            F.max_pool3d(x, 3, 2, padding=1, return_indices=True)[1],
+            F.max_pool3d(u, (1, 2, 3), dilation=(1, 2, 1), ceil_mode=True, return_indices=True)[1],
         )  # fmt: skip
 
     x, u = _randn(2, 4, 5, 6, 7), _randn(4, 5, 6, 7)

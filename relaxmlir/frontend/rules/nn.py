@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import operator
 
 import numpy as np
@@ -465,44 +466,57 @@ def _max_pool(ctx: Importer, node: fx.Node):
 
 @unbatched
 def max_pool2d_indices(ctx: Importer, x, kernel, stride, padding, dilation, out_hw: list):
-    """The flat index (`h * W + w`) of each window's maximum, as torch's CPU kernel picks it: the
-    first maximum in window order, or the last NaN. The window taps of `x` padded with -inf are
-    compared one by one (k*k strided slices, fused into one kernel)."""
     kernel, stride = _pool_window(kernel, stride)
-    (ph, pw), (dh, dw) = make_pair(padding), make_pair(dilation)
-    h, w = shape_of(x)[2:]
-    if not all(isinstance(d, int) for d in (h, w, *out_hw)):
-        raise NotImplementedError("the indices of max_pool2d over symbolic spatial sizes")
-    oh, ow = out_hw
+    padding, dilation = make_pair(padding), make_pair(dilation)
+    return max_pool_indices(ctx, x, kernel, stride, padding, dilation, list(out_hw))
+
+
+def max_pool_indices(ctx: Importer, x, kernel, stride, padding, dilation, out_sizes: list):
+    """The flat index over x's last n axes (`h * W + w`; `d * H * W + h * W + w` in 3-D) of
+    each window's maximum, as torch's CPU kernel picks it: the first maximum in window order,
+    or the last NaN. The window taps of `x` padded with its lowest value are compared one by
+    one (prod(kernel) strided slices, fused into one kernel)."""
+    n = len(out_sizes)
+    sizes = list(shape_of(x)[-n:])
+    if not all(isinstance(d, int) for d in (*sizes, *out_sizes)):
+        raise NotImplementedError(f"the indices of max_pool{n}d over symbolic spatial sizes")
     dtype = np_dtype(x.struct_info.dtype)
     lowest = (
         -np.inf if np.issubdtype(dtype, np.floating) or dtype.kind == "V" else np.iinfo(dtype).min
     )
-    span_h, span_w = (
-        (oh - 1) * stride[0] + dh * (kernel[0] - 1) + 1,
-        (ow - 1) * stride[1] + dw * (kernel[1] - 1) + 1,
-    )
-    pads = [0, 0, 0, 0, ph, max(span_h - h - ph, 0), pw, max(span_w - w - pw, 0)]
+    pads = [0, 0] * (ndim(x) - n)
+    for size, o, s, p, d, k in zip(sizes, out_sizes, stride, padding, dilation, kernel):
+        pads += [p, max((o - 1) * s + d * (k - 1) + 1 - size - p, 0)]
     padded = call(ctx, "nn.pad", x, pads, "constant", float(lowest))
-    rows, cols = np.arange(oh)[:, None] * stride[0] - ph, np.arange(ow)[None, :] * stride[1] - pw
-    first_row = np.where(rows < 0, rows + ((-rows + dh - 1) // dh) * dh, rows)
-    first_col = np.where(cols < 0, cols + ((-cols + dw - 1) // dw) * dw, cols)
-    index = const((first_row * w + first_col).astype(np.int64))
+    # each output's window start along each axis (before the padding: may be negative),
+    # shaped to broadcast over the others
+    starts = [
+        (np.arange(o) * s - p).reshape([o if b == a else 1 for b in range(n)])
+        for a, (o, s, p) in enumerate(zip(out_sizes, stride, padding))
+    ]
+    flat = [int(np.prod(sizes[a + 1 :])) for a in range(n)]
+    # a window's first tap inside the input: the default index of an all-padding maximum
+    firsts = [
+        np.where(st < 0, st + ((-st + d - 1) // d) * d, st) for st, d in zip(starts, dilation)
+    ]
+    index = np.broadcast_to(sum(f * m for f, m in zip(firsts, flat)), out_sizes)
+    index = const(index.astype(np.int64))
     best = as_tensor(float(lowest) if np.isinf(lowest) else int(lowest), padded)
-    for kh in range(kernel[0]):
-        for kw in range(kernel[1]):
-            begin = [kh * dh, kw * dw]
-            end = [b + (n - 1) * s + 1 for b, n, s in zip(begin, (oh, ow), stride)]
-            tap = call(ctx, "strided_slice", padded, [2, 3], begin, end, stride)
-            at = const(((rows + kh * dh) * w + cols + kw * dw).astype(np.int64))
-            better = call(
-                ctx,
-                "logical_or",
-                emit_binary(ctx, "greater", tap, best),
-                emit_binary(ctx, "not_equal", tap, tap),
-            )
-            best = call(ctx, "where", better, tap, best)
-            index = call(ctx, "where", better, at, index)
+    axes = list(range(ndim(x) - n, ndim(x)))
+    for taps in itertools.product(*(range(k) for k in kernel)):
+        begin = [t * d for t, d in zip(taps, dilation)]
+        end = [b + (o - 1) * s + 1 for b, o, s in zip(begin, out_sizes, stride)]
+        tap = call(ctx, "strided_slice", padded, axes, begin, end, list(stride))
+        at = sum((st + b) * m for st, b, m in zip(starts, begin, flat))
+        at = const(np.broadcast_to(at, out_sizes).astype(np.int64))
+        better = call(
+            ctx,
+            "logical_or",
+            emit_binary(ctx, "greater", tap, best),
+            emit_binary(ctx, "not_equal", tap, tap),
+        )
+        best = call(ctx, "where", better, tap, best)
+        index = call(ctx, "where", better, at, index)
     return index
 
 
@@ -562,7 +576,13 @@ def _max_pool3d(ctx: Importer, node: fx.Node):
     if ctx.arg(node, 6, "return_indices", False) or "with_indices" in str(node.target):
 
         def indices():
-            raise NotImplementedError(f"the indices of max_pool3d at node '{node.name}'")
+            kernel = make_pair(ctx.arg(node, 1, "kernel_size"), 3)
+            stride = ctx.arg(node, 2, "stride")
+            stride = make_pair(stride, 3) if stride not in (None, [], ()) else kernel
+            padding = make_pair(ctx.arg(node, 3, "padding", 0), 3)
+            dilation = make_pair(ctx.arg(node, 4, "dilation", 1), 3)
+            x = first(ctx, node)
+            return max_pool_indices(ctx, x, kernel, stride, padding, dilation, shape_of(out)[-3:])
 
         return out, Deferred(indices)
     return out
