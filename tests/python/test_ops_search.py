@@ -27,9 +27,10 @@ def test_cumsum():
 
 
 def test_cumprod_cummax_cummin_logcumsumexp():
-    """Running products (integers in int64, a dtype), maxima and minima (NaN propagates, as in
-    torch; integers), logcumsumexp where an early element sits far below a later maximum (one
-    shift by the global maximum gave -inf); every axis kind; 0-d inputs."""
+    """Running products (integers in int64, a dtype), maxima and minima with their indices
+    (torch's: the last tie, the last NaN; NaN propagates; integers), logcumsumexp where an
+    early element sits far below a later maximum (one shift by the global maximum gave -inf);
+    every axis kind; 0-d inputs."""
 
     def ops(x, i):
         far = torch.tensor([-1000.0, 0.0, -2000.0, 5.0, 1.0]) + x[0, 0]
@@ -37,6 +38,7 @@ def test_cumprod_cummax_cummin_logcumsumexp():
             torch.cumprod(x, 1), x.cumprod(-1, dtype=torch.float64), torch.cumprod(i, 0),
             torch.cummax(x, 0)[0], x.cummin(-1).values, torch.cummax(i, 1)[0],
             torch.logcumsumexp(x, 1), torch.logcumsumexp(far, 0), torch.cumprod(x[0, 0, 0], 0),
+            torch.cummax(x, 2)[1], torch.cummin(x.round(), 1).indices, torch.cummax(i, 1)[1],
         )  # fmt: skip
 
     x = torch.randn(3, 4, 5, generator=_gen(2))

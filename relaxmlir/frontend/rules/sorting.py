@@ -111,8 +111,8 @@ def _scan_back(ctx: Importer, out, order: list):
 
 
 def _cumulative(op_name: str) -> Rule:
-    """`cummax` / `cummin` (values; the indices name themselves as unsupported when used) and
-    `cumprod`: the reduction of each prefix (`_prefix_matrix`)."""
+    """`cummax` / `cummin` (values and indices) and `cumprod`: the reduction of each prefix
+    (`_prefix_matrix`)."""
 
     def rule(ctx: Importer, node: fx.Node):
         x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
@@ -136,12 +136,26 @@ def _cumulative(op_name: str) -> Rule:
             info = np.iinfo(np_dtype(x.struct_info.dtype))
             fill = int(info.min if op_name == "max" else info.max)
         matrix, order = _prefix_matrix(ctx, x, dim, fill)
-        values = _scan_back(ctx, call(ctx, op_name, matrix, [ndim(x)], False), order)
+        last = ndim(x)  # the prefix axis (j) of the matrix
+        reduced = call(ctx, op_name, matrix, [last], False)
+        values = _scan_back(ctx, reduced, order)
         if op_name == "prod":
             return values
 
         def indices():
-            raise NotImplementedError(f"the indices of cum{op_name} at node '{node.name}'")
+            """torch's index: the last j <= i holding the prefix's extreme, or its last NaN
+            (a NaN, once seen, is the extreme)."""
+            n = shape_of(x)[dim]
+            extreme = call(ctx, "expand_dims", reduced, last)
+            hit = emit_binary(ctx, "equal", matrix, extreme)
+            if floating:
+                nan = call(ctx, "isnan", matrix)
+                nan = call(ctx, "logical_and", nan, call(ctx, "isnan", extreme))
+                hit = call(ctx, "logical_or", hit, nan)
+            hit = call(ctx, "logical_and", hit, const(np.tril(np.ones((n, n), dtype=bool))))
+            positions = const(np.arange(n, dtype=np.int64))
+            at = call(ctx, "where", hit, positions, as_tensor(-1, dtype="int64"))
+            return _scan_back(ctx, call(ctx, "max", at, [last], False), order)
 
         return Sorted(values, Deferred(indices))
 
