@@ -95,6 +95,21 @@ def _index_tensor(ctx: Importer, item, where: str):
     return const(value.astype(np.int64))
 
 
+def _flat_index(ctx: Importer, tensors: list, sizes: list, strides: list, op: str):
+    """The flat position in the merged indexed axes: each index tensor with its negative
+    entries counted from the end of its axis, times its axis' stride, summed and broadcast to
+    the index tensors' common shape."""
+    shape = broadcast_shapes([shape_of(t) for t in tensors], op)
+    flat = None
+    for t, size, stride in zip(tensors, sizes, strides):
+        t = call(ctx, "where", emit_binary(ctx, "less", t, 0), emit_binary(ctx, "add", t, size), t)
+        t = emit_binary(ctx, "multiply", t, stride) if stride != 1 else t
+        flat = t if flat is None else emit_binary(ctx, "add", flat, t)
+    if tuple(shape_of(flat)) != tuple(shape):
+        flat = call(ctx, "broadcast_to", flat, list(shape))
+    return flat
+
+
 def advanced_index(ctx: Importer, x, indices: list, where: str = ""):
     """numpy/torch advanced indexing: `indices[a]` is an index tensor for axis a or None (the
     whole axis). The index tensors broadcast together; when their axes are adjacent the result
@@ -115,18 +130,18 @@ def advanced_index(ctx: Importer, x, indices: list, where: str = ""):
     strides = [1] * len(sizes)
     for i in range(len(sizes) - 2, -1, -1):
         strides[i] = sizes[i + 1] * strides[i + 1]
-    tensors = [indices[a] for a in axes]
-    shape = broadcast_shapes([shape_of(t) for t in tensors], "index")
-    flat = None
-    for t, size, stride in zip(tensors, sizes, strides):
-        t = call(ctx, "where", emit_binary(ctx, "less", t, 0), emit_binary(ctx, "add", t, size), t)
-        t = emit_binary(ctx, "multiply", t, stride) if stride != 1 else t
-        flat = t if flat is None else emit_binary(ctx, "add", flat, t)
-    if tuple(shape_of(flat)) != tuple(shape):
-        flat = call(ctx, "broadcast_to", flat, list(shape))
+    flat = _flat_index(ctx, [indices[a] for a in axes], sizes, strides, "index")
     lead, tail = list(shape_of(x)[: axes[0]]), list(shape_of(x)[axes[-1] + 1 :])
     merged = call(ctx, "reshape", x, lead + [dim_value(strides[0] * sizes[0])] + tail)
     return call(ctx, "take", merged, flat, axes[0])
+
+
+def _in_dtype_of(ctx: Importer, value, x):
+    """A value written into `x` (a tensor or a python scalar) in x's dtype, as torch casts it."""
+    dtype = x.struct_info.dtype
+    if not is_tensor(value):
+        return as_tensor(value, dtype=dtype)
+    return astype(ctx, value, dtype) if value.struct_info.dtype != dtype else value
 
 
 def index_put(ctx: Importer, x, indices: list, values, accumulate: bool = False, where: str = ""):
@@ -138,9 +153,7 @@ def index_put(ctx: Importer, x, indices: list, values, accumulate: bool = False,
     `where`."""
     rank = ndim(x)
     indices = list(indices) + [None] * (rank - len(indices))
-    dtype = x.struct_info.dtype
-    values = as_tensor(values, dtype=dtype) if not is_tensor(values) else values
-    values = astype(ctx, values, dtype) if values.struct_info.dtype != dtype else values
+    values = _in_dtype_of(ctx, values, x)
     masks = [a for a, t in enumerate(indices) if is_tensor(t) and t.struct_info.dtype == "bool"]
     if masks:
         return _masked_put(ctx, x, indices, masks, values, accumulate, where)
@@ -153,14 +166,8 @@ def index_put(ctx: Importer, x, indices: list, values, accumulate: bool = False,
     if not all(isinstance(s, int) for s in sizes):
         raise NotImplementedError(f"index_put along a symbolic axis{where}")
     strides = [int(np.prod(sizes[i + 1 :])) for i in range(len(sizes))]
-    shape = list(broadcast_shapes([shape_of(t) for t in tensors.values()], "index_put"))
-    flat = None
-    for t, size, stride in zip(tensors.values(), sizes, strides):
-        t = call(ctx, "where", emit_binary(ctx, "less", t, 0), emit_binary(ctx, "add", t, size), t)
-        t = emit_binary(ctx, "multiply", t, stride) if stride != 1 else t
-        flat = t if flat is None else emit_binary(ctx, "add", flat, t)
-    if list(shape_of(flat)) != shape:
-        flat = call(ctx, "broadcast_to", flat, shape)
+    flat = _flat_index(ctx, list(tensors.values()), sizes, strides, "index_put")
+    shape = list(shape_of(flat))
     # the shape x[indices] has: the index shape in place of adjacent indexed axes, else in front
     adjacent = axes == list(range(axes[0], axes[-1] + 1))
     lead = [shape_of(x)[a] for a in rest if adjacent and a < axes[0]]
@@ -405,8 +412,7 @@ def slice_scatter(ctx: Importer, x, src, dim: int, start, end, step: int = 1, wh
     if not isinstance(size, int):
         raise NotImplementedError(f"slice_scatter along a symbolic axis{where}")
     b, e, st = slice(start, end, step).indices(size)
-    dtype = x.struct_info.dtype
-    src = astype(ctx, src, dtype) if src.struct_info.dtype != dtype else src
+    src = _in_dtype_of(ctx, src, x)
     if st != 1:
         positions = const(np.arange(b, e, st, dtype=np.int64))
         return index_put(ctx, x, [None] * dim + [positions], src, where=where)
@@ -441,9 +447,7 @@ def _copy(ctx: Importer, node: fx.Node):
     """`aten.copy(x, src)` (the functional form of `x.copy_(src)`): src broadcast to x's shape,
     in x's dtype."""
     x, src = first(ctx, node), ctx.arg(node, 1, "src")
-    src = as_tensor(src, dtype=x.struct_info.dtype) if not is_tensor(src) else src
-    if src.struct_info.dtype != x.struct_info.dtype:
-        src = astype(ctx, src, x.struct_info.dtype)
+    src = _in_dtype_of(ctx, src, x)
     if tuple(shape_of(src)) != tuple(shape_of(x)):
         src = call(ctx, "broadcast_to", src, list(shape_of(x)))
     return src

@@ -92,7 +92,8 @@ def _cumsum(ctx: Importer, node: fx.Node):
 
 def _prefix_matrix(ctx: Importer, x, dim: int, fill):
     """x's values along `dim` as a [.., n (i), n (j)] matrix, `fill` where j > i: every prefix
-    at once, the scan axis last. Quadratic in n, as the cumsum kernel is (`topi.scan`)."""
+    at once, the scan axis last (with the permutation and the j <= i mask). Quadratic in n, as
+    the cumsum kernel is (`topi.scan`)."""
     n = shape_of(x)[dim]
     if not isinstance(n, int):
         raise NotImplementedError("a cumulative max / min / product over a symbolic axis")
@@ -100,7 +101,7 @@ def _prefix_matrix(ctx: Importer, x, dim: int, fill):
     moved = call(ctx, "permute_dims", x, order) if order != list(range(ndim(x))) else x
     rows = call(ctx, "expand_dims", moved, ndim(x) - 1)  # [.., 1, n]: row i sees every j
     prefix = const(np.tril(np.ones((n, n), dtype=bool)))
-    return call(ctx, "where", prefix, rows, as_tensor(fill, rows)), order
+    return call(ctx, "where", prefix, rows, as_tensor(fill, rows)), order, prefix
 
 
 def _scan_back(ctx: Importer, out, order: list):
@@ -135,7 +136,7 @@ def _cumulative(op_name: str) -> Rule:
         else:
             info = np.iinfo(np_dtype(x.struct_info.dtype))
             fill = int(info.min if op_name == "max" else info.max)
-        matrix, order = _prefix_matrix(ctx, x, dim, fill)
+        matrix, order, prefix = _prefix_matrix(ctx, x, dim, fill)
         last = ndim(x)  # the prefix axis (j) of the matrix
         reduced = call(ctx, op_name, matrix, [last], False)
         values = _scan_back(ctx, reduced, order)
@@ -145,15 +146,14 @@ def _cumulative(op_name: str) -> Rule:
         def indices():
             """torch's index: the last j <= i holding the prefix's extreme, or its last NaN
             (a NaN, once seen, is the extreme)."""
-            n = shape_of(x)[dim]
             extreme = call(ctx, "expand_dims", reduced, last)
             hit = emit_binary(ctx, "equal", matrix, extreme)
             if floating:
                 nan = call(ctx, "isnan", matrix)
                 nan = call(ctx, "logical_and", nan, call(ctx, "isnan", extreme))
                 hit = call(ctx, "logical_or", hit, nan)
-            hit = call(ctx, "logical_and", hit, const(np.tril(np.ones((n, n), dtype=bool))))
-            positions = const(np.arange(n, dtype=np.int64))
+            hit = call(ctx, "logical_and", hit, prefix)
+            positions = const(np.arange(shape_of(x)[dim], dtype=np.int64))
             at = call(ctx, "where", hit, positions, as_tensor(-1, dtype="int64"))
             return _scan_back(ctx, call(ctx, "max", at, [last], False), order)
 
@@ -169,7 +169,7 @@ def _logcumsumexp(ctx: Importer, node: fx.Node):
     if ndim(x) == 0:
         return x
     dim = axis(dim, ndim(x))
-    matrix, order = _prefix_matrix(ctx, x, dim, float("-inf"))
+    matrix, order, _ = _prefix_matrix(ctx, x, dim, float("-inf"))
     top = call(ctx, "max", matrix, [ndim(x)], True)  # each prefix's maximum
     # an all -inf prefix would give -inf - -inf = nan: shift it by 0 instead
     finite = call(ctx, "where", call(ctx, "isinf", top), as_tensor(0.0, top), top)
