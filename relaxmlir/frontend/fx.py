@@ -150,12 +150,12 @@ def _pool3d(ctx, node, module: nn.MaxPool3d | nn.AvgPool3d):
             ctx, first(ctx, node), "max", module.kernel_size, module.stride, module.padding,
             module.dilation, module.ceil_mode,
         )  # fmt: skip
-    if module.ceil_mode or not module.count_include_pad or module.divisor_override is not None:
-        raise NotImplementedError(
-            f"AvgPool3d with ceil_mode, count_include_pad=False or divisor_override at node "
-            f"'{node.name}'"
-        )
-    return pool3d(ctx, first(ctx, node), "avg", module.kernel_size, module.stride, module.padding)
+    return pool3d(
+        ctx, first(ctx, node), "avg", module.kernel_size, module.stride, module.padding,
+        ceil_mode=module.ceil_mode, count_include_pad=module.count_include_pad,
+        divisor_override=module.divisor_override, where=f" at node '{node.name}'",
+        name="AvgPool3d",
+    )  # fmt: skip
 
 
 def _adaptive_avg_pool(ctx, node, module: nn.AdaptiveAvgPool2d):

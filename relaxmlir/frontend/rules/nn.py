@@ -253,10 +253,19 @@ def conv3d(ctx: Importer, x, weight, bias, stride, padding, dilation, groups: in
     return emit_binary(ctx, "add", out, reshape(ctx, bias, [1, shape_of(bias)[0], 1, 1, 1]))
 
 
-def _pool_window(kernel, stride) -> tuple[list, list]:
-    """(kernel, stride) as pairs; torch's stride defaults to the kernel size."""
-    kernel = make_pair(kernel)
-    return kernel, make_pair(stride) if stride not in (None, [], ()) else kernel
+def _pool_window(kernel, stride, n: int = 2) -> tuple[list, list]:
+    """(kernel, stride) with one entry per spatial axis; torch's stride defaults to the kernel
+    size."""
+    kernel = make_pair(kernel, n)
+    return kernel, make_pair(stride, n) if stride not in (None, [], ()) else kernel
+
+
+def _lowest(dtype: str):
+    """The value below every element of `dtype`: what max pooling pads with."""
+    np_type = np_dtype(dtype)
+    if np.issubdtype(np_type, np.floating) or np_type.kind == "V":  # V: bfloat16
+        return float("-inf")
+    return int(np.iinfo(np_type).min)
 
 
 def unbatched(pool):
@@ -480,10 +489,7 @@ def max_pool_indices(ctx: Importer, x, kernel, stride, padding, dilation, out_si
     sizes = list(shape_of(x)[-n:])
     if not all(isinstance(d, int) for d in (*sizes, *out_sizes)):
         raise NotImplementedError(f"the indices of max_pool{n}d over symbolic spatial sizes")
-    dtype = np_dtype(x.struct_info.dtype)
-    lowest = (
-        -np.inf if np.issubdtype(dtype, np.floating) or dtype.kind == "V" else np.iinfo(dtype).min
-    )
+    lowest = _lowest(x.struct_info.dtype)
     pads = [0, 0] * (ndim(x) - n)
     for size, o, s, p, d, k in zip(sizes, out_sizes, stride, padding, dilation, kernel):
         pads += [p, max((o - 1) * s + d * (k - 1) + 1 - size - p, 0)]
@@ -501,7 +507,7 @@ def max_pool_indices(ctx: Importer, x, kernel, stride, padding, dilation, out_si
     ]
     index = np.broadcast_to(sum(f * m for f, m in zip(firsts, flat)), out_sizes)
     index = const(index.astype(np.int64))
-    best = as_tensor(float(lowest) if np.isinf(lowest) else int(lowest), padded)
+    best = as_tensor(lowest, padded)
     axes = list(range(ndim(x) - n, ndim(x)))
     for taps in itertools.product(*(range(k) for k in kernel)):
         begin = [t * d for t, d in zip(taps, dilation)]
@@ -520,18 +526,30 @@ def max_pool_indices(ctx: Importer, x, kernel, stride, padding, dilation, out_si
     return index
 
 
-def pool3d(ctx: Importer, x, kind: str, kernel, stride, padding, dilation=1, ceil_mode=False):
+def pool3d(
+    ctx: Importer, x, kind: str, kernel, stride, padding, dilation=1, ceil_mode=False,
+    count_include_pad=True, divisor_override=None, where: str = "", name: str = "avg_pool3d",
+):  # fmt: skip
     """3-D max / average pooling (NCDHW, or CDHW unbatched) as the 2-D pool of every depth slice
     (the depth folded into the batch), then the depth window's taps (strided slices) reduced by
-    maximum or mean. An average counts the padding (torch's default count_include_pad)."""
+    maximum or mean. An average counts the padding (torch's default count_include_pad); its
+    other options name themselves as unsupported."""
     from relaxmlir.frontend.rules.slicing import strided_slice
 
+    if kind == "avg":
+        options = {
+            "ceil_mode": ceil_mode,
+            "count_include_pad=False": not count_include_pad,
+            "divisor_override": divisor_override is not None,
+        }
+        unsupported = [name for name, on in options.items() if on]
+        if unsupported:
+            raise NotImplementedError(f"{name} with {', '.join(unsupported)}{where}")
     if ndim(x) == 4:
         batched = call(ctx, "expand_dims", x, 0)
         out = pool3d(ctx, batched, kind, kernel, stride, padding, dilation, ceil_mode)
         return squeeze(ctx, out, [0])
-    kernel = make_pair(kernel, 3)
-    stride = make_pair(stride, 3) if stride not in (None, [], ()) else kernel
+    kernel, stride = _pool_window(kernel, stride, 3)
     padding, dilation = make_pair(padding, 3), make_pair(dilation, 3)
     channels, depth, height, width = shape_of(x)[1:]
     if not isinstance(depth, int):
@@ -542,8 +560,7 @@ def pool3d(ctx: Importer, x, kind: str, kernel, stride, padding, dilation=1, cei
     folded = reshape(ctx, depth_first, [-1, channels, height, width])
     if kind == "max":
         flat = max_pool2d(ctx, folded, kernel[1:], stride[1:], padding[1:], dilation[1:], ceil_mode)
-        dtype = np_dtype(x.struct_info.dtype)
-        fill = float("-inf") if dtype.kind in "fV" else int(np.iinfo(dtype).min)
+        fill = _lowest(x.struct_info.dtype)
     else:
         flat = avg_pool2d(ctx, folded, kernel[1:], stride[1:], padding[1:], ceil_mode, True)
         fill = 0.0
@@ -576,9 +593,8 @@ def _max_pool3d(ctx: Importer, node: fx.Node):
     if ctx.arg(node, 6, "return_indices", False) or "with_indices" in str(node.target):
 
         def indices():
-            kernel = make_pair(ctx.arg(node, 1, "kernel_size"), 3)
-            stride = ctx.arg(node, 2, "stride")
-            stride = make_pair(stride, 3) if stride not in (None, [], ()) else kernel
+            window = ctx.arg(node, 1, "kernel_size"), ctx.arg(node, 2, "stride")
+            kernel, stride = _pool_window(*window, 3)
             padding = make_pair(ctx.arg(node, 3, "padding", 0), 3)
             dilation = make_pair(ctx.arg(node, 4, "dilation", 1), 3)
             x = first(ctx, node)
@@ -589,17 +605,11 @@ def _max_pool3d(ctx: Importer, node: fx.Node):
 
 
 def _avg_pool3d(ctx: Importer, node: fx.Node):
-    options = {
-        "ceil_mode": ctx.arg(node, 4, "ceil_mode", False),
-        "count_include_pad=False": not ctx.arg(node, 5, "count_include_pad", True),
-        "divisor_override": ctx.arg(node, 6, "divisor_override") is not None,
-    }
-    unsupported = [name for name, on in options.items() if on]
-    if unsupported:
-        raise NotImplementedError(f"avg_pool3d with {', '.join(unsupported)} at node '{node.name}'")
     return pool3d(
         ctx, first(ctx, node), "avg", ctx.arg(node, 1, "kernel_size"), ctx.arg(node, 2, "stride"),
-        ctx.arg(node, 3, "padding", 0),
+        ctx.arg(node, 3, "padding", 0), ceil_mode=ctx.arg(node, 4, "ceil_mode", False),
+        count_include_pad=ctx.arg(node, 5, "count_include_pad", True),
+        divisor_override=ctx.arg(node, 6, "divisor_override"), where=f" at node '{node.name}'",
     )  # fmt: skip
 
 
