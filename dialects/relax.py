@@ -26,6 +26,10 @@ PRIM_FUNC_ATTR = "relax.prim_func"  # unit attribute on a destination-passing pr
 SHAPE_ATTR = "relax.shape"  # symbolic shapes: arg attr, or op attr holding one list per result
 NUM_INPUT_ATTR = "relax.num_input"  # graph function: its leading parameters that are inputs
 TRANSFORM_PARAMS_ATTR = "relax.transform_params"  # graph function: what computes its weights
+# graph function with state that persists between calls (an exported module's buffers updated
+# in place): {params = names of the state parameters, init = the function returning their first
+# values}; its last results are the state's new values, in that order
+STATE_ATTR = "relax.state"
 
 
 def mlir_op_name(tvm_name: str) -> str:

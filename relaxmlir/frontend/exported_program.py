@@ -176,19 +176,20 @@ def _untranslated(ep: ExportedProgram, keep_params_as_input: bool = False) -> bo
     return False
 
 
-def _check_no_state_updates(ep: ExportedProgram) -> None:
-    """Refuse a program that updates its buffers or parameters in place (`self.total.add_(x)`,
-    a static KV cache's `index_copy_`): the compiled function reads its weights as they were at
-    import, so a second call would not see the first one's update, unlike torch. (An in-place
-    op on a user input is fine: the caller gets the same results, its tensor stays unwritten.)"""
-    kinds = {OutputKind.BUFFER_MUTATION: "buffer", OutputKind.PARAMETER_MUTATION: "parameter"}
+def _state_updates(ep: ExportedProgram) -> set[str]:
+    """The buffers that the program updates in place (`self.total.add_(x)`, a static KV cache's
+    `index_copy_`): they become state that the VM keeps between calls, as torch keeps the
+    module's buffers. A parameter updated in place (a training step) is refused."""
+    state = set()
     for spec in ep.graph_signature.output_specs:
-        if spec.kind in kinds:
+        if spec.kind == OutputKind.PARAMETER_MUTATION:
             raise NotImplementedError(
-                f"the program updates {kinds[spec.kind]} '{spec.target}' in place (node "
-                f"'{spec.arg.name}'): state that persists between calls is not supported; "
-                "pass it as an input and return its new value instead (from_exported_program)"
+                f"the program updates parameter '{spec.target}' in place (node "
+                f"'{spec.arg.name}'): only buffers may be updated (from_exported_program)"
             )
+        if spec.kind == OutputKind.BUFFER_MUTATION:
+            state.add(spec.target)
+    return state
 
 
 def _input_sinfo(node: fx.Node) -> TensorStructInfo:
@@ -221,6 +222,11 @@ def from_exported_program(
     -------
     mod : IRModule, or `(mod, params)` with `keep_params_as_input` (params: name -> numpy array)
 
+    Buffers that the program updates in place (counters, a static KV cache) become state: "main"
+    takes them after the inputs and returns their new values after the outputs, and the VM
+    keeps them between calls from their values at export (`vm.state()`, `vm.reset_state()`),
+    so `vm["main"](x)` is called with the inputs only, as the module is.
+
     Examples
     --------
     >>> ep = torch.export.export(model.eval(), (torch.randn(1, 784),))
@@ -229,11 +235,11 @@ def from_exported_program(
     ep = exported_program
     if run_decompositions and _untranslated(ep, keep_params_as_input):
         ep = ep.run_decompositions(decomposition_table())
-    _check_no_state_updates(ep)
+    state = _state_updates(ep)
     specs = {
         spec.arg.name: spec for spec in ep.graph_signature.input_specs if hasattr(spec.arg, "name")
     }
-    output_kinds = [spec.kind for spec in ep.graph_signature.output_specs]
+    output_specs = ep.graph_signature.output_specs
     ctx = Importer("from_exported_program", keep_params_as_input=keep_params_as_input)
     inplace: dict = {}  # in-place ops whose every call nobody can observe: the functional rule
     for node in ep.graph.nodes:
@@ -254,6 +260,9 @@ def from_exported_program(
             var = Var(node.name, _input_sinfo(node))
             ctx.inputs.append(var)
             return var
+        if kind == InputKind.BUFFER and spec.target in state:
+            values = ep.state_dict if spec.target in ep.state_dict else ep.constants
+            return ctx.state_var(spec.target, values[spec.target])
         if kind in (InputKind.PARAMETER, InputKind.BUFFER) and not node.users:
             return None  # e.g. num_batches_tracked: not an input of the relax function
         if kind in (InputKind.PARAMETER, InputKind.BUFFER):
@@ -272,11 +281,12 @@ def from_exported_program(
             elif node.op == "call_function":
                 ctx.env[node] = ctx.translate(node)
             elif node.op == "output":
-                outs = [
-                    v
-                    for v, kind in zip(ctx.retrieve(node.args[0]), output_kinds)
-                    if kind == OutputKind.USER_OUTPUT
-                ]
+                outs = []
+                for v, spec in zip(ctx.retrieve(node.args[0]), output_specs):
+                    if spec.kind == OutputKind.USER_OUTPUT:
+                        outs.append(v)
+                    elif spec.kind == OutputKind.BUFFER_MUTATION:
+                        ctx.state_updates[spec.target] = v
                 return outs[0] if len(outs) == 1 else tuple(outs)
             else:
                 raise NotImplementedError(

@@ -19,6 +19,7 @@ import torch
 from mlir import ir
 from torch import fx
 
+from dialects.relax import STATE_ATTR
 from relaxmlir.relax.block_builder import BlockBuilder
 from relaxmlir.relax.expr import Constant, Expr, Var, const
 from relaxmlir.relax.struct_info import TensorStructInfo, TupleStructInfo
@@ -202,6 +203,9 @@ class Importer:
         self.inputs: list[Var] = []
         self.weights: dict[str, Any] = {}  # name -> Constant, or Var when kept as input
         self.params: dict[str, np.ndarray] = {}  # name -> value of each weight kept as input
+        self.state: dict[str, Var] = {}  # name -> parameter of each buffer updated in place
+        self.state_values: dict[str, np.ndarray] = {}  # name -> its value at import
+        self.state_updates: dict[str, Any] = {}  # name -> its value when the call ends
 
     # weights and the function ---------------------------------------------------------------
     def weight(self, name: str, tensor: torch.Tensor, as_param: bool = True):
@@ -215,25 +219,52 @@ class Importer:
                 self.weights[name] = Constant(data, borrowed=True)
         return self.weights[name]
 
+    def state_var(self, name: str, tensor: torch.Tensor) -> Var:
+        """A buffer that the program updates in place (a running count, a static KV cache): a
+        parameter of "main" after the inputs, whose value at the end of the call (set in
+        `state_updates`) "main" returns after its outputs. The VM keeps it between calls, from
+        the value it has now (a copy: the module's own buffer may change after the import)."""
+        if name not in self.state:
+            data = np.array(to_numpy(tensor), copy=True)
+            self.state[name] = Var(name, TensorStructInfo(data.shape, str(data.dtype)))
+            self.state_values[name] = data
+        return self.state[name]
+
     def build(self, body: Callable[[], Any]):
         """Run `body` inside function "main" and one dataflow block; what it returns is the
-        output (a value or a tuple of them). Returns the module, or `(mod, params)`."""
+        output (a value or a tuple of them). Returns the module, or `(mod, params)`.
+
+        With state (`state_var`), "main" takes it after the inputs and returns its new values
+        after the outputs, and "main_initial_state" returns its values at import (`STATE_ATTR`
+        names both for the VM, which keeps the state between calls)."""
         with scope(), self.bb.function("main"):
             with self.bb.dataflow():
                 result = body()
                 items = result if isinstance(result, (list, tuple)) else [result]
                 outs = [self.bb.emit_output(self._output_var(v)) for v in items]
+                for name in self.state:
+                    update = self._output_var(self.state_updates[name])
+                    outs.append(self.bb.emit_output(update))
             kept = [self.weights[name] for name in self.params]
             self.bb.emit_func_output(
-                outs[0] if not isinstance(result, (list, tuple)) else outs,
-                params=self.inputs + kept,
+                outs[0] if not isinstance(result, (list, tuple)) and not self.state else outs,
+                params=self.inputs + list(self.state.values()) + kept,
             )
+        if self.state:
+            with scope(), self.bb.function("main_initial_state"):
+                self.bb.emit_func_output([Constant(v) for v in self.state_values.values()])
         mod = self.bb.get()
-        if not self.keep_params_as_input:
-            return mod
-        with scope():  # the parameters after the inputs are weights (LiftTransformParams)
+        with scope():
+            if self.state:
+                mod["main"].op.attributes[STATE_ATTR] = ir.DictAttr.get({
+                    "params": ir.ArrayAttr.get([ir.StringAttr.get(n) for n in self.state]),
+                    "init": ir.StringAttr.get("main_initial_state"),
+                })  # fmt: skip
+            if not self.keep_params_as_input:
+                return mod
+            # the parameters after the inputs and the state are weights (LiftTransformParams)
             mod["main"].op.attributes[NUM_INPUT_ATTR] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(64), len(self.inputs)
+                ir.IntegerType.get_signless(64), len(self.inputs) + len(self.state)
             )
         return mod, dict(self.params)
 

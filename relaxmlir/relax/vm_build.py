@@ -50,6 +50,10 @@ def _function_infos(mod: IRModule) -> dict[str, FunctionInfo]:
             for i, (v, dtype) in enumerate(zip(terminator.operands, f.result_dtypes))
         ]
         infos[f.name] = FunctionInfo(f.name, params, results)
+        if rx.STATE_ATTR in f.op.attributes:
+            state = ir.DictAttr(f.op.attributes[rx.STATE_ATTR])
+            infos[f.name].state = [ir.StringAttr(a).value for a in ir.ArrayAttr(state["params"])]
+            infos[f.name].state_init = ir.StringAttr(state["init"]).value
     if not relax_funcs:  # a module of primitive functions: each public one is an entry point
         for f in list(mod.functions.values()):
             attrs = f.op.attributes

@@ -41,6 +41,11 @@ class FunctionInfo:
     params: list[TensorSpec]
     results: list[TensorSpec] = field(default_factory=list)
     destination_passing: bool = False  # primitive function entries write into their arguments
+    # State kept by the VM between calls (buffers the model updates in place): the names of
+    # the parameters that take it, whose new values are the last results, in this order, and
+    # the function that returns their first values.
+    state: list[str] = field(default_factory=list)
+    state_init: str = ""
 
     @property
     def signature(self) -> str:
@@ -58,6 +63,8 @@ class FunctionInfo:
             [TensorSpec.from_dict(p) for p in d["params"]],
             [TensorSpec.from_dict(r) for r in d["results"]],
             bool(d.get("destination_passing", False)),
+            list(d.get("state", [])),
+            str(d.get("state_init", "")),
         )
 
 

@@ -13,6 +13,7 @@ from relaxmlir.runtime.device import TARGET_DEVICE, Device, cpu
 from relaxmlir.runtime.entry import EntryPoint
 from relaxmlir.runtime.executable import Executable, FunctionInfo
 from relaxmlir.runtime.profile import ProfileReport, profile_call, profile_cuda_call, timers_of
+from relaxmlir.runtime.state import StatefulEntry
 from relaxmlir.runtime.timer import BenchmarkResult, time_evaluator
 
 MEMORY_CONFIGS = ("pooled",)  # kernel workspaces are cached by the native runtime
@@ -25,6 +26,8 @@ class VirtualMachine:
     results are NDArrays (a tuple when the function returns several). A CUDA executable runs on
     `rm.cuda(i)` and takes arrays already on that device (NDArrays or torch CUDA tensors);
     `cuda_graph=True` replays a call whose arguments repeat as one CUDA graph (cuda_graph.py).
+    A function with state (buffers the model updates in place) takes its inputs only: the VM
+    keeps the state between calls (`vm.state(name)`, `vm.reset_state(name)`; runtime/state.py).
     """
 
     def __init__(
@@ -63,7 +66,7 @@ class VirtualMachine:
         self.cuda_graph = cuda_graph
         self._entries: dict[str, EntryPoint] = {}
 
-    def __getitem__(self, name: str) -> EntryPoint:
+    def __getitem__(self, name: str) -> EntryPoint | StatefulEntry:
         if name not in self._entries:
             if name not in self.executable.infos:
                 raise KeyError(
@@ -74,8 +77,24 @@ class VirtualMachine:
                 entry = CudaEntryPoint(self.executable, info, self.device, self.cuda_graph)
             else:
                 entry = EntryPoint(self.executable, info, self.device)
+            if info.state:
+                entry = StatefulEntry(entry, self[info.state_init])
             self._entries[name] = entry
         return self._entries[name]
+
+    def _stateful(self, name: str) -> StatefulEntry:
+        entry = self[name]
+        if not entry.info.state:
+            raise ValueError(f"function '{name}' keeps no state between calls")
+        return entry
+
+    def state(self, name: str = "main") -> dict:
+        """The state function `name` keeps between calls, by buffer name (NDArrays)."""
+        return self._stateful(name).state()
+
+    def reset_state(self, name: str = "main") -> None:
+        """Give function `name`'s state back the values it had when the model was imported."""
+        self._stateful(name).reset()
 
     def signature(self, name: str = "main") -> FunctionInfo:
         return self.executable.infos[name]
@@ -85,8 +104,11 @@ class VirtualMachine:
 
     def profile(self, func_name: str, *args) -> ProfileReport:
         """Run `func_name` once untimed, then once with every kernel call timed; the report
-        lists the kernels slowest first (`print(report)`, `report.csv()`, `report.json()`)."""
+        lists the kernels slowest first (`print(report)`, `report.csv()`, `report.json()`).
+        A function with state runs on its current state and leaves it as it was."""
         entry = self[func_name]
+        if isinstance(entry, StatefulEntry):
+            entry, args = entry.entry, tuple(entry.arguments(args))
         if self.device.device_type == "cuda":
             return profile_cuda_call(entry, func_name, args)
         return profile_call(entry, timers_of(self.executable), func_name, args)

@@ -170,13 +170,15 @@ class _RunningTotal(nn.Module):
 
 
 @pytest.mark.parametrize("keep_params_as_input", [False, True])
-def test_buffer_updated_in_place_is_refused(keep_params_as_input):
+def test_buffer_updated_in_place_is_state(keep_params_as_input):
     """torch's second call returns 4s where a compiled function of the imported weights would
-    return 2s again: the update is named instead of being dropped (it was, silently)."""
+    return 2s again: the buffer is state that the VM keeps between calls (test_state.py)."""
     ep = torch.export.export(_RunningTotal(), (torch.ones(4),))
-    match = r"updates buffer 'total' in place .*not supported.*\(from_exported_program\)"
-    with pytest.raises(NotImplementedError, match=match):
-        from_exported_program(ep, keep_params_as_input=keep_params_as_input)
+    mod = from_exported_program(ep, keep_params_as_input=keep_params_as_input)
+    mod = mod[0] if keep_params_as_input else mod
+    vm = relax.VirtualMachine(relax.build(mod, "llvm"), rm.cpu())
+    for times in (2, 4, 6):
+        np.testing.assert_array_equal(vm["main"](np.ones(4, np.float32)).numpy(), [times] * 4)
 
 
 def test_unsupported_op_raises():

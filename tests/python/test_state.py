@@ -1,0 +1,162 @@
+"""Buffers that a model updates in place become state that the VM keeps between calls.
+
+Each model runs several calls against the torch module it was exported from (which updates its
+own buffers as it goes): outputs within rtol / atol 1e-5, integer counters exactly.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import torch
+from torch import nn
+
+import relaxmlir as rm
+from relaxmlir import relax
+from relaxmlir.frontend import from_exported_program
+
+RTOL = ATOL = 1e-5
+
+
+class Accumulator(nn.Module):
+    """A running sum it also returns as is, and a step counter (0-d int64)."""
+
+    def __init__(self):
+        super().__init__()
+        self.lin = nn.Linear(4, 4)
+        self.register_buffer("total", torch.zeros(2, 4))
+        self.register_buffer("steps", torch.zeros((), dtype=torch.int64))
+
+    def forward(self, x):
+        self.total.add_(self.lin(x))
+        self.steps.add_(1)
+        return self.total, self.steps * 10
+
+
+class CachedAttention(nn.Module):
+    """One decode step over a static KV cache, written at `pos` with `index_copy_` (as
+    transformers' StaticCache does) and read back whole, masked past `pos`."""
+
+    def __init__(self, length=16, dim=8):
+        super().__init__()
+        self.qkv = nn.Linear(dim, 3 * dim)
+        self.register_buffer("k_cache", torch.zeros(1, length, dim))
+        self.register_buffer("v_cache", torch.zeros(1, length, dim))
+
+    def forward(self, x, pos):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        self.k_cache.index_copy_(1, pos, k)
+        self.v_cache[:, pos] = v
+        scores = q @ self.k_cache.transpose(1, 2)
+        seen = torch.arange(self.k_cache.shape[1]) <= pos
+        scores = scores.masked_fill(~seen, float("-inf"))
+        return scores.softmax(-1) @ self.v_cache
+
+
+def _exported(model_type, *args):
+    torch.manual_seed(0)
+    model = model_type().eval()
+    reference = model_type().eval()
+    reference.load_state_dict(model.state_dict())
+    return torch.export.export(model, args), reference
+
+
+def _vm(mod, target="llvm"):
+    return relax.VirtualMachine(relax.build(mod, target), rm.cpu())
+
+
+def _check(vm, reference, inputs):
+    for args in inputs:
+        got = vm["main"](*[a.numpy() for a in args])
+        with torch.no_grad():
+            want = reference(*args)
+        got = got if isinstance(got, tuple) else (got,)
+        want = want if isinstance(want, tuple) else (want,)
+        assert len(got) == len(want)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=RTOL, atol=ATOL)
+
+
+def test_running_sum_and_counter_persist_between_calls():
+    rng = torch.Generator().manual_seed(1)
+    ep, reference = _exported(Accumulator, torch.randn(2, 4))
+    mod = from_exported_program(ep)
+    info = _vm(mod).signature("main")
+    assert info.state == ["total", "steps"] and info.state_init == "main_initial_state"
+    vm = _vm(mod)
+    _check(vm, reference, [(torch.randn(2, 4, generator=rng),) for _ in range(4)])
+    state = vm.state()
+    want = reference.total.numpy()
+    np.testing.assert_allclose(state["total"].numpy(), want, rtol=RTOL, atol=ATOL)
+    assert int(state["steps"].numpy()) == 4
+    x = torch.randn(2, 4, generator=rng)
+    total, _ = vm["main"](x.numpy())
+    first = total.numpy().copy()
+    vm["main"](x.numpy())  # the next call's new state is its own array: the result stays
+    np.testing.assert_array_equal(total.numpy(), first)
+    vm.reset_state()  # back to the buffers at export: zeros
+    assert not vm.state()["total"].numpy().any() and int(vm.state()["steps"].numpy()) == 0
+    total, steps = vm["main"](x.numpy())
+    assert int(steps.numpy()) == 10
+
+
+def test_static_kv_cache_decode_steps_match_torch():
+    ep, reference = _exported(CachedAttention, torch.randn(1, 1, 8), torch.tensor([0]))
+    vm = _vm(from_exported_program(ep))
+    rng = torch.Generator().manual_seed(2)
+    steps = [(torch.randn(1, 1, 8, generator=rng), torch.tensor([p])) for p in range(6)]
+    _check(vm, reference, steps)
+    np.testing.assert_allclose(vm.state()["v_cache"].numpy(), reference.v_cache.numpy(), rtol=RTOL)
+
+
+def test_state_with_weights_as_inputs_lifted_and_exported(tmp_path):
+    """keep_params_as_input: the state parameters stay inputs (num_input counts them), so
+    LiftTransformParams leaves them alone; an exported library keeps the state's description
+    and a VM over the loaded library keeps the state as the built one does."""
+    x = torch.randn(2, 4)
+    ep, reference = _exported(Accumulator, x)
+    mod, params = from_exported_program(ep, keep_params_as_input=True)
+    assert sorted(params) == ["lin.bias", "lin.weight"]
+    mod = relax.transform.LiftTransformParams()(mod)
+    vm = _vm(mod)
+    weights = vm["main_transform_params"](*params.values())
+    weights = weights if isinstance(weights, tuple) else (weights,)
+    rng = torch.Generator().manual_seed(3)
+    for _ in range(3):
+        x = torch.randn(2, 4, generator=rng)
+        total, steps = vm["main"](x.numpy(), *weights)
+        with torch.no_grad():
+            want_total, want_steps = reference(x)
+        np.testing.assert_allclose(total.numpy(), want_total.numpy(), rtol=RTOL, atol=ATOL)
+        assert int(steps.numpy()) == int(want_steps)
+
+    ep, reference = _exported(Accumulator, x)
+    path = str(tmp_path / "acc.so")
+    relax.build(from_exported_program(ep), "llvm").export_library(path)
+    loaded = relax.VirtualMachine(rm.runtime.load_module(path), rm.cpu())
+    assert loaded.signature("main").state == ["total", "steps"]
+    _check(loaded, reference, [(torch.randn(2, 4, generator=rng),) for _ in range(3)])
+
+
+def test_errors_name_the_state():
+    ep, _ = _exported(Accumulator, torch.randn(2, 4))
+    vm = _vm(from_exported_program(ep))
+    match = r"main\(\) takes 1 argument\(s\), got 2 \(its state total, steps"
+    with pytest.raises(TypeError, match=match):
+        vm["main"](np.zeros((2, 4), np.float32), np.zeros((2, 4), np.float32))
+    with pytest.raises(ValueError, match="'main_initial_state' keeps no state"):
+        vm.state("main_initial_state")
+
+    class Training(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.w = nn.Parameter(torch.ones(3))
+
+        def forward(self, x):
+            with torch.no_grad():
+                self.w.add_(x)
+            return self.w * 2
+
+    ep = torch.export.export(Training(), (torch.randn(3),))
+    with pytest.raises(NotImplementedError, match="updates parameter 'w' in place"):
+        from_exported_program(ep)
