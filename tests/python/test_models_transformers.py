@@ -157,3 +157,34 @@ def test_gpt2_decode_step_over_a_cache(batch):
             np.testing.assert_allclose(
                 g.numpy(), w.numpy(), rtol=RTOL, atol=ATOL, err_msg=f"n={length}"
             )
+
+
+def test_llama_static_cache_decodes_token_by_token():
+    """transformers' own export route for on-device decoding (`convert_and_export_with_cache`:
+    Llama over a StaticCache, written in place with `index_copy_` at `cache_position`): the
+    caches are state that the VM keeps between calls. Eight greedy steps against the same torch
+    module run eagerly on its own caches: the logits at each step and the tokens chosen."""
+    executorch = pytest.importorskip("transformers.integrations.executorch")
+    torch.manual_seed(0)
+    config = transformers.LlamaConfig(
+        hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+        num_key_value_heads=2, vocab_size=100, max_position_embeddings=64,
+    )  # fmt: skip
+    model = transformers.LlamaForCausalLM(config).eval()
+    model.generation_config.cache_implementation = "static"
+    model.generation_config.cache_config = {"batch_size": 1, "max_cache_len": 16, "device": "cpu"}
+    ep = executorch.convert_and_export_with_cache(model)
+    vm = relax.VirtualMachine(relax.build(from_exported_program(ep), "llvm"), rm.cpu())
+    assert len(vm.signature("main").state) >= 4  # a key and a value cache per layer
+    reference = executorch.TorchExportableModuleWithStaticCache(model)
+    ids, tokens, want_tokens = torch.tensor([[5]]), [], []
+    for pos in range(8):
+        position = torch.tensor([pos])
+        got = vm["main"](ids.numpy(), position.numpy()).numpy()
+        with torch.no_grad():
+            want = reference(input_ids=ids, cache_position=position).numpy()
+        np.testing.assert_allclose(got, want, rtol=RTOL, atol=ATOL, err_msg=f"step {pos}")
+        tokens.append(int(got[0, -1].argmax()))
+        want_tokens.append(int(want[0, -1].argmax()))
+        ids = torch.tensor([[want_tokens[-1]]])
+    assert tokens == want_tokens
