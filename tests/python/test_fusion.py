@@ -349,3 +349,28 @@ def test_squeeze_excite_gate_is_computed_once_per_channel(rng, gate):
     ss = rng.standard_normal((1, c, 1, 1), dtype=np.float32)
     g = 1 / (1 + np.exp(-ss)) if gate == "sigmoid" else np.clip(ss + 3, 0, 6) / 6
     np.testing.assert_allclose(_run(mod, xs, ss), xs * g, rtol=1e-5, atol=1e-6)
+
+
+def test_cache_write_does_not_recompute_the_new_row(rng):
+    """A KV cache written at one position (`index_copy`, a pull-style scatter over all 64 rows)
+    reads the new row at computed indices: its producer (x * 2 + 1 here, a rotary embedding in
+    a decode step) stays a kernel of its own instead of running once per cache element, while
+    a pad (a gather barely larger than its input) still takes its producer."""
+    import torch
+
+    from relaxmlir.frontend import from_exported_program
+
+    class Write(torch.nn.Module):
+        def forward(self, cache, row, pos):
+            return cache.index_copy(1, pos, row * 2 + 1), torch.nn.functional.pad(row + 1, (1, 1))
+
+    cache, row = torch.randn(1, 64, 8), torch.randn(1, 1, 8)
+    pos = torch.tensor([5])
+    mod = from_exported_program(torch.export.export(Write(), (cache, row, pos)))
+    names = _prim_funcs(_fused(mod))
+    scatters = [n for n in names if "scatter_elements" in n]
+    assert scatters == ["scatter_elements"], names
+    assert any(n.startswith("fused_") and n.endswith("pad") for n in names), names
+    got = relax.VirtualMachine(relax.build(mod), rm.cpu())["main"](cache, row, pos)
+    for g, w in zip(got, Write()(cache, row, pos)):
+        np.testing.assert_allclose(g.numpy(), w.numpy(), rtol=1e-6)
