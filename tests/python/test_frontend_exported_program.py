@@ -274,10 +274,13 @@ def test_sdpa_grouped_query_heads(mask):
     np.testing.assert_allclose(got, Attention()(*args).numpy(), rtol=RTOL, atol=ATOL)
 
 
+@pytest.mark.parametrize("decomposed", [False, True])
 @pytest.mark.parametrize("causal", [False, True])
-def test_sdpa_after_repeat_kv(causal):
+def test_sdpa_after_repeat_kv(causal, decomposed):
     """transformers' repeat_kv before sdpa (`x[:, :, None].expand(..).reshape(..)`, Llama's
-    and Qwen2's attention): grouped as with enable_gqa, the repeats left unused and removed."""
+    and Qwen2's attention): grouped as with enable_gqa, the repeats left unused and removed;
+    also decomposed to core ATen (as a program with a StaticCache is), where the reshape of
+    the expanded view is a clone and a view."""
     torch.manual_seed(0)
 
     class Attention(nn.Module):
@@ -289,7 +292,11 @@ def test_sdpa_after_repeat_kv(causal):
             return F.scaled_dot_product_attention(q, repeat(k), repeat(v), is_causal=causal)
 
     args = (torch.randn(2, 6, 5, 8), torch.randn(2, 2, 7, 8), torch.randn(2, 2, 7, 8))
-    mod = from_exported_program(torch.export.export(Attention(), args))
+    ep = torch.export.export(Attention(), args)
+    if decomposed:
+        ep = ep.run_decompositions(decomposition_table())
+        assert "aten.clone" in str(ep.graph)
+    mod = from_exported_program(ep)
     with rm.target.Target("llvm"):
         text = str(relax.get_pipeline("zero")(mod).module)
     assert "x6x7x8xf32>" not in text  # no repeated K or V

@@ -749,14 +749,17 @@ _RESHAPES = (aten.reshape.default, aten.view.default, aten._unsafe_view.default,
 
 def _repeat_kv_source(ctx: Importer, arg):
     """The value that `x[:, :, None].expand(b, kv, g, n, d).reshape(b, kv * g, n, d)` repeats
-    (transformers' repeat_kv before sdpa: Llama, Mistral, Qwen2), else None."""
+    (transformers' repeat_kv before sdpa: Llama, Mistral, Qwen2), else None. Decomposed (a
+    program with a StaticCache is), the reshape of the expanded view is a `clone` then a view."""
 
     def producer(value, targets):
         ok = isinstance(value, fx.Node) and value.target in targets
         return value if ok and value.args else None
 
     reshaped = producer(arg, _RESHAPES)
-    expanded = reshaped and producer(reshaped.args[0], (aten.expand.default, "expand"))
+    copied = reshaped and producer(reshaped.args[0], (aten.clone.default,))
+    read = copied if copied is not None and len(copied.users) == 1 else reshaped
+    expanded = read and producer(read.args[0], (aten.expand.default, "expand"))
     unsqueezed = expanded and producer(expanded.args[0], (aten.unsqueeze.default, "unsqueeze"))
     if unsqueezed is None or len(unsqueezed.args) < 2:
         return None
