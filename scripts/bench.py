@@ -348,6 +348,17 @@ def _vision_model(make, batch):
     return model, [x], counter.get_total_flops(), None
 
 
+def _llama_config(positions: int = 512):
+    """GPT-2 small's width and depth in Llama's form: RMSNorm, rotary embeddings, SiLU-gated
+    MLP, grouped-query attention (12 query heads share 4 key/value heads)."""
+    import transformers
+
+    return transformers.LlamaConfig(
+        vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
+        num_attention_heads=12, num_key_value_heads=4, max_position_embeddings=positions,
+    )  # fmt: skip
+
+
 def _hf_model(kind, seq=128, batch=1):
     import numpy as np
     import torch
@@ -365,12 +376,7 @@ def _hf_model(kind, seq=128, batch=1):
             cfg.vocab_size,
         )
     elif kind == "llama":
-        # GPT-2 small's width and depth in Llama's form: RMSNorm, rotary embeddings, SiLU-gated
-        # MLP, grouped-query attention (12 query heads share 4 key/value heads)
-        cfg = transformers.LlamaConfig(
-            vocab_size=32000, hidden_size=768, intermediate_size=2048, num_hidden_layers=12,
-            num_attention_heads=12, num_key_value_heads=4, max_position_embeddings=512,
-        )  # fmt: skip
+        cfg = _llama_config()
         model = transformers.LlamaModel(cfg)
         d, ffn, layers, vocab = (
             cfg.hidden_size,
@@ -415,6 +421,12 @@ SYMBOLIC = {
 }
 
 
+# Decoding with state: transformers' Llama over a StaticCache of this many rows
+# (convert_and_export_with_cache), one token a call, the caches kept by the VM between calls:
+# id -> (title, cache rows).
+DECODE = {"D10": ("W10 Llama-style decode, one token over a 1024-row StaticCache", 1024)}
+
+
 # Models whose weights are inputs (keep_params_as_input): LiftTransformParams' split against
 # the bound build, and the same without the split (the weights' folds, re-layouts and packing
 # at every call).
@@ -440,7 +452,7 @@ def _select(names: list[str]) -> list[str]:
     for name in names:
         ids = (
             [name]
-            if name in WORKLOADS or name in SYMBOLIC or name in LIFTED or name in SCALING
+            if name in (*WORKLOADS, *SYMBOLIC, *LIFTED, *DECODE, *SCALING)
             else [w for w in WORKLOADS if re.fullmatch(re.escape(name) + "[a-z]", w)]
         )
         if not ids:
@@ -606,6 +618,62 @@ def run_lifted(name: str, threads: int, repeat: int) -> dict:
     if shared_cache is not None:
         os.environ["RELAXMLIR_CACHE_DIR"] = shared_cache
     row.update(_interleaved_ms(timed, repeat, settle=0.25 if threads > 1 else 0.0))
+    print(json.dumps(row), file=sys.stderr, flush=True)
+    return row
+
+
+def run_decode(name: str, threads: int, repeat: int) -> dict:
+    """One decode step of transformers' Llama over a StaticCache, against the same torch module
+    in eager (its own caches), checked for the first steps' logits, then timed in turns; each
+    system's calls walk the positions of its cache (a step reads the whole cache, masked, at
+    any position), starting over at the end."""
+    import numpy as np
+    import torch
+    import transformers
+    from transformers.integrations import executorch
+
+    import relaxmlir as rm
+    from relaxmlir import relax
+    from relaxmlir.frontend import from_exported_program
+
+    title, rows = DECODE[name]
+    torch.manual_seed(0)
+    model = transformers.LlamaForCausalLM(_llama_config(2 * rows)).eval()
+    model.generation_config.cache_implementation = "static"
+    model.generation_config.cache_config = {"batch_size": 1, "max_cache_len": rows, "device": "cpu"}
+    ep = executorch.convert_and_export_with_cache(model)
+    reference = executorch.TorchExportableModuleWithStaticCache(model)
+    row = {"id": name, "title": title, "threads": threads}
+    gc.collect()
+    os.sync()
+    t0 = time.perf_counter()
+    vm = relax.VirtualMachine(relax.build(from_exported_program(ep), _target(threads)), rm.cpu())
+    row["build_s"] = time.perf_counter() - t0
+    step = vm["main"]
+    token = np.array([[5]])
+    checked = 4
+    for pos in range(checked):
+        got = step(token, np.array([pos])).numpy()
+        with torch.no_grad():
+            want = reference(input_ids=torch.from_numpy(token), cache_position=torch.tensor([pos]))
+        np.testing.assert_allclose(got, want.numpy(), rtol=1e-3, atol=1e-3, err_msg=f"step {pos}")
+
+    def walk(call):
+        position = [checked]
+
+        def next_step():
+            call(position[0])
+            position[0] = position[0] + 1 if position[0] + 1 < rows else checked
+
+        return next_step
+
+    ids = torch.from_numpy(token)
+    timed = {
+        "torch_ms": walk(lambda p: reference(input_ids=ids, cache_position=torch.tensor([p]))),
+        "relaxmlir_ms": walk(lambda p: step(token, np.array([p]))),
+    }
+    with torch.no_grad():
+        row.update(_interleaved_ms(timed, repeat, settle=0.25 if threads > 1 else 0.0))
     print(json.dumps(row), file=sys.stderr, flush=True)
     return row
 
@@ -828,8 +896,11 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
             probe = core_latency.Probe()
         except (RuntimeError, OSError) as exc:
             print(f"core-to-core round trip not measured: {exc}", file=sys.stderr)
-    symbolic, lifted, scaling = [], [], []
+    symbolic, lifted, scaling, decode = [], [], [], []
     for name in names:
+        if name in DECODE:
+            decode.append(run_decode(name, threads, repeat))
+            continue
         if name in SCALING:
             if threads > 1:  # in the child of the most threads (main)
                 scaling.append(run_scaling(name, threads, repeat))
@@ -904,7 +975,10 @@ def run_child(names: list[str], threads: int, repeat: int, torch_compile: bool) 
         gc.collect()
     if probe is not None:
         probe.close()
-    return {"rows": rows, "symbolic": symbolic, "lifted": lifted, "scaling": scaling, "blas": blas}
+    return {
+        "rows": rows, "symbolic": symbolic, "lifted": lifted, "scaling": scaling,
+        "decode": decode, "blas": blas,
+    }  # fmt: skip
 
 
 def _roundtrip(probe) -> float | None:
@@ -1103,6 +1177,33 @@ def render_symbolic(rows: list[dict]) -> str:
     return "\n".join(lines + [""])
 
 
+def render_decode(rows: list[dict]) -> str:
+    """The decoding-with-state table (empty without such rows)."""
+    if not rows:
+        return ""
+    lines = [
+        "## Decoding with state",
+        "",
+        (
+            "transformers' `convert_and_export_with_cache` (Llama over a StaticCache written in "
+            "place at `cache_position`): the caches are state that the VM keeps between calls. "
+            "The first steps' logits are checked against the same torch module in eager (rtol "
+            "1e-3, atol 1e-3), then both are timed in turns (medians), each walking its cache's "
+            "positions. `build s`: import and build, cold."
+        ),
+        "",
+        "| workload | threads | torch ms | relaxmlir ms | x torch | build s |",
+        "|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        lines.append(
+            f"| {r['id']} {r['title']} | {r['threads']} | {_fmt(r['torch_ms'])} | "
+            f"{_fmt(r['relaxmlir_ms'])} | {r['torch_ms'] / r['relaxmlir_ms']:.2f} | "
+            f"{_fmt(r['build_s'], 2)} |"
+        )
+    return "\n".join(lines + [""])
+
+
 def render_lifted(rows: list[dict]) -> str:
     """The weights-as-inputs table (empty without such rows)."""
     if not rows:
@@ -1195,7 +1296,7 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument(
         "--only",
-        default=",".join([*WORKLOADS, *SYMBOLIC, *LIFTED, *SCALING]),
+        default=",".join([*WORKLOADS, *SYMBOLIC, *LIFTED, *DECODE, *SCALING]),
         help="comma-separated workload ids (W7 = W7a,W7b; S2, S8: symbolic builds; L7, L8, "
         "L11: weights as inputs; X3, X7a, ...: 1 vs all threads in turns)",
     )
@@ -1220,7 +1321,7 @@ def main(argv=None) -> int:
     except KeyError as exc:
         parser.error(
             f"unknown workload {exc}; known: "
-            f"{', '.join([*WORKLOADS, *SYMBOLIC, *LIFTED, *SCALING])} "
+            f"{', '.join([*WORKLOADS, *SYMBOLIC, *LIFTED, *DECODE, *SCALING])} "
             "(W7 selects W7a and W7b)"
         )
     if args.child is not None:
@@ -1234,7 +1335,7 @@ def main(argv=None) -> int:
         args.output = str(ROOT / "benchmarks" / name)
     print(f"measured f32 peak: {_peak_text(peak_info)}", file=sys.stderr, flush=True)
     unset = [key for key in BLAS_OVERRIDES if key in os.environ]
-    rows, symbolic, lifted, scaling, blas = [], [], [], [], {}
+    rows, symbolic, lifted, scaling, decode, blas = [], [], [], [], [], {}
     cache_dir = tempfile.mkdtemp(prefix="relaxmlir-bench-cache-")
     if any(n in SCALING for n in names) and max(thread_counts) == 1:
         print("the X (scaling) rows need a thread count above 1: skipped", file=sys.stderr)
@@ -1286,12 +1387,14 @@ def main(argv=None) -> int:
         symbolic += result["symbolic"]
         lifted += result["lifted"]
         scaling += result["scaling"]
+        decode += result["decode"]
         blas[threads] = result["blas"]
     shutil.rmtree(cache_dir, ignore_errors=True)
     command = "python scripts/bench.py " + " ".join(a for a in (argv or sys.argv[1:]))
     text = render(rows, command.strip(), peak_info, blas, unset, args.isa, _tuned_note(args.tuned))
     text += render_symbolic(symbolic)
     text += render_lifted(lifted)
+    text += render_decode(decode)
     text += render_scaling(scaling)
     Path(args.output).parent.mkdir(parents=True, exist_ok=True)
     Path(args.output).write_text(text)
