@@ -120,6 +120,35 @@ def _tensor_inputs(gm: Any, example_inputs: Sequence[Any], baked: dict) -> tuple
     return keep, shapes
 
 
+def _updates_returned(gm: Any) -> tuple[Any, list[int]]:
+    """The graph with the inputs it writes in place (a module's buffer, which dynamo passes as
+    an input: `self.total.add_(x)`) returned after its outputs, with their input positions. The
+    compiled code computes the new values (`Importer.translate` rebinds them); `run` writes them
+    into the caller's tensors, as the graph run by torch would."""
+    import copy
+
+    import torch
+
+    from relaxmlir.frontend.importer import _writes_first_argument
+
+    placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
+    written = {
+        n.args[0]
+        for n in gm.graph.nodes
+        if n.op in ("call_method", "call_function") and _writes_first_argument(n)
+    }
+    positions = [i for i, p in enumerate(placeholders) if p in written]
+    if not positions:
+        return gm, []
+    graph = copy.deepcopy(gm.graph)
+    copies = [n for n in graph.nodes if n.op == "placeholder"]
+    output = next(n for n in graph.nodes if n.op == "output")
+    outs = output.args[0]
+    outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+    output.args = (tuple(outs + [copies[i] for i in positions]),)
+    return torch.fx.GraphModule(gm, graph), positions
+
+
 def _dtype_name(t: Any) -> str:
     return str(t.dtype).removeprefix("torch.")
 
@@ -138,7 +167,10 @@ def relaxmlir_backend(gm: Any, example_inputs: Sequence[Any], **options: Any) ->
         baked = _bake_scalars(gm, example_inputs)
         keep, shapes = _tensor_inputs(gm, example_inputs, baked)
         dtypes = [_dtype_name(example_inputs[i]) for i in keep]
-        mod = from_fx(gm, shapes, input_dtypes=dtypes)
+        graph, written = _updates_returned(gm)
+        if any(i not in keep for i in written):
+            raise NotImplementedError("an input written in place that is not a tensor input")
+        mod = from_fx(graph, shapes, input_dtypes=dtypes)
         ex = relax.build(mod, target)
     except Exception as exc:  # noqa: BLE001  (any failure to compile: the graph still runs, in torch)
         STATS["fallbacks"] += 1
@@ -172,6 +204,11 @@ def relaxmlir_backend(gm: Any, example_inputs: Sequence[Any], **options: Any) ->
                 "torch.compile backend 'relaxmlir': inputs must be CPU tensors (target llvm)"
             )
         result = to_torch(main(*[t if t.is_contiguous() else t.contiguous() for t in tensors]))
-        return result if isinstance(result, list) else [result]
+        result = result if isinstance(result, list) else [result]
+        if written:  # the inputs the graph writes in place (a module's buffers): written back
+            for i, new in zip(written, result[len(result) - len(written) :]):
+                picked[keep.index(i)].copy_(new)
+            result = result[: len(result) - len(written)]
+        return result
 
     return run

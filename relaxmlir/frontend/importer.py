@@ -330,12 +330,17 @@ class Importer:
         )
 
     def translate(self, node: fx.Node) -> Any:
-        """The value of a `call_function` / `call_method` node."""
+        """The value of a `call_function` / `call_method` node. An in-place op (`x.add_(y)`,
+        `x.index_copy_(...)`, an ATen op that writes its first argument) also rebinds its
+        first argument, so that later reads of that tensor see the new value."""
         if node.target not in self.overrides:
             folded = self._fold(node)
             if folded is not _NOT_FOLDED:
                 return folded
-        return self.rule_for(node)(self, node)
+        out = self.rule_for(node)(self, node)
+        if _writes_first_argument(node) and isinstance(node.args[0], fx.Node) and is_tensor(out):
+            self.env[node.args[0]] = out
+        return out
 
     def _fold(self, node: fx.Node):
         """Evaluate a node whose inputs are all known (constants, python values) with torch."""
@@ -362,6 +367,21 @@ class Importer:
 
 
 _NOT_FOLDED = object()
+
+
+def _writes_first_argument(node: fx.Node) -> bool:
+    """`x.add_(y)` (a method named with a trailing underscore) or an ATen op whose schema writes
+    its first argument."""
+    if not node.args:
+        return False
+    target = node.target
+    if isinstance(target, str):
+        return node.op == "call_method" and target.endswith("_") and not target.startswith("__")
+    schema = getattr(target, "_schema", None)
+    if schema is None or not schema.arguments:
+        return False
+    alias = schema.arguments[0].alias_info
+    return alias is not None and alias.is_write
 
 
 def _leaves(value) -> list:

@@ -477,3 +477,23 @@ class _Add(nn.Module):
 def test_input_shape_count_checked():
     with pytest.raises(ValueError, match="got 1 input shape"):
         from_fx(_Add(), [(2, 3)])
+
+
+def test_in_place_methods_are_seen_by_later_reads():
+    """torch.fx records `y.add_(2)` as a node nobody reads, and later code reads `y`: the
+    importer rebinds y to the written value (it read the value before the write)."""
+
+    class InPlace(nn.Module):
+        def forward(self, x, pos, row):
+            y = x * 1
+            y.add_(2)
+            y.mul_(3)
+            y.index_copy_(0, pos, row)
+            return y + x
+
+    x, row = torch.randn(4, 3), torch.randn(1, 3)
+    pos = torch.tensor([2])
+    gm = torch.fx.symbolic_trace(InPlace())
+    mod = from_fx(gm, [(4, 3), (1,), (1, 3)], input_dtypes=["float32", "int64", "float32"])
+    got = run(mod, x.numpy(), pos.numpy(), row.numpy())[0]
+    np.testing.assert_allclose(got, InPlace()(x, pos, row).numpy(), rtol=RTOL, atol=ATOL)

@@ -250,6 +250,14 @@ def _index_put(ctx: Importer, node: fx.Node):
     return index_put(ctx, x, indices, values, accumulate, f" at node '{node.name}'")
 
 
+def _index_copy(ctx: Importer, node: fx.Node):
+    """`x.index_copy(dim, index, source)`: the rows of `source` written at `index` along dim."""
+    x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
+    index, source = ctx.arg(node, 2, "index"), ctx.arg(node, 3, ("source", "tensor"))
+    dim = dim + ndim(x) if dim < 0 else dim
+    return index_put(ctx, x, [None] * dim + [index], source, False, f" at node '{node.name}'")
+
+
 def getitem(ctx: Importer, node: fx.Node):
     """`x[idx]`: tuple items, sizes, or tensor indexing with ints, slices, None, ... and index
     tensors or lists (advanced indexing)."""
@@ -521,6 +529,10 @@ register(_slice, aten.slice)
 register(_narrow, torch.narrow, "narrow", aten.narrow)
 register(_aten_index, aten.index)
 register(_index_put, torch.index_put, "index_put", aten.index_put)
+# in-place methods of fx graphs (the importer rebinds what they write); the in-place ATen ops
+# stay without rules, so that an exported program with them is functionalized first
+register(_index_put, "index_put_")
+register(_index_copy, torch.index_copy, "index_copy", "index_copy_")
 register(_slice_scatter, torch.slice_scatter, "slice_scatter", aten.slice_scatter)
 register(_select_scatter, torch.select_scatter, "select_scatter", aten.select_scatter)
 register(_copy, aten.copy)
