@@ -129,13 +129,13 @@ def _updates_returned(gm: Any) -> tuple[Any, list[int]]:
 
     import torch
 
-    from relaxmlir.frontend.importer import _writes_first_argument
+    from relaxmlir.frontend.importer import writes_in_place
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
     written = {
         n.args[0]
         for n in gm.graph.nodes
-        if n.op in ("call_method", "call_function") and _writes_first_argument(n)
+        if n.op in ("call_method", "call_function") and writes_in_place(n)
     }
     positions = [i for i, p in enumerate(placeholders) if p in written]
     if not positions:

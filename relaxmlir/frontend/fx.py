@@ -6,6 +6,7 @@ through `MODULE_CONVERTERS` below (module class -> rule `(ctx, node, module) -> 
 
 from __future__ import annotations
 
+import copy
 import inspect
 from collections.abc import Callable, Sequence
 from typing import Any
@@ -20,8 +21,10 @@ from relaxmlir.frontend.importer import (
     Importer,
     Rule,
     dtype_str,
+    is_tensor,
     target_name,
     to_numpy,
+    writes_in_place,
 )
 from relaxmlir.frontend.rules.common import call, emit_binary, first, ndim, shape_of
 from relaxmlir.frontend.rules.elementwise import gelu, where
@@ -408,15 +411,48 @@ def _inline_module(ctx: Importer, node: fx.Node, module: nn.Module):
     raise ValueError(f"from_fx: the traced forward of node '{node.name}' has no output")
 
 
-def _get_attr(ctx: Importer, gm: fx.GraphModule, node: fx.Node):
+def _get_attr(ctx: Importer, gm: fx.GraphModule, node: fx.Node, written: set):
+    """A module attribute: a weight, or for a buffer the graph writes in place (`written`),
+    state that the VM keeps between calls (as from_exported_program makes it)."""
     value = gm
     for part in node.target.split("."):
         value = getattr(value, part)
     if not isinstance(value, torch.Tensor):
         return value
+    buffers = dict(gm.named_buffers())
+    if node in written:
+        if node.target not in buffers:
+            raise NotImplementedError(
+                f"the graph updates parameter '{node.target}' in place (node '{node.name}'): "
+                "only buffers may be updated (from_fx)"
+            )
+        return ctx.state_var(node.target, value)
     state = dict(gm.named_parameters())
-    state.update(gm.named_buffers())
+    state.update(buffers)
     return ctx.weight(node.target, value, as_param=node.target in state)
+
+
+def _written_attributes(gm: fx.GraphModule) -> tuple[fx.Graph, set]:
+    """The graph to import and its `get_attr` nodes that in-place ops write. torch.fx makes a
+    `get_attr` node per read of a buffer: where one is written, the graph is copied with one
+    node per attribute, so that every read after the write sees the value the importer rebinds."""
+
+    def written_in(graph: fx.Graph) -> set:
+        targets = [n.args[0] for n in graph.nodes if writes_in_place(n)]
+        return {t for t in targets if isinstance(t, fx.Node) and t.op == "get_attr"}
+
+    if not written_in(gm.graph):
+        return gm.graph, set()
+    graph = copy.deepcopy(gm.graph)
+    first: dict[str, fx.Node] = {}
+    for node in list(graph.nodes):
+        if node.op == "get_attr":
+            if node.target in first:
+                node.replace_all_uses_with(first[node.target])
+                graph.erase_node(node)
+            else:
+                first[node.target] = node
+    return graph, written_in(graph)
 
 
 def from_fx(
@@ -460,10 +496,11 @@ def from_fx(
     ctx = Importer("from_fx", overrides, keep_params_as_input)
     dtypes = list(input_dtypes or ["float32"] * len(input_shapes))
     modules = dict(gm.named_modules())
+    graph, written = _written_attributes(gm)
 
     def body():
         placeholders = 0
-        for node in gm.graph.nodes:
+        for node in graph.nodes:
             if node.op == "placeholder":
                 if placeholders < len(input_shapes):
                     dtype = dtype_str(dtypes[placeholders])
@@ -479,13 +516,15 @@ def from_fx(
                     )
                 placeholders += 1
             elif node.op == "get_attr":
-                ctx.env[node] = _get_attr(ctx, gm, node)
+                ctx.env[node] = _get_attr(ctx, gm, node, written)
             elif node.op in ("call_function", "call_method"):
                 ctx.env[node] = _translate(ctx, node)
             elif node.op == "call_module":
                 module = modules[node.target]
                 ctx.env[node] = _module_rule(module, user_modules, node)(ctx, node, module)
             elif node.op == "output":
+                for buffer in written:  # its value after the graph's writes: the next state
+                    ctx.state_updates[buffer.target] = ctx.env[buffer]
                 return ctx.retrieve(node.args[0])
         raise ValueError("from_fx: the graph has no output node")
 
@@ -501,7 +540,10 @@ def _translate(ctx: Importer, node: fx.Node) -> Any:
         try:
             ctx.rule_for(node)
         except NotImplementedError:
-            return _decomposed(ctx, node, exc)
+            out = _decomposed(ctx, node, exc)
+            if writes_in_place(node) and isinstance(node.args[0], fx.Node) and is_tensor(out):
+                ctx.env[node.args[0]] = out  # as ctx.translate rebinds what a rule writes
+            return out
         raise  # the op's own rule refused these arguments
 
 

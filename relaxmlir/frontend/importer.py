@@ -338,7 +338,7 @@ class Importer:
             if folded is not _NOT_FOLDED:
                 return folded
         out = self.rule_for(node)(self, node)
-        if _writes_first_argument(node) and isinstance(node.args[0], fx.Node) and is_tensor(out):
+        if writes_in_place(node) and isinstance(node.args[0], fx.Node) and is_tensor(out):
             self.env[node.args[0]] = out
         return out
 
@@ -369,7 +369,7 @@ class Importer:
 _NOT_FOLDED = object()
 
 
-def _writes_first_argument(node: fx.Node) -> bool:
+def writes_in_place(node: fx.Node) -> bool:
     """`x.add_(y)` (a method named with a trailing underscore) or an ATen op whose schema writes
     its first argument."""
     if not node.args:

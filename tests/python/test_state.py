@@ -1,6 +1,6 @@
 """Buffers that a model updates in place become state that the VM keeps between calls.
 
-Each model runs several calls against the torch module it was exported from (which updates its
+Each model runs several calls against the torch module it was imported from (which updates its
 own buffers as it goes): outputs within rtol / atol 1e-5, integer counters exactly.
 """
 
@@ -160,3 +160,30 @@ def test_errors_name_the_state():
     ep = torch.export.export(Training(), (torch.randn(3),))
     with pytest.raises(NotImplementedError, match="updates parameter 'w' in place"):
         from_exported_program(ep)
+
+
+class _FxCache(nn.Module):
+    """A cache written in place and read after the write: torch.fx records a get_attr node per
+    read of the buffer (reads that do not mix with an input are evaluated at trace time)."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(1, 8, 4))
+
+    def forward(self, x, pos):
+        self.cache.index_copy_(1, pos, x)
+        return (self.cache * x.sum()).sum(1)
+
+
+def test_from_fx_buffer_written_in_place_is_state():
+    from relaxmlir.frontend import from_fx
+
+    model, reference = _FxCache(), _FxCache()
+    graph = torch.fx.symbolic_trace(model)
+    mod = from_fx(graph, [(1, 1, 4), (1,)], input_dtypes=["float32", "int64"])
+    vm = _vm(mod)
+    assert vm.signature("main").state == ["cache"]
+    rng = torch.Generator().manual_seed(4)
+    steps = [(torch.randn(1, 1, 4, generator=rng), torch.tensor([p])) for p in (0, 3, 5)]
+    _check(vm, reference, steps)
+    np.testing.assert_allclose(vm.state()["cache"].numpy(), reference.cache.numpy(), rtol=RTOL)
