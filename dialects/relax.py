@@ -30,6 +30,9 @@ TRANSFORM_PARAMS_ATTR = "relax.transform_params"  # graph function: what compute
 # in place): {params = names of the state parameters, init = the function returning their first
 # values}; its last results are the state's new values, in that order
 STATE_ATTR = "relax.state"
+# graph function that writes some of its inputs in place (torch: `x.add_(y)` on an argument):
+# the names of those parameters, whose new values are its last results (after the state's)
+INPUT_UPDATES_ATTR = "relax.input_updates"
 
 
 def mlir_op_name(tvm_name: str) -> str:

@@ -225,7 +225,9 @@ def from_exported_program(
     Buffers that the program updates in place (counters, a static KV cache) become state: "main"
     takes them after the inputs and returns their new values after the outputs, and the VM
     keeps them between calls from their values at export (`vm.state()`, `vm.reset_state()`),
-    so `vm["main"](x)` is called with the inputs only, as the module is.
+    so `vm["main"](x)` is called with the inputs only, as the module is. An input that the
+    program writes in place (`x.add_(y)`) is written back into the caller's array, as torch
+    writes the caller's tensor.
 
     Examples
     --------
@@ -287,6 +289,8 @@ def from_exported_program(
                         outs.append(v)
                     elif spec.kind == OutputKind.BUFFER_MUTATION:
                         ctx.state_updates[spec.target] = v
+                    elif spec.kind == OutputKind.USER_INPUT_MUTATION:
+                        ctx.input_updates[spec.target] = v
                 return outs[0] if len(outs) == 1 else tuple(outs)
             else:
                 raise NotImplementedError(

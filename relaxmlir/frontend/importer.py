@@ -19,7 +19,7 @@ import torch
 from mlir import ir
 from torch import fx
 
-from dialects.relax import STATE_ATTR
+from dialects.relax import INPUT_UPDATES_ATTR, STATE_ATTR
 from relaxmlir.relax.block_builder import BlockBuilder
 from relaxmlir.relax.expr import Constant, Expr, Var, const
 from relaxmlir.relax.struct_info import TensorStructInfo, TupleStructInfo
@@ -206,6 +206,7 @@ class Importer:
         self.state: dict[str, Var] = {}  # name -> parameter of each buffer updated in place
         self.state_values: dict[str, np.ndarray] = {}  # name -> its value at import
         self.state_updates: dict[str, Any] = {}  # name -> its value when the call ends
+        self.input_updates: dict[str, Any] = {}  # input name -> its value when the call ends
 
     # weights and the function ---------------------------------------------------------------
     def weight(self, name: str, tensor: torch.Tensor, as_param: bool = True):
@@ -245,9 +246,12 @@ class Importer:
                 for name in self.state:
                     update = self._output_var(self.state_updates[name])
                     outs.append(self.bb.emit_output(update))
+                for update in self.input_updates.values():
+                    outs.append(self.bb.emit_output(self._output_var(update)))
             kept = [self.weights[name] for name in self.params]
+            single = not isinstance(result, (list, tuple)) and not self.state
             self.bb.emit_func_output(
-                outs[0] if not isinstance(result, (list, tuple)) and not self.state else outs,
+                outs[0] if single and not self.input_updates else outs,
                 params=self.inputs + list(self.state.values()) + kept,
             )
         if self.state:
@@ -255,6 +259,10 @@ class Importer:
                 self.bb.emit_func_output([Constant(v) for v in self.state_values.values()])
         mod = self.bb.get()
         with scope():
+            if self.input_updates:  # written back into the caller's arrays by the VM
+                mod["main"].op.attributes[INPUT_UPDATES_ATTR] = ir.ArrayAttr.get(
+                    [ir.StringAttr.get(n) for n in self.input_updates]
+                )
             if self.state:
                 mod["main"].op.attributes[STATE_ATTR] = ir.DictAttr.get({
                     "params": ir.ArrayAttr.get([ir.StringAttr.get(n) for n in self.state]),

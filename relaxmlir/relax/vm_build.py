@@ -54,6 +54,9 @@ def _function_infos(mod: IRModule) -> dict[str, FunctionInfo]:
             state = ir.DictAttr(f.op.attributes[rx.STATE_ATTR])
             infos[f.name].state = [ir.StringAttr(a).value for a in ir.ArrayAttr(state["params"])]
             infos[f.name].state_init = ir.StringAttr(state["init"]).value
+        if rx.INPUT_UPDATES_ATTR in f.op.attributes:
+            names = ir.ArrayAttr(f.op.attributes[rx.INPUT_UPDATES_ATTR])
+            infos[f.name].input_updates = [ir.StringAttr(a).value for a in names]
     if not relax_funcs:  # a module of primitive functions: each public one is an entry point
         for f in list(mod.functions.values()):
             attrs = f.op.attributes

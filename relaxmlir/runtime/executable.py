@@ -46,6 +46,9 @@ class FunctionInfo:
     # the function that returns their first values.
     state: list[str] = field(default_factory=list)
     state_init: str = ""
+    # Parameters that the function writes in place: their new values are the last results
+    # (after the state's), which the VM copies into the caller's arrays.
+    input_updates: list[str] = field(default_factory=list)
 
     @property
     def signature(self) -> str:
@@ -65,6 +68,7 @@ class FunctionInfo:
             bool(d.get("destination_passing", False)),
             list(d.get("state", [])),
             str(d.get("state_init", "")),
+            list(d.get("input_updates", [])),
         )
 
 

@@ -1,11 +1,13 @@
-"""State that a compiled function keeps between calls: the buffers a model updates in place.
+"""What a compiled function writes in place: the buffers a model updates, its own inputs.
 
 A function with state (`FunctionInfo.state`: a module exported with `self.total.add_(x)` or a
 static KV cache's `index_copy_`) takes the state as parameters after its inputs and returns the
 new values after its outputs. `StatefulEntry` holds the current values, passes them in, keeps
 what comes back and hands the caller only the outputs, so `vm["main"](x)` changes the state at
 every call as the torch module changes its buffers. The new values are the call's own result
-arrays: nothing is copied between calls.
+arrays: nothing is copied between calls. A function that writes some of its inputs
+(`FunctionInfo.input_updates`: `x.add_(y)` on an argument) returns their new values last; they
+are copied into the caller's arrays, as torch writes the caller's tensors.
 """
 
 from __future__ import annotations
@@ -13,23 +15,33 @@ from __future__ import annotations
 import threading
 from typing import Any
 
+import numpy as np
+
+from relaxmlir.runtime.entry import _as_array
+
 
 class StatefulEntry:
-    """`vm["main"]` of a function with state: called with the inputs only."""
+    """`vm["main"]` of a function with state (called with the inputs only) or that writes its
+    inputs (written back)."""
 
-    def __init__(self, entry: Any, init: Any):
+    def __init__(self, entry: Any, init: Any = None):
         self.entry, self.init = entry, init
         info = entry.info
         names = [p.name for p in info.params]
-        unknown = [n for n in info.state if n not in names]
-        if unknown or len(info.state) > len(info.results):
-            raise ValueError(f"{info.name}: malformed state {info.state} for {info.signature}")
+        written = info.state + info.input_updates
+        unknown = [n for n in written if n not in names]
+        if unknown or len(written) > len(info.results) or (info.state and init is None):
+            raise ValueError(f"{info.name}: malformed state {written} for {info.signature}")
         self.positions = sorted((names.index(n), k) for k, n in enumerate(info.state))
+        state = set(info.state)
+        inputs = [n for n in names if n not in state]  # the caller's arguments, in order
+        self.updated = [inputs.index(n) for n in info.input_updates]
         self.n_args = len(info.params) - len(info.state)
-        self.n_outputs = len(info.results) - len(info.state)
+        self.n_outputs = len(info.results) - len(written)
         self.lock = threading.Lock()  # one call at a time: each one reads the last one's state
         self.values: list = []
-        self.reset()
+        if info.state:
+            self.reset()
 
     @property
     def info(self) -> Any:
@@ -50,10 +62,10 @@ class StatefulEntry:
     def arguments(self, args: tuple) -> list:
         """The inputs with the current state inserted at its parameters."""
         if len(args) != self.n_args:
+            kept = f" (its state {', '.join(self.info.state)} is kept by the VM)"
             raise TypeError(
-                f"{self.info.name}() takes {self.n_args} argument(s), got {len(args)} (its state "
-                f"{', '.join(self.info.state)} is kept by the VM); expected signature "
-                f"{self.info.signature}"
+                f"{self.info.name}() takes {self.n_args} argument(s), got {len(args)}"
+                f"{kept if self.info.state else ''}; expected signature {self.info.signature}"
             )
         full = list(args)
         for position, k in self.positions:
@@ -61,9 +73,13 @@ class StatefulEntry:
         return full
 
     def __call__(self, *args):
+        n_state = len(self.positions)
         with self.lock:
             results = self.entry(*self.arguments(args))
             results = list(results) if isinstance(results, tuple) else [results]
-            self.values = results[self.n_outputs :]
+            self.values = results[self.n_outputs : self.n_outputs + n_state]
+        for position, new in zip(self.updated, results[self.n_outputs + n_state :]):
+            target = _as_array(args[position], self.entry.device)
+            np.copyto(target, new.numpy().view(target.dtype))  # bool travels as int8
         outputs = results[: self.n_outputs]
         return outputs[0] if len(outputs) == 1 else tuple(outputs)

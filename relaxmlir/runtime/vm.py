@@ -77,8 +77,9 @@ class VirtualMachine:
                 entry = CudaEntryPoint(self.executable, info, self.device, self.cuda_graph)
             else:
                 entry = EntryPoint(self.executable, info, self.device)
-            if info.state:
-                entry = StatefulEntry(entry, self[info.state_init])
+            if info.state or info.input_updates:
+                init = self[info.state_init] if info.state else None
+                entry = StatefulEntry(entry, init)
             self._entries[name] = entry
         return self._entries[name]
 

@@ -187,3 +187,26 @@ def test_from_fx_buffer_written_in_place_is_state():
     steps = [(torch.randn(1, 1, 4, generator=rng), torch.tensor([p])) for p in (0, 3, 5)]
     _check(vm, reference, steps)
     np.testing.assert_allclose(vm.state()["cache"].numpy(), reference.cache.numpy(), rtol=RTOL)
+
+
+def test_inputs_written_in_place_are_written_back():
+    """`x.add_(y)` on an argument: the caller's array (numpy, or a torch tensor shared without
+    a copy) holds the new value after the call, as torch writes the caller's tensor; the
+    output reads the written value."""
+
+    class Writes(nn.Module):
+        def forward(self, x, y):
+            x.add_(y)
+            return x * 2
+
+    ep = torch.export.export(Writes(), (torch.ones(3), torch.ones(3)))
+    vm = _vm(from_exported_program(ep))
+    assert vm.signature("main").input_updates == ["x"]
+    x, y = np.arange(3, dtype=np.float32), np.full(3, 0.5, np.float32)
+    np.testing.assert_array_equal(vm["main"](x, y).numpy(), [1, 3, 5])
+    np.testing.assert_array_equal(x, [0.5, 1.5, 2.5])
+    t = torch.zeros(3)
+    vm["main"](t, y)
+    torch.testing.assert_close(t, torch.full((3,), 0.5))
+    with pytest.raises(ValueError, match="keeps no state"):
+        vm.state()
