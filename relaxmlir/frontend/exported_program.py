@@ -22,6 +22,7 @@ from relaxmlir.frontend.importer import (
     Deferred,
     Importer,
     dtype_str,
+    functional_rule,
     register,
     to_numpy,
 )
@@ -119,36 +120,6 @@ def _folded(node: fx.Node, static: set) -> bool:
     return all(arg in static for arg in node.all_input_nodes)
 
 
-def _functional_rule(node: fx.Node):
-    """The rule of the functional twin of in-place ATen op `node` (`relu_` -> `relu`) when its
-    mutation cannot be seen: the tensor it writes is a fresh result (no view, input or weight)
-    that nothing else reads. Else None.
-
-    ResNet's `ReLU(inplace=True)` exports as `aten.relu_`, which sent the whole graph through
-    `run_decompositions` (~0.4 s of every ResNet-18 build, cold or from the cache)."""
-    target = node.target
-    schema = getattr(target, "_schema", None)
-    if schema is None or not schema.is_mutable or not node.args:
-        return None
-    written = [a for a in schema.arguments if a.alias_info is not None and a.alias_info.is_write]
-    if written != schema.arguments[:1]:
-        return None  # only `self` is written
-    name = target.overloadpacket.__name__
-    packet = getattr(aten, name[:-1], None) if name.endswith("_") else None
-    if packet is None or getattr(packet, target._overloadname, None) is None:
-        return None
-    rule = CONVERTERS.get(getattr(packet, target._overloadname)) or CONVERTERS.get(packet)
-    src = node.args[0]
-    if rule is None or not isinstance(src, fx.Node) or src.op != "call_function":
-        return None
-    src_schema = getattr(src.target, "_schema", None)
-    if src_schema is None or src_schema.is_mutable or len(src.users) != 1:
-        return None
-    if any(r.alias_info is not None for r in src_schema.returns):
-        return None  # a view: writing it would write its base
-    return rule
-
-
 def _untranslated(ep: ExportedProgram, keep_params_as_input: bool = False) -> bool:
     """Whether some op of the graph has no direct rule and is not folded by the importer (then
     the graph is decomposed first: `run_decompositions` took 0.7 s of BERT-base's import, for
@@ -171,7 +142,7 @@ def _untranslated(ep: ExportedProgram, keep_params_as_input: bool = False) -> bo
         if _folded(node, static):
             static.add(node)
         elif target not in CONVERTERS and getattr(target, "overloadpacket", None) not in CONVERTERS:
-            if _functional_rule(node) is None:
+            if functional_rule(node) is None:
                 return True
     return False
 
@@ -249,7 +220,7 @@ def from_exported_program(
         if node.op != "call_function" or target in CONVERTERS:
             continue
         if getattr(target, "overloadpacket", None) not in CONVERTERS:
-            rule = _functional_rule(node)
+            rule = functional_rule(node)
             inplace[target] = rule if inplace.get(target, rule) is rule else None
     ctx.overrides.update({t: rule for t, rule in inplace.items() if rule is not None})
 

@@ -21,6 +21,7 @@ from relaxmlir.frontend.importer import (
     Importer,
     Rule,
     dtype_str,
+    functional_rule,
     is_tensor,
     target_name,
     to_numpy,
@@ -554,7 +555,7 @@ def _decomposed(ctx: Importer, node: fx.Node, unsupported: NotImplementedError) 
     F.pixel_unshuffle, F.rms_norm, ...) without a rule per function. Static shapes only."""
     from torch.fx.experimental.proxy_tensor import make_fx
 
-    from relaxmlir.frontend.exported_program import _functional_rule, decomposition_table
+    from relaxmlir.frontend.exported_program import decomposition_table
 
     args, kwargs = ctx.retrieve(node.args), ctx.retrieve(node.kwargs)
     exprs: list = []
@@ -590,7 +591,7 @@ def _decomposed(ctx: Importer, node: fx.Node, unsupported: NotImplementedError) 
             ctx.env[sub] = const(to_numpy(getattr(gm, sub.target)))
         elif sub.op == "call_function":
             # an in-place step of the decomposition on its own temporary (rms_norm's add_)
-            twin = None if sub.target in CONVERTERS else _functional_rule(sub)
+            twin = None if sub.target in CONVERTERS else functional_rule(sub)
             try:
                 ctx.env[sub] = twin(ctx, sub) if twin is not None else ctx.translate(sub)
             except NotImplementedError as exc:
