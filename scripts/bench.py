@@ -1151,30 +1151,31 @@ def render(
     return "\n".join(lines)
 
 
+def _section(title: str, text: str, header: str, rows: list[str]) -> str:
+    """A section of RESULTS.md: its title, what it measures, and its table."""
+    columns = header.count("|") - 1
+    return "\n".join([f"## {title}", "", text, "", header, "|" + "---|" * columns, *rows, ""])
+
+
 def render_symbolic(rows: list[dict]) -> str:
     """The symbolic builds' table (empty without such rows)."""
     if not rows:
         return ""
     lines = [
-        "## Symbolic shapes",
-        "",
-        (
-            "One build with a symbolic axis (torch.export with a `Dim`) serves every size; each "
-            "size also gets its own static build. Both are checked against torch eager (rtol "
-            "1e-3, atol 1e-3), then timed in turns (medians). `symbolic / static` above 1 means "
-            "the symbolic build is slower (issue 9's target: at most 1.2)."
-        ),
-        "",
-        "| workload | threads | n | static ms | symbolic ms | symbolic / static | symbolic build s |",
-        "|---|---|---|---|---|---|---|",
+        f"| {r['id']} {r['title']} | {r['threads']} | {r['n']} | {_fmt(r['static_ms'])} | "
+        f"{_fmt(r['symbolic_ms'])} | {r['symbolic_ms'] / r['static_ms']:.2f} | "
+        f"{_fmt(r['build_s'], 2)} |"
+        for r in rows
     ]
-    for r in rows:
-        ratio = r["symbolic_ms"] / r["static_ms"]
-        lines.append(
-            f"| {r['id']} {r['title']} | {r['threads']} | {r['n']} | {_fmt(r['static_ms'])} | "
-            f"{_fmt(r['symbolic_ms'])} | {ratio:.2f} | {_fmt(r['build_s'], 2)} |"
-        )
-    return "\n".join(lines + [""])
+    return _section(
+        "Symbolic shapes",
+        "One build with a symbolic axis (torch.export with a `Dim`) serves every size; each "
+        "size also gets its own static build. Both are checked against torch eager (rtol "
+        "1e-3, atol 1e-3), then timed in turns (medians). `symbolic / static` above 1 means "
+        "the symbolic build is slower (issue 9's target: at most 1.2).",
+        "| workload | threads | n | static ms | symbolic ms | symbolic / static | symbolic build s |",
+        lines,
+    )
 
 
 def render_decode(rows: list[dict]) -> str:
@@ -1182,26 +1183,21 @@ def render_decode(rows: list[dict]) -> str:
     if not rows:
         return ""
     lines = [
-        "## Decoding with state",
-        "",
-        (
-            "transformers' `convert_and_export_with_cache` (Llama over a StaticCache written in "
-            "place at `cache_position`): the caches are state that the VM keeps between calls. "
-            "The first steps' logits are checked against the same torch module in eager (rtol "
-            "1e-3, atol 1e-3), then both are timed in turns (medians), each walking its cache's "
-            "positions. `build s`: import and build, cold."
-        ),
-        "",
-        "| workload | threads | torch ms | relaxmlir ms | x torch | build s |",
-        "|---|---|---|---|---|---|",
+        f"| {r['id']} {r['title']} | {r['threads']} | {_fmt(r['torch_ms'])} | "
+        f"{_fmt(r['relaxmlir_ms'])} | {r['torch_ms'] / r['relaxmlir_ms']:.2f} | "
+        f"{_fmt(r['build_s'], 2)} |"
+        for r in rows
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['id']} {r['title']} | {r['threads']} | {_fmt(r['torch_ms'])} | "
-            f"{_fmt(r['relaxmlir_ms'])} | {r['torch_ms'] / r['relaxmlir_ms']:.2f} | "
-            f"{_fmt(r['build_s'], 2)} |"
-        )
-    return "\n".join(lines + [""])
+    return _section(
+        "Decoding with state",
+        "transformers' `convert_and_export_with_cache` (Llama over a StaticCache written in "
+        "place at `cache_position`): the caches are state that the VM keeps between calls. "
+        "The first steps' logits are checked against the same torch module in eager (rtol "
+        "1e-3, atol 1e-3), then both are timed in turns (medians), each walking its cache's "
+        "positions. `build s`: import and build, cold.",
+        "| workload | threads | torch ms | relaxmlir ms | x torch | build s |",
+        lines,
+    )
 
 
 def render_lifted(rows: list[dict]) -> str:
@@ -1209,32 +1205,25 @@ def render_lifted(rows: list[dict]) -> str:
     if not rows:
         return ""
     lines = [
-        "## Weights as inputs",
-        "",
-        (
-            "The same model imported with `keep_params_as_input=True`: `lifted` is "
-            "`LiftTransformParams` (what reads only the weights, e.g. batch norms folded into "
-            "the conv weights, their blocked layout, the matmul weights' packing, runs once in "
-            "`main_transform_params`, its time in `transform s`), `per call` keeps it all in "
-            "`main`. All three are checked against torch eager (rtol 1e-3, atol 1e-3) and timed "
-            "in turns (medians); builds cold, in one process, each after the one before."
-        ),
-        "",
-        (
-            "| workload | threads | bound ms | lifted ms | lifted / bound | per call ms "
-            "| bound build s | lifted build s | per call build s | transform s |"
-        ),
-        "|---|---|---|---|---|---|---|---|---|---|",
+        f"| {r['id']} {r['title']} | {r['threads']} | {_fmt(r['bound_ms'])} | "
+        f"{_fmt(r['lifted_ms'])} | {r['lifted_ms'] / r['bound_ms']:.2f} | "
+        f"{_fmt(r['per_call_ms'])} | {_fmt(r['bound_build_s'], 2)} | "
+        f"{_fmt(r['lifted_build_s'], 2)} | {_fmt(r['per_call_build_s'], 2)} | "
+        f"{_fmt(r['transform_s'], 2)} |"
+        for r in rows
     ]
-    for r in rows:
-        lines.append(
-            f"| {r['id']} {r['title']} | {r['threads']} | {_fmt(r['bound_ms'])} | "
-            f"{_fmt(r['lifted_ms'])} | {r['lifted_ms'] / r['bound_ms']:.2f} | "
-            f"{_fmt(r['per_call_ms'])} | {_fmt(r['bound_build_s'], 2)} | "
-            f"{_fmt(r['lifted_build_s'], 2)} | {_fmt(r['per_call_build_s'], 2)} | "
-            f"{_fmt(r['transform_s'], 2)} |"
-        )
-    return "\n".join(lines + [""])
+    return _section(
+        "Weights as inputs",
+        "The same model imported with `keep_params_as_input=True`: `lifted` is "
+        "`LiftTransformParams` (what reads only the weights, e.g. batch norms folded into "
+        "the conv weights, their blocked layout, the matmul weights' packing, runs once in "
+        "`main_transform_params`, its time in `transform s`), `per call` keeps it all in "
+        "`main`. All three are checked against torch eager (rtol 1e-3, atol 1e-3) and timed "
+        "in turns (medians); builds cold, in one process, each after the one before.",
+        "| workload | threads | bound ms | lifted ms | lifted / bound | per call ms "
+        "| bound build s | lifted build s | per call build s | transform s |",
+        lines,
+    )
 
 
 def render_scaling(rows: list[dict]) -> str:
@@ -1243,31 +1232,23 @@ def render_scaling(rows: list[dict]) -> str:
         return ""
     n = rows[0]["threads"]
     lines = [
-        "## Scaling, in turns",
-        "",
-        (
-            f"The 1-thread and the {n}-thread build of each workload whose 1-thread time is above "
-            f"1 ms, and torch eager at 1 and {n} threads (`torch.set_num_threads`), checked "
-            "against torch eager (rtol 1e-3, atol 1e-3) and timed in turns in one process "
-            "(medians): the W rows above come from one child process per thread count, minutes "
-            "apart, and the speed of this shared machine drifts between them. Issue 9's target: "
-            f"relaxmlir at {n} threads at least 1.6x its 1-thread speed."
-        ),
-        "",
-        (
-            f"| workload | relaxmlir 1 thread ms | relaxmlir {n} threads ms | relaxmlir x | "
-            f"torch 1 thread ms | torch {n} threads ms | torch x |"
-        ),
-        "|---|---|---|---|---|---|---|",
+        f"| {r['id']} {r['title']} | {_fmt(r['ours_1_ms'])} | {_fmt(r[f'ours_{n}_ms'])} | "
+        f"{r['ours_1_ms'] / r[f'ours_{n}_ms']:.2f} | {_fmt(r['torch_1_ms'])} | "
+        f"{_fmt(r[f'torch_{n}_ms'])} | {r['torch_1_ms'] / r[f'torch_{n}_ms']:.2f} |"
+        for r in rows
     ]
-    for r in rows:
-        ours = r["ours_1_ms"] / r[f"ours_{n}_ms"]
-        theirs = r["torch_1_ms"] / r[f"torch_{n}_ms"]
-        lines.append(
-            f"| {r['id']} {r['title']} | {_fmt(r['ours_1_ms'])} | {_fmt(r[f'ours_{n}_ms'])} | "
-            f"{ours:.2f} | {_fmt(r['torch_1_ms'])} | {_fmt(r[f'torch_{n}_ms'])} | {theirs:.2f} |"
-        )
-    return "\n".join(lines + [""])
+    return _section(
+        "Scaling, in turns",
+        f"The 1-thread and the {n}-thread build of each workload whose 1-thread time is above "
+        f"1 ms, and torch eager at 1 and {n} threads (`torch.set_num_threads`), checked "
+        "against torch eager (rtol 1e-3, atol 1e-3) and timed in turns in one process "
+        "(medians): the W rows above come from one child process per thread count, minutes "
+        "apart, and the speed of this shared machine drifts between them. Issue 9's target: "
+        f"relaxmlir at {n} threads at least 1.6x its 1-thread speed.",
+        f"| workload | relaxmlir 1 thread ms | relaxmlir {n} threads ms | relaxmlir x | "
+        f"torch 1 thread ms | torch {n} threads ms | torch x |",
+        lines,
+    )
 
 
 def _tuned_note(work_dir: str) -> str:
