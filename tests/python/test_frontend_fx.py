@@ -489,11 +489,13 @@ def test_in_place_methods_are_seen_by_later_reads():
             y.add_(2)
             y.mul_(3)
             y.index_copy_(0, pos, row)
-            return y + x
+            # into a 0-d tensor: its one element (OpInfo's first index_copy sample)
+            return y + x, torch.index_copy(x[0, 0], 0, pos * 0, row[0, 0])
 
     x, row = torch.randn(4, 3), torch.randn(1, 3)
     pos = torch.tensor([2])
     gm = torch.fx.symbolic_trace(InPlace())
     mod = from_fx(gm, [(4, 3), (1,), (1, 3)], input_dtypes=["float32", "int64", "float32"])
-    got = run(mod, x.numpy(), pos.numpy(), row.numpy())[0]
-    np.testing.assert_allclose(got, InPlace()(x, pos, row).numpy(), rtol=RTOL, atol=ATOL)
+    got = run(mod, x.numpy(), pos.numpy(), row.numpy())
+    for g, w in zip(got, InPlace()(x, pos, row)):
+        np.testing.assert_allclose(g, w.numpy(), rtol=RTOL, atol=ATOL)

@@ -254,8 +254,12 @@ def _index_copy(ctx: Importer, node: fx.Node):
     """`x.index_copy(dim, index, source)`: the rows of `source` written at `index` along dim."""
     x, dim = first(ctx, node), ctx.arg(node, 1, "dim")
     index, source = ctx.arg(node, 2, "index"), ctx.arg(node, 3, ("source", "tensor"))
+    where = f" at node '{node.name}'"
+    if ndim(x) == 0:  # torch copies into a 0-d tensor as into its one element
+        one = [reshape(ctx, t, [1]) for t in (x, index, source)]
+        return reshape(ctx, index_put(ctx, one[0], [one[1]], one[2], False, where), [])
     dim = dim + ndim(x) if dim < 0 else dim
-    return index_put(ctx, x, [None] * dim + [index], source, False, f" at node '{node.name}'")
+    return index_put(ctx, x, [None] * dim + [index], source, False, where)
 
 
 def getitem(ctx: Importer, node: fx.Node):
