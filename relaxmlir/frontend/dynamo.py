@@ -129,14 +129,10 @@ def _updates_returned(gm: Any) -> tuple[Any, list[int]]:
 
     import torch
 
-    from relaxmlir.frontend.importer import writes_in_place
+    from relaxmlir.frontend.importer import written_values
 
     placeholders = [n for n in gm.graph.nodes if n.op == "placeholder"]
-    written = {
-        n.args[0]
-        for n in gm.graph.nodes
-        if n.op in ("call_method", "call_function") and writes_in_place(n)
-    }
+    written = written_values(gm.graph)
     positions = [i for i, p in enumerate(placeholders) if p in written]
     if not positions:
         return gm, []

@@ -22,10 +22,9 @@ from relaxmlir.frontend.importer import (
     Rule,
     dtype_str,
     functional_rule,
-    is_tensor,
     target_name,
     to_numpy,
-    writes_in_place,
+    written_values,
 )
 from relaxmlir.frontend.rules.common import call, emit_binary, first, ndim, shape_of
 from relaxmlir.frontend.rules.elementwise import gelu, where
@@ -439,8 +438,7 @@ def _written_attributes(gm: fx.GraphModule) -> tuple[fx.Graph, set]:
     node per attribute, so that every read after the write sees the value the importer rebinds."""
 
     def written_in(graph: fx.Graph) -> set:
-        targets = [n.args[0] for n in graph.nodes if writes_in_place(n)]
-        return {t for t in targets if isinstance(t, fx.Node) and t.op == "get_attr"}
+        return {n for n in written_values(graph) if n.op == "get_attr"}
 
     if not written_in(gm.graph):
         return gm.graph, set()
@@ -541,10 +539,7 @@ def _translate(ctx: Importer, node: fx.Node) -> Any:
         try:
             ctx.rule_for(node)
         except NotImplementedError:
-            out = _decomposed(ctx, node, exc)
-            if writes_in_place(node) and isinstance(node.args[0], fx.Node) and is_tensor(out):
-                ctx.env[node.args[0]] = out  # as ctx.translate rebinds what a rule writes
-            return out
+            return ctx.rebind_written(node, _decomposed(ctx, node, exc))
         raise  # the op's own rule refused these arguments
 
 

@@ -345,7 +345,10 @@ class Importer:
             folded = self._fold(node)
             if folded is not _NOT_FOLDED:
                 return folded
-        out = self.rule_for(node)(self, node)
+        return self.rebind_written(node, self.rule_for(node)(self, node))
+
+    def rebind_written(self, node: fx.Node, out: Any) -> Any:
+        """`out`, the value of `node`; an in-place node also makes it its first argument's."""
         if writes_in_place(node) and isinstance(node.args[0], fx.Node) and is_tensor(out):
             self.env[node.args[0]] = out
         return out
@@ -406,6 +409,12 @@ def functional_rule(node: fx.Node):
     if any(r.alias_info is not None for r in src_schema.returns):
         return None  # a view: writing it would write its base
     return rule
+
+
+def written_values(graph: fx.Graph) -> set:
+    """The nodes whose values in-place nodes of `graph` write (their first arguments)."""
+    targets = [n.args[0] for n in graph.nodes if writes_in_place(n)]
+    return {t for t in targets if isinstance(t, fx.Node)}
 
 
 def writes_in_place(node: fx.Node) -> bool:

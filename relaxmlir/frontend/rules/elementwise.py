@@ -469,13 +469,6 @@ def _masked_fill(ctx: Importer, node: fx.Node):
     )
 
 
-def _masked_fill_(ctx: Importer, node: fx.Node):
-    """In-place: later uses of the tensor see the filled value."""
-    out = _masked_fill(ctx, node)
-    ctx.env[node.args[0]] = out
-    return out
-
-
 def _clamp(ctx: Importer, node: fx.Node):
     x, lo, hi = first(ctx, node), ctx.arg(node, 1, "min"), ctx.arg(node, 2, "max")
     if is_tensor(lo) or is_tensor(hi):
@@ -493,5 +486,5 @@ def _clamp(ctx: Importer, node: fx.Node):
 
 register(_where, torch.where, aten.where)
 register(_masked_fill, torch.masked_fill, "masked_fill", aten.masked_fill)
-register(_masked_fill_, "masked_fill_")
+register(_masked_fill, "masked_fill_")  # in place: Importer.translate rebinds x
 register(_clamp, torch.clamp, torch.clip, "clamp", "clip", aten.clamp, aten.clip)

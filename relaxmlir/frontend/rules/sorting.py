@@ -231,18 +231,6 @@ def _scatter(reduction: str | None):
     return rule
 
 
-def _scatter_(reduction: str | None):
-    """In place: later uses of the tensor see the scattered one."""
-    functional = _scatter(reduction)
-
-    def rule(ctx: Importer, node: fx.Node):
-        out = functional(ctx, node)
-        ctx.env[node.args[0]] = out
-        return out
-
-    return rule
-
-
 def _index_select(ctx: Importer, node: fx.Node):
     x, dim, index = first(ctx, node), ctx.arg(node, 1, "dim"), ctx.arg(node, 2, "index")
     axis(dim, ndim(x))  # validates dim
@@ -270,7 +258,8 @@ register(_gather, torch.gather, "gather", aten.gather)
 register(_take_along_dim, torch.take_along_dim, "take_along_dim")
 register(_scatter(None), torch.scatter, "scatter", aten.scatter)
 register(_scatter("add"), torch.scatter_add, "scatter_add", aten.scatter_add)
-register(_scatter_(None), "scatter_")
-register(_scatter_("add"), "scatter_add_")
+# in place too: Importer.translate rebinds what they write
+register(_scatter(None), "scatter_")
+register(_scatter("add"), "scatter_add_")
 register(_index_select, torch.index_select, "index_select", aten.index_select)
 register(_flat_take, torch.take, "take", aten.take)
