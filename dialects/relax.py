@@ -28,8 +28,10 @@ NUM_INPUT_ATTR = "relax.num_input"  # graph function: its leading parameters tha
 TRANSFORM_PARAMS_ATTR = "relax.transform_params"  # graph function: what computes its weights
 # graph function with state that persists between calls (an exported module's buffers updated
 # in place): {params = names of the state parameters, init = the function returning their first
-# values}; its last results are the state's new values, in that order
+# values, inplace = those written in their own buffers, `relax-inplace-state`}; its last results
+# are the state's new values, in that order (the in-place ones get no out-parameter)
 STATE_ATTR = "relax.state"
+STATE_INPLACE_KEY = "inplace"
 # graph function that writes some of its inputs in place (torch: `x.add_(y)` on an argument):
 # the names of those parameters, whose new values are its last results (after the state's)
 INPUT_UPDATES_ATTR = "relax.input_updates"
@@ -184,6 +186,37 @@ class CallTIR(Op):
     verify = staticmethod(_verify_call_tir)
 
 
+def _verify_call_tir_inplace(op: ir.Operation) -> str | None:
+    if len(op.results) > len(op.operands):
+        return f"{len(op.results)} results but only {len(op.operands)} operands to write them into"
+    written = list(op.operands)[len(op.operands) - len(op.results) :]
+    for i, (value, result) in enumerate(zip(written, op.results)):
+        if value.type != result.type:
+            return f"result #{i} ({result.type}) is written into an operand of type ({value.type})"
+    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    func = lookup_symbol(op, callee)
+    if func is None:
+        return f"callee @{callee} not found in the module"
+    ftype = ir.FunctionType(ir.TypeAttr(func.attributes["function_type"]).value)
+    if [str(t) for t in ftype.inputs] != [str(v.type) for v in op.operands]:
+        return f"callee @{callee} has type ({ftype}), not one argument per operand"
+    return None
+
+
+@RELAX.op
+class CallTIRInplace(Op):
+    """Call of a primitive function that writes its results into its last operands' buffers
+    (TVM's `call_tir_inplace`, the written arguments last): the callee takes the operands, the
+    written ones as its out-arguments, whose other elements it leaves as they are. Each
+    written operand must be read by nothing else after the call (`relax-inplace-state`)."""
+
+    mnemonic = "call_tir_inplace"
+    args = Operand("tensor", variadic=True)
+    outs = Result("tensor", variadic=True)
+    callee = Attr("symbol")
+    verify = staticmethod(_verify_call_tir_inplace)
+
+
 @RELAX.op
 class CallDPSPacked(Op):
     """Destination-passing call of a registered (packed) function, by name."""
@@ -226,6 +259,9 @@ class Constant(Op):
     value = Attr("any")
     verify = staticmethod(_verify_constant)
 
+
+# Calls of primitive functions: their `callee` is a kernel of the module.
+CALLS_TIR = (CallTIR.name, CallTIRInplace.name)
 
 # Ops that may not appear inside a dataflow block (they have effects the block may not have).
 SIDE_EFFECTING = {CallPacked.name, AllocTensor.name}
@@ -1012,6 +1048,20 @@ class ScatterElements(Op):
 
 
 @RELAX.op
+class IndexCopy(Op):
+    """`data` with the slices of `source` along `axis` written at the positions in the 1-D
+    `index` (torch's index_copy; of repeated positions the last one wins, one outside the axis
+    writes nothing); `source` has data's shape but `len(index)` along the axis."""
+
+    mnemonic = "index_copy"
+    data = Operand("tensor")
+    index = Operand("tensor")
+    source = Operand("tensor")
+    out = Result("tensor")
+    axis = Attr("integer")
+
+
+@RELAX.op
 class Full(Op):
     """A tensor of `shape` and `dtype` filled with the 0-d `fill_value`."""
 
@@ -1180,7 +1230,14 @@ class BatchNorm(Op):
 
 
 # Ops that lower directly (no legalization): the runtime-level core of the dialect.
-CORE_OPS = {CallTIR.name, CallDPSPacked.name, CallPacked.name, AllocTensor.name, Constant.name}
+CORE_OPS = {
+    CallTIR.name,
+    CallTIRInplace.name,
+    CallDPSPacked.name,
+    CallPacked.name,
+    AllocTensor.name,
+    Constant.name,
+}
 
 
 def high_level_ops(root: ir.Operation) -> set[str]:

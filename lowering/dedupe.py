@@ -49,7 +49,7 @@ def dedupe_prim_funcs(module_op: ir.Operation) -> None:
 
     def retarget(op):
         op = op.operation
-        if op.name == rx.CallTIR.name:
+        if op.name in rx.CALLS_TIR:
             callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
             if callee in rename:
                 op.attributes["callee"] = ir.FlatSymbolRefAttr.get(rename[callee])

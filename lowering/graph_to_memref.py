@@ -20,6 +20,7 @@ from mlir.dialects import arith, bufferization, func, memref, tensor
 
 from dialects import relax as rx
 from dialects import shape as sh
+from lowering.bind_params import arg_names
 from lowering.dataflow import graph_functions
 from lowering.registry import PassError, register_pass
 from lowering.views import row_major_view
@@ -68,6 +69,7 @@ class _FunctionLowering:
         self.index_consts: dict[int, ir.Value] = {}
         self.out_params: list[ir.Value] = []
         self.dest_for: dict = {}  # value -> out-param it may be computed into directly
+        self.inplace = inplace_results(old)  # result -> the parameter whose buffer it is
 
     def run(self) -> None:
         old = self.old
@@ -75,7 +77,8 @@ class _FunctionLowering:
         for t in self.in_types + self.out_types:
             if not sh.isa(t, ir.RankedTensorType):
                 raise PassError(f"graph function @{name}: only ranked tensors are supported, got ({t})", old)
-        arg_types = [_memref_type(t) for t in self.in_types + self.out_types]
+        outs = [t for i, t in enumerate(self.out_types) if i not in self.inplace]
+        arg_types = [_memref_type(t) for t in self.in_types + outs]
         with ir.InsertionPoint(old), old.location:
             new = func.FuncOp(name, ir.FunctionType.get(arg_types, []))
         new.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
@@ -86,11 +89,17 @@ class _FunctionLowering:
         n_in = len(self.in_types)
         for value, arg in zip(old_block.arguments, list(entry.arguments)[:n_in]):
             self.buffers[value] = arg
-        self.out_params = list(entry.arguments)[n_in:]
+        params, outs = list(entry.arguments)[:n_in], iter(list(entry.arguments)[n_in:])
+        self.out_params = [
+            params[self.inplace[i]] if i in self.inplace else next(outs)
+            for i in range(len(self.out_types))
+        ]
         self.arg_shapes = self._arg_shapes(old, entry)
         terminator = list(old_block.operations)[-1]
         for i, value in enumerate(terminator.operands):
             # A value returned once and produced by a call is computed straight into the out-param.
+            if i in self.inplace:
+                continue
             if value not in self.dest_for and not isinstance(value.owner, ir.Block):
                 self.dest_for[value] = self.out_params[i]
         with ir.InsertionPoint(entry), ir.Location.unknown():
@@ -103,7 +112,8 @@ class _FunctionLowering:
         if "arg_attrs" in self.old.attributes:
             attrs = list(ir.ArrayAttr(self.old.attributes["arg_attrs"]))
             empty = ir.DictAttr.get({})
-            new.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs + [empty] * len(self.out_types))
+            n_out = len(self.out_types) - len(self.inplace)
+            new.attributes["arg_attrs"] = ir.ArrayAttr.get(attrs + [empty] * n_out)
 
     def _arg_shapes(self, old, entry) -> list:
         shapes = []
@@ -187,6 +197,42 @@ def _lower_call_tir(fl: _FunctionLowering, op: ir.Operation) -> None:
         src = result if result.type == want else tensor.CastOp(want, result).result
         bufferization.MaterializeInDestinationOp(None, src, buffer, restrict=True, writable=True)
         fl.buffers[value] = buffer
+
+
+def _lower_call_tir_inplace(fl: _FunctionLowering, op: ir.Operation) -> None:
+    """The callee computes into its last operands' buffers: they become the results'."""
+    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+    target = rx.lookup_symbol(op, callee)
+    ftype = ir.FunctionType(ir.TypeAttr(target.attributes["function_type"]).value)
+    n_in = len(op.operands) - len(op.results)
+    buffers = fl.operand_buffers(op)
+    ins = [fl._as_tensor(b, t) for b, t in zip(buffers[:n_in], ftype.inputs[:n_in])]
+    outs = [fl._as_tensor(b, t, writable=True) for b, t in zip(buffers[n_in:], ftype.inputs[n_in:])]
+    call = func.CallOp(list(ftype.results), ir.FlatSymbolRefAttr.get(callee), ins + outs)
+    for result, buffer, value in zip(call.results, buffers[n_in:], op.results):
+        want = _tensor_type(buffer.type)
+        src = result if result.type == want else tensor.CastOp(want, result).result
+        bufferization.MaterializeInDestinationOp(None, src, buffer, restrict=True, writable=True)
+        fl.buffers[value] = buffer
+
+
+def inplace_results(func_op: ir.Operation) -> dict[int, int]:
+    """Result index -> parameter index of a graph function's state updated in place (named
+    `inplace` in its relax.state): the result has no out-parameter, the parameter's buffer
+    holds the new value when the function returns."""
+    if rx.STATE_ATTR not in func_op.attributes:
+        return {}
+    state = ir.DictAttr(func_op.attributes[rx.STATE_ATTR])
+    if rx.STATE_INPLACE_KEY not in state:
+        return {}
+    names = [ir.StringAttr(a).value for a in ir.ArrayAttr(state["params"])]
+    inplace = {ir.StringAttr(a).value for a in ir.ArrayAttr(state[rx.STATE_INPLACE_KEY])}
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    attrs = func_op.attributes
+    updates = ir.ArrayAttr(attrs[rx.INPUT_UPDATES_ATTR]) if rx.INPUT_UPDATES_ATTR in attrs else []
+    first = len(ftype.results) - len(updates) - len(names)
+    params = arg_names(func_op)
+    return {first + k: params.index(n) for k, n in enumerate(names) if n in inplace and n in params}
 
 
 # Kernels that only reshape (TE's reshape, squeeze, expand_dims, a permute of unit axes) become
@@ -407,6 +453,7 @@ def _lower_return(fl: _FunctionLowering, op: ir.Operation) -> None:
 
 _RULES: dict[str, Callable[[_FunctionLowering, ir.Operation], None]] = {
     rx.CallTIR.name: _lower_call_tir,
+    rx.CallTIRInplace.name: _lower_call_tir_inplace,
     rx.CallDPSPacked.name: _lower_packed,
     rx.CallPacked.name: _lower_packed,
     rx.AllocTensor.name: _lower_alloc,

@@ -24,6 +24,7 @@ ZERO = [
     "relax-fold-batch-norm",  # inference batch norms into the constant conv weights before them
     "relax-alter-op-layout",  # convolutions in the target's channel blocks (a CPU target in scope)
     "relax-combine-slices",  # an unrolled loop's slices of one tensor: one split, equal steps
+    "relax-inplace-state",  # a KV cache's index_copy writes its rows into the state's buffer
     "relax-legalize-ops",  # high-level ops -> call_tir of TOPI PrimFuncs
     "relax-fold-constant",  # call_tir of constants -> constants (weights computed once)
     "relax-dead-code-elimination",  # PrimFuncs and bindings folding left unused

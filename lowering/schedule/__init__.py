@@ -78,7 +78,7 @@ def weight_only_kernels(module_op: ir.Operation) -> set[str]:
         inside = ir.StringAttr(f.attributes["sym_name"]).value in transforms
 
         def visit(op, inside=inside):
-            if op.operation.name == rx.CallTIR.name:
+            if op.operation.name in rx.CALLS_TIR:
                 called[inside].add(ir.FlatSymbolRefAttr(op.operation.attributes["callee"]).value)
             return ir.WalkResult.ADVANCE
 

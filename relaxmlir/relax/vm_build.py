@@ -16,7 +16,12 @@ from mlir.dialects import func as func_d
 
 from dialects import relax as rx
 from dialects import shape as sh
-from lowering.graph_to_memref import EXTERNAL_LIBS_ATTR, PACKED_ARGS_ATTR, PACKED_ATTR
+from lowering.graph_to_memref import (
+    EXTERNAL_LIBS_ATTR,
+    PACKED_ARGS_ATTR,
+    PACKED_ATTR,
+    inplace_results,
+)
 from lowering import cache, dense
 from lowering.export import ExportError
 from lowering.jit import JitCode, JitError, needed_libraries
@@ -45,15 +50,20 @@ def _function_infos(mod: IRModule) -> dict[str, FunctionInfo]:
     for f in relax_funcs:
         params = [TensorSpec(name, s.shape, s.dtype) for name, s in f.params]
         terminator = list(f.op.regions[0].blocks[0].operations)[-1]
+        inplace = inplace_results(f.op)  # no out-parameter: the VM keeps the state's array
         results = [
             TensorSpec(f"out{i}", tuple(value_shape(v)), dtype)
             for i, (v, dtype) in enumerate(zip(terminator.operands, f.result_dtypes))
+            if i not in inplace
         ]
         infos[f.name] = FunctionInfo(f.name, params, results)
         if rx.STATE_ATTR in f.op.attributes:
             state = ir.DictAttr(f.op.attributes[rx.STATE_ATTR])
             infos[f.name].state = [ir.StringAttr(a).value for a in ir.ArrayAttr(state["params"])]
             infos[f.name].state_init = ir.StringAttr(state["init"]).value
+            if rx.STATE_INPLACE_KEY in state:
+                names = ir.ArrayAttr(state[rx.STATE_INPLACE_KEY])
+                infos[f.name].state_inplace = [ir.StringAttr(a).value for a in names]
         if rx.INPUT_UPDATES_ATTR in f.op.attributes:
             names = ir.ArrayAttr(f.op.attributes[rx.INPUT_UPDATES_ATTR])
             infos[f.name].input_updates = [ir.StringAttr(a).value for a in names]
@@ -76,7 +86,9 @@ def _packed_signatures(mod: IRModule, infos: dict[str, FunctionInfo]) -> None:
         if not f.is_relax_function or info is None:
             continue
         ftype = f.function_type
-        for specs, types in ((info.params, ftype.inputs), (info.results, ftype.results)):
+        inplace = inplace_results(f.op)
+        kept = [t for i, t in enumerate(ftype.results) if i not in inplace]
+        for specs, types in ((info.params, ftype.inputs), (info.results, kept)):
             for i, (spec, t) in enumerate(zip(specs, types)):
                 if not sh.isa(t, ir.RankedTensorType) or not ir.RankedTensorType(t).has_static_shape:
                     continue

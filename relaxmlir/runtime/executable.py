@@ -42,13 +42,16 @@ class FunctionInfo:
     results: list[TensorSpec] = field(default_factory=list)
     destination_passing: bool = False  # primitive function entries write into their arguments
     # State kept by the VM between calls (buffers the model updates in place): the names of
-    # the parameters that take it, whose new values are the last results, in this order, and
-    # the function that returns their first values.
+    # the parameters that take it, whose new values are the last results, in this order (but
+    # those of `state_inplace`), and the function that returns their first values.
     state: list[str] = field(default_factory=list)
     state_init: str = ""
     # Parameters that the function writes in place: their new values are the last results
     # (after the state's), which the VM copies into the caller's arrays.
     input_updates: list[str] = field(default_factory=list)
+    # The state that the function writes in its parameter's buffer (a static KV cache's rows):
+    # it has no result; the VM passes the same array at every call.
+    state_inplace: list[str] = field(default_factory=list)
 
     @property
     def signature(self) -> str:
@@ -69,6 +72,7 @@ class FunctionInfo:
             list(d.get("state", [])),
             str(d.get("state_init", "")),
             list(d.get("input_updates", [])),
+            list(d.get("state_inplace", [])),
         )
 
 

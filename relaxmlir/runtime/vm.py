@@ -109,7 +109,7 @@ class VirtualMachine:
         A function with state runs on its current state and leaves it as it was."""
         entry = self[func_name]
         if isinstance(entry, StatefulEntry):
-            entry, args = entry.entry, tuple(entry.arguments(args))
+            entry, args = entry.entry, tuple(entry.arguments(args, keep=True))
         if self.device.device_type == "cuda":
             return profile_cuda_call(entry, func_name, args)
         return profile_call(entry, timers_of(self.executable), func_name, args)

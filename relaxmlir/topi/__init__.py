@@ -84,7 +84,13 @@ from relaxmlir.topi.reduction import (  # noqa: F401
     sum,
     variance,
 )
-from relaxmlir.topi.scan import argsort, cumsum, gather_elements, scatter_elements  # noqa: F401
+from relaxmlir.topi.scan import (  # noqa: F401
+    argsort,
+    cumsum,
+    gather_elements,
+    index_copy,
+    scatter_elements,
+)
 from relaxmlir.topi.transform import (  # noqa: F401
     arange,
     broadcast_to,

@@ -137,3 +137,31 @@ def scatter_elements(
         return te.if_then_else(te.all(*inside), hit, data(*i)) if inside else hit
 
     return te.compute(data.shape, body, name="T_scatter_elements")
+
+
+def index_copy(data: te.Tensor, index: te.Tensor, source: te.Tensor, axis: int = 0) -> te.Tensor:
+    """`data` with `source`'s slices along `axis` written at the positions of the 1-D `index`
+    (a position outside the axis writes nothing).
+
+    Each position of the axis finds the last slice aimed at it ([size x n] compares, a
+    reduction over the n slices, not over every element as scatter_elements' search runs), and
+    one pass takes that slice's element or data's own."""
+    axis %= data.ndim
+    size, n = data.shape[axis], index.shape[0]
+    j = te.reduce_axis((0, n), name="j")
+
+    def aimed(p):
+        return index[j] == te.cast(p, index.dtype)
+
+    none = te.const(-1, "int64")
+    last = te.compute(
+        (size,),
+        lambda p: te.max(te.if_then_else(aimed(p), te.cast(j, "int64"), none), axis=j),
+        name="T_index_copy_last",
+    )
+
+    def body(*i):
+        m = last[i[axis]]
+        return te.if_then_else(m >= te.const(0, "int64"), source[_with(i, axis, m)], data(*i))
+
+    return te.compute(data.shape, body, name="T_index_copy")

@@ -109,6 +109,69 @@ def test_static_kv_cache_decode_steps_match_torch():
     np.testing.assert_allclose(vm.state()["v_cache"].numpy(), reference.v_cache.numpy(), rtol=RTOL)
 
 
+def test_kv_cache_written_in_place(tmp_path):
+    """relax-inplace-state: each cache's only reader is its index_copy, so the build writes the
+    new row into the state's own array (no copy of the cache per call): main returns the
+    output only, the VM passes the same arrays at every call, vm.profile leaves them as they
+    were, a position outside the cache writes nothing (torch raises there; the kernel must not
+    write out of bounds), -1 writes the last row. An exported library keeps the marking."""
+    ep, reference = _exported(CachedAttention, torch.randn(1, 1, 8), torch.tensor([0]))
+    vm = _vm(from_exported_program(ep))
+    info = vm.signature("main")
+    assert info.state_inplace == ["k_cache", "v_cache"] and len(info.results) == 1
+    arrays = vm.state()
+    rng = torch.Generator().manual_seed(5)
+    steps = [(torch.randn(1, 1, 8, generator=rng), torch.tensor([p])) for p in (0, 1, 4, 2)]
+    _check(vm, reference, steps)
+    assert all(vm.state()[name] is array for name, array in arrays.items())
+    for name in arrays:
+        want = getattr(reference, name).numpy()
+        np.testing.assert_allclose(arrays[name].numpy(), want, rtol=RTOL, atol=ATOL)
+    x = torch.randn(1, 1, 8, generator=rng)
+    before = {name: array.numpy() for name, array in arrays.items()}
+    vm.profile("main", x.numpy(), np.array([7]))
+    for pos in (16, -17, 1 << 40):
+        vm["main"](x.numpy(), np.array([pos]))
+    for name, array in arrays.items():
+        np.testing.assert_array_equal(array.numpy(), before[name])
+    vm["main"](x.numpy(), np.array([-1]))  # its output masks every row out: NaN, as torch's
+    with torch.no_grad():
+        reference(x, torch.tensor([15]))
+    for name, array in arrays.items():
+        want = getattr(reference, name).numpy()
+        np.testing.assert_allclose(array.numpy(), want, rtol=RTOL, atol=ATOL)
+
+    path = str(tmp_path / "cache.so")
+    relax.build(from_exported_program(ep), "llvm").export_library(path)
+    loaded = relax.VirtualMachine(rm.runtime.load_module(path), rm.cpu())
+    assert loaded.signature("main").state_inplace == ["k_cache", "v_cache"]
+    reference.k_cache.zero_()
+    reference.v_cache.zero_()
+    _check(loaded, reference, steps)
+
+
+class _ReadsOldCache(nn.Module):
+    """The cache read before its write too: its old value must outlive the write."""
+
+    def __init__(self):
+        super().__init__()
+        self.register_buffer("cache", torch.zeros(1, 6, 4))
+
+    def forward(self, x, pos):
+        old = self.cache.sum(1)
+        self.cache.index_copy_(1, pos, x)
+        return self.cache.sum(1) - old * 0.5
+
+
+def test_cache_read_before_its_write_is_not_written_in_place():
+    ep, reference = _exported(_ReadsOldCache, torch.randn(1, 1, 4), torch.tensor([0]))
+    vm = _vm(from_exported_program(ep))
+    assert vm.signature("main").state_inplace == []
+    rng = torch.Generator().manual_seed(6)
+    steps = [(torch.randn(1, 1, 4, generator=rng), torch.tensor([p])) for p in (0, 3, 3, 5)]
+    _check(vm, reference, steps)
+
+
 def test_state_with_weights_as_inputs_lifted_and_exported(tmp_path):
     """keep_params_as_input: the state parameters stay inputs (num_input counts them), so
     LiftTransformParams leaves them alone; an exported library keeps the state's description

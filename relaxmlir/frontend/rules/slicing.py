@@ -198,13 +198,13 @@ def index_put(ctx: Importer, x, indices: list, values, accumulate: bool = False,
 def _put_along(ctx: Importer, x, axis: int, index, values, accumulate: bool):
     """`index_put` with one 1-D index tensor (`index_copy`, a static KV cache written at
     `cache_position`), along that axis and x in its own layout (the general route moves the
-    axis to the front and back: two more copies of x). Writing: each position of the axis finds
-    the last index aimed at it ([size x n] compares), and one pass takes that row of the values
-    or x's own (`where` of a `take`); a 12-layer decode step's 24 writes into caches of 1024 rows
-    took 20 ms as the general `scatter_elements`, whose search runs per element. Adding: a
+    axis to the front and back: two more copies of x). Writing: `relax.index_copy`, which finds
+    per position of the axis the last row aimed at it (a 12-layer decode step's 24 writes into
+    caches of 1024 rows took 20 ms as the general `scatter_elements`, whose search runs per
+    element) and which the build turns into an in-place write of a state buffer. Adding: a
     `scatter_elements` along the axis."""
     target = list(shape_of(x))
-    size, n = target[axis], shape_of(index)[0]
+    n = shape_of(index)[0]
     target[axis] = n
     if list(shape_of(values)) != target:
         values = call(ctx, "broadcast_to", values, target)
@@ -212,16 +212,7 @@ def _put_along(ctx: Importer, x, axis: int, index, values, accumulate: bool):
         at = reshape(ctx, index, [1] * axis + [n] + [1] * (len(target) - axis - 1))
         at = call(ctx, "broadcast_to", at, target)
         return call(ctx, "scatter_elements", x, at, values, axis, "add" if accumulate else "update")
-    dtype = index.struct_info.dtype
-    aimed = emit_binary(
-        ctx, "equal", const(np.arange(size, dtype=dtype).reshape(size, 1)), reshape(ctx, index, [1, n])
-    )
-    ranks = const(np.arange(n, dtype=dtype).reshape(1, n))
-    last = call(ctx, "max", call(ctx, "where", aimed, ranks, const(np.array(-1, dtype))), [1])
-    row = call(ctx, "take", values, emit_binary(ctx, "maximum", last, const(np.array(0, dtype))), axis)
-    written = emit_binary(ctx, "greater_equal", last, const(np.array(0, dtype)))
-    written = reshape(ctx, written, [1] * axis + [size] + [1] * (len(target) - axis - 1))
-    return call(ctx, "where", written, row, x)
+    return call(ctx, "index_copy", x, index, values, axis)
 
 
 def _masked_put(ctx: Importer, x, indices, masks, values, accumulate: bool, where: str):

@@ -41,6 +41,7 @@ from relaxmlir.relax.op.create import (  # noqa: F401
 )
 from relaxmlir.relax.op.index import (  # noqa: F401
     gather_elements,
+    index_copy,
     scatter_elements,
     strided_slice,
     take,

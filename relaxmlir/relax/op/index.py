@@ -1,4 +1,4 @@
-"""Indexing: `take`, `strided_slice`, `gather_elements` and `scatter_elements`."""
+"""Indexing: `take`, `strided_slice`, `gather_elements`, `scatter_elements`, `index_copy`."""
 
 from __future__ import annotations
 
@@ -194,3 +194,41 @@ def scatter_elements(
     return make_call(
         op, [data, indices, updates], attrs, TensorStructInfo(sinfo.shape, sinfo.dtype)
     )
+
+
+def index_copy(data: Expr, index: Expr, source: Expr, axis: int = 0) -> Call:
+    """`relax.index_copy` (torch.index_copy, a static KV cache's write at `cache_position`): a
+    copy of `data` whose slices along `axis` at the positions of the 1-D `index` are the slices
+    of `source`, in order. Of repeated positions the last one wins; a position outside
+    [0, size) writes nothing (torch's index_put counts negative ones from the end: the importer
+    wraps them first). A state buffer written this way is
+    updated in place by the build (`relax-inplace-state`), not copied.
+
+    Parameters
+    ----------
+    data : Expr
+    index : Expr
+        1-D integers.
+    source : Expr
+        data's dtype and shape, except `len(index)` along `axis`.
+    axis : int
+
+    Returns
+    -------
+    Call
+    """
+    op = "relax.index_copy"
+    sinfo = tensor_sinfo(data, op, "data")
+    idx = tensor_sinfo(index, op, "index")
+    src = tensor_sinfo(source, op, "source")
+    if not idx.dtype.startswith(("int", "uint")) or idx.ndim != 1:
+        raise TypeError(f"{op}: expected a 1-D integer index, got ({idx.dtype}) of rank {idx.ndim}")
+    ax = normalize_axis(axis, sinfo.ndim, op)
+    if src.dtype != sinfo.dtype:
+        raise TypeError(f"{op}: source is ({src.dtype}), data is ({sinfo.dtype})")
+    want = list(sinfo.shape)
+    want[ax] = idx.shape[0]
+    if list(src.shape) != want:
+        raise ValueError(f"{op}: source has shape {list(src.shape)}, expected {want}")
+    attrs = {"axis": ax}
+    return make_call(op, [data, index, source], attrs, TensorStructInfo(sinfo.shape, sinfo.dtype))

@@ -40,6 +40,7 @@ from relaxmlir.relax.transform.legalize import LegalizeOps  # noqa: F401,E402
 from relaxmlir.relax.transform.dead_code import DeadCodeElimination  # noqa: F401,E402
 from relaxmlir.relax.transform.fold_constant import FoldConstant  # noqa: F401,E402
 from relaxmlir.relax.transform.combine_slices import CombineSlices  # noqa: F401,E402
+from relaxmlir.relax.transform.inplace_state import InplaceState  # noqa: F401,E402
 from relaxmlir.relax.transform.alter_op_layout import AlterOpLayout, FoldBatchnormToConv2D  # noqa: F401,E402
 from relaxmlir.relax.transform.fuse_ops_by_pattern import FuseOpsByPattern, RunCodegen  # noqa: F401,E402
 from relaxmlir.relax.transform.meta_schedule import MetaScheduleApplyDatabase, MetaScheduleTuneTIR  # noqa: F401,E402

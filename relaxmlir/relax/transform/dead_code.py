@@ -75,7 +75,7 @@ def _referenced_symbols(module_op: ir.Operation) -> set[str]:
 
     def visit(op):
         op = op.operation if hasattr(op, "operation") else op
-        if op.name in (rx.CallTIR.name, "func.call") and "callee" in op.attributes:
+        if (op.name in rx.CALLS_TIR or op.name == "func.call") and "callee" in op.attributes:
             names.add(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
         return ir.WalkResult.ADVANCE
 

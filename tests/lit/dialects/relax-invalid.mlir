@@ -1029,3 +1029,23 @@ func.func @bitwise_not_no_operand() {
   %0 = "relax.bitwise_not"() : () -> tensor<2x3xi32>
   return
 }
+
+// -----
+
+func.func @index_copy_source_shape(%c: tensor<1x4x2xf32>, %p: tensor<1xi64>, %r: tensor<1x2x2xf32>) {
+  // expected-error @+1 {{'relax.index_copy' op is invalid: relax.index_copy: source has shape [1, 2, 2], expected [1, 1, 2]}}
+  %0 = "relax.index_copy"(%c, %p, %r) {axis = 1 : i64} : (tensor<1x4x2xf32>, tensor<1xi64>, tensor<1x2x2xf32>) -> tensor<1x4x2xf32>
+  return
+}
+
+// -----
+
+func.func private @write_rows(%p: tensor<1xi64>, %c: tensor<4xf32>) -> tensor<4xf32> attributes {relax.prim_func} {
+  return %c : tensor<4xf32>
+}
+
+func.func @call_tir_inplace_result_type(%p: tensor<1xi64>, %c: tensor<4xf32>) {
+  // expected-error @+1 {{'relax.call_tir_inplace' op result #0 (tensor<4xi32>) is written into an operand of type (tensor<4xf32>)}}
+  %0 = "relax.call_tir_inplace"(%p, %c) {callee = @write_rows} : (tensor<1xi64>, tensor<4xf32>) -> tensor<4xi32>
+  return
+}

@@ -491,3 +491,21 @@ func.func @scan_sort_gather_scatter(%x: tensor<2x3xf32>, %i: tensor<2x2xi64>, %u
   %3 = "relax.scatter_elements"(%x, %i, %u) {axis = 1 : i64, reduction = "add"} : (tensor<2x3xf32>, tensor<2x2xi64>, tensor<2x2xf32>) -> tensor<2x3xf32>
   return %3 : tensor<2x3xf32>
 }
+
+// -----
+
+// A static KV cache's write: index_copy, and the in-place call relax-inplace-state makes of it
+// (the written operand last; the callee takes one argument per operand).
+// CHECK-LABEL: func.func @index_copy_in_place
+// CHECK-SAME: (%[[C:.+]]: tensor<1x4x2xf32>, %[[P:.+]]: tensor<1xi64>, %[[R:.+]]: tensor<1x1x2xf32>)
+// CHECK: %[[NEW:.+]] = "relax.index_copy"(%[[C]], %[[P]], %[[R]]) {axis = 1 : i64} : (tensor<1x4x2xf32>, tensor<1xi64>, tensor<1x1x2xf32>) -> tensor<1x4x2xf32>
+// CHECK: "relax.call_tir_inplace"(%[[P]], %[[R]], %[[NEW]]) {callee = @write_rows} : (tensor<1xi64>, tensor<1x1x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+func.func private @write_rows(%p: tensor<1xi64>, %r: tensor<1x1x2xf32>, %c: tensor<1x4x2xf32>) -> tensor<1x4x2xf32> attributes {relax.prim_func} {
+  return %c : tensor<1x4x2xf32>
+}
+
+func.func @index_copy_in_place(%c: tensor<1x4x2xf32>, %p: tensor<1xi64>, %r: tensor<1x1x2xf32>) -> tensor<1x4x2xf32> attributes {relax.function} {
+  %0 = "relax.index_copy"(%c, %p, %r) {axis = 1 : i64} : (tensor<1x4x2xf32>, tensor<1xi64>, tensor<1x1x2xf32>) -> tensor<1x4x2xf32>
+  %1 = "relax.call_tir_inplace"(%p, %r, %0) {callee = @write_rows} : (tensor<1xi64>, tensor<1x1x2xf32>, tensor<1x4x2xf32>) -> tensor<1x4x2xf32>
+  return %1 : tensor<1x4x2xf32>
+}

@@ -1,4 +1,4 @@
-"""Legalization of `take`, `strided_slice`, `gather_elements` and `scatter_elements`."""
+"""Legalization of `take`, `strided_slice`, `gather_elements`, `scatter_elements`, `index_copy`."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from relaxmlir.relax.transform.legalize_ops.common import call_topi, register_le
 register_legalize("relax.take", call_topi(topi.take, "axis", "mode"))
 register_legalize("relax.gather_elements", call_topi(topi.gather_elements, "axis"))
 register_legalize("relax.scatter_elements", call_topi(topi.scatter_elements, "axis", "reduction"))
+register_legalize("relax.index_copy", call_topi(topi.index_copy, "axis"))
 
 
 @register_legalize("relax.strided_slice")
