@@ -31,6 +31,7 @@ from lowering.schedule.common import (
     classify,
     dim_of,
     innermost_loop,
+    legalize_function,
     linalg_ops,
     remap_operands,
     slice_sizes,
@@ -103,6 +104,7 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
         stacklevel=2,
     )
     if not good:
+        legalize_function(func_op)  # naive loops still need a prepacked weight's unpack lowered
         return []
     trial = copy()
     try:
@@ -112,6 +114,7 @@ def schedule_function(func_op: ir.Operation, opts: ScheduleOptions) -> list[str]
         warnings.warn(
             f"relax-schedule-cpu: @{name} left unscheduled: {exc}", RuntimeWarning, stacklevel=2
         )
+        legalize_function(func_op)
         return []
     _replace(func_op, trial, used)
     return used

@@ -348,10 +348,18 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
         elif m_blocks >= threads:
             sizes[info.m] = m_span = _ceil(m_blocks, threads)
         elif n_blocks >= threads * nb:
-            # Panels that do not divide evenly: the last thread gets fewer register tiles
-            # (every tile stays whole: nb divides the panels). MobileNetV2's classifier on AVX2
-            # (1000 columns: 63 panels of 16) ran on one thread, 227 us at 1 and at 2.
-            sizes[info.n] = n_span = _ceil(n_blocks // nb, threads) * nb
+            # Panels that the register tiles of `nb` panels do not split evenly: narrower
+            # register tiles that do (12 panels of a 1 x 768 x 192 linear on 2 threads: 6 each,
+            # in tiles of 2), else one-panel tiles and fewer of them for the last thread
+            # (MobileNetV2's classifier on AVX2, 1000 columns: 63 panels of 16, ran on one
+            # thread, 227 us at 1 and at 2). A last share of several-panel tiles has a size
+            # known only at run time, which its tiles inherit and the vectorizer refused: a
+            # batch-1 linear of 192, 224, ..., 992 columns failed to build.
+            nb = next((b for b in (2, 1) if b < nb and n_blocks % (threads * b) == 0), 1)
+            if n_blocks % (threads * nb) == 0:
+                sizes[info.n] = n_span = n_blocks // threads
+            else:
+                sizes[info.n] = n_span = _ceil(n_blocks, threads)
         if any(sizes):
             h, forall = s.tile_forall(h, tile_sizes=sizes)
             s.fuse_init_fill(info.tag, forall)

@@ -401,6 +401,30 @@ def test_packed_gemv_splits_odd_panels_across_threads(n, k):
     check(c, a @ w.T, f"prepacked {m}x{n}x{k} on 2 threads")
 
 
+@pytest.mark.parametrize("n,tile", [(192, 32), (320, 32), (224, 16), (480, 16)])
+def test_packed_gemv_uneven_register_tiles_split_evenly(n, tile):
+    """One row against prepacked weights whose panels (12, 20, 14, 30 of NR = 16 on AVX2)
+    split between two threads but not in groups of GEMV_NB = 4: narrower register tiles (2 or 1
+    panels) that split evenly. The last thread's share of 4-panel tiles had a size known only
+    at run time, which the vectorizer refused: a batch-1 linear of 192 columns failed to build
+    ("op was not bufferized" on the weight's unpack)."""
+    m, k = 1, 768
+    target = Target("llvm -mcpu=x86-64-v3")
+    w = rand(n, k, seed=1)
+    packed, layout = pack_weight(w, transposed=True, nr=micro_tile(target).nr)
+    with ir.Context():
+        module = ir.Module.parse(matmul_text(m, n, k, transposed_b=True))
+        func_op = module.body.operations[0].operation
+        use_prepacked_weight(func_op, 1, layout)
+        text = str(module)
+    with target:
+        names = scheduled_names(text, "mm", threads=2)
+    assert names == [f"matmul-packed-1x{tile}"], names
+    a, c = rand(m, k), np.zeros((m, n), np.float32)
+    Kernel.build(text, "mm", schedule="threads=2 strict=true", target=target)(a, packed, c)
+    check(c, a @ w.T, f"prepacked {m}x{n}x{k} on 2 threads")
+
+
 @pytest.mark.parametrize(
     ("m", "threads", "mcpu", "route"),
     [
@@ -769,6 +793,32 @@ def test_unschedulable_op_falls_back_alone():
     with pytest.warns(RuntimeWarning):
         Kernel.build(CALL_THEN_RELU, "call_relu", schedule="threads=1")(x, out)
     check(out, np.maximum(2 * x, 0), "call + relu")
+
+
+def test_unschedulable_kernel_with_a_prepacked_weight_still_builds(monkeypatch):
+    """A kernel whose every rule fails keeps naive loops, and its prepacked weight's unpack is
+    still lowered (bufferization has no rule for it): the build works, with a warning."""
+    from lowering.schedule import driver
+
+    def fail(*args, **kwargs):
+        raise ValueError("no rule applies")
+
+    monkeypatch.setattr(driver, "apply_rules", fail)
+    m, n, k = 1, 96, 64
+    w = rand(n, k, seed=1)
+    packed, layout = pack_weight(w, transposed=True, nr=micro_tile(Target("llvm")).nr)
+    with ir.Context():
+        module = ir.Module.parse(matmul_text(m, n, k, transposed_b=True))
+        func_op = module.body.operations[0].operation
+        use_prepacked_weight(func_op, 1, layout)
+        text = str(module)
+        with pytest.warns(RuntimeWarning, match="left unscheduled"):
+            assert driver.schedule_function(func_op, ScheduleOptions(threads=1)) == []
+        assert "linalg.unpack" not in str(module)
+    a, c = rand(m, k), np.zeros((m, n), np.float32)
+    with pytest.warns(RuntimeWarning, match="left unscheduled"):
+        Kernel.build(text, "mm", schedule="threads=1")(a, packed, c)
+    check(c, a @ w.T, f"prepacked {m}x{n}x{k} unscheduled")
 
 
 PAD = """
