@@ -199,11 +199,25 @@ class MatmulSchedule(ScheduleRule):
         if route == "small":
             return _schedule_small(s, h, info, t)
         if route == "dot":
-            rows, lanes = inner_reduction(s, h, info, info.k, t.lanes, block_dim=info.n)
-            return f"matmul-dot-{rows}x{lanes}"
+            a_rows = _dot_rows(info, t)
+            with_rows = (info.m, a_rows) if a_rows > 1 else None
+            rows, lanes = inner_reduction(s, h, info, info.k, t.lanes, info.n, with_rows)
+            shape = f"{a_rows}x{rows}" if a_rows > 1 else f"{rows}"
+            return f"matmul-dot-{shape}x{lanes}"
         if route == "rows":
             return _schedule_rows(s, h, info, opts, t)
         return _schedule_packed(s, h, info, opts, t)
+
+
+def _dot_rows(info: OpInfo, t: MicroTile) -> int:
+    """Rows of A that each row of B meets in one step of the dot route: all of a static count
+    below MR, up to DOT_ROWS (a divisor). One at a time, B's rows were read once per row of A:
+    a decode step's Q @ K^T with 3 query heads per key head (grouped-query attention) read
+    each head's 1024 cached keys three times."""
+    m = info.ranges[info.m]
+    if m is None or m >= t.mr or info.m == info.n:
+        return 1
+    return max(r for r in range(1, min(m, DOT_ROWS) + 1) if m % r == 0)
 
 
 def _static_route(info: OpInfo, t: MicroTile, opts: ScheduleOptions) -> str:
@@ -253,6 +267,7 @@ def _b_k_major(info: OpInfo) -> bool:
 # costs about as long as this many MACs (1 x 256 x 1024 with B in L2: 11 us on one Zen 4 core,
 # 24 MACs/ns against ~58 at the FMA peak, i.e. ~2.5 MACs per element of B at one row).
 B_BOUND_ROWS = 4
+DOT_ROWS = 4  # rows of A per step of the dot route (`_dot_rows`)
 
 
 def _threads_for(info: OpInfo, opts: ScheduleOptions) -> int:

@@ -88,11 +88,19 @@ def _divisor(total: int, cap: int) -> int:
 
 
 def inner_reduction(
-    s: Script, h: str, info: OpInfo, red: int, lanes: int, block_dim: int | None = None
+    s: Script,
+    h: str,
+    info: OpInfo,
+    red: int,
+    lanes: int,
+    block_dim: int | None = None,
+    with_rows: tuple[int, int] | None = None,
 ) -> tuple[int, int]:
     """Keep `lanes` partial results for each of up to ROWS outputs in vectors while the contiguous
     reduction loop streams by (`tile_reduction_using_for`), then combine each vector once.
-    `block_dim` (default: the output's innermost loop) is the parallel loop blocked by ROWS.
+    `block_dim` (default: the output's innermost loop) is the parallel loop blocked by ROWS;
+    `with_rows` = (dim, r): another parallel loop blocked by r as well, the ROWS accumulators
+    shared between the two (dot products of r rows of A with each row of B read once).
     Returns (rows, lanes)."""
     nloops = len(info.ranges)
     if block_dim is None:
@@ -104,11 +112,14 @@ def inner_reduction(
             static = [d for d in out_dims if (info.ranges[d] or 0) > 1]
             block_dim = static[-1] if static else block_dim
     rows = 1
+    extra_dim, extra = with_rows if with_rows is not None else (None, 1)
     if block_dim is not None and info.ranges[block_dim] is not None:
-        rows = _divisor(info.ranges[block_dim], ROWS)
+        rows = _divisor(info.ranges[block_dim], max(1, ROWS // extra))
     tiles = [1 if info.iterators[d] == "parallel" else 0 for d in range(nloops)]
     if block_dim is not None:
         tiles[block_dim] = rows
+    if extra_dim is not None:
+        tiles[extra_dim] = extra
     if any(tiles):
         h, _ = s.tile_for(h, tiles)
     size = info.ranges[red]
@@ -128,6 +139,8 @@ def inner_reduction(
     vec = [1 if info.iterators[d] == "parallel" else 0 for d in range(nloops)]
     if block_dim is not None:
         vec[block_dim] = rows
+    if extra_dim is not None:
+        vec[extra_dim] = extra
     vec[red] = width
     if size is None or size % width:
         # Whole vectors, then the partial one. Masked on every step (a symbolic reduction, or
