@@ -186,30 +186,28 @@ def _lower_call_tir(fl: _FunctionLowering, op: ir.Operation) -> None:
         if view is not None:
             fl.buffers[op.results[0]] = view
             return
-    ftype = ir.FunctionType(ir.TypeAttr(target.attributes["function_type"]).value)
-    n_in = len(op.operands)
-    ins = [fl._as_tensor(b, t) for b, t in zip(fl.operand_buffers(op), ftype.inputs[:n_in])]
-    outs_buf = [fl._alloc(r, s, op) for r, s in zip(op.results, _result_shapes(op))]
-    outs = [fl._as_tensor(b, t, writable=True) for b, t in zip(outs_buf, ftype.inputs[n_in:])]
-    call = func.CallOp(list(ftype.results), ir.FlatSymbolRefAttr.get(callee), ins + outs)
-    for result, buffer, value in zip(call.results, outs_buf, op.results):
-        want = _tensor_type(buffer.type)
-        src = result if result.type == want else tensor.CastOp(want, result).result
-        bufferization.MaterializeInDestinationOp(None, src, buffer, restrict=True, writable=True)
-        fl.buffers[value] = buffer
+    outs = [fl._alloc(r, s, op) for r, s in zip(op.results, _result_shapes(op))]
+    _call_kernel(fl, op, target, fl.operand_buffers(op), outs)
 
 
 def _lower_call_tir_inplace(fl: _FunctionLowering, op: ir.Operation) -> None:
     """The callee computes into its last operands' buffers: they become the results'."""
-    callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-    target = rx.lookup_symbol(op, callee)
-    ftype = ir.FunctionType(ir.TypeAttr(target.attributes["function_type"]).value)
-    n_in = len(op.operands) - len(op.results)
+    target = rx.lookup_symbol(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
     buffers = fl.operand_buffers(op)
-    ins = [fl._as_tensor(b, t) for b, t in zip(buffers[:n_in], ftype.inputs[:n_in])]
-    outs = [fl._as_tensor(b, t, writable=True) for b, t in zip(buffers[n_in:], ftype.inputs[n_in:])]
-    call = func.CallOp(list(ftype.results), ir.FlatSymbolRefAttr.get(callee), ins + outs)
-    for result, buffer, value in zip(call.results, buffers[n_in:], op.results):
+    n_in = len(op.operands) - len(op.results)
+    _call_kernel(fl, op, target, buffers[:n_in], buffers[n_in:])
+
+
+def _call_kernel(fl: _FunctionLowering, op, target, ins: list, outs: list) -> None:
+    """`func.call` of kernel `target` on buffers `ins` and out-buffers `outs` (its tensor
+    signature bridged with to_tensor / materialize_in_destination); `op`'s results are `outs`."""
+    ftype = ir.FunctionType(ir.TypeAttr(target.attributes["function_type"]).value)
+    n_in = len(ins)
+    args = [fl._as_tensor(b, t) for b, t in zip(ins, ftype.inputs[:n_in])]
+    args += [fl._as_tensor(b, t, writable=True) for b, t in zip(outs, ftype.inputs[n_in:])]
+    callee = ir.FlatSymbolRefAttr.get(ir.StringAttr(target.attributes["sym_name"]).value)
+    call = func.CallOp(list(ftype.results), callee, args)
+    for result, buffer, value in zip(call.results, outs, op.results):
         want = _tensor_type(buffer.type)
         src = result if result.type == want else tensor.CastOp(want, result).result
         bufferization.MaterializeInDestinationOp(None, src, buffer, restrict=True, writable=True)
