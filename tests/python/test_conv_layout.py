@@ -10,6 +10,7 @@ import re
 import numpy as np
 import pytest
 import torch
+from scheduled_build import build_scheduled
 
 import relaxmlir as rm
 from relaxmlir import relax, te
@@ -560,24 +561,37 @@ def _scheduled(mod, target) -> str:
     return str(mod.module)
 
 
-def _cpu_schedules(mod, target) -> dict[str, list[str]]:
-    """The CPU rules each kernel of `mod` (a from_fx module) gets for `target`."""
-    import re
-
+def _rules(scheduled: str) -> dict[str, list[str]]:
+    """The CPU rules of each kernel in a scheduled module's text."""
     return {
         name: re.findall(r'"([^"]+)"', rules)
-        for name, rules in re.findall(
-            r"@(\w+)\(.*relax\.schedule = \[([^\]]*)\]", _scheduled(mod, target)
-        )
+        for name, rules in re.findall(r"@(\w+)\(.*relax\.schedule = \[([^\]]*)\]", scheduled)
     }
+
+
+def _built_rules(mod, target):
+    """relax.build(mod, target) and the CPU rules each kernel got in that build."""
+    ex, text = build_scheduled(mod, target, lambda m: m.operation.get_asm(large_elements_limit=4))
+    return ex, _rules(text)
+
+
+def _checked_rules(model, x, mod, target) -> dict[str, list[str]]:
+    """The CPU rules each kernel of `mod` (a from_fx module) gets for `target`, from the build
+    that is then checked against torch eager as `_check_against_torch` does (one lowering
+    for both)."""
+    ex, rules = _built_rules(mod, target)
+    vm = relax.VirtualMachine(ex, rm.cpu())
+    with torch.no_grad():
+        want = model(x).numpy()
+    np.testing.assert_allclose(vm["main"](x.numpy()).numpy(), want, rtol=RTOL, atol=ATOL)
+    return rules
 
 
 def _epilogue_check(model, shape, target):
     """Build `model` for `target`: its kernels' CPU rules, after checking it against torch
     eager (rtol = atol = 1e-4)."""
     mod = from_fx(torch.fx.symbolic_trace(model), [shape], keep_params_as_input=False)
-    rules = _cpu_schedules(mod.clone(), target)
-    _check_against_torch(model, torch.randn(shape), mod, target)
+    rules = _checked_rules(model, torch.randn(shape), mod, target)
     return {name: r for name, r in rules.items() if "conv" in name}
 
 
@@ -736,12 +750,11 @@ def test_dense_block_concat_and_preactivation_stay_blocked(layout):
     into = re.findall(r'"relax.layout_transform"\(%(\w+)\) \{dst_layout = "NCHW\d+c"', text)
     back = re.findall(r'"relax.layout_transform"\(%\w+\) \{dst_layout = "NCHW"', text)
     assert len(back) == 1 and len(into) == 2 and "x" in into, text
-    rules = _cpu_schedules(mod.clone(), target)
+    rules = _checked_rules(model, x, mod, target)
     last = max((name for name in rules if "concat" in name), key=lambda n: len(rules[n]))
     # the last concat writes the NCHW result: each part a transposing copy
     assert len([r for r in rules[last] if r.startswith(("elementwise", "transpose"))]) >= 18
     assert "fallback" not in {r for name in rules for r in rules[name]}, rules
-    _check_against_torch(model, x, mod, target)
 
 
 class _CeilPools(torch.nn.Module):
@@ -891,11 +904,10 @@ def test_grouped_conv_of_whole_blocks_per_group_is_one_kernel(
         assert '{dst_layout = "NCHW8c", src_layout = "NCHW16c"}' in text, text
         assert text.count('dst_layout = "NCHW",') == 1, text  # the result only
     assert "relax.concat" not in text
-    rules = _cpu_schedules(mod.clone(), target)
+    rules = _checked_rules(model, x, mod, target)
     grouped = [r for name, r in rules.items() if "grouped_conv2d_nchwc" in name]
     assert len(grouped) == 1 and any(r.startswith("conv-") for r in grouped[0]), rules
     assert not [w for w in recwarn if "unscheduled" in str(w.message)]
-    _check_against_torch(model, x, mod, target)
 
 
 class _PreactDepthwise(torch.nn.Module):
@@ -929,10 +941,9 @@ def test_nchw_depthwise_conv_reads_its_window_as_an_operand(channels, stride, pr
         lambda: _Depthwise(channels, 1, 3, stride, 1)
     )
     model, x, mod, _ = _altered(make, (1, channels, 14, 14), target)
-    rules = _cpu_schedules(mod.clone(), target)
+    rules = _checked_rules(model, x, mod, target)
     depthwise = [r for name, r in rules.items() if "conv2d" in name and "fallback" in r]
     assert not depthwise, rules
-    _check_against_torch(model, x, mod, target)
 
 
 class _ShuffleUnit(torch.nn.Module):
@@ -960,9 +971,8 @@ def test_shuffle_unit_transforms_its_passing_half_beside_the_conv(channels):
     target = _avx512(2)
     _runnable(target)
     model, x, mod, _ = _altered(lambda: _ShuffleUnit(channels), (1, channels, 7, 7), target)
-    rules = _cpu_schedules(mod.clone(), target)
+    rules = _checked_rules(model, x, mod, target)
     assert not [r for rs in rules.values() for r in rs if "fallback" in r], rules
-    _check_against_torch(model, x, mod, target)
 
 
 @pytest.mark.parametrize(
@@ -983,12 +993,11 @@ def test_grouped_conv_of_a_few_channels_per_group(channels, groups, stride, size
         )
 
     model, x, mod, _ = _altered(make, (1, channels, size, size), target)
-    rules = _cpu_schedules(mod.clone(), target)
+    rules = _checked_rules(model, x, mod, target)
     convs = [r for name, r in rules.items() if "conv2d" in name]
     assert convs, rules
     if stride == 1:
         assert all(any(x.startswith("conv-") for x in r) for r in convs), rules
-    _check_against_torch(model, x, mod, target)
 
 
 class _SymbolicBatchCNN(torch.nn.Module):
@@ -1040,11 +1049,11 @@ def test_symbolic_batch_keeps_the_blocked_layout(layout, recwarn):
     assert 'data_layout = "NCHW",' not in text and "relax.nn_batch_norm" not in text, text
     lanes = 16 if layout == "blocked" else 8
     assert 'relax.shape = [["s' in text and f"x{lanes}xf32>" in text, text
-    rules = _cpu_schedules(mod.clone(), target)
+    ex, rules = _built_rules(mod, target)
     convs = [r for name, r in rules.items() if "conv2d" in name]
     assert convs and all(any(x.startswith("conv-") for x in r) for r in convs), rules
     assert not [w for w in recwarn if "unscheduled" in str(w.message)]
-    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
+    vm = relax.VirtualMachine(ex, rm.cpu())
     for n in (1, 3):
         x = torch.randn(n, 3, 20, 20)
         with torch.no_grad():

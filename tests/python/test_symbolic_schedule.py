@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from scheduled_build import build_scheduled
 
 import relaxmlir as rm
 from lowering.pipelines import target_pipeline
@@ -34,10 +35,15 @@ def _function(params, body):
     return bb.get()
 
 
-def _schedules(mod: rm.IRModule, target=TARGET) -> list[str]:
-    """The rules relax-schedule-cpu recorded on the kernels of `mod` (built for `target`)."""
-    return [s for line in _scheduled_text(mod, target)
+def _rules(lines: list[str]) -> list[str]:
+    """The rules relax-schedule-cpu recorded in the signature lines of scheduled kernels."""
+    return [s for line in lines
             for s in line.split("relax.schedule = [")[1].split("]")[0].replace('"', "").split(", ")]  # fmt: skip
+
+
+def _scheduled_lines(module) -> list[str]:
+    text = str(module.operation.get_asm(large_elements_limit=4))
+    return [line for line in text.splitlines() if "relax.schedule = [" in line]
 
 
 def _scheduled_text(mod: rm.IRModule, target=TARGET) -> list[str]:
@@ -50,12 +56,17 @@ def _scheduled_text(mod: rm.IRModule, target=TARGET) -> list[str]:
             + ",".join(target_pipeline(target, ["graph", "layout", "schedule"]))
             + ")",
         )
-    text = str(mod.module.operation.get_asm(large_elements_limit=4))
-    return [line for line in text.splitlines() if "relax.schedule = [" in line]
+    return _scheduled_lines(mod.module)
 
 
-def _run_sizes(mod, make_inputs, reference):
-    vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
+def _build(mod: rm.IRModule, target=TARGET):
+    """(a VM of relax.build(mod, target), the rules relax-schedule-cpu recorded on its kernels in
+    that build): one lowering for both."""
+    ex, lines = build_scheduled(mod, target, _scheduled_lines)
+    return relax.VirtualMachine(ex, rm.cpu()), _rules(lines)
+
+
+def _run_sizes(vm, make_inputs, reference):
     for n in SIZES:
         inputs = make_inputs(n)
         got = vm["main"](*inputs).numpy()
@@ -82,7 +93,7 @@ def test_dense_relu_dense(weight):
         return relax.op.matmul(h, relax.op.permute_dims(ws[1]))
 
     mod = _function(params, body)
-    used = _schedules(mod)
+    vm, used = _build(mod)
     assert any(u.startswith("matmul-rows-") for u in used), used
     assert "fallback" not in " ".join(used), used
 
@@ -90,7 +101,7 @@ def test_dense_relu_dense(weight):
         xs = np.random.default_rng(n).standard_normal((n, 784), dtype=np.float32)
         return [xs] if weight == "const" else [xs, w0, w1]
 
-    _run_sizes(mod, inputs, lambda xs, *_: np.maximum(xs @ w0.T, 0) @ w1.T)
+    _run_sizes(vm, inputs, lambda xs, *_: np.maximum(xs @ w0.T, 0) @ w1.T)
 
 
 def test_matmul_k_major_weight():
@@ -98,9 +109,10 @@ def test_matmul_k_major_weight():
     w = np.random.default_rng(1).standard_normal((96, 40), dtype=np.float32)
     x = relax.Var("x", relax.TensorStructInfo(("n", 96), "float32"))
     mod = _function([x], lambda x: relax.op.matmul(x, relax.const(w)))
-    assert any(u.startswith("matmul-rows-") for u in _schedules(mod))
+    vm, used = _build(mod)
+    assert any(u.startswith("matmul-rows-") for u in used), used
     _run_sizes(
-        mod,
+        vm,
         lambda n: [np.random.default_rng(n).standard_normal((n, 96), dtype=np.float32)],
         lambda xs: xs @ w,
     )
@@ -116,10 +128,10 @@ def test_linear_over_a_unit_batch_without_epilogue(out):
     w = np.random.default_rng(2).standard_normal((out, 512), dtype=np.float32) * 0.05
     x = relax.Var("x", relax.TensorStructInfo((1, "n", 512), "float32"))
     mod = _function([x], lambda x: relax.op.matmul(x, relax.op.permute_dims(relax.const(w))))
-    used = _schedules(mod)
+    vm, used = _build(mod)
     assert sum(u.startswith("matmul-rows-") for u in used) == 2, used  # the two copies
     _run_sizes(
-        mod,
+        vm,
         lambda n: [np.random.default_rng(n).standard_normal((1, n, 512), dtype=np.float32)],
         lambda xs: xs @ w.T,
     )
@@ -133,7 +145,7 @@ def test_conv2d_symbolic_batch():
     w = (np.random.default_rng(2).standard_normal((8, 3, 3, 3)) * 0.2).astype(np.float32)
     x = relax.Var("x", relax.TensorStructInfo(("n", 3, 10, 10), "float32"))
     mod = _function([x], lambda x: relax.op.nn.conv2d(x, relax.const(w), padding=(1, 1)))
-    used = _schedules(mod)
+    vm, used = _build(mod)
     assert used[0] == "per-sample", used  # the static kernel of one sample, in a loop
     assert any(u.startswith("conv-") and u != "conv-fallback" for u in used), used
     assert "fallback" not in used, used
@@ -142,7 +154,7 @@ def test_conv2d_symbolic_batch():
         return F.conv2d(torch.from_numpy(xs), torch.from_numpy(w), padding=1).numpy()
 
     _run_sizes(
-        mod,
+        vm,
         lambda n: [np.random.default_rng(n).standard_normal((n, 3, 10, 10), dtype=np.float32)],
         reference,
     )
@@ -161,7 +173,7 @@ def test_strided_conv2d_symbolic_batch(kernel, stride, pad):
         [x],
         lambda x: relax.op.nn.conv2d(x, relax.const(w), strides=stride, padding=(pad, pad)),
     )
-    rules = _schedules(mod)
+    vm, rules = _build(mod)
     used = [u for u in rules if u.startswith("conv")]
     assert used and "conv-fallback" not in used and "fallback" not in rules, rules
 
@@ -169,7 +181,7 @@ def test_strided_conv2d_symbolic_batch(kernel, stride, pad):
         return F.conv2d(torch.from_numpy(xs), torch.from_numpy(w), stride=stride, padding=pad).numpy()
 
     _run_sizes(
-        mod,
+        vm,
         lambda n: [np.random.default_rng(n).standard_normal((n, 8, 15, 15), dtype=np.float32)],
         reference,
     )
@@ -216,7 +228,7 @@ def test_residual_block_for_any_batch():
     n = torch.export.Dim("n", min=1, max=1024)
     ep = torch.export.export(block, (torch.randn(2, 3, 64, 64),), dynamic_shapes=({0: n},))
     mod = from_exported_program(ep)
-    text = _scheduled_text(mod)
+    ex, text = build_scheduled(mod, TARGET, _scheduled_lines)
     per_sample = [line for line in text if '"per-sample"' in line]
     assert len(per_sample) >= 4, text  # stem + pool, the block's two convs, the shortcut
     assert any("matmul-rows-" in line for line in text), text  # the head: rows of the batch
@@ -228,17 +240,17 @@ def test_residual_block_for_any_batch():
         with torch.no_grad():
             return block(torch.from_numpy(xs)).numpy()
 
-    _run_sizes(mod, inputs, reference)
+    _run_sizes(relax.VirtualMachine(ex, rm.cpu()), inputs, reference)
 
 
 def test_softmax_symbolic_rows():
     x = relax.Var("x", relax.TensorStructInfo(("n", 100), "float32"))
     mod = _function([x], lambda x: relax.op.nn.softmax(x, axis=-1))
-    used = _schedules(mod)
+    vm, used = _build(mod)
     assert any(u.startswith("reduction-inner") for u in used), used
 
     _run_sizes(
-        mod,
+        vm,
         lambda n: [np.random.default_rng(n).standard_normal((n, 100), dtype=np.float32) * 3],
         lambda xs: torch.softmax(torch.from_numpy(xs), dim=-1).numpy(),
     )
@@ -252,10 +264,10 @@ def test_symbolic_batch_static_rows(seq):
     w = np.random.default_rng(seq).standard_normal((64, 96), dtype=np.float32)
     x = relax.Var("x", relax.TensorStructInfo(("n", seq, 64), "float32"))
     mod = _function([x], lambda x: relax.op.matmul(x, relax.const(w)))
-    used = _schedules(mod)
+    vm, used = _build(mod)
     assert used and all(u.startswith("matmul-rows-") for u in used), used
     _run_sizes(
-        mod,
+        vm,
         lambda n: [np.random.default_rng(n).standard_normal((n, seq, 64), dtype=np.float32)],
         lambda xs: xs @ w,
     )
@@ -266,10 +278,10 @@ def test_softmax_over_a_symbolic_axis():
     vectors with a masked last one."""
     x = relax.Var("x", relax.TensorStructInfo((3, "n"), "float32"))
     mod = _function([x], lambda x: relax.op.nn.softmax(x, axis=-1))
-    used = _schedules(mod)
+    vm, used = _build(mod)
     assert sum(u.startswith("reduction-inner") for u in used) == 2, used  # max and sum
     _run_sizes(
-        mod,
+        vm,
         lambda n: [np.random.default_rng(n).standard_normal((3, n), dtype=np.float32) * 3],
         lambda xs: torch.softmax(torch.from_numpy(xs), dim=-1).numpy(),
     )
@@ -294,7 +306,7 @@ def test_attention_matmuls_over_a_symbolic_sequence(head):
             gv = bb.emit_output(relax.op.matmul(scores, v))
         bb.emit_func_output(gv)
     mod = bb.get()
-    used = _schedules(mod)
+    vm, used = _build(mod)
     t = micro_tile(TARGET)
     assert {u for u in used if u.startswith("matmul")} == {f"matmul-tiles-{t.mr}x{t.nr}+1x{t.nr}"}
 
@@ -303,7 +315,7 @@ def test_attention_matmuls_over_a_symbolic_sequence(head):
         shapes = [(1, 4, n, head), (1, 4, head, n), (1, 4, n, head)]
         return [rng.standard_normal(s, dtype=np.float32) * 0.2 for s in shapes]
 
-    _run_sizes(mod, inputs, lambda q, kt, v: (q @ kt) @ v)
+    _run_sizes(vm, inputs, lambda q, kt, v: (q @ kt) @ v)
 
 
 def test_attention_over_a_symbolic_sequence_on_avx2():
@@ -341,7 +353,7 @@ def test_bert_with_a_symbolic_sequence_length():
     torch.manual_seed(0)
     cfg = transformers.BertConfig(
         hidden_size=64,
-        num_hidden_layers=2,
+        num_hidden_layers=1,  # a second layer repeats the first one's kernels (half the build)
         num_attention_heads=2,
         intermediate_size=128,
         vocab_size=100,
@@ -354,9 +366,8 @@ def test_bert_with_a_symbolic_sequence_length():
             model, (torch.randint(0, 100, (1, 16)),), dynamic_shapes={"ids": {1: seq}}
         )
     mod = from_exported_program(ep, keep_params_as_input=False)
-    used = _schedules(mod)
+    vm, used = _build(mod)
     assert not [u for u in used if u == "matmul-fallback"], used
-    vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
     for n in (1, 7, 33, 130):
         ids = torch.randint(0, 100, (1, n))
         with torch.no_grad():
@@ -380,10 +391,10 @@ def test_head_split_and_merge_reshapes_over_a_symbolic_sequence():
         return relax.op.reshape(relax.op.permute_dims(scaled, [0, 2, 1, 3]), (1, "n", 48))
 
     mod = _function([x], body)
-    used = _schedules(mod)
+    vm, used = _build(mod)
     assert "elementwise-12" in used, used  # the permutes and the scale, vectorized
     _run_sizes(
-        mod,
+        vm,
         lambda n: [np.random.default_rng(n).standard_normal((1, n, 48), dtype=np.float32)],
         lambda xs: xs * 2,
     )
@@ -401,9 +412,10 @@ def test_transpose_onto_a_symbolic_axis(head):
     mod = _function([x], lambda x: relax.op.permute_dims(relax.op.add(x, one), [0, 1, 3, 2]))
     lanes = TARGET.lanes("float32")
     block = max(d for d in range(1, lanes + 1) if head % d == 0)
-    assert f"transpose-{block}x{lanes}-peeled" in _schedules(mod)
+    vm, used = _build(mod)
+    assert f"transpose-{block}x{lanes}-peeled" in used, used
     _run_sizes(
-        mod,
+        vm,
         lambda n: [np.random.default_rng(n).standard_normal((1, 4, n, head), dtype=np.float32)],
         lambda xs: np.swapaxes(xs + 1, 2, 3),
     )
@@ -458,11 +470,11 @@ def test_attention_softmax_over_symbolic_rows_and_axis():
     softmax at seq 256 2.5x slower than the static build)."""
     x = relax.Var("x", relax.TensorStructInfo((4, "n", "n"), "float32"))
     mod = _function([x], lambda x: relax.op.nn.softmax(x, axis=-1))
-    used = _schedules(mod)
+    vm, used = _build(mod)
     lanes = TARGET.lanes("float32")  # the host's: 16 on AVX-512, 8 on AVX2
     assert used.count(f"reduction-inner-4x{lanes}") == 2, used  # max and sum, 4 heads side by side
     _run_sizes(
-        mod,
+        vm,
         lambda n: [np.random.default_rng(n).standard_normal((4, n, n), dtype=np.float32) * 3],
         lambda xs: torch.softmax(torch.from_numpy(xs), dim=-1).numpy(),
     )
@@ -483,9 +495,8 @@ def test_linear_bias_relu_over_symbolic_rows():
         return relax.op.nn.relu(y)
 
     mod = _function([x], body)
-    used = _schedules(mod)
+    vm, used = _build(mod)
     assert sum(u.startswith("matmul-rows-") for u in used) == 2, used  # the two copies
-    vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
     for n in (1, 7, 20, 256, 1000):
         for seed in (n, n + 1):  # twice: a tile that read a stale accumulator would show
             xs = np.random.default_rng(seed).standard_normal((n, 64), dtype=np.float32)
@@ -503,9 +514,9 @@ def test_each_threads_share_of_rows_in_parts():
     w = (rng.standard_normal((256, 512)) * 0.05).astype(np.float32)
     x = relax.Var("x", relax.TensorStructInfo(("n", 512), "float32"))
     mod = _function([x], lambda x: relax.op.matmul(x, relax.op.permute_dims(relax.const(w))))
-    used = [u for u in _schedules(mod) if u.startswith("matmul-rows-")]
+    vm, used = _build(mod)
+    used = [u for u in used if u.startswith("matmul-rows-")]
     assert len(used) == 2 and all("+4x" in u and "+2x" in u for u in used), used
-    vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
     for n in range(4, 41):
         xs = np.random.default_rng(n).standard_normal((n, 512), dtype=np.float32)
         np.testing.assert_allclose(
@@ -524,11 +535,11 @@ def test_one_row_of_symbolic_rows_runs_four_panels_through_a_long_k():
     w = (rng.standard_normal((256, 3072)) * 0.02).astype(np.float32)
     x = relax.Var("x", relax.TensorStructInfo(("n", 3072), "float32"))
     mod = _function([x], lambda x: relax.op.matmul(x, relax.op.permute_dims(relax.const(w))))
-    used = [u for u in _schedules(mod, target) if u.startswith("matmul-rows-")]
+    vm, used = _build(mod, target)
+    used = [u for u in used if u.startswith("matmul-rows-")]
     nr = int(used[0].split("+")[0].split("x")[1])
     panels = sorted(int(u.rsplit("+1x", 1)[1]) // nr for u in used)  # of the 1-row tiles
     assert panels == [1, 4], used  # the parallel copy, the serial copy
-    vm = relax.VirtualMachine(relax.build(mod, target), rm.cpu())
     for n in SIZES:
         xs = np.random.default_rng(n).standard_normal((n, 3072), dtype=np.float32)
         np.testing.assert_allclose(
@@ -551,9 +562,8 @@ def test_kv_cache_update_over_a_symbolic_length():
         return relax.op.concat([cache, relax.op.permute_dims(heads, [0, 2, 1, 3])], axis=2)
 
     mod = _function([cache, x], body)
-    used = _schedules(mod)
+    vm, used = _build(mod)
     assert "fallback" not in used and any(u.startswith("matmul") for u in used), used
-    vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
     for n in SIZES:
         c = np.random.default_rng(n).standard_normal((1, 4, n, 16), dtype=np.float32)
         xs = np.random.default_rng(n + 1).standard_normal((1, 1, 64), dtype=np.float32)
@@ -573,8 +583,8 @@ def test_concat_of_two_symbolic_lengths():
         [a, b, c],
         lambda a, b, c: relax.op.concat([a, b, relax.op.multiply(c, relax.const(2.0))], axis=1),
     )
-    assert _schedules(mod) == ["elementwise-8"]
-    vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
+    vm, used = _build(mod)
+    assert used == ["elementwise-8"], used
     for n, m in ((1, 1), (7, 300), (256, 2)):
         rng = np.random.default_rng(n * m)
         xs = [rng.standard_normal((2, k, 8), dtype=np.float32) for k in (n, m, 3)]
@@ -595,13 +605,12 @@ def test_scores_over_a_kv_cache_read_in_place(rows):
     k = relax.Var("k", relax.TensorStructInfo((1, 4, "n", 16), "float32"))
     scores = lambda q, k: relax.op.matmul(q, relax.op.permute_dims(k, [0, 1, 3, 2]))
     mod = _function([q, k], scores)
-    used = _schedules(mod)
+    vm, used = _build(mod)
     if rows == 1:
         assert all(u.startswith("matmul-dot") for u in used), used
     else:
         assert any(u.startswith("transpose") for u in used), used
         assert any(u.startswith("matmul-tiles") for u in used), used
-    vm = relax.VirtualMachine(relax.build(mod, TARGET), rm.cpu())
     for n in SIZES:
         rng = np.random.default_rng(n)
         qs = rng.standard_normal((1, 4, rows, 16), dtype=np.float32)
