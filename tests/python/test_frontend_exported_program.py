@@ -370,17 +370,33 @@ class _Recurrent(nn.Module):
         return (out, *state) if isinstance(state, tuple) else (out, state)
 
 
-@pytest.mark.parametrize(
-    "kwargs",
-    [
-        {},
-        {"num_layers": 2, "batch_first": True},
-        {"bidirectional": True},
-        {"num_layers": 2, "bidirectional": True, "bias": False, "batch_first": True},
-    ],
-    ids=["plain", "2-layers-batch-first", "bidirectional", "2-bidirectional-no-bias"],
-)
-@pytest.mark.parametrize("cell", ["LSTM", "GRU", "RNN", "RNN-relu"])
+_RECURRENT_CONFIGS = {
+    "plain": {},
+    "2-layers-batch-first": {"num_layers": 2, "batch_first": True},
+    "bidirectional": {"bidirectional": True},
+    "2-bidirectional-no-bias": {
+        "num_layers": 2, "bidirectional": True, "bias": False, "batch_first": True
+    },
+}  # fmt: skip
+
+
+def _recurrent_params() -> list:
+    """Every cell with and without biases (the other configurations too), and LSTM (the cell
+    with a second state) in every configuration by default. The layers, directions and
+    batch_first are handled once for the four cells (rules/recurrent.py's `_recurrent`): the
+    other cells' middle configurations run with `-m slow`."""
+    middle = ("2-layers-batch-first", "bidirectional")
+    return [
+        pytest.param(
+            cell, _RECURRENT_CONFIGS[config], id=f"{cell}-{config}",
+            marks=[pytest.mark.slow] if cell != "LSTM" and config in middle else [],
+        )
+        for cell in ("LSTM", "GRU", "RNN", "RNN-relu")
+        for config in _RECURRENT_CONFIGS
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("cell, kwargs", _recurrent_params())
 def test_recurrent_layers(cell, kwargs):
     """aten.lstm / gru / rnn_tanh / rnn_relu translated directly (no run_decompositions: torch's
     unrolling of a 64-step LSTM took 2.8 s of its import): the output and the last states
