@@ -23,7 +23,6 @@ from relaxmlir.frontend.importer import to_torch
 transformers = pytest.importorskip("transformers")
 
 TOL = {torch.float16: 1e-2, torch.bfloat16: 5e-2}
-DTYPES = [torch.bfloat16, torch.float16]
 
 
 class LastHidden(torch.nn.Module):
@@ -87,8 +86,17 @@ def _check(model: torch.nn.Module, dtype: torch.dtype, inputs: tuple) -> None:
     )
 
 
-@pytest.mark.parametrize("dtype", DTYPES, ids=str)
-@pytest.mark.parametrize("make", [_bert, _llama], ids=["bert-2layer", "llama-2layer"])
+# Each model in one dtype by default and each dtype through one model; the other two pairs run
+# with `-m slow`. The ops of both models in both dtypes: test_dtypes' test_half_ops.
+@pytest.mark.parametrize(
+    "make, dtype",
+    [
+        pytest.param(_bert, torch.float16, id="bert-2layer-torch.float16"),
+        pytest.param(_bert, torch.bfloat16, id="bert-2layer-torch.bfloat16", marks=pytest.mark.slow),
+        pytest.param(_llama, torch.float16, id="llama-2layer-torch.float16", marks=pytest.mark.slow),
+        pytest.param(_llama, torch.bfloat16, id="llama-2layer-torch.bfloat16"),
+    ],
+)
 def test_transformer_16bit(make, dtype):
     torch.manual_seed(0)
     _check(make(), dtype, (torch.randint(1, 100, (2, 16)),))
