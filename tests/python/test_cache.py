@@ -107,7 +107,11 @@ def test_disabled_by_env(cache_dir, compilations, monkeypatch):
     assert _entries(cache_dir) == []
 
 
-@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage"])
+# "garbage" (a file too short for a library) fails read_metadata as "truncate" does (no trailer)
+# and is rebuilt the same way; test_export's test_not_a_model_library covers the short file
+@pytest.mark.parametrize(
+    "damage", ["truncate", "flip", pytest.param("garbage", marks=pytest.mark.slow)]
+)
 def test_corrupt_entry_is_rebuilt(cache_dir, compilations, damage):
     relax.build(_model(), "llvm")
     (entry,) = _entries(cache_dir)
