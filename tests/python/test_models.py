@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from ops_check import check_ops
 from test_frontend_fx import ATOL, MLP, RTOL, check_numeric, run
 from torch import nn
 
@@ -222,12 +223,13 @@ MODELS = {
 }
 
 
-@pytest.mark.parametrize("frontend", ["fx", "ep"])
 @pytest.mark.parametrize("name", list(MODELS))
-def test_model(name: str, frontend: str):
+def test_model(name: str):
+    """Through both importers (ops_check: a module both make alike, as most of these, is built
+    and run once)."""
     torch.manual_seed(0)
     make, inputs = MODELS[name]
-    check_numeric(make().eval(), inputs(), frontend, name)
+    check_ops(make().eval(), inputs(), name, rtol=RTOL, atol=ATOL)
 
 
 @pytest.mark.parametrize(
