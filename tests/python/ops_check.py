@@ -31,7 +31,7 @@ class Fn(torch.nn.Module):
         return self.fn(*(a, b, c, d, e)[: self.nargs])
 
 
-def _module_text(mod) -> str:
+def module_text(mod) -> str:
     """The module's full text, less the names of its parameters (labels for signatures and
     errors, no part of the code: fx calls a module's `input` `input_1`)."""
     return re.sub(r' \{relax\.name = "\w+"\}', "", mod.module.operation.get_asm())
@@ -55,10 +55,10 @@ def check_ops(
     with torch.no_grad():
         expected = model(*inputs)
     expected = list(expected) if isinstance(expected, (list, tuple)) else [expected]
-    outputs = {}  # _module_text -> the outputs of its build
+    outputs = {}  # module_text -> the outputs of its build
     for frontend in frontends:
         mod = import_model(model, list(inputs), frontend)
-        text = _module_text(mod)
+        text = module_text(mod)
         if text not in outputs:
             outputs[text] = run(mod, *inputs)
         got = outputs[text]

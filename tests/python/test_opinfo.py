@@ -10,7 +10,11 @@ NotImplementedError or ValueError; any other exception, or a wrong answer, fails
 Samples that torch itself cannot trace (fx) or export are not counted; neither are samples with
 non-tensor results or more than six tensor inputs. The default run sweeps `FAST_OPS` (a few
 samples each); `-m slow` sweeps every mapped OpInfo with all its samples. `python
-tests/python/test_opinfo.py` prints the coverage table that the README quotes.
+tests/python/test_opinfo.py` prints the coverage table that the README quotes. A sample's module
+that both importers make alike is built and run once (as in ops_check).
+
+The OpInfo database is imported when a test first needs it (~5 s), not at collection: a test
+process that runs no OpInfo test never pays for it.
 """
 
 from __future__ import annotations
@@ -24,11 +28,8 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 import torch
-
-opinfo = pytest.importorskip(
-    "torch.testing._internal.common_methods_invocations",
-    reason="OpInfo needs torch's test extras (pip install expecttest)",
-)
+from _pytest.mark.expression import Expression
+from ops_check import module_text
 
 from relaxmlir import cpu, relax
 from relaxmlir.frontend import from_exported_program, from_fx
@@ -92,13 +93,20 @@ def _mapped(op) -> bool:
     return packet is not None and packet in CONVERTERS
 
 
+def _op_db() -> list:
+    """torch's OpInfo database (imported on the first call; a skip where it is missing)."""
+    opinfo = pytest.importorskip(
+        "torch.testing._internal.common_methods_invocations",
+        reason="OpInfo needs torch's test extras (pip install expecttest)",
+    )
+    return opinfo.op_db
+
+
 def mapped_ops() -> list:
     import relaxmlir.frontend.exported_program
     import relaxmlir.frontend.fx  # noqa: F401
 
-    return [
-        op for op in opinfo.op_db if torch.float32 in op.supported_dtypes("cpu") and _mapped(op)
-    ]
+    return [op for op in _op_db() if torch.float32 in op.supported_dtypes("cpu") and _mapped(op)]
 
 
 def _op_id(op) -> str:
@@ -169,7 +177,9 @@ def _results(value) -> list | None:
     return items if all(isinstance(v, torch.Tensor) for v in items) else None
 
 
-def run_sample(op, sample, frontend: str) -> Outcome:
+def run_sample(op, sample, frontend: str, built: dict | None = None) -> Outcome:
+    """`built`: one sample's module_text -> the outputs of its build, shared by the importers
+    (a module both make alike is built and run once)."""
     tensors: list = []
     structure = _split((sample.input, tuple(sample.args), dict(sample.kwargs)), tensors)
     if not tensors or len(tensors) > MAX_INPUTS:
@@ -197,8 +207,14 @@ def run_sample(op, sample, frontend: str) -> Outcome:
             except Exception as exc:  # noqa: BLE001
                 return Outcome("skip", f"torch.export: {exc}")
             mod = from_exported_program(ep)
-        vm = relax.VirtualMachine(relax.build(mod, "llvm"), cpu())
-        got = vm["main"](*tensors)
+        key = module_text(mod) if built is not None else None
+        if key is not None and key in built:
+            got = built[key]
+        else:
+            vm = relax.VirtualMachine(relax.build(mod, "llvm"), cpu())
+            got = vm["main"](*tensors)
+            if key is not None:
+                built[key] = got
     except REJECTED as exc:
         return Outcome("rejected", f"{type(exc).__name__}: {str(exc).splitlines()[0][:200]}")
     except Exception as exc:  # noqa: BLE001  (the sweep records it as a failure)
@@ -241,10 +257,11 @@ def sweep(ops, max_samples: int | None = None, frontends=("fx", "ep")) -> Report
         for s, sample in enumerate(op.sample_inputs("cpu", torch.float32)):
             if max_samples is not None and s >= max_samples:
                 break
+            built: dict = {}
             for frontend in frontends:
                 with warnings.catch_warnings():
                     warnings.simplefilter("ignore")
-                    outcome = run_sample(op, sample, frontend)
+                    outcome = run_sample(op, sample, frontend, built)
                 per_op[outcome.kind] += 1
                 report.counts[outcome.kind] += 1
                 if outcome.kind == "rejected":
@@ -276,8 +293,9 @@ def test_fixed_samples(op_id):
     (op,) = [o for o in mapped_ops() if _op_id(o) == op_id]
     samples = list(op.sample_inputs("cpu", torch.float32))
     for s in FIXED_SAMPLES[op_id]:
+        built: dict = {}
         for frontend in ("fx", "ep"):
-            outcome = run_sample(op, samples[s], frontend)
+            outcome = run_sample(op, samples[s], frontend, built)
             assert outcome.kind == "pass", f"{op_id} sample {s} via {frontend}: {outcome.detail}"
 
 
@@ -311,8 +329,22 @@ def _full_params() -> list:
     ]
 
 
+def _selects_slow(config) -> bool:
+    """Whether the run's `-m` expression can select a test marked slow."""
+    markexpr = config.getoption("markexpr")
+    return not markexpr or Expression.compile(markexpr).evaluate(lambda name, **_: name == "slow")
+
+
+def pytest_generate_tests(metafunc):
+    """test_opinfo_full's parameters (every mapped OpInfo: the database's import) only where
+    slow tests may run; elsewhere one placeholder, deselected with the slow marker."""
+    if metafunc.function is test_opinfo_full:
+        placeholder = pytest.param(None, id="every-mapped-opinfo", marks=pytest.mark.slow)
+        params = _full_params() if _selects_slow(metafunc.config) else [placeholder]
+        metafunc.parametrize("op", params)
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("op", _full_params())
 def test_opinfo_full(op):
     """Every mapped OpInfo with all its float32 samples."""
     report = sweep([op])
