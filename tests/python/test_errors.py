@@ -1,7 +1,9 @@
 """Bad input raises a clear exception and never crashes the process.
 
-Each case runs in a fresh interpreter: the test asserts the exception type printed by the child
-and that the child exited normally (a segfault would give a negative return code).
+The cases run one after the other in a fresh interpreter (one per test process, not one per
+case: each costs ~1 s to start): each test asserts the exception type its case printed there,
+and that the child exited normally (a segfault would give a negative return code: every case
+then fails, naming the case that was running, whose "CASE" line has no outcome after it).
 """
 
 import subprocess
@@ -52,19 +54,35 @@ vm_of(bb.get())['main'](np.zeros(2, np.float32))""", "RuntimeError", "kaboom"),
 }
 
 
-@pytest.mark.parametrize("case", sorted(CASES))
-def test_bad_input_raises_cleanly(case):
-    body, exc_type, fragment = CASES[case]
-    script = PRELUDE.format(tests=str(ROOT / "tests" / "python")) + textwrap.dedent(f"""
+@pytest.fixture(scope="module")
+def child() -> subprocess.CompletedProcess:
+    """Every case in one fresh interpreter: "CASE <name>", then its outcome line, for each."""
+    script = PRELUDE.format(tests=str(ROOT / "tests" / "python"))
+    for case in sorted(CASES):
+        script += textwrap.dedent(f"""
+print("CASE", {case!r}, flush=True)
 try:
-{textwrap.indent(textwrap.dedent(body).strip(), '    ')}
+{textwrap.indent(textwrap.dedent(CASES[case][0]).strip(), '    ')}
 except Exception as exc:
-    print("RAISED", type(exc).__name__, str(exc).replace(chr(10), ' '))
+    print("RAISED", type(exc).__name__, str(exc).replace(chr(10), ' '), flush=True)
 else:
-    print("NO EXCEPTION")
+    print("NO EXCEPTION", flush=True)
 """)
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=120)
-    assert proc.returncode == 0, f"child crashed (rc={proc.returncode}): {proc.stderr[-2000:]}"
-    line = next((l for l in proc.stdout.splitlines() if l.startswith(("RAISED", "NO EXCEPTION"))), proc.stdout)
+    return subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, cwd=ROOT, timeout=300,
+        check=False,
+    )  # fmt: skip
+
+
+@pytest.mark.parametrize("case", sorted(CASES))
+def test_bad_input_raises_cleanly(case, child):
+    _, exc_type, fragment = CASES[case]
+    lines = child.stdout.splitlines()
+    at = lines.index(f"CASE {case}") + 1 if f"CASE {case}" in lines else len(lines)
+    line = lines[at] if at < len(lines) else ""
+    where = lines[-1] if lines and lines[-1].startswith("CASE") else "at exit"  # no outcome
+    crashed = f"child crashed (rc={child.returncode}) {where}: {child.stderr[-2000:]}"
+    assert line.startswith(("RAISED", "NO EXCEPTION")), crashed
+    assert child.returncode == 0, crashed
     assert line.startswith(f"RAISED {exc_type}"), line
     assert fragment in line, line
