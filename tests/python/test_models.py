@@ -290,10 +290,24 @@ def test_model_symbolic_batch(name: str, frontend: str):
         )
 
 
-@pytest.mark.parametrize("lifted", [True, False], ids=["lifted", "per-call"])
-@pytest.mark.parametrize(
-    "name", ["resnet", "mobilenet_v2_block", "mobilenet_v3_block", "unet_block", "gpt_block"]
-)
+def _weights_as_inputs_params() -> list:
+    """Every network lifted; per call (the same weight transforms, run inside main) by default
+    for resnet (convolutions with folded batch norms, blocked) and gpt_block (linear layers),
+    the other networks with `-m slow` (test_conv's "param" cases transform depthwise, grouped
+    and strided convolutions' weights per call, test_ops_nn's conv_transpose flips its
+    weights in the graph)."""
+    names = ["resnet", "mobilenet_v2_block", "mobilenet_v3_block", "unet_block", "gpt_block"]
+    return [
+        pytest.param(
+            name, lifted, id=f"{name}-{'lifted' if lifted else 'per-call'}",
+            marks=[] if lifted or name in ("resnet", "gpt_block") else [pytest.mark.slow],
+        )
+        for lifted in (True, False)
+        for name in names
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize("name, lifted", _weights_as_inputs_params())
 def test_model_weights_as_inputs(name: str, lifted: bool):
     """Weights kept as inputs: batch norms fold and convolutions take the blocked layout as
     relax ops on the weights, which LiftTransformParams computes once (`lifted`: checked to
