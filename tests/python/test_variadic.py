@@ -82,8 +82,10 @@ def test_call_dps_packed_with_300_inputs_of_different_shapes():
     np.testing.assert_allclose(_run(mod, arrays), [expected], rtol=1e-5)
 
 
-def test_concat_of_100_tensors():
-    shapes = [(2, i % 3 + 1) for i in range(100)]
+def test_concat_of_70_tensors():
+    # 70 runs of one type each, and more buffers than lowering.llvm_target.MANY_ARGUMENTS (64):
+    # main takes descriptor pointers (100 tensors took 2x as long to build)
+    shapes = [(2, i % 3 + 1) for i in range(70)]
     params = _params(shapes)
     bb = relax.BlockBuilder()
     with bb.function("main", params):
