@@ -1,11 +1,12 @@
-"""from_exported_program: the operator table of test_frontend_fx.py through torch.export, plus
-dynamic shapes, parameters kept as inputs, decomposition and errors."""
+"""from_exported_program: dynamic shapes, parameters kept as inputs, decomposition and errors
+(the operator table runs through torch.export in test_frontend_fx.py's test_op, which imports
+each row with both importers)."""
 
 import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
-from test_frontend_fx import ATOL, MLP, RTOL, Fn, OpCase, check_numeric, make_inputs, op_params, run
+from test_frontend_fx import ATOL, MLP, RTOL, Fn, run
 from torch import nn
 
 import relaxmlir as rm
@@ -14,13 +15,6 @@ from relaxmlir.frontend import from_exported_program
 from relaxmlir.frontend.exported_program import decomposition_table
 
 pytestmark = pytest.mark.filterwarnings("ignore::FutureWarning")
-
-
-@pytest.mark.parametrize("case", op_params("ep"))
-def test_op(case: OpCase):
-    torch.manual_seed(0)
-    model, inputs = case.make(), make_inputs(case.inputs)
-    check_numeric(model, inputs, "ep", case.name, **case.tol)
 
 
 def test_dynamic_batch():

@@ -1,7 +1,10 @@
-"""from_fx: per-operator numeric checks against torch eager, user maps, symbolic shapes, errors.
+"""from_fx: per-operator numeric checks (with from_exported_program too), user maps, symbolic
+shapes, errors.
 
-`OPS` is the operator table shared with test_frontend_exported_program.py: one row per torch
-operator (a small module and its inputs); `check_numeric` imports, builds, runs and compares.
+`OPS` is the operator table of both importers: one row per torch operator (a small module and
+its inputs). `test_op` imports each row with from_fx and from_exported_program, builds, runs and
+compares with torch eager (ops_check: the module both importers make alike, as for most rows, is
+built and run once); `check_numeric` does it for one importer.
 """
 
 import operator
@@ -292,16 +295,22 @@ def check_numeric(
         np.testing.assert_allclose(g, e, rtol=rtol, atol=atol, err_msg=where)
 
 
-def op_params(frontend: str) -> list:
+def op_params() -> list:
     marks = lambda c: [pytest.mark.xfail(reason=c.xfail, strict=False)] if c.xfail else []
-    return [pytest.param(c, id=c.name, marks=marks(c)) for c in OPS if frontend in c.frontends]
+    return [pytest.param(c, id=c.name, marks=marks(c)) for c in OPS]
 
 
-@pytest.mark.parametrize("case", op_params("fx"))
+@pytest.mark.filterwarnings("ignore::FutureWarning")  # torch.export's, as in its own file
+@pytest.mark.parametrize("case", op_params())
 def test_op(case: OpCase):
+    """The row through each of its importers (from_fx and from_exported_program), against torch
+    eager at RTOL / ATOL unless the row says otherwise."""
+    from ops_check import check_ops  # (ops_check imports this module)
+
     torch.manual_seed(0)
     model, inputs = case.make(), make_inputs(case.inputs)
-    check_numeric(model, inputs, "fx", case.name, **case.tol)
+    tol = {"rtol": RTOL, "atol": ATOL, **case.tol}
+    check_ops(model, inputs, case.name, frontends=case.frontends, **tol)
 
 
 # -- from_fx specifics ----------------------------------------------------------------------
