@@ -42,21 +42,9 @@ def _rules(lines: list[str]) -> list[str]:
 
 
 def _scheduled_lines(module) -> list[str]:
+    """The signature lines of a scheduled module's kernels, with their rules."""
     text = str(module.operation.get_asm(large_elements_limit=4))
     return [line for line in text.splitlines() if "relax.schedule = [" in line]
-
-
-def _scheduled_text(mod: rm.IRModule, target=TARGET) -> list[str]:
-    """The signature lines of `mod`'s scheduled kernels (built for `target`), with their rules."""
-    mod = get_pipeline("zero")(mod.clone())
-    with scope(), target:
-        run_pipeline(
-            mod.module,
-            "builtin.module("
-            + ",".join(target_pipeline(target, ["graph", "layout", "schedule"]))
-            + ")",
-        )
-    return _scheduled_lines(mod.module)
 
 
 def _build(mod: rm.IRModule, target=TARGET):
