@@ -28,7 +28,6 @@ from dataclasses import dataclass, field
 import numpy as np
 import pytest
 import torch
-from _pytest.mark.expression import Expression
 from ops_check import module_text
 
 from relaxmlir import cpu, relax
@@ -330,9 +329,17 @@ def _full_params() -> list:
 
 
 def _selects_slow(config) -> bool:
-    """Whether the run's `-m` expression can select a test marked slow."""
+    """Whether the run's `-m` expression can select a test marked slow: pytest's own evaluator
+    (private: a pytest that moves it gets the plain reading, `slow` named other than in
+    `not slow`)."""
     markexpr = config.getoption("markexpr")
-    return not markexpr or Expression.compile(markexpr).evaluate(lambda name, **_: name == "slow")
+    if not markexpr:
+        return True
+    try:
+        from _pytest.mark.expression import Expression
+    except ImportError:  # a pytest that moved its private evaluator
+        return "slow" in markexpr.replace("not slow", "")
+    return Expression.compile(markexpr).evaluate(lambda name, **_: name == "slow")
 
 
 def pytest_generate_tests(metafunc):
