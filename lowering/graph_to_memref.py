@@ -176,11 +176,16 @@ class _FunctionLowering:
         return [self.buffers[v] for v in op.operands]
 
 
-def _lower_call_tir(fl: _FunctionLowering, op: ir.Operation) -> None:
+def _callee(op: ir.Operation) -> ir.Operation:
     callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
     target = rx.lookup_symbol(op, callee)
     if target is None:
-        raise PassError(f"'relax.call_tir' op callee @{callee} not found", op)
+        raise PassError(f"'{op.name}' op callee @{callee} not found", op)
+    return target
+
+
+def _lower_call_tir(fl: _FunctionLowering, op: ir.Operation) -> None:
+    target = _callee(op)
     if len(op.operands) == 1 and len(op.results) == 1 and op.results[0] not in fl.dest_for:
         view = _reshape_view(fl, op, target)
         if view is not None:
@@ -192,7 +197,7 @@ def _lower_call_tir(fl: _FunctionLowering, op: ir.Operation) -> None:
 
 def _lower_call_tir_inplace(fl: _FunctionLowering, op: ir.Operation) -> None:
     """The callee computes into its last operands' buffers: they become the results'."""
-    target = rx.lookup_symbol(op, ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+    target = _callee(op)
     buffers = fl.operand_buffers(op)
     n_in = len(op.operands) - len(op.results)
     _call_kernel(fl, op, target, buffers[:n_in], buffers[n_in:])
@@ -214,6 +219,20 @@ def _call_kernel(fl: _FunctionLowering, op, target, ins: list, outs: list) -> No
         fl.buffers[value] = buffer
 
 
+def state_results(func_op: ir.Operation) -> list[tuple[str, int]]:
+    """(name, result index) of each state parameter of a graph function with relax.state: the
+    new values come after the outputs and before the written inputs' (STATE_ATTR)."""
+    if rx.STATE_ATTR not in func_op.attributes:
+        return []
+    state = ir.DictAttr(func_op.attributes[rx.STATE_ATTR])
+    names = [ir.StringAttr(a).value for a in ir.ArrayAttr(state["params"])]
+    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
+    attrs = func_op.attributes
+    updates = ir.ArrayAttr(attrs[rx.INPUT_UPDATES_ATTR]) if rx.INPUT_UPDATES_ATTR in attrs else []
+    first = len(ftype.results) - len(updates) - len(names)
+    return [(name, first + k) for k, name in enumerate(names)]
+
+
 def inplace_results(func_op: ir.Operation) -> dict[int, int]:
     """Result index -> parameter index of a graph function's state updated in place (named
     `inplace` in its relax.state): the result has no out-parameter, the parameter's buffer
@@ -223,14 +242,13 @@ def inplace_results(func_op: ir.Operation) -> dict[int, int]:
     state = ir.DictAttr(func_op.attributes[rx.STATE_ATTR])
     if rx.STATE_INPLACE_KEY not in state:
         return {}
-    names = [ir.StringAttr(a).value for a in ir.ArrayAttr(state["params"])]
     inplace = {ir.StringAttr(a).value for a in ir.ArrayAttr(state[rx.STATE_INPLACE_KEY])}
-    ftype = ir.FunctionType(ir.TypeAttr(func_op.attributes["function_type"]).value)
-    attrs = func_op.attributes
-    updates = ir.ArrayAttr(attrs[rx.INPUT_UPDATES_ATTR]) if rx.INPUT_UPDATES_ATTR in attrs else []
-    first = len(ftype.results) - len(updates) - len(names)
     params = arg_names(func_op)
-    return {first + k: params.index(n) for k, n in enumerate(names) if n in inplace and n in params}
+    return {
+        result: params.index(name)
+        for name, result in state_results(func_op)
+        if name in inplace and name in params
+    }
 
 
 # Kernels that only reshape (TE's reshape, squeeze, expand_dims, a permute of unit axes) become

@@ -217,7 +217,7 @@ def _dot_rows(info: OpInfo, t: MicroTile) -> int:
     m = info.ranges[info.m]
     if m is None or m >= t.mr or info.m == info.n:
         return 1
-    return max(r for r in range(1, min(m, DOT_ROWS) + 1) if m % r == 0)
+    return _divisor_tile(m, DOT_ROWS, 1)
 
 
 def _static_route(info: OpInfo, t: MicroTile, opts: ScheduleOptions) -> str:
@@ -371,10 +371,7 @@ def _schedule_packed(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: 
             # known only at run time, which its tiles inherit and the vectorizer refused: a
             # batch-1 linear of 192, 224, ..., 992 columns failed to build.
             nb = next((b for b in (2, 1) if b < nb and n_blocks % (threads * b) == 0), 1)
-            if n_blocks % (threads * nb) == 0:
-                sizes[info.n] = n_span = n_blocks // threads
-            else:
-                sizes[info.n] = n_span = _ceil(n_blocks, threads)
+            sizes[info.n] = n_span = _ceil(n_blocks, threads)
         if any(sizes):
             h, forall = s.tile_forall(h, tile_sizes=sizes)
             s.fuse_init_fill(info.tag, forall)

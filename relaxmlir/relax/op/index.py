@@ -201,8 +201,8 @@ def index_copy(data: Expr, index: Expr, source: Expr, axis: int = 0) -> Call:
     copy of `data` whose slices along `axis` at the positions of the 1-D `index` are the slices
     of `source`, in order. Of repeated positions the last one wins; a position outside
     [0, size) writes nothing (torch's index_put counts negative ones from the end: the importer
-    wraps them first). A state buffer written this way is
-    updated in place by the build (`relax-inplace-state`), not copied.
+    wraps them first). A state buffer written this way is updated in place by the build
+    (`relax-inplace-state`), not copied.
 
     Parameters
     ----------

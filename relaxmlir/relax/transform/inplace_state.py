@@ -22,6 +22,7 @@ from mlir.dialects import arith, func, scf, tensor
 from dialects import relax as rx
 from lowering.bind_params import arg_names
 from lowering.dataflow import graph_functions
+from lowering.graph_to_memref import state_results
 from lowering.registry import register_pass
 from relaxmlir.target import Target
 from relaxmlir.transform import Pass
@@ -132,19 +133,15 @@ def inplace_state(module_op: ir.Operation, target: Target | None) -> None:
         if rx.STATE_ATTR not in func_op.attributes:
             continue
         state = ir.DictAttr(func_op.attributes[rx.STATE_ATTR])
-        names = _strings(state["params"])
         done = _strings(state[rx.STATE_INPLACE_KEY]) if rx.STATE_INPLACE_KEY in state else []
-        attrs = func_op.attributes
-        updates = attrs[rx.INPUT_UPDATES_ATTR] if rx.INPUT_UPDATES_ATTR in attrs else []
         block = func_op.regions[0].blocks[0]
         results = list(list(block.operations)[-1].operands)
-        first = len(results) - len(list(updates)) - len(names)
         params = arg_names(func_op)
-        for k, name in enumerate(names):
+        for name, result in state_results(func_op):
             if name in done or name not in params:
                 continue
             writer = _writer(block.arguments[params.index(name)])
-            if writer is None or _yielded(results[first + k]) != writer.results[0]:
+            if writer is None or _yielded(results[result]) != writer.results[0]:
                 continue
             while (symbol := f"__inplace_index_copy_{count}") in taken:
                 count += 1
