@@ -197,7 +197,7 @@ class MatmulSchedule(ScheduleRule):
         if route == "small" and _symbolic_row_tiles(info, t):
             return _schedule_symbolic_tiles(s, h, info, t)
         if route == "small":
-            return _schedule_small(s, h, info, t)
+            return _schedule_small(s, h, info, t, opts)
         if route == "dot":
             a_rows = _dot_rows(info, t)
             with_rows = (info.m, a_rows) if a_rows > 1 else None
@@ -793,11 +793,29 @@ def _split_columns(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         return h
     threads = _threads_for(info, opts)
     n = info.size(info.n)
-    if threads > 1 and n >= threads * t.small_n:
-        sizes = [0] * len(info.ranges)
+    if threads <= 1:
+        return h
+    sizes = [0] * len(info.ranges)
+    if n >= threads * t.small_n:
         sizes[info.n] = _ceil(_ceil(n, threads), t.small_n) * t.small_n
-        h, _ = s.tile_forall(h, tile_sizes=sizes)
+    else:
+        # Too few columns to share: a batch loop (attention heads) splits instead. A decode
+        # step's scores @ V (4 key heads of 3 query rows x 1024 x 64) ran on one core.
+        batch = _split_batch(info, threads)
+        if batch is None:
+            return h
+        sizes[batch] = _ceil(info.size(batch), threads)
+    h, _ = s.tile_forall(h, tile_sizes=sizes)
     return h
+
+
+def _split_batch(info: OpInfo, threads: int) -> int | None:
+    """The static batch loop that `threads` share most evenly (ties: the outermost), if one
+    has at least as many iterations as threads."""
+    batch = [d for d in sorted(info.batch) if info.size(d) >= threads]
+    if not batch:
+        return None
+    return min(batch, key=lambda d: (_ceil(info.size(d), threads) * threads - info.size(d), d))
 
 
 def symbolic_batch_split(info: OpInfo, opts: ScheduleOptions) -> int | None:
@@ -810,11 +828,13 @@ def symbolic_batch_split(info: OpInfo, opts: ScheduleOptions) -> int | None:
     return next((d for d in info.batch if (info.ranges[d] or 0) >= opts.threads), None)
 
 
-def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
+def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile, opts: ScheduleOptions) -> str:
     """Unpacked register tile R x 8L x 1: R rows of A times a [1, 8L] strip of B per step.
-    A strip narrower than 8L takes several rows (at most MR accumulators): each row's sums are
-    one chain of dependent FMAs, and rows side by side give the FMA ports independent chains
-    (12 heads of 8 x 8 x 64 scores, one 8-lane row per step: 18 us; 8 rows: 8 us)."""
+    A strip narrower than 8L takes several rows (`_small_tile`): each row's sums are one chain
+    of dependent FMAs, and rows side by side give the FMA ports independent chains (12 heads of
+    8 x 8 x 64 scores, one 8-lane row per step: 18 us; 8 rows: 8 us).
+    Several rows in strips narrower than B (`_small_tile`) go through K in blocks whose rows of
+    B stay in L1 for the next strip (`_small_k_block`)."""
     nloops = len(info.ranges)
     symbolic_n = info.ranges[info.n] is None
     n_tile = (
@@ -823,8 +843,13 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
     m = info.ranges[info.m]
     rows = 1
     if m is not None and not symbolic_n:
-        rows = max(r for r in range(1, max(1, t.mr // (n_tile // t.lanes)) + 1) if m % r == 0)
+        rows, n_tile = _small_tile(m, info.size(info.n), n_tile // t.lanes, t)
     outer = [1 if d in info.batch else 0 for d in range(nloops)]
+    k_block = _small_k_block(info, opts, n_tile) if rows > 1 else None
+    if k_block is not None:
+        outer[info.m], outer[info.k] = rows, k_block
+        h, _ = s.tile_for(h, outer)
+        outer = [0] * nloops
     outer[info.m], outer[info.n] = rows, n_tile
     h, loops = s.tile_for(h, outer)
     reg = [0] * nloops
@@ -834,7 +859,7 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
     if not symbolic_n:
         h, _ = s.tile_for(h, reg)
         s.vectorize(h, vec)
-        return f"matmul-small-{rows}x{n_tile}"
+        return f"matmul-small-{rows}x{n_tile}" + (f"-k{k_block}" if k_block else "")
     # A symbolic N: whole strips of 4 vectors, then one partial strip with masked loads and
     # stores (peeled: a mask on every strip ran Q @ K^T at 11 GFLOP/s, 8x slower).
     main, rest = s.peel(loops[sum(1 for d in range(info.n) if outer[d])])  # whole: static
@@ -842,6 +867,41 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile) -> str:
         tiled, _ = s.tile_for(s.match_generic(part), reg)
         s.vectorize(tiled, vec)
     return f"matmul-small-1x{n_tile}-peeled"
+
+
+def _small_k_block(info: OpInfo, opts: ScheduleOptions, n_tile: int) -> int | None:
+    """Rows of B per K block when the strips of `n_tile` columns do not cover B's width: the
+    rows that fill half of L1 (a divisor of K), None when all of K fits. Strip by strip over the
+    whole K, a decode step's 3 x 1024 x 64 scores @ V read V's 256-byte rows in halves 256
+    bytes apart, from memory and then from L2: 1.13x the time of one full-width row at a time."""
+    k, n = info.ranges[info.k], info.size(info.n)
+    if n_tile >= n:
+        return None
+    l1 = int(opts.target.get("l1d-cache") or 32 << 10)
+    cap = max(1, l1 // 2 // (4 * n))
+    if k is None:  # a symbolic K: the last block is shorter
+        return cap
+    block = _divisor_tile(k, cap, 1)
+    if block < min(cap, 8):  # no divisor near the cap (a prime K): a shorter last block
+        block = cap
+    return block if block < k else None
+
+
+def _small_tile(m: int, n: int, vectors: int, t: MicroTile) -> tuple[int, int]:
+    """(rows, columns) of the unpacked register tile for static `m` x `n` and a strip of up to
+    `vectors` vector registers: one row and the whole strip, or several rows (a divisor of `m`)
+    and fewer vectors (a divisor of `n`'s), whichever does the most FMAs per step of K within
+    the MR x NR tile's accumulators (ties: the most rows). The rows of a tile share each vector
+    of B that it loads: a decode step's 3 query rows per key head (grouped-query attention,
+    scores @ V) took a 1 x 64 strip each and read V three times."""
+    budget = max(vectors, t.mr * t.nr // t.lanes)
+    total = _ceil(n, t.lanes)
+    best = (1, vectors)
+    for rows in (r for r in range(2, min(m, t.mr) + 1) if m % r == 0):
+        v = max((d for d in _divisors(total) if d <= vectors and rows * d <= budget), default=0)
+        if v and (rows * v, rows) > (best[0] * best[1], best[0]):
+            best = (rows, v)
+    return best[0], best[1] * t.lanes
 
 
 def _symbolic_row_tiles(info: OpInfo, t: MicroTile) -> bool:

@@ -92,6 +92,8 @@ MATMULS = [
     (6, 40, 64, True, (), "matmul-dot-3x2x16"),  # 6 rows in steps of 3
     (128, 96, 64, True, (), "matmul-rows-8x32+1x32"),
     (2, 40, 48, False, (3,), "matmul-small-2x48"),  # batch, few rows side by side
+    # decode attention, scores @ V with 3 query heads per key head: the rows share V's vectors
+    (3, 64, 1024, False, (4,), "matmul-small-3x64"),
     (8, 8, 64, False, (12,), "matmul-small-8x16"),  # 8-wide rows: a masked 8-row tile
     (33, 70, 17, True, (2,), "matmul-rows-8x32+1x32"),  # batch, transposed B, odd sizes
     (40, 64, 1100, False, (), "matmul-rows-8x32+1x64"),  # K past one K block, whole K rows
@@ -108,13 +110,18 @@ def test_matmul_matches_numpy(m, n, k, tb, batch, route):
 
 @pytest.mark.parametrize(
     "m,n,k,batch,route",
-    [(8, 8, 64, (12,), "matmul-small-4x8"), (6, 10, 33, (), "matmul-small-3x16"),
-     (4, 20, 17, (2,), "matmul-small-2x24"), (5, 10, 33, (), "matmul-small-1x16")],
+    [(8, 8, 64, (12,), "matmul-small-4x8"), (6, 10, 33, (), "matmul-small-6x16"),
+     (4, 20, 17, (2,), "matmul-small-4x24"), (5, 10, 33, (), "matmul-small-5x16"),
+     # decode attention, scores @ V with 3 query heads per key head: all 3 rows share each
+     # vector of V, 4 vectors wide, in K blocks of 64 rows of V (16 KB, half of L1)
+     (3, 64, 1024, (4,), "matmul-small-3x32-k64"), (3, 64, 1000, (2,), "matmul-small-3x32-k50"),
+     (3, 64, 1021, (), "matmul-small-3x32-k64")],
 )  # fmt: skip
 def test_small_route_on_avx2(m, n, k, batch, route):
     """The small route on 8-lane vectors (an AVX2 build): rows side by side (as many as divide
-    the rows, at most MR = 6 accumulators), strips masked to the row's width, their sums
-    carried through K in registers (`hoist.py`)."""
+    the rows, within the MR x NR tile's 12 accumulators), strips masked to the row's width,
+    their sums carried through K in registers (`hoist.py`); strips narrower than B in K blocks
+    (a prime K: a shorter last block)."""
     text = matmul_text(m, n, k, batch=batch)
     kern = Kernel.build(text, "mm", schedule="threads=1 strict=true", target=AVX2)
     a, b = rand(*batch, m, k), rand(*batch, k, n, seed=1)
@@ -163,6 +170,22 @@ def test_matmul_two_threads(m, n, k, tb, parallel_everything):
             module.body.operations[0].operation, ScheduleOptions(threads=2, strict=True)
         )
         assert "scf.forall" in str(module)
+
+
+@pytest.mark.parametrize("batch", [(4,), (3,), (2, 3)])
+def test_few_columns_split_by_batch(batch):
+    """A batched matmul with too few columns to share (decode's scores @ V: 64) splits its
+    batch loop (the heads) across the threads instead of running on one; odd counts too."""
+    m, n, k = 3, 64, 1024
+    got, want = run_matmul(m, n, k, batch=batch, schedule="threads=2 strict=true")
+    check(got, want, f"matmul {batch}x{m}x{n}x{k} threads=2")
+    with ir.Context():
+        module = ir.Module.parse(matmul_text(m, n, k, batch=batch))
+        schedule_function(
+            module.body.operations[0].operation, ScheduleOptions(threads=2, strict=True)
+        )
+        text = str(module)
+    assert "scf.forall" in text
 
 
 @pytest.mark.parametrize(
