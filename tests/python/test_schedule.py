@@ -87,8 +87,11 @@ MATMULS = [
     (1, 128, 784, True, (), "matmul-dot-8x16"),  # GEMV, dense B [N, K]: split-K dot products
     (1, 10, 128, False, (), "matmul-small-1x16"),
     (256, 10, 128, True, (), "matmul-dot-5x16"),  # 10 columns: dot products, no padding to 32
-    # decode attention, Q @ K^T with 3 query heads per key head: each key row meets all 3
-    (3, 1024, 64, True, (4,), "matmul-dot-3x2x16"),
+    # decode attention, Q @ K^T with 3 query heads per key head: each key row meets all 3,
+    # two heads' keys read side by side (two streams from memory)
+    (3, 1024, 64, True, (4,), "matmul-dot-2h-3x1x16"),
+    (1, 64, 64, True, (12,), "matmul-dot-6h-1x16"),  # 12 heads, one query each: 6 streams
+    (1, 64, 64, True, (3,), "matmul-dot-3h-1x16"),
     (6, 40, 64, True, (), "matmul-dot-3x2x16"),  # 6 rows in steps of 3
     (128, 96, 64, True, (), "matmul-rows-8x32+1x32"),
     (2, 40, 48, False, (3,), "matmul-small-2x48"),  # batch, few rows side by side
