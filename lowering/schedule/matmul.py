@@ -192,8 +192,9 @@ class MatmulSchedule(ScheduleRule):
         route = self.route(info, t, opts)
         if route == "fallback":
             return "matmul-fallback"
+        split = None
         if route in ("small", "dot"):
-            h = _split_columns(s, h, info, opts, t)
+            h, split = _split_columns(s, h, info, opts, t)
         if route == "small" and _symbolic_row_tiles(info, t):
             return _schedule_symbolic_tiles(s, h, info, t)
         if route == "small":
@@ -202,6 +203,8 @@ class MatmulSchedule(ScheduleRule):
             a_rows = _dot_rows(info, t)
             with_rows = (info.m, a_rows) if a_rows > 1 else None
             heads = _stream_batch(info)  # B rows of several heads side by side, else of one
+            if heads is not None and split == heads:  # each thread's share of heads: not whole
+                heads = None  # tiles of them where it is uneven (and so few columns stay cached)
             block = info.n if heads is None else heads
             rows, lanes = inner_reduction(s, h, info, info.k, t.lanes, block, with_rows)
             prefix, b_rows = ("", rows) if heads is None else (f"{rows}h-", 1)
@@ -798,32 +801,37 @@ def _cast(s: Script, h: str, op_name: str) -> str:
     return c
 
 
-def _split_columns(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: MicroTile) -> str:
+def _split_columns(
+    s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: MicroTile
+) -> tuple[str, int | None]:
     """Unpacked routes (few rows): split the columns across threads, in whole register tiles;
-    with symbolic sizes, a static batch loop (attention heads) with a block per thread."""
+    with symbolic sizes, a static batch loop (attention heads) with a block per thread. Returns
+    the op and the loop that the threads split (None: not split)."""
     if not info.static:  # split by the batch, or not at all
         batch = symbolic_batch_split(info, opts)
-        if batch is not None and info.rows_version != "few":
-            sizes = [0] * len(info.ranges)
-            sizes[batch] = _ceil(info.ranges[batch], opts.threads)
-            h, _ = s.tile_forall(h, tile_sizes=sizes)
-        return h
+        if batch is None or info.rows_version == "few":
+            return h, None
+        sizes = [0] * len(info.ranges)
+        sizes[batch] = _ceil(info.ranges[batch], opts.threads)
+        h, _ = s.tile_forall(h, tile_sizes=sizes)
+        return h, batch
     threads = _threads_for(info, opts)
     n = info.size(info.n)
     if threads <= 1:
-        return h
+        return h, None
     sizes = [0] * len(info.ranges)
-    if n >= threads * t.small_n:
-        sizes[info.n] = _ceil(_ceil(n, threads), t.small_n) * t.small_n
-    else:
+    split = info.n
+    if n < threads * t.small_n:
         # Too few columns to share: a batch loop (attention heads) splits instead. A decode
         # step's scores @ V (4 key heads of 3 query rows x 1024 x 64) ran on one core.
-        batch = _split_batch(info, threads)
-        if batch is None:
-            return h
-        sizes[batch] = _ceil(info.size(batch), threads)
+        split = _split_batch(info, threads)
+        if split is None:
+            return h, None
+    sizes[split] = _ceil(info.size(split), threads)
+    if split == info.n:
+        sizes[split] = _ceil(sizes[split], t.small_n) * t.small_n
     h, _ = s.tile_forall(h, tile_sizes=sizes)
-    return h
+    return h, split
 
 
 def _split_batch(info: OpInfo, threads: int) -> int | None:
@@ -850,8 +858,8 @@ def _schedule_small(s: Script, h: str, info: OpInfo, t: MicroTile, opts: Schedul
     A strip narrower than 8L takes several rows (`_small_tile`): each row's sums are one chain
     of dependent FMAs, and rows side by side give the FMA ports independent chains (12 heads of
     8 x 8 x 64 scores, one 8-lane row per step: 18 us; 8 rows: 8 us).
-    Several rows in strips narrower than B (`_small_tile`) go through K in blocks whose rows of
-    B stay in L1 for the next strip (`_small_k_block`)."""
+    Several rows in strips narrower than B go through K in blocks whose rows of B stay in L1
+    for the next strip (`_small_k_block`)."""
     nloops = len(info.ranges)
     symbolic_n = info.ranges[info.n] is None
     n_tile = (
