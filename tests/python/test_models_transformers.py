@@ -29,45 +29,45 @@ class LastHidden(torch.nn.Module):
         return self.model(**{self.key: ids}).last_hidden_state
 
 
-def _gpt2():
+def _gpt2(layers: int = 2):
     cfg = transformers.GPT2Config(
-        n_layer=2, n_embd=64, n_head=4, n_positions=64, vocab_size=100, bos_token_id=0,
+        n_layer=layers, n_embd=64, n_head=4, n_positions=64, vocab_size=100, bos_token_id=0,
         eos_token_id=0,
     )  # fmt: skip
     return transformers.GPT2Model(cfg)  # use_cache on: its cache starts as an empty 1-D cat
 
 
-def _bert():
+def _bert(layers: int = 2):
     cfg = transformers.BertConfig(
-        num_hidden_layers=2, hidden_size=64, num_attention_heads=4, intermediate_size=128,
+        num_hidden_layers=layers, hidden_size=64, num_attention_heads=4, intermediate_size=128,
         vocab_size=100, max_position_embeddings=64, pad_token_id=0,
     )  # fmt: skip
     return transformers.BertModel(cfg, add_pooling_layer=False)
 
 
-def _vit():
+def _vit(layers: int = 2):
     cfg = transformers.ViTConfig(
-        image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=2,
+        image_size=16, patch_size=4, num_channels=3, hidden_size=32, num_hidden_layers=layers,
         num_attention_heads=4, intermediate_size=64,
     )  # fmt: skip
     return transformers.ViTModel(cfg, add_pooling_layer=False)
 
 
-def _t5_encoder():
+def _t5_encoder(layers: int = 2):
     """Relative position buckets (log-spaced, computed from arange in the graph), RMS-style
     T5LayerNorm, ReLU feed-forward."""
     cfg = transformers.T5Config(
-        vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=2, num_heads=4,
+        vocab_size=100, d_model=32, d_kv=8, d_ff=64, num_layers=layers, num_heads=4,
         relative_attention_num_buckets=8, relative_attention_max_distance=16,
     )  # fmt: skip
     return transformers.T5EncoderModel(cfg)
 
 
-def _llama():
+def _llama(layers: int = 2):
     """RMSNorm, rotary embeddings, SiLU-gated MLP, grouped-query attention (4 query heads
     share 2 key/value heads), causal mask."""
     cfg = transformers.LlamaConfig(
-        vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+        vocab_size=100, hidden_size=64, intermediate_size=128, num_hidden_layers=layers,
         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=64,
     )  # fmt: skip
     return transformers.LlamaModel(cfg)
