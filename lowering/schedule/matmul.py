@@ -43,7 +43,7 @@ from lowering.schedule.common import (
     register_schedule,
 )
 from lowering.schedule.math_approx import constant_float
-from lowering.schedule.reduction import inner_reduction
+from lowering.schedule.reduction import ROWS, inner_reduction
 from relaxmlir.target import Target
 
 GEMV_NB = 4  # 1-row register tile: 4 panels of NR = 8 accumulators
@@ -192,9 +192,9 @@ class MatmulSchedule(ScheduleRule):
         route = self.route(info, t, opts)
         if route == "fallback":
             return "matmul-fallback"
-        split = None
+        split, share = None, None
         if route in ("small", "dot"):
-            h, split = _split_columns(s, h, info, opts, t)
+            h, split, share = _split_columns(s, h, info, opts, t, route)
         if route == "small" and _symbolic_row_tiles(info, t):
             return _schedule_symbolic_tiles(s, h, info, t)
         if route == "small":
@@ -202,11 +202,16 @@ class MatmulSchedule(ScheduleRule):
         if route == "dot":
             a_rows = _dot_rows(info, t)
             with_rows = (info.m, a_rows) if a_rows > 1 else None
-            heads = _stream_batch(info)  # B rows of several heads side by side, else of one
+            heads = _stream_batch(info, a_rows)  # B rows of several heads side by side
             if heads is not None and split == heads:  # each thread's share of heads: not whole
                 heads = None  # tiles of them where it is uneven (and so few columns stay cached)
             block = info.n if heads is None else heads
-            rows, lanes = inner_reduction(s, h, info, info.k, t.lanes, block, with_rows)
+            # rows of B per step: a divisor of each thread's share of them (when the threads
+            # split them evenly; else one at a time), so that every tile is whole
+            size = None
+            if split == info.n and block == info.n:
+                size = share if info.size(info.n) % share == 0 else 1
+            rows, lanes = inner_reduction(s, h, info, info.k, t.lanes, block, with_rows, size)
             prefix, b_rows = ("", rows) if heads is None else (f"{rows}h-", 1)
             shape = f"{a_rows}x{b_rows}" if a_rows > 1 else f"{b_rows}"
             return f"matmul-dot-{prefix}{shape}x{lanes}"
@@ -215,18 +220,24 @@ class MatmulSchedule(ScheduleRule):
         return _schedule_packed(s, h, info, opts, t)
 
 
-def _stream_batch(info: OpInfo) -> int | None:
+def _stream_batch(info: OpInfo, a_rows: int) -> int | None:
     """The batch loop (attention heads) whose B matrices the dot route reads side by side in
     one register tile, if B has one of static size >= 2. One B at a time is one sequential
     stream, and one core of these VMs reads one stream from memory at ~12 GB/s, two at ~17,
     four at ~22: a decode step's Q @ K^T over 4 key heads x 1024 cached rows (1 MB, beyond L2)
     runs 1.2-1.3x faster at 1 thread, 1.1x at 2, with two heads' rows read at each step. (The
-    small route's scores @ V with two heads' strips ran 1.15x slower.)"""
+    small route's scores @ V with two heads' strips ran 1.15x slower.)
+    Not where the heads per step would equal the `a_rows` rows of A: the vector lowering then
+    broadcast each head's B row along the wrong one of the two equal dimensions (2 heads x
+    2 rows: wrong sums)."""
     if not info.static:
         return None
     b_dims = info.operand_dims[1]
     heads = [d for d in sorted(info.batch) if d in b_dims and info.size(d) >= 2]
-    return heads[-1] if heads else None
+    if not heads:
+        return None
+    per_step = _divisor_tile(info.size(heads[-1]), max(1, ROWS // a_rows), 1)
+    return None if per_step == a_rows or per_step == 1 else heads[-1]
 
 
 def _dot_rows(info: OpInfo, t: MicroTile) -> int:
@@ -802,23 +813,24 @@ def _cast(s: Script, h: str, op_name: str) -> str:
 
 
 def _split_columns(
-    s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: MicroTile
-) -> tuple[str, int | None]:
-    """Unpacked routes (few rows): split the columns across threads, in whole register tiles;
-    with symbolic sizes, a static batch loop (attention heads) with a block per thread. Returns
-    the op and the loop that the threads split (None: not split)."""
+    s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: MicroTile, route: str
+) -> tuple[str, int | None, int | None]:
+    """Unpacked routes (few rows): split the columns across threads (the small route's in
+    whole strips); with symbolic sizes, a static batch loop (attention heads) with a block per
+    thread. Returns the op, the loop that the threads split and each thread's share of it
+    (None, None: not split)."""
     if not info.static:  # split by the batch, or not at all
         batch = symbolic_batch_split(info, opts)
         if batch is None or info.rows_version == "few":
-            return h, None
+            return h, None, None
         sizes = [0] * len(info.ranges)
         sizes[batch] = _ceil(info.ranges[batch], opts.threads)
         h, _ = s.tile_forall(h, tile_sizes=sizes)
-        return h, batch
+        return h, batch, sizes[batch]
     threads = _threads_for(info, opts)
     n = info.size(info.n)
     if threads <= 1:
-        return h, None
+        return h, None, None
     sizes = [0] * len(info.ranges)
     split = info.n
     if n < threads * t.small_n:
@@ -826,12 +838,12 @@ def _split_columns(
         # step's scores @ V (4 key heads of 3 query rows x 1024 x 64) ran on one core.
         split = _split_batch(info, threads)
         if split is None:
-            return h, None
+            return h, None, None
     sizes[split] = _ceil(info.size(split), threads)
-    if split == info.n:
+    if split == info.n and route == "small":
         sizes[split] = _ceil(sizes[split], t.small_n) * t.small_n
     h, _ = s.tile_forall(h, tile_sizes=sizes)
-    return h, split
+    return h, split, sizes[split]
 
 
 def _split_batch(info: OpInfo, threads: int) -> int | None:

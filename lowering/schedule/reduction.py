@@ -95,12 +95,14 @@ def inner_reduction(
     lanes: int,
     block_dim: int | None = None,
     with_rows: tuple[int, int] | None = None,
+    block_size: int | None = None,
 ) -> tuple[int, int]:
     """Keep `lanes` partial results for each of up to ROWS outputs in vectors while the contiguous
     reduction loop streams by (`tile_reduction_using_for`), then combine each vector once.
     `block_dim` (default: the output's innermost loop) is the parallel loop blocked by ROWS;
     `with_rows` = (dim, r): another parallel loop blocked by r as well, the ROWS accumulators
     shared between the two (dot products of r rows of A with each row of B read once).
+    `block_size`: what ROWS must divide along `block_dim` (default: its size; a thread's share).
     Returns (rows, lanes)."""
     nloops = len(info.ranges)
     if block_dim is None:
@@ -114,7 +116,7 @@ def inner_reduction(
     rows = 1
     extra_dim, extra = with_rows if with_rows is not None else (None, 1)
     if block_dim is not None and info.ranges[block_dim] is not None:
-        rows = _divisor(info.ranges[block_dim], max(1, ROWS // extra))
+        rows = _divisor(block_size or info.ranges[block_dim], max(1, ROWS // extra))
     tiles = [1 if info.iterators[d] == "parallel" else 0 for d in range(nloops)]
     if block_dim is not None:
         tiles[block_dim] = rows

@@ -92,6 +92,9 @@ MATMULS = [
     (3, 1024, 64, True, (4,), "matmul-dot-2h-3x1x16"),
     (1, 64, 64, True, (12,), "matmul-dot-6h-1x16"),  # 12 heads, one query each: 6 streams
     (1, 64, 64, True, (3,), "matmul-dot-3h-1x16"),
+    # 2 heads of 2 rows: not side by side (the vector lowering broadcast B along the wrong one
+    # of two equal dimensions), 4 rows of one head's B instead
+    (2, 64, 16, True, (2,), "matmul-dot-2x4x16"),
     (6, 40, 64, True, (), "matmul-dot-3x2x16"),  # 6 rows in steps of 3
     (128, 96, 64, True, (), "matmul-rows-8x32+1x32"),
     (2, 40, 48, False, (3,), "matmul-small-2x48"),  # batch, few rows side by side
@@ -162,8 +165,12 @@ def parallel_everything(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "m,n,k,tb", [(96, 200, 72, False), (1, 512, 64, True), (1, 300, 40, False), (37, 53, 29, True)]
-)
+    "m,n,k,tb",
+    [(96, 200, 72, False), (1, 512, 64, True), (1, 300, 40, False), (37, 53, 29, True),
+     # dot route: shares of 65 keys in steps of 5, and an uneven split one key at a time (its
+     # last share of dynamic size had failed to vectorize in steps of 5 / 2)
+     (1, 130, 300, True), (2, 1030, 64, True), (1, 131, 64, True)],
+)  # fmt: skip
 def test_matmul_two_threads(m, n, k, tb, parallel_everything):
     got, want = run_matmul(m, n, k, transposed_b=tb, schedule="threads=2 strict=true")
     check(got, want, f"matmul {m}x{n}x{k} threads=2")
