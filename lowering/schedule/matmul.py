@@ -43,7 +43,7 @@ from lowering.schedule.common import (
     register_schedule,
 )
 from lowering.schedule.math_approx import constant_float
-from lowering.schedule.reduction import ROWS, inner_reduction
+from lowering.schedule.reduction import inner_reduction, row_block
 from relaxmlir.target import Target
 
 GEMV_NB = 4  # 1-row register tile: 4 panels of NR = 8 accumulators
@@ -202,14 +202,12 @@ class MatmulSchedule(ScheduleRule):
         if route == "dot":
             a_rows = _dot_rows(info, t)
             with_rows = (info.m, a_rows) if a_rows > 1 else None
-            heads = _stream_batch(info, a_rows)  # B rows of several heads side by side
-            if heads is not None and split == heads:  # each thread's share of heads: not whole
-                heads = None  # tiles of them where it is uneven (and so few columns stay cached)
+            heads = _stream_batch(info, a_rows, split)  # B rows of several heads side by side
             block = info.n if heads is None else heads
             # rows of B per step: a divisor of each thread's share of them (when the threads
             # split them evenly; else one at a time), so that every tile is whole
             size = None
-            if split == info.n and block == info.n:
+            if block == split:
                 size = share if info.size(info.n) % share == 0 else 1
             rows, lanes = inner_reduction(s, h, info, info.k, t.lanes, block, with_rows, size)
             prefix, b_rows = ("", rows) if heads is None else (f"{rows}h-", 1)
@@ -220,7 +218,7 @@ class MatmulSchedule(ScheduleRule):
         return _schedule_packed(s, h, info, opts, t)
 
 
-def _stream_batch(info: OpInfo, a_rows: int) -> int | None:
+def _stream_batch(info: OpInfo, a_rows: int, split: int | None) -> int | None:
     """The batch loop (attention heads) whose B matrices the dot route reads side by side in
     one register tile, if B has one of static size >= 2. One B at a time is one sequential
     stream, and one core of these VMs reads one stream from memory at ~12 GB/s, two at ~17,
@@ -229,15 +227,16 @@ def _stream_batch(info: OpInfo, a_rows: int) -> int | None:
     small route's scores @ V with two heads' strips ran 1.15x slower.)
     Not where the heads per step would equal the `a_rows` rows of A: the vector lowering then
     broadcast each head's B row along the wrong one of the two equal dimensions (2 heads x
-    2 rows: wrong sums)."""
+    2 rows: wrong sums). Nor where the threads `split` that loop: a tile of heads over a
+    thread's uneven share failed to vectorize."""
     if not info.static:
         return None
     b_dims = info.operand_dims[1]
     heads = [d for d in sorted(info.batch) if d in b_dims and info.size(d) >= 2]
-    if not heads:
+    if not heads or heads[-1] == split:
         return None
-    per_step = _divisor_tile(info.size(heads[-1]), max(1, ROWS // a_rows), 1)
-    return None if per_step == a_rows or per_step == 1 else heads[-1]
+    per_step = row_block(info.size(heads[-1]), a_rows)
+    return None if per_step in (1, a_rows) else heads[-1]
 
 
 def _dot_rows(info: OpInfo, t: MicroTile) -> int:

@@ -87,6 +87,12 @@ def _divisor(total: int, cap: int) -> int:
     return next(t for t in range(min(cap, total), 0, -1) if total % t == 0)
 
 
+def row_block(size: int, extra: int = 1) -> int:
+    """Outputs per step along `inner_reduction`'s block loop of `size`, beside `extra` along
+    its `with_rows` loop: the largest divisor of `size` within ROWS accumulators."""
+    return _divisor(size, max(1, ROWS // extra))
+
+
 def inner_reduction(
     s: Script,
     h: str,
@@ -116,7 +122,7 @@ def inner_reduction(
     rows = 1
     extra_dim, extra = with_rows if with_rows is not None else (None, 1)
     if block_dim is not None and info.ranges[block_dim] is not None:
-        rows = _divisor(block_size or info.ranges[block_dim], max(1, ROWS // extra))
+        rows = row_block(block_size or info.ranges[block_dim], extra)
     tiles = [1 if info.iterators[d] == "parallel" else 0 for d in range(nloops)]
     if block_dim is not None:
         tiles[block_dim] = rows

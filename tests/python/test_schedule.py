@@ -165,34 +165,21 @@ def parallel_everything(monkeypatch):
 
 
 @pytest.mark.parametrize(
-    "m,n,k,tb",
-    [(96, 200, 72, False), (1, 512, 64, True), (1, 300, 40, False), (37, 53, 29, True),
+    "m,n,k,tb,batch",
+    [(96, 200, 72, False, ()), (1, 512, 64, True, ()), (1, 300, 40, False, ()),
+     (37, 53, 29, True, ()),
      # dot route: shares of 65 keys in steps of 5, and an uneven split one key at a time (its
      # last share of dynamic size had failed to vectorize in steps of 5 / 2)
-     (1, 130, 300, True), (2, 1030, 64, True), (1, 131, 64, True)],
+     (1, 130, 300, True, ()), (2, 1030, 64, True, ()), (1, 131, 64, True, ()),
+     # too few columns to share (decode's scores @ V: 64): the batch loop (the heads) splits
+     # instead of running on one thread, odd counts too; on the dot route each thread's share
+     # of heads, uneven or not, keeps whole register tiles (a tile of 6 heads over a share of
+     # 3 failed to vectorize)
+     (3, 64, 1024, False, (4,)), (3, 64, 1024, False, (3,)), (3, 64, 1024, False, (2, 3)),
+     (3, 64, 1024, True, (4,)), (1, 64, 64, True, (6,)), (3, 40, 64, True, (5,)),
+     (2, 64, 33, True, (2, 3))],
 )  # fmt: skip
-def test_matmul_two_threads(m, n, k, tb, parallel_everything):
-    got, want = run_matmul(m, n, k, transposed_b=tb, schedule="threads=2 strict=true")
-    check(got, want, f"matmul {m}x{n}x{k} threads=2")
-    with ir.Context():
-        module = ir.Module.parse(matmul_text(m, n, k, transposed_b=tb))
-        schedule_function(
-            module.body.operations[0].operation, ScheduleOptions(threads=2, strict=True)
-        )
-        assert "scf.forall" in str(module)
-
-
-@pytest.mark.parametrize(
-    "m,n,k,batch,tb",
-    [(3, 64, 1024, (4,), False), (3, 64, 1024, (3,), False), (3, 64, 1024, (2, 3), False),
-     (3, 64, 1024, (4,), True), (1, 64, 64, (6,), True), (3, 40, 64, (5,), True),
-     (2, 64, 33, (2, 3), True)],
-)  # fmt: skip
-def test_few_columns_split_by_batch(m, n, k, batch, tb, parallel_everything):
-    """A batched matmul with too few columns to share (decode's scores @ V: 64) splits its
-    batch loop (the heads) across the threads instead of running on one; odd counts too. On
-    the dot route (B [N, K]) each thread's share of heads, uneven or not, keeps whole register
-    tiles (a tile of 6 heads over a share of 3 failed to vectorize)."""
+def test_matmul_two_threads(m, n, k, tb, batch, parallel_everything):
     got, want = run_matmul(m, n, k, transposed_b=tb, batch=batch, schedule="threads=2 strict=true")
     check(got, want, f"matmul {batch}x{m}x{n}x{k} threads=2")
     with ir.Context():
@@ -200,8 +187,7 @@ def test_few_columns_split_by_batch(m, n, k, batch, tb, parallel_everything):
         schedule_function(
             module.body.operations[0].operation, ScheduleOptions(threads=2, strict=True)
         )
-        text = str(module)
-    assert "scf.forall" in text
+        assert "scf.forall" in str(module)
 
 
 @pytest.mark.parametrize(
