@@ -120,15 +120,22 @@ def is_elements(attr: ir.Attribute) -> bool:
 
 
 def _splat(array: np.ndarray) -> bool:
-    flat = array.reshape(-1)
-    return bool((flat[:64] == flat[0]).all() and array.min() == array.max())  # no temporary
+    head = array.flat[:64]  # (64 elements copied, also from a transposed view)
+    return bool((head == head[0]).all() and array.min() == array.max())  # no temporary
+
+
+def aligned_empty(shape: tuple[int, ...], dtype: np.typing.DTypeLike) -> np.ndarray:
+    """An uninitialized C-contiguous array whose data starts at a multiple of ALIGN bytes."""
+    dtype = np.dtype(dtype)
+    nbytes = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+    raw = np.empty(nbytes + ALIGN, np.uint8)
+    start = -raw.ctypes.data % ALIGN
+    return raw[start : start + nbytes].view(dtype).reshape(shape)
 
 
 def aligned_copy(array: np.ndarray) -> np.ndarray:
-    """A copy of `array` whose data starts at a multiple of ALIGN bytes."""
-    raw = np.empty(array.nbytes + ALIGN, np.uint8)
-    start = -raw.ctypes.data % ALIGN
-    copy = raw[start : start + array.nbytes].view(array.dtype).reshape(array.shape)
+    """A C-contiguous copy of `array` whose data starts at a multiple of ALIGN bytes."""
+    copy = aligned_empty(array.shape, array.dtype)
     copy[...] = array
     return copy
 
@@ -152,7 +159,8 @@ def elements(
     if small or (type is None and array.dtype.kind not in "fiu") or _splat(array):
         return ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=type)
     ctx = type.context if type is not None else ir.Context.current
-    array = np.ascontiguousarray(array)
+    if not array.flags.c_contiguous:  # (a weight laid out anew: a transposed view)
+        array, owned = aligned_copy(array), True  # the one copy, where another would follow
     digest = _digest(array)
     key = (_context_key(ctx), str(type), array.dtype.str, array.shape, digest)
     same = _by_content.get(key)
@@ -161,7 +169,7 @@ def elements(
         or to_numpy(same).ctypes.data == array.ctypes.data  # (the key says: unchanged)
     ):  # (another model's equal weights are borrowed from that model: it may change apart)
         return same  # a model imported again: nothing copied, nothing hashed by MLIR
-    if not (owned or borrowed):
+    if not (owned or borrowed) or (owned and array.ctypes.data % ALIGN):
         array = aligned_copy(array)
     if not borrowed:
         array.flags.writeable = False
