@@ -136,8 +136,7 @@ def pack_constant_weights(module_op: ir.Operation, nr: int) -> None:
                 return ir.WalkResult.ADVANCE
             old = op.operands[index].owner.operation
             packed, layout = pack_weight(weight, transposed=transposed, nr=nr)
-            # a packing that is a view of the weight (one panel) is copied; the others given up
-            value = dense.elements(packed, owned=not np.may_share_memory(packed, weight))
+            value = dense.elements(packed, owned=True)  # (memory of its own, aligned)
             with ir.InsertionPoint(old), old.location:
                 const = rx.Constant.create(
                     results=[ir.RankedTensorType.get(list(packed.shape), ir.F32Type.get())],

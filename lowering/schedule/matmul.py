@@ -29,6 +29,7 @@ import numpy as np
 from mlir import ir
 from mlir.dialects import arith, linalg, tensor
 
+from lowering.dense import aligned_empty
 from lowering.schedule.common import (
     PAD_FILL_ATTR,
     PREPACKED_ATTR,
@@ -1433,13 +1434,16 @@ def pack_weight(w: np.ndarray, *, transposed: bool, nr: int) -> tuple[np.ndarray
     >>> use_prepacked_weight(prim_func, 1, layout)   # the PrimFunc now takes `packed` as arg 1
     """
     layout = PackedLayout(tuple(w.shape), transposed, nr)
-    wt = w if transposed else np.swapaxes(w, -1, -2)  # [.., N, K]
-    pad = layout.packed_shape[-3] * nr - layout.n
-    if pad:
-        widths = [(0, 0)] * (wt.ndim - 2) + [(0, pad), (0, 0)]
-        wt = np.pad(wt, widths)
-    blocks = wt.reshape(*wt.shape[:-2], layout.packed_shape[-3], nr, layout.k)
-    return np.ascontiguousarray(np.swapaxes(blocks, -1, -2)), layout
+    wt = w if transposed else np.swapaxes(w, -1, -2)  # [.., N, K] (a view)
+    # Written into its final (aligned) memory panel by panel: no padded or transposed copy
+    packed = aligned_empty(layout.packed_shape, w.dtype)
+    panels = np.swapaxes(packed, -1, -2)  # [.., N / nr, nr, K], a view of `packed`
+    full, n, k = layout.n // nr, layout.n, layout.k
+    panels[..., :full, :, :] = wt[..., : full * nr, :].reshape(*wt.shape[:-2], full, nr, k)
+    if full * nr < n:  # the last panel: the rest of the columns, then zeros
+        panels[..., full, : n - full * nr, :] = wt[..., full * nr :, :]
+        panels[..., full, n - full * nr :, :] = 0
+    return packed, layout
 
 
 def use_prepacked_weight(func_op: ir.Operation, arg_index: int, layout: PackedLayout) -> None:
