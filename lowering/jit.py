@@ -21,7 +21,7 @@ from mlir import ir
 from mlir.execution_engine import ExecutionEngine
 
 from dialects import clone_module
-from lowering import dense
+from lowering import dense, llvm_codegen
 from lowering.export import (
     CONSTANT_ALIGN,
     constant_bytes,
@@ -124,6 +124,7 @@ class JitCode:
         symbols.update(libraries.resolve(libraries.SOFT_FLOAT_ENTRY_POINTS, ["relaxmlir"]))
         compiled, self._constants = _detach_constants(module)
         symbols.update(self._constants.addresses)
+        llvm_codegen.set_backend_options()
         try:
             self.engine = ExecutionEngine(compiled, opt_level=opt_level, shared_libs=[])
         except ir.MLIRError as exc:

@@ -84,11 +84,24 @@ _SIGNATURES = {
     "LLVMAddFunction": (_V, _V, _S, _V),
     "LLVMReplaceAllUsesWith": (None, _V, _V),
     "LLVMDeleteFunction": (None, _V),
+    "LLVMGetVersion": (None, *[ctypes.POINTER(ctypes.c_uint)] * 3),
+    "LLVMParseCommandLineOptions": (None, ctypes.c_int, ctypes.POINTER(_S), _S),
 }  # fmt: skip
+
+# Options of LLVM's code generators, set once per process before the first code generation
+# (ours and the ExecutionEngine's): the LLVM of the pinned wheel is built with assertions, and
+# X86's store-forwarding-block fix-up asserts on a masked load whose vector is then stored as
+# a whole (`Getting value from an unknown LocationSize`: the process aborts). Such a pair is a
+# masked panel copy of a matmul split across threads in shares narrower than its tile (a
+# 7 x 17 x 16 batch-2 matmul forced onto 2 threads); the fix-up targets small memcpys of
+# structs, which our kernels do not make. The LLVM major version is checked first: an option
+# that a later LLVM lacks would make its parser exit the process.
+BACKEND_OPTIONS = {22: (b"-x86-disable-avoid-SFB",)}
 
 _lock = threading.Lock()
 _api: ctypes.CDLL | None = None
 _initialized: set[str] = set()
+_options_set = False
 
 
 def _llvm() -> ctypes.CDLL:
@@ -113,6 +126,31 @@ def _llvm() -> ctypes.CDLL:
                 fn.restype, fn.argtypes = res, args
             _api = lib
         return _api
+
+
+def llvm_major() -> int:
+    """The major version of the process's libLLVM."""
+    lib = _llvm()
+    parts = [ctypes.c_uint() for _ in range(3)]
+    lib.LLVMGetVersion(*[ctypes.byref(p) for p in parts])
+    return parts[0].value
+
+
+def set_backend_options() -> None:
+    """Set BACKEND_OPTIONS for this libLLVM's version, once per process (LLVM refuses an option
+    given twice, by exiting)."""
+    global _options_set
+    if _options_set:
+        return
+    options = BACKEND_OPTIONS.get(llvm_major(), ())
+    lib = _llvm()
+    with _lock:
+        if _options_set:
+            return
+        _options_set = True
+        if options:
+            argv = (ctypes.c_char_p * (len(options) + 1))(b"relaxmlir", *options)
+            lib.LLVMParseCommandLineOptions(len(options) + 1, argv, None)
 
 
 def _init_target(lib: ctypes.CDLL, triple: str) -> None:
@@ -191,6 +229,7 @@ def compile_object(
     `cpu` (functions keep their own target-features attributes). With `names`: the piece of the
     module that defines those functions (`_keep_only`)."""
     lib = _llvm()
+    set_backend_options()
     _init_target(lib, triple)
     ctx = lib.LLVMContextCreate()
     mod, tm, layout, options, out = _V(), None, None, None, _V()
