@@ -19,7 +19,6 @@ from lowering import (  # noqa: F401,E402
     fuse_tir,
     graph_to_memref,
     llvm_target,
-    loop_annotations,
     pack_weights,
     partial_vectors,
     prim_func_dps,

@@ -128,7 +128,6 @@ def cpu_codegen(target: Target, runtime: Optional[str] = None) -> list[str]:
         "convert-ub-to-llvm",  # vectorization pads transfers with ub.poison
         "convert-to-llvm",
         "reconcile-unrealized-casts",
-        "relax-loop-annotations",  # the schedules' "do not unroll" hints, into !llvm.loop
         f"relax-llvm-target{{{_quoted(target)}}}",  # compile for the target's CPU and features
     ]
 

@@ -1309,7 +1309,7 @@ def test_border_fills_are_vector_loops_kept_rolled(src, pad):
     sides = sum((lo > 0) + (hi > 0) for lo, hi in pad)
     assert "linalg.fill" not in scheduled, scheduled
     assert scheduled.count("vector.transfer_write %cst") >= sides, scheduled
-    assert scheduled.count("unroll = #loop_unroll") + scheduled.count("llvm.loop_annotation = #loop") >= sides
+    assert scheduled.count("unroll = #loop_unroll") + scheduled.count("{loop_annotation = #loop") >= sides
 
 
 ROW_CHAIN = {

@@ -1,11 +1,11 @@
-// RUN: relaxmlir-opt %s --convert-scf-to-cf --convert-to-llvm --reconcile-unrealized-casts | FileCheck %s --check-prefix=CARRIED
-// RUN: relaxmlir-opt %s --convert-scf-to-cf --convert-to-llvm --reconcile-unrealized-casts --relax-loop-annotations | FileCheck %s
+// RUN: relaxmlir-opt %s --convert-scf-to-cf --convert-to-llvm --reconcile-unrealized-casts | FileCheck %s
 
-// A loop a schedule marked "do not unroll" (Script.keep_rolled). The conversion to the LLVM
-// dialect carries the mark to the loop's latch branch under its dialect-prefixed name, which
-// the translation to LLVM IR does not read; relax-loop-annotations moves it to the branch's own
-// `loop_annotation`, which becomes !llvm.loop metadata with llvm.loop.unroll.disable.
-// CARRIED: llvm.br ^{{.*}} {llvm.loop_annotation = #{{.+}}}
+// A loop a schedule marked "do not unroll" (Script.keep_rolled puts `loop_annotation` on the
+// scf.for). convert-scf-to-cf hands the mark to the loop's latch branch and convert-to-llvm
+// copies it into the LLVM branch's own `loop_annotation`, which the translation to LLVM IR makes
+// !llvm.loop metadata with llvm.loop.unroll.disable (test_schedule checks the LLVM IR). Under
+// the dialect-prefixed name `llvm.loop_annotation` it would stay a discardable attribute that
+// the translation does not read.
 
 // CHECK: #[[$UNROLL:.+]] = #llvm.loop_unroll<disable = true>
 // CHECK: #[[$ROLLED:.+]] = #llvm.loop_annotation<unroll = #[[$UNROLL]]>
@@ -25,7 +25,7 @@ func.func @copy(%a: memref<7xf32>, %b: memref<7xf32>) {
   scf.for %i = %c0 to %c7 step %c1 {
     %v = memref.load %a[%i] : memref<7xf32>
     memref.store %v, %b[%i] : memref<7xf32>
-  } {llvm.loop_annotation = #llvm.loop_annotation<unroll = <disable = true>>}
+  } {loop_annotation = #llvm.loop_annotation<unroll = <disable = true>>}
   return
 }
 

@@ -12,8 +12,8 @@
 // CHECK: vector.transfer_read
 // CHECK: arith.maximumf {{.*}} : vector<{{.*}}xf32>
 // CHECK: vector.transfer_write
-// CHECK: } {llvm.loop_annotation = #[[$ROLLED]]}
-// CHECK: } {llvm.loop_annotation = #[[$ROLLED]]}
+// CHECK: } {loop_annotation = #[[$ROLLED]]}
+// CHECK: } {loop_annotation = #[[$ROLLED]]}
 // CHECK-NOT: linalg.generic
 // CHECK: return
 

@@ -10,12 +10,12 @@
 // CHECK: scf.for
 // CHECK: scf.for
 // CHECK: vector.transfer_write %cst, %{{.+}} {in_bounds = [true]} : vector<16xf32>, tensor<1x1x1x1x16xf32>
-// CHECK: } {llvm.loop_annotation = #loop_annotation}
-// CHECK: } {llvm.loop_annotation = #loop_annotation}
+// CHECK: } {loop_annotation = #loop_annotation}
+// CHECK: } {loop_annotation = #loop_annotation}
 // CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 0, 0, 0] [1, 2, 1, 8, 16]
 // CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 7, 0, 0] [1, 2, 1, 8, 16]
 // CHECK: vector.transfer_write %cst, %{{.+}} : vector<16xf32>, tensor<1x1x1x1x16xf32>
-// CHECK: } {llvm.loop_annotation = #loop_annotation}
+// CHECK: } {loop_annotation = #loop_annotation}
 // CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 0, 0, 0] [1, 2, 8, 1, 16]
 // CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 0, 7, 0] [1, 2, 8, 1, 16]
 // CHECK: tensor.insert_slice %{{.+}} into %{{.+}}[0, 0, 1, 1, 0] [1, 2, 6, 6, 16]

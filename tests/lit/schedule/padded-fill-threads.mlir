@@ -12,9 +12,9 @@
 // CHECK: scf.for
 // CHECK: scf.for
 // CHECK: vector.transfer_write %cst, %{{.+}} : vector<16xf32>, tensor<1x1x1x1x16xf32>
-// CHECK: } {llvm.loop_annotation = #loop_annotation}
-// CHECK: } {llvm.loop_annotation = #loop_annotation}
-// CHECK: } {llvm.loop_annotation = #loop_annotation}
+// CHECK: } {loop_annotation = #loop_annotation}
+// CHECK: } {loop_annotation = #loop_annotation}
+// CHECK: } {loop_annotation = #loop_annotation}
 // CHECK: tensor.parallel_insert_slice %{{.+}} into %{{.+}}[0, 0, 0, %{{.+}}, 0] [1, 8, 30, 15, 16]
 #img = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7, d8) -> (d0, d5, d2 + d6, d3 + d7, d8)>
 #wgt = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7, d8) -> (d1, d5, d6, d7, d8, d4)>
