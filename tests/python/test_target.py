@@ -128,10 +128,12 @@ def test_pipeline_rows_follow_the_target():
 
     avx2 = target_pipeline(Target("llvm -mcpu=x86-64-v3"))
     assert avx2[-1].startswith('relax-llvm-target{target="llvm ') and "-mcpu=x86-64-v3" in avx2[-1]
-    assert "convert-vector-to-llvm{enable-x86vector}" in avx2
+    # (the vector lowering runs nested on each function: func.func(convert-vector-to-llvm...))
+    assert any("convert-vector-to-llvm{enable-x86vector}" in p for p in avx2)
     assert any(p.startswith("relax-schedule-cpu{target=") for p in avx2)
     arm = target_pipeline(Target("llvm -mcpu=neoverse-n1"))
-    assert "convert-vector-to-llvm" in arm and "convert-vector-to-llvm{enable-x86vector}" not in arm
+    assert any("convert-vector-to-llvm," in p for p in arm)
+    assert not any("enable-x86vector" in p for p in arm)
     with pytest.raises(ValueError, match="unknown stage"):
         target_pipeline(Target("llvm"), ["graph", "vectorize"])
     cuda = target_pipeline(Target("cuda -arch=sm_80"))
