@@ -37,6 +37,10 @@ from dataclasses import dataclass
 # but the builder aborts at its next build: a fault that shows up on the next candidate).
 FAULT_HOOK = None
 
+# How long a builder or the fork server may take to import what it needs and say it is ready:
+# their timeouts count from a candidate's hand-over, not from the process start.
+START_TIMEOUT_S = 120.0
+
 _INJECT = r"""
 import faulthandler
 faulthandler.enable()  # a native crash's message says what it was
@@ -275,6 +279,7 @@ try:
     import relaxmlir.relax.op.strategy  # noqa
 except Exception:
     pass  # each build reports it
+_reply({"ready": True})
 for spec in _requests():
     _reply(build(spec))
 """
@@ -494,6 +499,21 @@ class BuilderPool:
             self.live.discard(worker)
         worker.kill() if kill else worker.close()
 
+    def _wait_ready(self, worker: _Worker) -> dict | None:
+        """Wait for a new builder's hello (its imports done), so that a build's timeout counts
+        the build alone, not an interpreter starting on a loaded machine. None when it is
+        ready; else the error record, the builder retired."""
+        try:
+            hello = worker.receive(START_TIMEOUT_S)
+        except EOFError:
+            message = worker.crash("build")
+            self._retire(worker, kill=True)
+            return {"error": message}
+        if hello is None:
+            self._retire(worker, kill=True)
+            return {"error": f"build: the builder did not start in {START_TIMEOUT_S:g} s"}
+        return None
+
     def _build(self, spec: dict, timeout_s: float) -> dict:
         worker = self.idle.get()
         try:
@@ -506,6 +526,10 @@ class BuilderPool:
                         worker = self._start()
                     except OSError as exc:
                         return {"error": f"build: {exc}"}
+                    started = self._wait_ready(worker)
+                    if started is not None:
+                        worker = None
+                        return started
                 fresh = worker.served == 0
                 try:
                     worker.send(spec)
@@ -565,7 +589,7 @@ class ForkRunner:
         self.start()
         if not self.ready:
             try:
-                hello = self.worker.receive(120)
+                hello = self.worker.receive(START_TIMEOUT_S)
             except EOFError:
                 hello = None
             if not hello or hello.get("threads") != 1:

@@ -31,13 +31,15 @@ import time
 from relaxmlir.runtime import cuda_driver
 
 MANIFEST = "trials.json"
+START_TIMEOUT_S = 120.0  # for the measuring process's imports, before its first candidate
 RESULTS = "results.jsonl"
 VERSION = 1
 
 # The measuring process: one spec per stdin line, one JSON result per stdout line. A candidate
 # that raises (a library that does not load, a CUDA error, which leaves the context unusable)
 # is answered {"error", "fatal": true} and the process ends; the parent starts a fresh one for
-# the next candidate. A crash or a hang is the parent's to see.
+# the next candidate. A crash or a hang is the parent's to see. Its first line, once its imports
+# are done, is {"ready": true}: a candidate's timeout counts from its hand-over.
 _CHILD = r"""
 import json, os, sys, time
 import numpy as np
@@ -87,6 +89,8 @@ def measure(spec):
 
 _out = os.fdopen(os.dup(1), "w")
 os.dup2(2, 1)  # what a kernel or a library prints goes to stderr, not into the protocol
+_out.write(json.dumps({"ready": True}) + "\n")
+_out.flush()
 for line in iter(sys.stdin.readline, ""):
     try:
         result = measure(json.loads(line))
@@ -166,7 +170,8 @@ class _Runner:
     def __init__(self, log: str):
         self.log, self.proc = log, None
 
-    def _start(self) -> None:
+    def _start(self) -> dict | None:
+        """A fresh process, ready (None), or the error record of one that did not start."""
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(filter(None, [root, env.get("PYTHONPATH")]))
@@ -179,29 +184,44 @@ class _Runner:
                 env=env,
             )
         self.buf = b""
+        hello = self._receive(START_TIMEOUT_S)
+        if isinstance(hello, dict):
+            return None
+        if hello == "timeout":
+            hello = f"run: the measuring process did not start in {START_TIMEOUT_S:g} s"
+        return self._lost(hello)
+
+    def _receive(self, timeout_s: float) -> dict | str:
+        """The process's next line, or "timeout", or the message of its crash."""
+        fd, deadline = self.proc.stdout.fileno(), time.monotonic() + timeout_s
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([fd], [], [], left)[0]:
+                return "timeout"
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                code = self.proc.wait()
+                return f"run: crashed ({code}): {self._tail(code)}"
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
 
     def run(self, spec: dict, timeout_s: float) -> dict:
         """{"times_us": [...]} or {"error": ...} for one candidate."""
         if self.proc is None or self.proc.poll() is not None:
-            self._start()
+            failed = self._start()
+            if failed is not None:
+                return failed
         try:
             self.proc.stdin.write((json.dumps(spec) + "\n").encode())
             self.proc.stdin.flush()
         except OSError:
             return self._lost("run: the measuring process ended")
-        fd, deadline = self.proc.stdout.fileno(), time.monotonic() + timeout_s
-        while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                self.close()
-                return {"error": f"run: timeout after {timeout_s:g} s"}
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                code = self.proc.wait()
-                return self._lost(f"run: crashed ({code}): {self._tail(code)}")
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        result = json.loads(line)
+        result = self._receive(timeout_s)
+        if result == "timeout":
+            return self._lost(f"run: timeout after {timeout_s:g} s")
+        if isinstance(result, str):
+            return self._lost(result)
         if result.pop("fatal", False):
             self.close()
         return result

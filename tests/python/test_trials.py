@@ -157,7 +157,7 @@ def test_trials_exported_timed_without_mlir_and_imported(tmp_path):
     blocker = tmp_path / "blocker"
     blocker.mkdir()
     (blocker / "sitecustomize.py").write_text(BLOCK_MLIR)
-    run = _runner(folder, blocker=blocker, timeout=6)
+    run = _runner(folder, blocker=blocker, timeout=3)
     assert run.returncode == 0, run.stdout + run.stderr
     lines = [json.loads(x) for x in (folder / trials.RESULTS).read_text().splitlines()]
     records = [r for r in lines if "decision" not in r]
@@ -181,6 +181,23 @@ def test_trials_exported_timed_without_mlir_and_imported(tmp_path):
     x = np.random.default_rng(0).standard_normal((64, 784)).astype("float32")
     vm = relax.VirtualMachine(relax.build(tuned, target), rm.cpu())
     np.testing.assert_allclose(vm["main"](x).numpy(), reference(x, params()), rtol=1e-4, atol=1e-4)
+
+
+def test_measuring_process_start_is_not_a_candidates_timeout(tmp_path, monkeypatch):
+    """A measuring process that takes 2 s to start: a 1 s timeout still reaches the candidate
+    (here a library that is not there: its own error, not a timeout)."""
+    slow = tmp_path / "slow"
+    slow.mkdir()
+    (slow / "sitecustomize.py").write_text("import time\ntime.sleep(2)\n")
+    monkeypatch.setenv("PYTHONPATH", str(slow))
+    runner = trials._Runner(str(tmp_path / "runner.log"))
+    try:
+        spec = {"device": "cpu", "lib": str(tmp_path / "missing.so"), "args": [], "outs": []}
+        out = runner.run(spec, 1.0)
+    finally:
+        runner.close()
+    assert out["error"].startswith("run: ") and "timeout" not in out["error"], out
+    assert "missing.so" in out["error"], out
 
 
 def test_cuda_trials_over_a_stand_in_driver(tmp_path):
