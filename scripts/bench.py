@@ -643,7 +643,15 @@ def run_decode(name: str, threads: int, repeat: int) -> dict:
     model.generation_config.cache_config = {"batch_size": 1, "max_cache_len": rows, "device": "cpu"}
     ep = executorch.convert_and_export_with_cache(model)
     reference = executorch.TorchExportableModuleWithStaticCache(model)
-    row = {"id": name, "title": title, "threads": threads}
+    config = model.config
+    # what a step reads from memory: every weight but the token embedding (one row of it) and
+    # the whole key and value caches (masked past the position)
+    weights = sum(
+        p.numel() * p.element_size() for n, p in model.named_parameters() if "embed_tokens" not in n
+    )
+    head_dim = config.hidden_size // config.num_attention_heads
+    caches = 2 * config.num_hidden_layers * config.num_key_value_heads * rows * head_dim * 4
+    row = {"id": name, "title": title, "threads": threads, "step_mb": (weights + caches) / 1e6}
     gc.collect()
     os.sync()
     t0 = time.perf_counter()
@@ -672,10 +680,17 @@ def run_decode(name: str, threads: int, repeat: int) -> dict:
         "torch_ms": walk(lambda p: reference(input_ids=ids, cache_position=torch.tensor([p]))),
         "relaxmlir_ms": walk(lambda p: step(token, np.array([p]))),
     }
+    memory = [_bandwidth_gbs(threads)]
     with torch.no_grad():
         row.update(_interleaved_ms(timed, repeat, settle=0.25 if threads > 1 else 0.0))
+    row["bandwidth_gbs"] = [*memory, _bandwidth_gbs(threads)]
     print(json.dumps(row), file=sys.stderr, flush=True)
     return row
+
+
+def _bandwidth_gbs(threads: int) -> float | None:
+    """This machine's memory read bandwidth on `threads` threads now (None: not measured)."""
+    return peak.bandwidth([threads]).get("gbs", {}).get(threads)
 
 
 def run_scaling(name: str, threads: int, repeat: int) -> dict:
@@ -1182,20 +1197,32 @@ def render_decode(rows: list[dict]) -> str:
     """The decoding-with-state table (empty without such rows)."""
     if not rows:
         return ""
-    lines = [
-        f"| {r['id']} {r['title']} | {r['threads']} | {_fmt(r['torch_ms'])} | "
-        f"{_fmt(r['relaxmlir_ms'])} | {r['torch_ms'] / r['relaxmlir_ms']:.2f} | "
-        f"{_fmt(r['build_s'], 2)} |"
-        for r in rows
-    ]
+    lines = []
+    for r in rows:
+        rate = r["step_mb"] / r["relaxmlir_ms"]  # MB / ms = GB/s
+        memory = [g for g in r.get("bandwidth_gbs", []) if g]
+        lines.append(
+            f"| {r['id']} {r['title']} | {r['threads']} | {_fmt(r['torch_ms'])} | "
+            f"{_fmt(r['relaxmlir_ms'])} | {r['torch_ms'] / r['relaxmlir_ms']:.2f} | "
+            f"{r['step_mb']:.0f} | {rate:.1f} | {' / '.join(f'{g:.1f}' for g in memory) or 'n/a'} | "
+            f"{_fmt(100 * rate / max(memory) if memory else None, 0)} | {_fmt(r['build_s'], 2)} |"
+        )
     return _section(
         "Decoding with state",
         "transformers' `convert_and_export_with_cache` (Llama over a StaticCache written in "
         "place at `cache_position`): the caches are state that the VM keeps between calls. "
         "The first steps' logits are checked against the same torch module in eager (rtol "
         "1e-3, atol 1e-3), then both are timed in turns (medians), each walking its cache's "
-        "positions. `build s`: import and build, cold.",
-        "| workload | threads | torch ms | relaxmlir ms | x torch | build s |",
+        "positions. `MB a step`: what one step must read from memory (every weight but the "
+        "token embedding, and the whole key and value caches); `GB/s`: that over relaxmlir's "
+        "time; `memory GB/s`: the read bandwidth the row's threads get from memory, measured "
+        "before / after its timings (scripts/peak.py: each thread sums its share of a 256 MB "
+        "buffer as 4 streams, best of 5, wall time; it moves with the hypervisor's placement "
+        "of the vCPUs); `% bandwidth`: `GB/s` against the higher of the two. A step is bound "
+        "by memory bandwidth, not by FMAs: where a second core adds little bandwidth, it adds "
+        "little speed. `build s`: import and build, cold.",
+        "| workload | threads | torch ms | relaxmlir ms | x torch | MB a step | GB/s | "
+        "memory GB/s | % bandwidth | build s |",
         lines,
     )
 

@@ -10,6 +10,10 @@ accumulators of `__m512` + `_mm512_fmadd_ps` where the compiler defines `__AVX51
 thread. GFLOP/s = 2 * lanes * accumulators * iterations / the thread's CPU time, summed over the
 threads (unpinned; one process per thread count; best of a few runs): a busy machine does not
 lower it, so it stays the cores' peak. Needs numpy, torch and relaxmlir: none of them.
+
+Also the memory read bandwidth (`bandwidth`: each thread sums its share of a 256 MB buffer,
+wall time), the bound of workloads that stream more than the caches hold, such as a decode
+step's weights: on a 2-vCPU cloud VM the second core may add little to it.
 """
 
 from __future__ import annotations
@@ -23,14 +27,8 @@ import sys
 import tempfile
 from pathlib import Path
 
-C_SOURCE = r"""
-#define _GNU_SOURCE
-#include <math.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
+# The widest f32 vector of the compiler's target: `vec`, LANES, SET1, FMA, LOAD, first().
+VECTORS = r"""
 #if defined(__AVX512F__)
 #include <immintrin.h>
 typedef __m512 vec;
@@ -39,6 +37,7 @@ typedef __m512 vec;
 #define SET1(x) _mm512_set1_ps(x)
 #define FMA(a, b, c) _mm512_fmadd_ps(a, b, c)
 static float first(vec v) { return _mm512_cvtss_f32(v); }
+#define LOAD(p) _mm512_loadu_ps(p)
 #elif defined(__AVX2__) && defined(__FMA__)
 #include <immintrin.h>
 typedef __m256 vec;
@@ -47,6 +46,7 @@ typedef __m256 vec;
 #define SET1(x) _mm256_set1_ps(x)
 #define FMA(a, b, c) _mm256_fmadd_ps(a, b, c)
 static float first(vec v) { return _mm256_cvtss_f32(v); }
+#define LOAD(p) _mm256_loadu_ps(p)
 #elif defined(__ARM_NEON)
 #include <arm_neon.h>
 typedef float32x4_t vec;
@@ -55,6 +55,7 @@ typedef float32x4_t vec;
 #define SET1(x) vdupq_n_f32(x)
 #define FMA(a, b, c) vfmaq_f32(c, a, b)
 static float first(vec v) { return vgetq_lane_f32(v, 0); }
+#define LOAD(p) vld1q_f32(p)
 #else
 typedef float vec;
 #define LANES 1
@@ -62,8 +63,23 @@ typedef float vec;
 #define SET1(x) (x)
 #define FMA(a, b, c) fmaf(a, b, c)
 static float first(vec v) { return v; }
+#define LOAD(p) (*(p))
 #endif
 
+"""
+
+C_SOURCE = (
+    r"""
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+"""
+    + VECTORS
+    + r"""
 #define ACCS 12
 #define CHUNK 100000L
 
@@ -129,6 +145,94 @@ int main(int argc, char **argv) {
     return 0;
 }
 """
+)
+
+
+# Memory read bandwidth: each thread sums its share of a buffer far larger than the caches,
+# as 4 sequential streams side by side (one stream alone stays below a core's bandwidth on
+# these machines), a few passes; bytes read by all threads / the slowest thread's wall time.
+BANDWIDTH_SOURCE = (
+    r"""
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
+"""
+    + VECTORS
+    + r"""
+#define STREAMS 4
+
+static pthread_barrier_t barrier;
+static float *buffer;
+static long share;
+static int passes;
+volatile float sink;
+
+typedef struct { long id; double elapsed; } job_t;
+
+static double wall(void) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
+static void *work(void *arg) {
+    job_t *job = (job_t *)arg;
+    const float *p = buffer + job->id * share;
+    const long part = share / STREAMS;
+    const vec one = SET1(1.f);
+    vec a0 = SET1(0.f), a1 = a0, a2 = a0, a3 = a0;
+    pthread_barrier_wait(&barrier);
+    double t0 = wall();
+    for (int r = 0; r < passes; ++r)
+        for (long j = 0; j < part; j += LANES) {
+            a0 = FMA(LOAD(p + j), one, a0);
+            a1 = FMA(LOAD(p + part + j), one, a1);
+            a2 = FMA(LOAD(p + 2 * part + j), one, a2);
+            a3 = FMA(LOAD(p + 3 * part + j), one, a3);
+        }
+    job->elapsed = wall() - t0;
+    sink = first(a0) + first(a1) + first(a2) + first(a3);
+    return NULL;
+}
+
+int main(int argc, char **argv) {
+    int threads = argc > 1 ? atoi(argv[1]) : 1;
+    long megabytes = argc > 2 ? atol(argv[2]) : 256;
+    int runs = argc > 3 ? atoi(argv[3]) : 5;
+    passes = argc > 4 ? atoi(argv[4]) : 4;
+    if (threads < 1) threads = 1;
+    long total = (megabytes << 20) / (long)sizeof(float);
+    share = total / threads / (STREAMS * LANES) * (STREAMS * LANES);
+    buffer = aligned_alloc(4096, (size_t)total * sizeof(float));
+    if (buffer == NULL) { fprintf(stderr, "out of memory\n"); return 1; }
+    for (long i = 0; i < total; ++i) buffer[i] = 1.f;  /* every page touched before timing */
+    pthread_t *tid = malloc(sizeof(pthread_t) * threads);
+    job_t *jobs = calloc(threads, sizeof(job_t));
+    double best = 0.0;
+    for (int run = 0; run < runs; ++run) {
+        pthread_barrier_init(&barrier, NULL, threads);
+        for (long i = 0; i < threads; ++i) {
+            jobs[i].id = i;
+            pthread_create(&tid[i], NULL, work, &jobs[i]);
+        }
+        double slowest = 0.0;
+        for (int i = 0; i < threads; ++i) {
+            pthread_join(tid[i], NULL);
+            if (jobs[i].elapsed > slowest) slowest = jobs[i].elapsed;
+        }
+        pthread_barrier_destroy(&barrier);
+        double gbs = (double)threads * share * sizeof(float) * passes / slowest * 1e-9;
+        if (gbs > best) best = gbs;
+    }
+    printf("threads=%d megabytes=%ld gbs=%.3f\n", threads, megabytes, best);
+    return 0;
+}
+"""
+)
 
 
 def _compiler() -> str | None:
@@ -205,6 +309,27 @@ def measure(thread_counts, seconds: float = 0.2, runs: int = 3, isa: str = "nati
     }
 
 
+def bandwidth(thread_counts, megabytes: int = 256, runs: int = 5, isa: str = "native") -> dict:
+    """Memory read bandwidth, {"gbs": {threads: GB/s}} or {"error": why}: the bound of a
+    workload that streams more than the caches hold (a decode step's weights)."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="relaxmlir-bandwidth-") as tmp:
+            exe = compile_c(BANDWIDTH_SOURCE, Path(tmp) / "bandwidth", [*ISA_FLAGS[isa], "-lm"])
+            gbs = {}
+            for t in sorted(set(thread_counts)):
+                out = subprocess.run(
+                    [str(exe), str(t), str(megabytes), str(runs)],
+                    stdout=subprocess.PIPE, text=True, check=True,
+                ).stdout  # fmt: skip
+                m = re.search(r"threads=(\d+) megabytes=(\d+) gbs=([\d.]+)", out)
+                if m is None:
+                    raise RuntimeError(f"unexpected output from {exe}: {out!r}")
+                gbs[t] = float(m.group(3))
+    except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
+        return {"error": str(exc)}
+    return {"megabytes": megabytes, "gbs": gbs}
+
+
 def cpu_model() -> str:
     try:
         text = Path("/proc/cpuinfo").read_text()
@@ -268,6 +393,12 @@ def main(argv=None) -> int:
     print(f"kernel: {peak['kernel']}, {peak['accumulators']} independent accumulators")
     for t, g in peak["gflops"].items():
         print(f"{t:3d} thread(s): {g:8.1f} GFLOP/s f32 ({g / t:.1f} per core)")
+    memory = bandwidth([int(t) for t in args.threads.split(",")])
+    if "error" in memory:
+        print(f"memory bandwidth not measured: {memory['error']}")
+        return 1
+    for t, g in memory["gbs"].items():
+        print(f"{t:3d} thread(s): {g:8.1f} GB/s read from memory ({memory['megabytes']} MB)")
     return 0
 
 
