@@ -160,7 +160,10 @@ class CachedCode(LibraryCode):
 
     def source(self) -> str:
         if self.lowered is not None:
-            return f"// stored in the relaxmlir compile cache: {self.path}\n{self.lowered}"
+            # its weights are the library's now: the ones the build made are given back
+            # (`dense.build_scope`), and the text elides them
+            text = dense.elided_text(self.lowered)
+            return f"// stored in the relaxmlir compile cache: {self.path}\n{text}"
         return f"// loaded from the relaxmlir compile cache: {self.path}\n{super().source()}"
 
 

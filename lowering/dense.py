@@ -18,11 +18,14 @@ the arrays it was made from (`to_numpy`); one from parsed text, through MLIR's o
 
 from __future__ import annotations
 
+import collections
+import contextlib
 import ctypes
 import itertools
 import mmap
 import os
 import re
+import threading
 import weakref
 
 import mlir
@@ -67,6 +70,8 @@ _by_content: dict[tuple, ir.Attribute] = {}
 # array is borrowed (its owner may write it: `check_borrowed`)
 _digests: dict[tuple[int, str], str] = {}
 _borrowed: set[tuple[int, str]] = set()
+# (context, resource name) -> its key in _by_content
+_content_keys: dict[tuple[int, str], tuple] = {}
 
 
 _capi = None
@@ -179,6 +184,7 @@ def elements(
         not is_borrowed(same)  # immutable
         or to_numpy(same).ctypes.data == array.ctypes.data  # (the key says: unchanged)
     ):  # (another model's equal weights are borrowed from that model: it may change apart)
+        _handed_out(_key(same))
         return same  # a model imported again: nothing copied, nothing hashed by MLIR
     if not (owned or borrowed):
         array = aligned_copy(array)
@@ -199,6 +205,9 @@ def elements(
     if borrowed:
         _borrowed.add(name)
     _by_content[key] = attr
+    _content_keys[name] = key
+    if not borrowed and _mapping(flat) is not None:
+        _made(name)
     return attr
 
 
@@ -262,7 +271,13 @@ def _blob(attr: ir.Attribute) -> bytes:
 def _resource_to_numpy(attr: ir.Attribute) -> np.ndarray:
     t = ir.ShapedType(attr.type)
     dtype = _element_dtype(t.element_type)
-    flat = _arrays.get(_key(attr))
+    name = _key(attr)
+    if name in _released:
+        raise ValueError(
+            f"the constant {name[1]} ({attr.type}) was an intermediate of a build, released "
+            "when no executable used it any more: it cannot be read"
+        )
+    flat = _arrays.get(name)
     if flat is None:  # a resource of parsed text
         flat = np.frombuffer(_blob(attr), np.uint8)
         if flat.nbytes != int(np.prod(t.shape)) * dtype.itemsize:
@@ -371,3 +386,116 @@ def elided_text(module: ir.Module, **flags) -> str:
 
     copy.operation.walk(visit)
     return _PLACEHOLDER.sub("dense_resource<__elided__>", copy.operation.get_asm(**flags))
+
+
+# -- giving back what builds made ---------------------------------------------------------------
+# MLIR frees a blob only with its context, and ours lives as long as the process: every weight a
+# build made (folded transposes, batch norms folded into convolutions, blocked and packed
+# layouts) stayed in memory after the build, needed or not (BERT-base: +800 MB, for good, after
+# its first build). A resource made while a build runs (`build_scope`), over memory of its own
+# (`aligned_empty`'s mappings), is released (its pages given back: it reads as zeros after that,
+# and `to_numpy` refuses it) once no executable holds a module that uses it (`hold`) and no build
+# is running. One handed out while no build runs (a pass the user runs, whose module the user
+# keeps) is kept for good.
+_lock = threading.RLock()
+_builds = 0
+_releasable: set[tuple[int, str]] = set()
+_holders: collections.Counter = collections.Counter()
+_pending: set[tuple[int, str]] = set()
+_released: set[tuple[int, str]] = set()
+
+
+def _mapping(array: np.ndarray) -> mmap.mmap | None:
+    """The private mapping (`aligned_empty`) that `array` views, if any."""
+    base = array
+    while base is not None:
+        if isinstance(base, mmap.mmap):
+            return base
+        base = base.obj if isinstance(base, memoryview) else getattr(base, "base", None)
+    return None
+
+
+def _made(name: tuple[int, str]) -> None:
+    with _lock:
+        if _builds:
+            _releasable.add(name)
+            _pending.add(name)
+
+
+def _handed_out(name: tuple[int, str]) -> None:
+    with _lock:
+        if _builds:
+            _pending.add(name)  # (a build may use it now: it is looked at when builds end)
+        else:
+            _releasable.discard(name)
+
+
+@contextlib.contextmanager
+def build_scope():
+    """The extent of a build: what is made in it and unused by its result is released at its end
+    (or at the end of the last of concurrent builds)."""
+    global _builds
+    with _lock:
+        _builds += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _builds -= 1
+            if not _builds:
+                _collect()
+
+
+def hold(owner: object, module: ir.Module) -> None:
+    """Keep the resources of `module` that builds made for as long as `owner` lives (an
+    executable that runs or exports `module`)."""
+    names = []
+
+    def visit(op):
+        attrs = op.operation.attributes
+        for i in range(len(attrs)):
+            attr = attrs[i].attr
+            if is_resource(attr):
+                names.append(_key(attr))
+        return ir.WalkResult.ADVANCE
+
+    with _lock:
+        if not _releasable:
+            return
+        module.operation.walk(visit)
+        names = [n for n in names if n in _releasable]
+        _holders.update(names)
+    if names:
+        weakref.finalize(owner, _let_go, names)
+
+
+def _let_go(names: list[tuple[int, str]]) -> None:
+    with _lock:
+        _holders.subtract(names)
+        _pending.update(names)
+        if not _builds:
+            _collect()
+
+
+def _collect() -> None:
+    for name in _pending:
+        if name not in _releasable or _holders[name] > 0:
+            continue
+        flat = _arrays.get(name)
+        memory = _mapping(flat) if flat is not None else None
+        if memory is not None:
+            memory.madvise(mmap.MADV_DONTNEED)
+        _releasable.discard(name)
+        _holders.pop(name, None)
+        _released.add(name)
+        content = _content_keys.pop(name, None)
+        same = _by_content.get(content) if content is not None else None
+        if same is not None and _key(same) == name:
+            del _by_content[content]
+    _pending.clear()
+
+
+def made_bytes() -> int:
+    """Bytes of the resources that builds made and still keep (held, or awaiting release)."""
+    with _lock:
+        return sum(_arrays[n].nbytes for n in _releasable if n in _arrays)

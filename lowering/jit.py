@@ -104,6 +104,7 @@ class JitCode:
         opt_level: int = 3,
     ):
         self.module, self.target = module, target
+        dense.hold(self, module)  # the weights the build made, which the code reads
         self.libraries = needed_libraries(module, extra_libraries)
         missing = target.runs_on_host() if target is not None else []
         self._bound: list[Any] = []  # ctypes callbacks must outlive the engine

@@ -225,6 +225,7 @@ def _build_cuda(mod: IRModule, tgt: Target, infos: dict[str, FunctionInfo]) -> E
         raise BuildError(str(exc)) from None
     ex = load_module(path)
     ex.lowered = mod.module  # `as_text()` of the library is its metadata; this is the IR
+    dense.hold(ex, mod.module)
     weakref.finalize(ex, shutil.rmtree, folder, True)  # the mapped library outlives its file
     return ex
 
@@ -287,7 +288,8 @@ def build(
         raise ValueError(f"exec_mode: unsupported value ({exec_mode!r}); supported: {', '.join(EXEC_MODES)}")
     tgt = as_target(target)
     mod = _as_module(mod)
-    with scope(), tgt:
+    # what the build makes and its executable does not keep is given back at its end
+    with scope(), tgt, dense.build_scope():
         dense.check_borrowed(mod.module)
         key = _cache_key(mod, tgt)
         if key is not None:

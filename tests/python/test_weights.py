@@ -185,3 +185,49 @@ def test_jit_code_of_changed_weights_is_not_exported(tmp_path, monkeypatch):
     np.testing.assert_array_equal(_run(ex, ids), want)
     with pytest.raises(ValueError, match="changed after it was imported"):
         ex.export_library(str(tmp_path / "stale.so"))
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+    raise AssertionError("no VmRSS in /proc/self/status")
+
+
+def test_what_a_build_makes_goes_with_its_executable(monkeypatch):
+    """Two 1024 x 4096 f32 weights (2 x 16.8 MB), transposed by FoldConstant, then packed: the
+    transposes are given back at the end of the build, the packed panels with the last
+    executable that uses them (a second build of the same module shares them), and a module
+    the user keeps, plain or run through the zero pipeline outside a build, still builds to
+    the same result. Before, the process kept all of it for good (+67 MB a build)."""
+    import gc
+
+    monkeypatch.setenv("RELAXMLIR_CACHE", "0")
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(1024, 4096), torch.nn.ReLU(), torch.nn.Linear(4096, 1024)
+    ).eval()
+    x = np.random.default_rng(0).standard_normal((2, 1024), dtype=np.float32)
+    want = model(torch.from_numpy(x)).detach().numpy()
+    weights = 2 * 1024 * 4096 * 4
+    mod = _import(model, x)
+    gc.collect()
+    base, rss = dense.made_bytes(), _rss_mb()
+    first = relax.build(mod, "llvm")
+    assert weights <= dense.made_bytes() - base <= 1.05 * weights  # packed only, no transposes
+    second = relax.build(mod, "llvm")
+    assert dense.made_bytes() - base <= 1.05 * weights  # the same panels
+    np.testing.assert_allclose(_run(first, x), want, rtol=1e-4, atol=1e-4)
+    del first
+    gc.collect()
+    np.testing.assert_allclose(_run(second, x), want, rtol=1e-4, atol=1e-4)
+    del second
+    gc.collect()
+    assert dense.made_bytes() == base
+    assert _rss_mb() - rss < 16, (rss, _rss_mb())  # (+67 MB when nothing was given back)
+    zero = relax.get_pipeline("zero")(mod)  # its folded transposes are the user's to keep
+    for kept in (mod, zero):
+        np.testing.assert_allclose(_run(relax.build(kept, "llvm"), x), want, rtol=1e-4, atol=1e-4)
+        gc.collect()
+    np.testing.assert_allclose(_run(relax.build(zero, "llvm"), x), want, rtol=1e-4, atol=1e-4)
