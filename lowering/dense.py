@@ -446,24 +446,35 @@ def build_scope():
                 _collect()
 
 
-def hold(owner: object, module: ir.Module) -> None:
-    """Keep the resources of `module` that builds made for as long as `owner` lives (an
-    executable that runs or exports `module`)."""
+def resources_of(module: ir.Module, every_op: bool = False) -> list[tuple[int, str]]:
+    """The resources on `module`'s top-level ops (where the lowering puts a model's constants:
+    `memref.global`, `llvm.mlir.global`), or on every op with `every_op` (a Python callback per
+    op: 0.1-0.16 s for the lowered ResNet-18 or BERT-base, 4% of their builds)."""
     names = []
 
     def visit(op):
-        attrs = op.operation.attributes
+        attrs = op.attributes
         for i in range(len(attrs)):
             attr = attrs[i].attr
             if is_resource(attr):
                 names.append(_key(attr))
         return ir.WalkResult.ADVANCE
 
+    if every_op:
+        module.operation.walk(visit)
+    else:
+        for op in module.body.operations:
+            visit(op.operation)
+    return names
+
+
+def hold(owner: object, module: ir.Module) -> None:
+    """Keep the resources of `module` that builds made for as long as `owner` lives (an
+    executable that runs or exports `module`)."""
     with _lock:
         if not _releasable:
             return
-        module.operation.walk(visit)
-        names = [n for n in names if n in _releasable]
+        names = [n for n in resources_of(module) if n in _releasable]
         _holders.update(names)
     if names:
         weakref.finalize(owner, _let_go, names)
