@@ -27,8 +27,16 @@ import sys
 import tempfile
 from pathlib import Path
 
-# The widest f32 vector of the compiler's target: `vec`, LANES, SET1, FMA, LOAD, first().
-VECTORS = r"""
+# The headers both programs include, and the widest f32 vector of the compiler's target:
+# `vec`, LANES, SET1, FMA, LOAD, first().
+PRELUDE = r"""
+#define _GNU_SOURCE
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <time.h>
+
 #if defined(__AVX512F__)
 #include <immintrin.h>
 typedef __m512 vec;
@@ -69,16 +77,7 @@ static float first(vec v) { return v; }
 """
 
 C_SOURCE = (
-    r"""
-#define _GNU_SOURCE
-#include <math.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-"""
-    + VECTORS
+    PRELUDE
     + r"""
 #define ACCS 12
 #define CHUNK 100000L
@@ -152,16 +151,7 @@ int main(int argc, char **argv) {
 # as 4 sequential streams side by side (one stream alone stays below a core's bandwidth on
 # these machines), a few passes; bytes read by all threads / the slowest thread's wall time.
 BANDWIDTH_SOURCE = (
-    r"""
-#define _GNU_SOURCE
-#include <math.h>
-#include <pthread.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <time.h>
-
-"""
-    + VECTORS
+    PRELUDE
     + r"""
 #define STREAMS 4
 
