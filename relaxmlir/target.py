@@ -142,6 +142,11 @@ def _host_cpu(arch: str, features: tuple[str, ...], info: dict[str, str]) -> str
     return x86_level(features)
 
 
+def _generic(mcpu: str) -> bool:
+    """An x86-64 micro-architecture level or aarch64's baseline, rather than a CPU model."""
+    return mcpu.startswith("x86-64") or mcpu == "generic"
+
+
 def x86_level(features) -> str:
     """The highest x86-64 micro-architecture level whose features are all in `features`."""
     for level in ("x86-64-v4", "x86-64-v3", "x86-64-v2"):
@@ -406,7 +411,10 @@ def _complete_cpu(attrs: dict) -> None:
     arch = _triple_arch(attrs["mtriple"]) if "mtriple" in attrs else host["arch"]
     if "mcpu" not in attrs and arch != host["arch"]:
         attrs["mcpu"] = BASE_CPUS[arch]  # another architecture: its baseline, not the host's CPU
-    own = "mcpu" not in attrs or attrs["mcpu"] == host["mcpu"]
+    # A generic level is never "the host's own CPU", even where it is the best name the host
+    # has (an Intel Xeon whose VM hides features of its model): `-mcpu=x86-64-v4` had taken a
+    # Sapphire Rapids host's 2 MB L2 and changed the lit tests' schedules.
+    own = "mcpu" not in attrs or (attrs["mcpu"] == host["mcpu"] and not _generic(host["mcpu"]))
     if "mcpu" not in attrs:
         mcpu = host["mcpu"]
         if mcpu in CPUS and not set(CPUS[mcpu][1]) <= set(host["features"]):
