@@ -44,7 +44,7 @@ from lowering.schedule.common import (
     register_schedule,
 )
 from lowering.schedule.math_approx import constant_float
-from lowering.schedule.reduction import inner_reduction, row_block
+from lowering.schedule.reduction import ROWS, inner_reduction, row_block
 from relaxmlir.target import Target
 
 GEMV_NB = 4  # 1-row register tile: 4 panels of NR = 8 accumulators
@@ -837,6 +837,11 @@ def _split_columns(
         # Too few columns to share: a batch loop (attention heads) splits instead. A decode
         # step's scores @ V (4 key heads of 3 query rows x 1024 x 64) ran on one core.
         split = _split_batch(info, threads)
+        # Without one, the dot route still splits the columns where each thread gets a step
+        # of ROWS dot products (a step that does not depend on the vector width: a 1 x 130 x
+        # 300 GEMV had split on AVX2, 65 outputs each, and ran on one core on AVX-512).
+        if split is None and route == "dot" and n >= threads * ROWS:
+            split = info.n
         if split is None:
             return h, None, None
     sizes[split] = _ceil(info.size(split), threads)
