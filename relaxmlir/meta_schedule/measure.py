@@ -22,15 +22,15 @@ import atexit
 import json
 import os
 import queue
-import select
 import shutil
 import subprocess
 import sys
 import tempfile
 import threading
-import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
+
+from relaxmlir.runtime.trials import JsonLines
 
 # Test hook: `FAULT_HOOK(step, knobs)` ("build" or "run") may return "crash" (the process
 # aborts), "hang" (it sleeps past any timeout) or, for a build, "poison" (the build succeeds
@@ -415,7 +415,7 @@ class _Worker:
                 stderr=err,
                 env=_quiet_env(),
             )
-        self.buf = b""
+        self.replies = JsonLines(self.proc.stdout)
         self.served = 0
 
     def send(self, request: dict) -> None:
@@ -424,17 +424,7 @@ class _Worker:
 
     def receive(self, timeout_s: float) -> dict | None:
         """The next reply; None after `timeout_s`; EOFError when the process ended."""
-        fd, deadline = self.proc.stdout.fileno(), time.monotonic() + timeout_s
-        while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                return None
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                raise EOFError
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
+        return self.replies.next(timeout_s)
 
     def crash(self, step: str) -> str:
         code = self.proc.wait()

@@ -162,6 +162,29 @@ def knobs_id(knobs: dict) -> str:
     return json.dumps(knobs, sort_keys=True)
 
 
+class JsonLines:
+    """The replies of a child process, one JSON object per line of its stdout, each awaited
+    with a deadline (select on the pipe), so that a hung child costs its timeout, never a
+    blocked read: the measuring process here and the tuner's builders (meta_schedule.measure)."""
+
+    def __init__(self, stream):
+        self.fd, self.buf = stream.fileno(), b""
+
+    def next(self, timeout_s: float) -> dict | None:
+        """The next reply; None after `timeout_s`; EOFError when the process closed its end."""
+        deadline = time.monotonic() + timeout_s
+        while b"\n" not in self.buf:
+            left = deadline - time.monotonic()
+            if left <= 0 or not select.select([self.fd], [], [], left)[0]:
+                return None
+            chunk = os.read(self.fd, 1 << 16)
+            if not chunk:
+                raise EOFError
+            self.buf += chunk
+        line, self.buf = self.buf.split(b"\n", 1)
+        return json.loads(line)
+
+
 class _Runner:
     """The measuring process, started on first use and again after a candidate ends it (an
     exception, a crash, or a hang past the timeout, when it is killed): candidates share one
@@ -183,7 +206,7 @@ class _Runner:
                 stderr=err,
                 env=env,
             )
-        self.buf = b""
+        self.replies = JsonLines(self.proc.stdout)
         hello = self._receive(START_TIMEOUT_S)
         if isinstance(hello, dict):
             return None
@@ -193,18 +216,12 @@ class _Runner:
 
     def _receive(self, timeout_s: float) -> dict | str:
         """The process's next line, or "timeout", or the message of its crash."""
-        fd, deadline = self.proc.stdout.fileno(), time.monotonic() + timeout_s
-        while b"\n" not in self.buf:
-            left = deadline - time.monotonic()
-            if left <= 0 or not select.select([fd], [], [], left)[0]:
-                return "timeout"
-            chunk = os.read(fd, 1 << 16)
-            if not chunk:
-                code = self.proc.wait()
-                return f"run: crashed ({code}): {self._tail(code)}"
-            self.buf += chunk
-        line, self.buf = self.buf.split(b"\n", 1)
-        return json.loads(line)
+        try:
+            reply = self.replies.next(timeout_s)
+        except EOFError:
+            code = self.proc.wait()
+            return f"run: crashed ({code}): {self._tail(code)}"
+        return "timeout" if reply is None else reply
 
     def run(self, spec: dict, timeout_s: float) -> dict:
         """{"times_us": [...]} or {"error": ...} for one candidate."""
