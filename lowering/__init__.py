@@ -21,6 +21,7 @@ from lowering import (  # noqa: F401,E402
     llvm_target,
     pack_weights,
     partial_vectors,
+    prefetch,
     prim_func_dps,
     profile_hooks,
     scalar_loads,

@@ -102,6 +102,7 @@ def cpu_codegen(target: Target, runtime: Optional[str] = None) -> list[str]:
     runtime = runtime or libraries.parallel_runtime()
     x86 = target.arch == "x86_64"
     return [
+        "relax-prefetch-next-block",  # GEMMs fetch B's next column block into L2
         *VECTOR_CODEGEN,  # scheduled kernels: n-D vector transfers -> 1-D (one register each)
         "relax-scalar-operand-loads",  # register tiles' broadcast operands: scalar loads
         # rows of 14 or 7 lanes: one masked load each, not 8 + 4 + 2 (x86's masks)

@@ -531,7 +531,10 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         # B's panels in column blocks that stay in L2 while every row tile passes over them.
         col_block = [0] * (nloops + 1)
         col_block[info.n] = block
-        h, _ = s.tile_for(h, col_block)
+        h, block_loops = s.tile_for(h, col_block)
+        if int(opts.knob("matmul.prefetch", 1)):
+            # while a block is computed, the next one is fetched into L2 (lowering/prefetch.py)
+            s.emit(f'transform.annotate {block_loops[0]} "{PREFETCH_NEXT_ATTR}" : {s.ANY}')
         nb = math.gcd(nb, block)
     full_reg = [0] * nloops + [0]
     full_reg[info.n], full_reg[info.k] = 1, 1  # loop order n, k: K innermost
@@ -1494,6 +1497,7 @@ def use_prepacked_weight(func_op: ir.Operation, arg_index: int, layout: PackedLa
 
 ZERO_START_ATTR = "relax.zero_start"  # on the zero fill of an accumulator whose tiles start at 0
 INPLACE_ATTR = "relax.c_inplace"  # on a packed contraction whose C panels are views of C
+PREFETCH_NEXT_ATTR = "relax.prefetch_next_block"  # on a rows-route loop over B's column blocks
 C_VIEW_ATTR = "relax.c_view"  # on a rows-route contraction whose consumers read C as a reshape
 
 

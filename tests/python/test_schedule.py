@@ -492,6 +492,37 @@ def test_few_rows_against_prepacked_weights_share_a_register_tile(
     check(c, a @ w.T, f"prepacked {m}x{n}x{k} on {threads} thread(s), {mcpu}")
 
 
+@pytest.mark.parametrize("mcpu", ["x86-64-v4", "x86-64-v3"])
+@pytest.mark.parametrize(
+    "m,n,k,threads",
+    [(128, 1024, 256, 1), (70, 1024, 300, 1), (256, 1024, 160, 1), (128, 1024, 256, 2),
+     (70, 2048, 160, 2)],
+)  # fmt: skip
+def test_rows_blocks_prefetch_the_next_block(m, n, k, threads, mcpu):
+    """Prepacked weights of 1 MB and more go through the rows route in column blocks, and each
+    block's K loop prefetches the next block (lowering/prefetch.py): a remainder of rows past
+    the MR-row tiles (70), more row tiles than fetch (256 rows: 32 tiles, 16 fetch), and the
+    threads splitting the rows or B's panels (2048 columns). The code holds the prefetches, the
+    numbers are numpy's, and without the knob there is none."""
+    target = Target(f"llvm -mcpu={mcpu}")
+    w = rand(n, k, seed=1)
+    packed, layout = pack_weight(w, transposed=True, nr=micro_tile(target).nr)
+    with ir.Context():
+        module = ir.Module.parse(matmul_text(m, n, k, transposed_b=True))
+        use_prepacked_weight(module.body.operations[0].operation, 1, layout)
+        text = str(module)
+    if target.runs_on_host():
+        pytest.skip(f"this machine lacks {target.runs_on_host()}")
+    a = rand(m, k)
+    for knobs, prefetches in (({}, True), ({"matmul.prefetch": 0}, False)):
+        schedule = f"threads={threads} strict=true"
+        kern = Kernel.build(_with_knobs(text, knobs), "mm", schedule=schedule, target=target)
+        assert ("llvm.intr.prefetch" in str(kern.module)) == prefetches, knobs
+        c = np.full((m, n), 7.0, np.float32)
+        kern(a, packed, c)
+        check(c, a @ w.T, f"prepacked {m}x{n}x{k} on {threads} thread(s), {mcpu}, {knobs}")
+
+
 @pytest.mark.parametrize(
     ("m", "route"), [(12, "matmul-rows-8x32+4x32"), (9, "matmul-rows-8x32+1x32")]
 )

@@ -80,6 +80,8 @@ func.func private @matmul_packed(%a: tensor<512x512xf32>, %b: tensor<512x512xf32
 // CHECK: vector.transfer_read %arg0{{.*}} : tensor<512x512xf32>, vector<8x1xf32>
 // CHECK: vector.transfer_read %[[BPACK]]{{.*}} vector<32xf32>
 // CHECK-COUNT-8: vector.outerproduct
+// The loop over B's column blocks asks for the next block's prefetch (lowering/prefetch.py).
+// CHECK: } {relax.prefetch_next_block}
 func.func private @matmul_rows(%a: tensor<512x512xf32>, %b: tensor<512x512xf32>, %c: tensor<512x512xf32>) -> tensor<512x512xf32> attributes {relax.prim_func} {
   %zero = arith.constant 0.0 : f32
   %fill = linalg.fill ins(%zero : f32) outs(%c : tensor<512x512xf32>) -> tensor<512x512xf32>
