@@ -6,10 +6,11 @@ speed of one core's stream: a model's weights are not in cache when their layer 
 (BERT-base's are 340 MB), and on an Intel Xeon of the pool one core reads memory at 11.5 GB/s,
 a third of what that pass needs. The loop over the blocks carries `relax.prefetch_next_block`;
 this pass adds one `memref.prefetch` (into L2) to the K loop of its register tiles, at the read
-of B, spread so that each line of the next block is asked for once over the whole block: the
-step of row tile r, panel p and k prefetches element (r * P + p) * (K * NR / R) + k * (NR / R)
-of the next block (R row tiles, P panels per block, K x NR panels). A 128 x 768 x 2048 GEMM
-(Llama's up projection) on that Xeon: 3.13 -> 2.59 ms with its weight in L3, 3.57 -> 2.94 ms with
+of B, spread so that each line of the next block is asked for once over the whole block: with
+F = min(R, NR / 2) of the R row tiles fetching, the step of row tile r < F, panel p and k
+prefetches element (r * P + p) * K * NR / F + k * NR / F of the next block (P panels of K x NR
+per block; NR / F is 2 floats on AVX-512 and AVX2, a line every 8 steps). A 128 x 768 x 2048 GEMM
+(Llama's up projection) on that Xeon: 3.50 -> 2.58 ms with its weight in L3, 3.54 -> 2.96 ms with
 it cold (timed in turns); one prefetch at the same place of the next block in every row tile
 (the whole block again per tile) was as slow as none when cold.
 
