@@ -87,16 +87,21 @@ def _identity_layout(memref_type: ir.MemRefType) -> bool:
     return isinstance(layout, ir.AffineMapAttr) and layout.value == ir.AffineMap.get_identity(rank)
 
 
-def _nest(block_loop: ir.Operation) -> tuple[ir.Operation, ir.Operation, ir.Operation] | None:
+def _nest(
+    block_loop: ir.Operation,
+) -> tuple[ir.Operation, ir.Operation | None, ir.Operation] | None:
     """(row tiles, panels, K) loops under the block loop: the first row-tile loop (the full
-    tiles; a remainder after them fetches nothing), one panel loop in it, one innermost K loop
-    in that."""
+    tiles; a remainder after them fetches nothing), one panel loop in it (None where a block is
+    one panel: canonicalization drops a loop of one iteration), one innermost K loop in that."""
     rows = _child_loops(block_loop)
-    panels = _child_loops(rows[0]) if rows else []
-    k_loops = _child_loops(panels[0]) if len(panels) == 1 else []
+    inner = _child_loops(rows[0]) if rows else []
+    if len(inner) != 1:
+        return None
+    panel_loop = inner[0] if _child_loops(inner[0]) else None
+    k_loops = _child_loops(panel_loop) if panel_loop is not None else inner
     if len(k_loops) != 1 or _child_loops(k_loops[0]):
         return None
-    return rows[0], panels[0], k_loops[0]
+    return rows[0], panel_loop, k_loops[0]
 
 
 def _prefetch(buffer: ir.Value, at: ir.Value) -> None:
@@ -108,7 +113,8 @@ def _add_prefetch(block_loop: ir.Operation) -> bool:
     if nest is None:
         return False
     row_loop, panel_loop, k_loop = nest
-    row_trip, panel_trip, read = _trip(row_loop), _trip(panel_loop), _b_read(k_loop)
+    panel_trip = _trip(panel_loop) if panel_loop is not None else (0, 1, 1)
+    row_trip, read = _trip(row_loop), _b_read(k_loop)
     if row_trip is None or panel_trip is None or read is None:
         return False
     source = read.operands[0]
@@ -143,16 +149,19 @@ def _add_prefetch(block_loop: ir.Operation) -> bool:
             iv = arith.subi(iv, const(lb)) if lb else iv
             return arith.divui(iv, const(step)) if step != 1 else iv
 
-        r, p = ordinal(row_loop, row_lb, row_step), ordinal(panel_loop, panel_lb, 1)
+        r = ordinal(row_loop, row_lb, row_step)
         # The next block's first panel; the last block fetches itself again, and a panel index
         # of another form than (block's first panel + p) lands elsewhere in B, never outside.
-        first = arith.subi(read.operands[1], p)
+        if panel_loop is None:
+            p, first = None, read.operands[1]
+        else:
+            p = ordinal(panel_loop, panel_lb, 1)
+            first = arith.subi(read.operands[1], p)
         start = arith.minui(arith.addi(first, const(per_block)), const(n_panels - per_block))
         k_iv = k_loop.regions[0].blocks[0].arguments[0]
-        offset = arith.addi(
-            arith.muli(arith.addi(arith.muli(r, const(per_block)), p), const(segment)),
-            arith.muli(k_iv, const(per_step)),
-        )
+        tile = arith.muli(r, const(per_block))
+        tile = arith.addi(tile, p) if p is not None else tile  # (row tile, panel)'s number
+        offset = arith.addi(arith.muli(tile, const(segment)), arith.muli(k_iv, const(per_step)))
         offset = arith.minui(offset, const(block_elems - 1))
         at = arith.addi(arith.muli(start, const(k * nr)), offset)
         if fetching == n_rows:

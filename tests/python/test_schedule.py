@@ -494,16 +494,18 @@ def test_few_rows_against_prepacked_weights_share_a_register_tile(
 
 @pytest.mark.parametrize("mcpu", ["x86-64-v4", "x86-64-v3"])
 @pytest.mark.parametrize(
-    "m,n,k,threads",
-    [(128, 1024, 256, 1), (70, 1024, 300, 1), (256, 1024, 160, 1), (128, 1024, 256, 2),
-     (70, 2048, 160, 2)],
+    "m,n,k,threads,blocks",
+    [(128, 1024, 256, 1, 0), (70, 1024, 300, 1, 0), (256, 1024, 160, 1, 0),
+     (128, 1024, 256, 2, 0), (70, 2048, 160, 2, 0), (70, 1024, 300, 1, 1),
+     (64, 1024, 300, 2, 1)],
 )  # fmt: skip
-def test_rows_blocks_prefetch_the_next_block(m, n, k, threads, mcpu):
+def test_rows_blocks_prefetch_the_next_block(m, n, k, threads, blocks, mcpu):
     """Prepacked weights of 1 MB and more go through the rows route in column blocks, and each
     block's K loop prefetches the next block (lowering/prefetch.py): a remainder of rows past
-    the MR-row tiles (70), more row tiles than fetch (256 rows: 32 tiles, 16 fetch), and the
-    threads splitting the rows or B's panels (2048 columns). The code holds the prefetches, the
-    numbers are numpy's, and without the knob there is none."""
+    the MR-row tiles (70), more row tiles than fetch (256 rows: 32 tiles, 16 fetch), blocks of
+    one panel (the `matmul.rows_block` knob; a deep K, BERT's 3072 -> 768, gets them: no panel
+    loop), and the threads splitting the rows or B's panels (2048 columns). The code holds
+    the prefetches, the numbers are numpy's, and without the knob there is none."""
     target = Target(f"llvm -mcpu={mcpu}")
     w = rand(n, k, seed=1)
     packed, layout = pack_weight(w, transposed=True, nr=micro_tile(target).nr)
@@ -514,7 +516,9 @@ def test_rows_blocks_prefetch_the_next_block(m, n, k, threads, mcpu):
     if target.runs_on_host():
         pytest.skip(f"this machine lacks {target.runs_on_host()}")
     a = rand(m, k)
+    size = {"matmul.rows_block": blocks} if blocks else {}
     for knobs, prefetches in (({}, True), ({"matmul.prefetch": 0}, False)):
+        knobs = {**size, **knobs}
         schedule = f"threads={threads} strict=true"
         kern = Kernel.build(_with_knobs(text, knobs), "mm", schedule=schedule, target=target)
         assert ("llvm.intr.prefetch" in str(kern.module)) == prefetches, knobs

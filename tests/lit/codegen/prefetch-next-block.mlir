@@ -146,3 +146,36 @@ func.func @not_matched(%a: memref<32x64xf32>, %c: memref<32x8x32xf32>, %rows: in
   memref.dealloc %b2 : memref<8x64x32xf32>
   return
 }
+
+// -----
+
+// Blocks of one panel (a deep K: BERT's 3072 -> 768 projection): canonicalization dropped the
+// panel loop of one iteration; the row tiles' K loop reads the block loop's panel.
+// CHECK-LABEL: func.func @one_panel_blocks
+// CHECK: %[[FLAT:.+]] = memref.collapse_shape
+// CHECK: scf.for %[[J:.+]] = %c0 to %c8 step %c1 {
+// CHECK: scf.for %[[K:.+]] = %c0 to %c64 step %c1
+// CHECK: vector.transfer_read %{{.+}}[%[[J]], %[[K]], %c0]
+// CHECK: %[[NEXT:.+]] = arith.addi %[[J]], %{{.+}} : index
+// CHECK: memref.prefetch %[[FLAT]]
+func.func @one_panel_blocks(%a: memref<32x64xf32>, %b: memref<8x64x32xf32>, %c: memref<32x8x32xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %pad = ub.poison : f32
+  %zero = arith.constant dense<0.0> : vector<32xf32>
+  scf.for %j = %c0 to %c8 step %c1 {
+    scf.for %r = %c0 to %c32 step %c8 {
+      %acc = scf.for %k = %c0 to %c64 step %c1 iter_args(%s = %zero) -> (vector<32xf32>) {
+        %x = memref.load %a[%r, %k] : memref<32x64xf32>
+        %row = vector.transfer_read %b[%j, %k, %c0], %pad {in_bounds = [true]} : memref<8x64x32xf32>, vector<32xf32>
+        %t = vector.outerproduct %row, %x, %s {kind = #vector.kind<add>} : vector<32xf32>, f32
+        scf.yield %t : vector<32xf32>
+      }
+      vector.transfer_write %acc, %c[%r, %j, %c0] {in_bounds = [true]} : vector<32xf32>, memref<32x8x32xf32>
+    }
+  } {relax.prefetch_next_block}
+  return
+}
