@@ -14,8 +14,10 @@ per block; NR / F is 2 floats on AVX-512 and AVX2, a line every 8 steps). A 128 
 it cold (timed in turns); one prefetch at the same place of the next block in every row tile
 (the whole block again per tile) was as slow as none when cold.
 
-Loops whose shapes do not match (dynamic trip counts, a B defined inside the block loop, no B
-read indexed by the K loop) keep no prefetch: the result is the same, only slower.
+Symbolic rows (a model built for any batch or sequence length) count their row tiles when the
+loop runs. Loops whose shapes do not match (a row loop of dynamic start or step, a B defined
+inside the block loop, no B read indexed by the K loop) keep no prefetch: the result is the
+same, only slower.
 """
 
 from __future__ import annotations
@@ -114,25 +116,25 @@ def _add_prefetch(block_loop: ir.Operation) -> bool:
         return False
     row_loop, panel_loop, k_loop = nest
     panel_trip = _trip(panel_loop) if panel_loop is not None else (0, 1, 1)
-    row_trip, read = _trip(row_loop), _b_read(k_loop)
-    if row_trip is None or panel_trip is None or read is None:
+    row_lb, row_step = _constant(row_loop.operands[0]), _constant(row_loop.operands[2])
+    read = _b_read(k_loop)
+    if row_lb is None or not row_step or panel_trip is None or read is None:
         return False
     source = read.operands[0]
     b_type = ir.MemRefType(source.type)
     if _defined_inside(source, block_loop) or not _identity_layout(b_type):
         return False
     n_panels, k, nr = b_type.shape
-    row_lb, row_step, n_rows = row_trip
     panel_lb, panel_step, per_block = panel_trip
-    if panel_step != 1 or n_rows < 1 or per_block > n_panels:
+    if panel_step != 1 or per_block > n_panels:
+        return False
+    # Rows of static count, or symbolic ones (a batch or sequence `n`: their count is known
+    # when the loop runs, and what depends on it only is hoisted out of the K loop by LLVM).
+    row_trip = _trip(row_loop)
+    n_rows = row_trip[2] if row_trip is not None else None
+    if n_rows == 0:
         return False
     block_elems = per_block * k * nr
-    # The first NR / 2 row tiles fetch the block, 8 bytes a step (a line every 8 steps); more
-    # tiles than that only run (512 rows of 768 x 768 had been 1.25x slower with all 64 tiles
-    # fetching a line every 16 steps, each line 16 times).
-    fetching = max(1, min(n_rows, nr // 2))
-    per_step = max(1, nr // fetching)
-    segment = k * per_step  # elements each (row tile, panel) fetches
     with ir.InsertionPoint(block_loop), block_loop.location:
         i64 = ir.IntegerType.get_signless(64)
         dims = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, d) for d in range(3)])
@@ -149,6 +151,22 @@ def _add_prefetch(block_loop: ir.Operation) -> bool:
             iv = arith.subi(iv, const(lb)) if lb else iv
             return arith.divui(iv, const(step)) if step != 1 else iv
 
+        # The first NR / 2 row tiles fetch the block, 8 bytes a step (a line every 8 steps);
+        # more tiles than that only run (512 rows of 768 x 768 had been 1.25x slower with all
+        # 64 tiles fetching a line every 16 steps, each line 16 times).
+        if n_rows is not None:
+            fetching = max(1, min(n_rows, nr // 2))
+            every_tile, step_elems = fetching == n_rows, max(1, nr // fetching)
+            fetching_v, per_step, segment = fetching, const(step_elems), None
+        else:  # ceil((ub - lb) / step) tiles, at least one where the loop body runs
+            span = row_loop.operands[1]
+            span = arith.subi(span, const(row_lb)) if row_lb else span
+            tiles = arith.divui(arith.addi(span, const(row_step - 1)), const(row_step))
+            fetching_v = arith.minui(tiles, const(max(1, nr // 2)))
+            every_tile, per_step = False, arith.divui(const(nr), fetching_v)
+            segment = arith.muli(const(k), per_step)
+        # elements each (row tile, panel) fetches
+        segment = segment if segment is not None else const(k * step_elems)
         r = ordinal(row_loop, row_lb, row_step)
         # The next block's first panel; the last block fetches itself again, and a panel index
         # of another form than (block's first panel + p) lands elsewhere in B, never outside.
@@ -161,13 +179,15 @@ def _add_prefetch(block_loop: ir.Operation) -> bool:
         k_iv = k_loop.regions[0].blocks[0].arguments[0]
         tile = arith.muli(r, const(per_block))
         tile = arith.addi(tile, p) if p is not None else tile  # (row tile, panel)'s number
-        offset = arith.addi(arith.muli(tile, const(segment)), arith.muli(k_iv, const(per_step)))
+        offset = arith.addi(arith.muli(tile, segment), arith.muli(k_iv, per_step))
         offset = arith.minui(offset, const(block_elems - 1))
         at = arith.addi(arith.muli(start, const(k * nr)), offset)
-        if fetching == n_rows:
+        if every_tile:
             _prefetch(flat, at)
         else:  # (r is invariant in the K loop: LLVM unswitches the test out of it)
-            fetches = arith.cmpi(arith.CmpIPredicate.ult, r, const(fetching))
+            if isinstance(fetching_v, int):
+                fetching_v = const(fetching_v)
+            fetches = arith.cmpi(arith.CmpIPredicate.ult, r, fetching_v)
             branch = scf.IfOp(fetches)
             with ir.InsertionPoint(branch.then_block):
                 _prefetch(flat, at)

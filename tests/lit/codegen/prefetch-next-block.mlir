@@ -14,13 +14,14 @@
 // CHECK: scf.for %[[K:.+]] = %c0 to %c64 step %c1
 // CHECK: %[[PANEL:.+]] = arith.addi
 // CHECK: vector.transfer_read %[[B]][%[[PANEL]], %[[K]], %c0]
+// CHECK: %[[PER_STEP:.+]] = arith.constant 8 : index
+// CHECK: %[[SEGMENT:.+]] = arith.constant 512 : index
 // CHECK: %[[ROW:.+]] = arith.divui %[[R]], %{{.+}} : index
 // CHECK: %[[FIRST:.+]] = arith.subi %[[PANEL]], %[[P]] : index
 // CHECK: %[[NEXT:.+]] = arith.addi %[[FIRST]], %{{.+}} : index
 // CHECK: %[[LAST:.+]] = arith.constant 6 : index
 // CHECK: %[[START:.+]] = arith.minui %[[NEXT]], %[[LAST]] : index
-// CHECK: %[[SEGMENT:.+]] = arith.constant 512 : index
-// CHECK: %[[PER_STEP:.+]] = arith.constant 8 : index
+// CHECK: arith.muli %{{.+}}, %[[SEGMENT]] : index
 // CHECK: arith.muli %[[K]], %[[PER_STEP]] : index
 // CHECK: %[[BLOCK_END:.+]] = arith.constant 4095 : index
 // CHECK: %[[PANEL_SIZE:.+]] = arith.constant 2048 : index
@@ -61,11 +62,12 @@ func.func @blocks(%a: memref<32x64xf32>, %b: memref<8x64x32xf32>, %c: memref<32x
 // the row tile's number; the others only compute.
 // CHECK-LABEL: func.func @many_rows
 // CHECK: scf.for %[[K:.+]] = %c0 to %c64 step %c1
-// CHECK: arith.constant 128 : index
 // CHECK: %[[PER_STEP:.+]] = arith.constant 2 : index
+// CHECK: arith.constant 128 : index
+// CHECK: %[[TILE:.+]] = arith.divui
 // CHECK: arith.muli %[[K]], %[[PER_STEP]] : index
 // CHECK: %[[FETCHING:.+]] = arith.constant 16 : index
-// CHECK: %[[FETCHES:.+]] = arith.cmpi ult, %{{.+}}, %[[FETCHING]] : index
+// CHECK: %[[FETCHES:.+]] = arith.cmpi ult, %[[TILE]], %[[FETCHING]] : index
 // CHECK: scf.if %[[FETCHES]] {
 // CHECK-NEXT: memref.prefetch %{{.+}}[%{{.+}}], read, locality<2>, data : memref<16384xf32>
 func.func @many_rows(%a: memref<256x64xf32>, %b: memref<8x64x32xf32>, %c: memref<256x8x32xf32>) {
@@ -97,13 +99,13 @@ func.func @many_rows(%a: memref<256x64xf32>, %b: memref<8x64x32xf32>, %c: memref
 // -----
 
 // Shapes the pass does not know keep no prefetch, and lose the annotation: B made inside the
-// block loop, and a row loop of dynamic trip count.
+// block loop, and a row loop whose step is not a constant.
 // CHECK-LABEL: func.func @not_matched
 // CHECK-NOT: memref.prefetch
 // CHECK-NOT: memref.collapse_shape
 // CHECK-NOT: relax.prefetch_next_block
 // CHECK: return
-func.func @not_matched(%a: memref<32x64xf32>, %c: memref<32x8x32xf32>, %rows: index) {
+func.func @not_matched(%a: memref<32x64xf32>, %c: memref<32x8x32xf32>, %step: index) {
   %c0 = arith.constant 0 : index
   %c1 = arith.constant 1 : index
   %c2 = arith.constant 2 : index
@@ -130,7 +132,7 @@ func.func @not_matched(%a: memref<32x64xf32>, %c: memref<32x8x32xf32>, %rows: in
   } {relax.prefetch_next_block}
   %b2 = memref.alloc() : memref<8x64x32xf32>
   scf.for %j = %c0 to %c8 step %c2 {
-    scf.for %r = %c0 to %rows step %c8 {
+    scf.for %r = %c0 to %c32 step %step {
       scf.for %p = %c0 to %c2 step %c1 {
         %panel = arith.addi %j, %p : index
         %acc = scf.for %k = %c0 to %c64 step %c1 iter_args(%s = %zero) -> (vector<32xf32>) {
@@ -144,6 +146,50 @@ func.func @not_matched(%a: memref<32x64xf32>, %c: memref<32x8x32xf32>, %rows: in
     }
   } {relax.prefetch_next_block}
   memref.dealloc %b2 : memref<8x64x32xf32>
+  return
+}
+
+// -----
+
+// Symbolic rows (a model built for any sequence length): the row tiles are counted when the
+// loop runs, ceil(rows / 8), at most 16 of them fetch, NR / that many floats a step.
+// CHECK-LABEL: func.func @symbolic_rows
+// CHECK-SAME: %[[ROWS:[a-z0-9_]+]]: index)
+// CHECK: scf.for %[[R:.+]] = %c0 to %[[ROWS]] step %c8 {
+// CHECK: scf.for %[[K:.+]] = %c0 to %c64 step %c1
+// CHECK: vector.transfer_read
+// CHECK: %[[SPAN:.+]] = arith.addi %[[ROWS]], %{{.+}} : index
+// CHECK: %[[TILES:.+]] = arith.divui %[[SPAN]], %{{.+}} : index
+// CHECK: %[[MOST:.+]] = arith.constant 16 : index
+// CHECK: %[[FETCHING:.+]] = arith.minui %[[TILES]], %[[MOST]] : index
+// CHECK: %[[PER_STEP:.+]] = arith.divui %{{.+}}, %[[FETCHING]] : index
+// CHECK: %[[TILE:.+]] = arith.divui %[[R]], %{{.+}} : index
+// CHECK: arith.muli %[[K]], %[[PER_STEP]] : index
+// CHECK: %[[FETCHES:.+]] = arith.cmpi ult, %[[TILE]], %[[FETCHING]] : index
+// CHECK: scf.if %[[FETCHES]] {
+// CHECK-NEXT: memref.prefetch
+func.func @symbolic_rows(%a: memref<?x64xf32>, %b: memref<8x64x32xf32>, %c: memref<?x8x32xf32>, %rows: index) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %c8 = arith.constant 8 : index
+  %c64 = arith.constant 64 : index
+  %pad = ub.poison : f32
+  %zero = arith.constant dense<0.0> : vector<32xf32>
+  scf.for %j = %c0 to %c8 step %c2 {
+    scf.for %r = %c0 to %rows step %c8 {
+      scf.for %p = %c0 to %c2 step %c1 {
+        %panel = arith.addi %j, %p : index
+        %acc = scf.for %k = %c0 to %c64 step %c1 iter_args(%s = %zero) -> (vector<32xf32>) {
+          %x = memref.load %a[%r, %k] : memref<?x64xf32>
+          %row = vector.transfer_read %b[%panel, %k, %c0], %pad {in_bounds = [true]} : memref<8x64x32xf32>, vector<32xf32>
+          %t = vector.outerproduct %row, %x, %s {kind = #vector.kind<add>} : vector<32xf32>, f32
+          scf.yield %t : vector<32xf32>
+        }
+        vector.transfer_write %acc, %c[%r, %panel, %c0] {in_bounds = [true]} : vector<32xf32>, memref<?x8x32xf32>
+      }
+    }
+  } {relax.prefetch_next_block}
   return
 }
 
