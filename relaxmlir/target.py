@@ -413,7 +413,7 @@ def _complete_cpu(attrs: dict) -> None:
         attrs["mcpu"] = BASE_CPUS[arch]  # another architecture: its baseline, not the host's CPU
     # A generic level is never "the host's own CPU", even where it is the best name the host
     # has (an Intel Xeon whose VM hides features of its model): `-mcpu=x86-64-v4` had taken a
-    # Sapphire Rapids host's 2 MB L2 and changed the lit tests' schedules.
+    # Emerald Rapids host's 2 MB L2 and changed the lit tests' schedules.
     own = "mcpu" not in attrs or (attrs["mcpu"] == host["mcpu"] and not _generic(host["mcpu"]))
     if "mcpu" not in attrs:
         mcpu = host["mcpu"]

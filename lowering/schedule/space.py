@@ -58,6 +58,7 @@ def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
         KC,
         ROUTES,
         SPLITS,
+        _l2_bytes,
         micro_tile,
     )
 
@@ -80,8 +81,10 @@ def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
         panels = -(-info.size(info.n) // nr)
         blocks = sorted({b for b in (1, 2, 4, 8, panels) if panels % b == 0})
         knobs.append(Knob("matmul.rows_block", (0, *blocks), 0))
-        # ... and whether the loop over them prefetches the next block (lowering/prefetch.py)
-        knobs.append(Knob("matmul.prefetch", (1, 0), 1))
+        # ... and whether the loop over them prefetches the next block (lowering/prefetch.py),
+        # where B is large enough to go in blocks by default (elsewhere the knob changes nothing)
+        if 4 * panels * nr * info.size(info.k) > _l2_bytes(opts) // 2:
+            knobs.append(Knob("matmul.prefetch", (1, 0), 1))
     if opts.threads > 1:
         knobs.append(Knob("matmul.split", SPLITS, "auto"))
     whole_tiles = info.static and info.size(info.n) % nr == 0
