@@ -151,18 +151,22 @@ func.func @not_matched(%a: memref<32x64xf32>, %c: memref<32x8x32xf32>, %step: in
 
 // -----
 
-// Symbolic rows (a model built for any sequence length): the row tiles are counted when the
-// loop runs, ceil(rows / 8), at most 16 of them fetch, NR / that many floats a step.
+// Symbolic rows (a model built for any sequence length): the row tiles are counted before the
+// row loop runs (not in the K loop), ceil(rows / 8), at most 16 of them fetch (at least 1: no
+// division by 0 where no tile runs), NR / that many floats a step.
 // CHECK-LABEL: func.func @symbolic_rows
 // CHECK-SAME: %[[ROWS:[a-z0-9_]+]]: index)
-// CHECK: scf.for %[[R:.+]] = %c0 to %[[ROWS]] step %c8 {
-// CHECK: scf.for %[[K:.+]] = %c0 to %c64 step %c1
-// CHECK: vector.transfer_read
+// CHECK: scf.for %{{.+}} = %c0 to %c8 step %c2 {
 // CHECK: %[[SPAN:.+]] = arith.addi %[[ROWS]], %{{.+}} : index
 // CHECK: %[[TILES:.+]] = arith.divui %[[SPAN]], %{{.+}} : index
 // CHECK: %[[MOST:.+]] = arith.constant 16 : index
-// CHECK: %[[FETCHING:.+]] = arith.minui %[[TILES]], %[[MOST]] : index
+// CHECK: %[[AT_MOST:.+]] = arith.minui %[[TILES]], %[[MOST]] : index
+// CHECK: %[[FETCHING:.+]] = arith.maxui %[[AT_MOST]], %{{.+}} : index
 // CHECK: %[[PER_STEP:.+]] = arith.divui %{{.+}}, %[[FETCHING]] : index
+// CHECK: scf.for %[[R:.+]] = %c0 to %[[ROWS]] step %c8 {
+// CHECK: scf.for %[[K:.+]] = %c0 to %c64 step %c1
+// CHECK: vector.transfer_read
+// CHECK-NOT: arith.divui %{{.+}}, %[[FETCHING]]
 // CHECK: %[[TILE:.+]] = arith.divui %[[R]], %{{.+}} : index
 // CHECK: arith.muli %[[K]], %[[PER_STEP]] : index
 // CHECK: %[[FETCHES:.+]] = arith.cmpi ult, %[[TILE]], %[[FETCHING]] : index
