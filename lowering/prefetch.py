@@ -26,6 +26,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from lowering.registry import register_pass
+from lowering.schedule.hoist import defined_inside
 from lowering.schedule.matmul import PREFETCH_NEXT_ATTR
 
 L2_LOCALITY = 2  # prefetcht1: into L2 (the block's home); L1 is the register tiles' A and B rows
@@ -72,16 +73,6 @@ def _b_read(k_loop: ir.Operation) -> ir.Operation | None:
     return None
 
 
-def _defined_inside(value: ir.Value, loop: ir.Operation) -> bool:
-    owner = value.owner
-    op = owner.operation if isinstance(owner, (ir.OpView, ir.Operation)) else owner.owner
-    while op is not None:
-        if op == loop:
-            return True
-        op = op.parent
-    return False
-
-
 def _identity_layout(memref_type: ir.MemRefType) -> bool:
     """A row-major buffer (an argument, an allocation): one flat view covers it."""
     layout = memref_type.layout
@@ -122,7 +113,7 @@ def _add_prefetch(block_loop: ir.Operation) -> bool:
         return False
     source = read.operands[0]
     b_type = ir.MemRefType(source.type)
-    if _defined_inside(source, block_loop) or not _identity_layout(b_type):
+    if defined_inside(source, block_loop) or not _identity_layout(b_type):
         return False
     n_panels, k, nr = b_type.shape
     panel_lb, panel_step, per_block = panel_trip

@@ -25,7 +25,7 @@ def transfer_parts(op: ir.Operation) -> tuple[list[ir.Value], ir.Value | None]:
     return indices, (operands[-1] if segments[-1] else None)
 
 
-def _inside(value: ir.Value, loop: ir.Operation) -> bool:
+def defined_inside(value: ir.Value, loop: ir.Operation) -> bool:
     """Whether `value` is defined in `loop`'s body (its block arguments included)."""
     owner = value.owner
     op = owner.owner if isinstance(owner, ir.Block) else owner
@@ -79,7 +79,7 @@ def _candidate(loop: ir.Operation, position: int) -> tuple[ir.Operation, ir.Oper
         return None  # unmasked pairs are upstream's (hoist_loop_invariant_subsets)
     if any(a != b for a, b in zip(r_idx, w_idx)):
         return None
-    if any(_inside(v, loop) for v in [*r_idx, r_mask]):
+    if any(defined_inside(v, loop) for v in [*r_idx, r_mask]):
         return None
     if read.results[0].type != write.operands[0].type or not _poison(read.operands[1 + len(r_idx)]):
         return None  # a poison padding: the lanes off the mask may then hold anything
