@@ -74,6 +74,13 @@ static float first(vec v) { return v; }
 #define LOAD(p) (*(p))
 #endif
 
+/* seconds on `clock`: a thread's CPU time (the FMA loop) or the wall (the memory reads) */
+static double seconds_on(clockid_t clock) {
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return ts.tv_sec + 1e-9 * ts.tv_nsec;
+}
+
 """
 
 C_SOURCE = (
@@ -90,11 +97,7 @@ typedef struct { long iters; double elapsed; } result_t;
 
 /* the thread's own CPU time: another process sharing the core (these machines are small and
    shared) takes wall time from the loop, not cycles, so the rate stays the core's */
-static double now(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+static double now(void) { return seconds_on(CLOCK_THREAD_CPUTIME_ID); }
 
 static void *work(void *arg) {
     result_t *res = (result_t *)arg;
@@ -163,11 +166,7 @@ volatile float sink;
 
 typedef struct { long id; double elapsed; } job_t;
 
-static double wall(void) {
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return ts.tv_sec + 1e-9 * ts.tv_nsec;
-}
+static double wall(void) { return seconds_on(CLOCK_MONOTONIC); }
 
 static void *work(void *arg) {
     job_t *job = (job_t *)arg;
@@ -261,17 +260,24 @@ def build(workdir: str | os.PathLike, isa: str = "native") -> Path:
     return compile_c(C_SOURCE, Path(workdir) / "peak", [*ISA_FLAGS[isa], "-lm"])
 
 
-def run(exe: str | os.PathLike, threads: int, seconds: float = 0.2, runs: int = 3) -> dict:
-    """One process with `threads` unpinned threads; the best of `runs` runs of `seconds` each."""
+def _report(exe: str | os.PathLike, args: list, pattern: str) -> re.Match:
+    """Run one of the C programs with `args` and match its report line against `pattern`."""
     out = subprocess.run(
-        [str(exe), str(threads), str(seconds), str(runs)],
-        stdout=subprocess.PIPE,
-        text=True,
-        check=True,
+        [str(exe), *map(str, args)], stdout=subprocess.PIPE, text=True, check=True
     ).stdout
-    m = re.search(r"kernel=(.*) lanes=(\d+) accumulators=(\d+) threads=(\d+) gflops=([\d.]+)", out)
+    m = re.search(pattern, out)
     if m is None:
         raise RuntimeError(f"unexpected output from {exe}: {out!r}")
+    return m
+
+
+def run(exe: str | os.PathLike, threads: int, seconds: float = 0.2, runs: int = 3) -> dict:
+    """One process with `threads` unpinned threads; the best of `runs` runs of `seconds` each."""
+    m = _report(
+        exe,
+        [threads, seconds, runs],
+        r"kernel=(.*) lanes=(\d+) accumulators=(\d+) threads=(\d+) gflops=([\d.]+)",
+    )
     return {
         "kernel": m.group(1),
         "lanes": int(m.group(2)),
@@ -305,16 +311,11 @@ def bandwidth(thread_counts, megabytes: int = 256, runs: int = 5, isa: str = "na
     try:
         with tempfile.TemporaryDirectory(prefix="relaxmlir-bandwidth-") as tmp:
             exe = compile_c(BANDWIDTH_SOURCE, Path(tmp) / "bandwidth", [*ISA_FLAGS[isa], "-lm"])
-            gbs = {}
-            for t in sorted(set(thread_counts)):
-                out = subprocess.run(
-                    [str(exe), str(t), str(megabytes), str(runs)],
-                    stdout=subprocess.PIPE, text=True, check=True,
-                ).stdout  # fmt: skip
-                m = re.search(r"threads=(\d+) megabytes=(\d+) gbs=([\d.]+)", out)
-                if m is None:
-                    raise RuntimeError(f"unexpected output from {exe}: {out!r}")
-                gbs[t] = float(m.group(3))
+            pattern = r"threads=(\d+) megabytes=(\d+) gbs=([\d.]+)"
+            gbs = {
+                t: float(_report(exe, [t, megabytes, runs], pattern).group(3))
+                for t in sorted(set(thread_counts))
+            }
     except (RuntimeError, OSError, subprocess.CalledProcessError) as exc:
         return {"error": str(exc)}
     return {"megabytes": megabytes, "gbs": gbs}
