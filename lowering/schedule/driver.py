@@ -36,7 +36,7 @@ from lowering.schedule.common import (
     remap_operands,
     slice_sizes,
 )
-from lowering.schedule.matmul import micro_tile, parallel_rows, symbolic_batch_split
+from lowering.schedule.matmul import micro_tile, rows_dispatch, symbolic_batch_split
 from lowering.schedule.normalize import normalize_function
 
 
@@ -157,16 +157,16 @@ def version_rows(func_op: ir.Operation, opts: ScheduleOptions) -> None:
     costs more than the whole kernel. The body becomes `scf.if size >= threshold { parallel
     copy } else { serial copy }`, every linalg op of the two copies marked for the rules
     (ROWS_VERSION_ATTR). The size is that of a function argument: a matmul's symbolic rows
-    (`matmul.parallel_rows`), else the product of an attention matmul's symbolic sizes (its
+    (`matmul.rows_dispatch`), else the product of an attention matmul's symbolic sizes (its
     heads split across threads from `min_parallel_work` on: 4 us at n = 1 for 0.2 us of
     work), else the element count of the largest argument with symbolic axes (softmax, layer
     norm and the epilogues over a symbolic sequence, which ran on one core between parallel
-    matmuls: BERT-base at n = 256 on 2 threads, 1.4x its static build)."""
-    if opts.threads <= 1:
-        return
+    matmuls: BERT-base at n = 256 on 2 threads, 1.4x its static build). On one thread, only
+    a matmul whose few rows and many rows want B in column blocks of different sizes is
+    versioned (`matmul.rows_dispatch`)."""
     infos = [(op, classify(op)) for op in linalg_ops(func_op)]
     for op, info in infos:
-        found = parallel_rows(info, opts)
+        found = rows_dispatch(info, opts)
         if found is None or not len(op.operands) or found[0] not in (info.operand_dims[0] or []):
             continue
         dim, threshold = found
@@ -174,6 +174,8 @@ def version_rows(func_op: ir.Operation, opts: ScheduleOptions) -> None:
         if source is None or source[0].owner.owner != func_op:
             continue
         _version_body(func_op, [source], threshold)
+        return
+    if opts.threads <= 1:
         return
     for op, info in infos:  # attention over a symbolic sequence: heads split from enough work
         if symbolic_batch_split(info, opts) is None:

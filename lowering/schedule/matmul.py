@@ -462,7 +462,7 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
     unpack = None if info.c_view else s.consumer(h, 0)  # (the epilogue reads the panels)
     n_blocks = _ceil(info.size(info.n), t.nr)
     nb = _panel_group(n_blocks)
-    # Symbolic rows: the driver runs this copy only when they are many enough (`parallel_rows`);
+    # Symbolic rows: the driver runs this copy only when they are many enough (`rows_dispatch`);
     # static ones split when the work is large enough.
     threads = _threads_for(info, opts) if info.static else opts.threads
     split_dim = _row_split(info, threads)
@@ -634,7 +634,12 @@ def _peeled_row_tile(
 
 
 def _rows_column_block(
-    info: OpInfo, opts: ScheduleOptions, t: MicroTile, n_blocks: int, rows: int | None
+    info: OpInfo,
+    opts: ScheduleOptions,
+    t: MicroTile,
+    n_blocks: int,
+    rows: int | None,
+    version: str | None = None,
 ) -> int:
     """B panels per column block of the `rows` route, out of the `n_blocks` panels a thread
     sees (all of B, or its share where the threads split B's panels); `n_blocks`: no blocks.
@@ -646,7 +651,9 @@ def _rows_column_block(
     BERT's 128x768x768 238 -> 249 and 128x3072x768 231 -> 238 (1.5-2.5% on the AVX2 path);
     whole models 3-4% faster (BERT-base 102.8 -> 99.7 ms, GPT-2 106.8 -> 102.7). At 2 threads
     W3 2-6% faster; blocks in each thread's share of B (with K past 1024 on this route, see
-    `_static_route`) made BERT-base, GPT-2 and the Llama-style model 4-6% faster."""
+    `_static_route`) made BERT-base, GPT-2 and the Llama-style model 4-6% faster.
+    `version`: the copy of a run-time row dispatch (default: the op's own, `info.rows_version`)."""
+    version = info.rows_version if version is None else version
     knob = int(opts.knob("matmul.rows_block", 0))
     if knob:
         if n_blocks % knob:
@@ -660,8 +667,8 @@ def _rows_column_block(
     if few_rows or panel * n_blocks <= l2 // 2:
         return n_blocks
     block = max(d for d in _divisors(n_blocks) if d == 1 or d * panel <= l2 // 4)
-    if rows is None and info.rows_version != "many":
-        # Symbolic rows that a batch of 1 runs (the one copy, or the serial copy of a run-time
+    if rows is None and version != "many":
+        # Symbolic rows that a batch of 1 runs (the one copy, or the few-rows copy of a run-time
         # dispatch) end in the 1 x NB*NR GEMV tile, whose NB panels are four streams of B: a
         # block of whole groups keeps them. BERT-base's 3072 -> 768 projection (196 KB panels,
         # blocks of one) ran its row at 1 panel a step, 25% slower than built for 1 row; built
@@ -721,13 +728,27 @@ def _row_split(info: OpInfo, threads: int) -> int | None:
     return info.m if info.size(info.m) >= threads else None
 
 
-def parallel_rows(info: OpInfo, opts: ScheduleOptions) -> tuple[int, int] | None:
-    """For a `rows` matmul on several threads whose split loop is symbolic: (that loop, the size
-    from which its parallel copy runs: its iterations x the static rest reach
-    `min_parallel_work`); None when no run-time dispatch is needed."""
+def rows_dispatch(info: OpInfo, opts: ScheduleOptions) -> tuple[int, int] | None:
+    """For a `rows` matmul whose symbolic rows want two schedules, chosen at run time
+    (`driver.version_rows`): (the loop, the size from which its "many" copy runs); None when
+    one schedule serves every size.
+    On several threads, the loop the threads split, when symbolic: its parallel copy runs from
+    where its iterations x the static rest reach `min_parallel_work`.
+    On one thread, the rows, when a few of them (ending in the 1 x NB*NR GEMV tile) want B's
+    column blocks in whole panel groups and many want smaller blocks, each next one prefetched
+    (`_rows_column_block`): from MR rows on. One copy for both, BERT-base's 3072 -> 768
+    projection (B streamed from memory) at n = 32 ran 1.75x slower than built for 32 (1.5 MB
+    blocks, too large to prefetch the next beside); with the many-rows copy, 1.01x."""
     t = tile_for(opts)
     if info.pattern != "matmul" or MatmulSchedule().route(info, t, opts) != "rows":
         return None
+    if opts.threads <= 1:
+        if info.ranges[info.m] is not None:
+            return None
+        n_blocks = _ceil(info.size(info.n), t.nr)
+        few = _rows_column_block(info, opts, t, n_blocks, None, version="few")
+        many = _rows_column_block(info, opts, t, n_blocks, None, version="many")
+        return (info.m, t.mr) if few != many else None
     dim = _row_split(info, opts.threads)
     if dim is None or info.ranges[dim] is not None:
         return None

@@ -39,3 +39,30 @@ func.func private @rows(%x: tensor<?x256xf32>, %out: tensor<?x256xf32>) -> tenso
   } -> tensor<?x256xf32>
   return %y : tensor<?x256xf32>
 }
+
+// A linear over symbolic rows through prepacked weights with a deep K (2048: panels of
+// 256 KB), on one thread: a few rows (down to one, the GEMV tile over 4 panels at a time)
+// want B's column blocks in whole panel groups, too large to prefetch the next beside; from
+// one 8-row tile on, the second copy runs one-panel blocks, each next one prefetched.
+// ONE-LABEL: func.func private @proj
+// ONE-SAME: relax.schedule = ["matmul-rows-8x32+4x32+2x32+1x32", "matmul-rows-8x32+4x64+2x128+1x128"]
+// ONE: %[[ROWS:.+]] = tensor.dim %arg0, %c0 : tensor<?x2048xf32>
+// ONE: %[[MANY:.+]] = arith.cmpi sge, %[[ROWS]], %c8 : index
+// ONE: scf.if %[[MANY]] -> (tensor<?x256xf32>)
+// ONE: } {relax.prefetch_next_block}
+// ONE: } else {
+// ONE-NOT: relax.prefetch_next_block
+// ONE: return
+func.func private @proj(%arg0: tensor<?x2048xf32>, %arg1: tensor<8x2048x32xf32>, %arg2: tensor<?x256xf32>) -> tensor<?x256xf32> attributes {relax.prim_func} {
+  %0 = tensor.empty() : tensor<256x2048xf32>
+  %unpack = linalg.unpack %arg1 inner_dims_pos = [0] inner_tiles = [32] into %0 {relax.prepacked} : tensor<8x2048x32xf32> -> tensor<256x2048xf32>
+  %cst = arith.constant 0.000000e+00 : f32
+  %1 = linalg.fill ins(%cst : f32) outs(%arg2 : tensor<?x256xf32>) -> tensor<?x256xf32>
+  %2 = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d2)>, affine_map<(d0, d1, d2) -> (d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>], iterator_types = ["parallel", "parallel", "reduction"]} ins(%arg0, %unpack : tensor<?x2048xf32>, tensor<256x2048xf32>) outs(%1 : tensor<?x256xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %3 = arith.mulf %in, %in_0 : f32
+    %4 = arith.addf %out, %3 : f32
+    linalg.yield %4 : f32
+  } -> tensor<?x256xf32>
+  return %2 : tensor<?x256xf32>
+}
