@@ -669,6 +669,44 @@ def test_reduction_matches_numpy(m, k, kind, axis):
     assert route.startswith("reduction-inner" if axis == 1 else "reduction-outer"), route
 
 
+ROW_MAX = """
+func.func private @rowmax(%a: tensor<{h}x{n}x{n}xf32>, %c: tensor<{h}x{n}xf32>) -> tensor<{h}x{n}xf32> attributes {{relax.prim_func}} {{
+  %init = arith.constant 0xFF800000 : f32
+  %f = linalg.fill ins(%init : f32) outs(%c : tensor<{h}x{n}xf32>) -> tensor<{h}x{n}xf32>
+  %r = linalg.generic {{indexing_maps = [affine_map<(d0, d1, d2) -> (d0, d1, d2)>, affine_map<(d0, d1, d2) -> (d0, d1)>],
+                        iterator_types = ["parallel", "parallel", "reduction"]}}
+      ins(%a : tensor<{h}x{n}x{n}xf32>) outs(%f : tensor<{h}x{n}xf32>) {{
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.maximumf %acc, %x : f32
+    linalg.yield %s : f32
+  }} -> tensor<{h}x{n}xf32>
+  return %r : tensor<{h}x{n}xf32>
+}}
+"""
+
+
+@pytest.mark.parametrize(
+    "h,n,threads,route",
+    [
+        (12, 197, 1, "reduction-inner-8x16+5x16"),  # ViT-B/16's attention rows
+        (12, 197, 2, "reduction-inner-8x16+5x16"),  # the threads split the heads, 6 each
+        (3, 197, 2, "reduction-inner-1x16"),  # they split the rows unevenly: one row a step
+        (4, 40, 1, "reduction-inner-8x16"),  # 8 divides the rows
+        (4, 13, 1, "reduction-inner-8x16+5x16"),  # 13 (masked vectors)
+        (4, 7, 1, "reduction-inner-7x16"),  # one block of all the rows
+    ],
+)
+def test_prime_rows_reduce_in_blocks_and_a_rest(h, n, threads, route):
+    """A row max (softmax's first pass) over rows that no block of 4 or more divides runs in
+    8-row blocks and one block of the rest (197 = 24 x 8 + 5), unless the threads split the
+    rows themselves in unequal shares; the numbers are numpy's."""
+    text = ROW_MAX.format(h=h, n=n)
+    assert scheduled_names(text, "rowmax", threads=threads) == [route]
+    a, c = rand(h, n, n), np.zeros((h, n), np.float32)
+    Kernel.build(text, "rowmax", schedule=f"threads={threads} strict=true", target=AVX512)(a, c)
+    check(c, a.max(axis=2), f"row max of {h}x{n}x{n} on {threads} thread(s)")
+
+
 BIAS_RELU = """
 func.func private @bias_relu(%a: tensor<{d}x{n}xf32>, %b: tensor<{n}xf32>, %c: tensor<{d}x{n}xf32>) -> tensor<{d}x{n}xf32> attributes {{relax.prim_func}} {{
   %e = tensor.empty({dyn}) : tensor<{d}x{n}xf32>

@@ -41,3 +41,26 @@ func.func private @max_cols(%a: tensor<300x64xf32>, %c: tensor<64xf32>) -> tenso
   } -> tensor<64xf32>
   return %r : tensor<64xf32>
 }
+
+// -----
+
+// Max over the contiguous axis of 37 rows (a prime: no block of 4 or more divides them): 32
+// rows in 8-row blocks, then the last 5 in one block, each row with its own chain of
+// vectors; one row a step left each row's maxima a chain of dependent ops.
+// CHECK-LABEL: func.func private @max_prime_rows
+// CHECK-SAME: relax.schedule = ["reduction-inner-8x16+5x16"]
+// CHECK: scf.for %{{.+}} = %c0 to %c32 step %c8
+// CHECK: scf.for {{.*}} step %c16 {{.*}} -> (vector<8x16xf32>)
+// CHECK: arith.maximumf %{{.+}}, %{{.+}} : vector<8x16xf32>
+// CHECK: scf.for {{.*}} step %c16 {{.*}} -> (vector<5x16xf32>)
+// CHECK: arith.maximumf %{{.+}}, %{{.+}} : vector<5x16xf32>
+func.func private @max_prime_rows(%a: tensor<37x100xf32>, %c: tensor<37xf32>) -> tensor<37xf32> attributes {relax.prim_func} {
+  %ninf = arith.constant 0xFF800000 : f32
+  %f = linalg.fill ins(%ninf : f32) outs(%c : tensor<37xf32>) -> tensor<37xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>, affine_map<(d0, d1) -> (d0)>], iterator_types = ["parallel", "reduction"]} ins(%a : tensor<37x100xf32>) outs(%f : tensor<37xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.maximumf %acc, %x : f32
+    linalg.yield %s : f32
+  } -> tensor<37xf32>
+  return %r : tensor<37xf32>
+}
