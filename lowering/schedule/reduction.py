@@ -174,7 +174,8 @@ def _inner_reduction(
     """Rows that no block of at least ROWS / 2 divides (ViT's 197 tokens: a prime) run in
     ROWS-row blocks, and the rest (197 % 8 = 5) in one block of its own: one row per step,
     each row's max or sum was a chain of dependent vector ops (4 cycles each) that nothing
-    overlapped (12 x 197 rows of 197: 110 -> 40 us). `uneven`: a loop split across threads in
+    overlapped (the max of 12 x 197 rows of 197 at 1 thread: 110 -> 63 us; a layer norm over
+    197 x 768: 99 -> 62 us). `uneven`: a loop split across threads in
     shares of different sizes (not split here)."""
     out_dims = info.operand_dims[-1] or []
     rows_dim = out_dims[-1] if out_dims else None
