@@ -530,6 +530,18 @@ def test_rows_blocks_prefetch_the_next_block(m, n, k, threads, blocks, mcpu):
         check(c, a @ w.T, f"prepacked {m}x{n}x{k} on {threads} thread(s), {mcpu}, {knobs}")
 
 
+def _symbolic_rows_linear(n: int, k: int, target: Target) -> tuple[str, np.ndarray, np.ndarray]:
+    """A linear layer over any number of rows (`?` x k @ w.T, w: n x k) whose weight is packed
+    ahead for `target`: (its PrimFunc text, w, the packed w it takes)."""
+    w = rand(n, k, seed=1)
+    packed, layout = pack_weight(w, transposed=True, nr=micro_tile(target).nr)
+    with ir.Context():
+        text = matmul_text(5, n, k, transposed_b=True).replace("tensor<5x", "tensor<?x")
+        module = ir.Module.parse(text)
+        use_prepacked_weight(module.body.operations[0].operation, 1, layout)
+        return str(module), w, packed
+
+
 @pytest.mark.parametrize("threads", [1, 2])
 def test_symbolic_rows_prefetch_the_next_block(threads):
     """Built once for any number of rows (a sequence length `n`) through 1.2 MB of prepacked
@@ -539,13 +551,7 @@ def test_symbolic_rows_prefetch_the_next_block(threads):
     only the static one prefetched."""
     n, k = 1024, 300
     target = Target(AVX512 if not Target(AVX512).runs_on_host() else AVX2)
-    w = rand(n, k, seed=1)
-    packed, layout = pack_weight(w, transposed=True, nr=micro_tile(target).nr)
-    with ir.Context():
-        text = matmul_text(5, n, k, transposed_b=True).replace("tensor<5x", "tensor<?x")
-        module = ir.Module.parse(text)
-        use_prepacked_weight(module.body.operations[0].operation, 1, layout)
-        text = str(module)
+    text, w, packed = _symbolic_rows_linear(n, k, target)
     kern = Kernel.build(text, "mm", schedule=f"threads={threads} strict=true", target=target)
     assert "llvm.intr.prefetch" in str(kern.module)
     for m in (1, 7, 70, 256, 1000):
@@ -566,13 +572,8 @@ def test_one_thread_dispatches_few_and_many_symbolic_rows(mcpu):
     than built for 32."""
     n, k = 256, 2048
     target = Target(f"llvm -mcpu={mcpu}")
-    w = rand(n, k, seed=1)
-    packed, layout = pack_weight(w, transposed=True, nr=micro_tile(target).nr)
+    text, w, packed = _symbolic_rows_linear(n, k, target)
     with ir.Context():
-        text = matmul_text(5, n, k, transposed_b=True).replace("tensor<5x", "tensor<?x")
-        module = ir.Module.parse(text)
-        use_prepacked_weight(module.body.operations[0].operation, 1, layout)
-        text = str(module)
         scheduled = ir.Module.parse(text)
         options = ScheduleOptions(threads=1, strict=True, target=target)
         schedule_function(scheduled.body.operations[0].operation, options)
