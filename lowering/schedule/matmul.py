@@ -664,6 +664,15 @@ def _rows_column_block(
     # One row tile: nothing reads a block twice. Symbolic rows (few or not) run in parts
     # (`_schedule_row_parts`), up to four passes over each block.
     few_rows = rows is not None and rows <= t.mr
+    if rows == t.mr and panel * n_blocks > l2 // 2 and n_blocks % 2 == 0 and 4 * panel <= l2:
+        # Exactly one full row tile, through a B beyond half of L2 (a batch of 8 through a
+        # model's weights): its register tile reads one panel per step, a single stream that
+        # the hardware prefetchers do not run far enough ahead of. In blocks of two panels the
+        # next block is prefetched (lowering/prefetch.py), one to two panels ahead. Weights
+        # cold, 1 thread, Intel Xeon: 8 x 3072 -> 768 1013 -> 750 us, 8 x 768 -> 3072 1025 ->
+        # 679, 8 x 768 -> 2304 719 -> 491; AVX2 (6 rows) 954 -> 675 and 910 -> 657 us. Blocks
+        # of one panel (the next one is the hardware's) or of four were slower than two.
+        return 2
     if few_rows or panel * n_blocks <= l2 // 2:
         return n_blocks
     block = max(d for d in _divisors(n_blocks) if d == 1 or d * panel <= l2 // 4)
