@@ -509,25 +509,27 @@ def test_rows_blocks_prefetch_the_next_block(m, n, k, threads, blocks, mcpu):
     blocks do not fit the L2 (16 panels: 614 KB on AVX-512, of the 1 MB that a target without
     cache sizes assumes), where the next would push out the one being computed."""
     target = Target(f"llvm -mcpu={mcpu}")
-    w = rand(n, k, seed=1)
-    packed, layout = pack_weight(w, transposed=True, nr=micro_tile(target).nr)
-    with ir.Context():
-        module = ir.Module.parse(matmul_text(m, n, k, transposed_b=True))
-        use_prepacked_weight(module.body.operations[0].operation, 1, layout)
-        text = str(module)
+    both_fit = 2 * (blocks or 1) * 4 * k * micro_tile(target).nr <= 1 << 20
+    size = {"matmul.rows_block": blocks} if blocks else {}
+    _check_prefetches(m, n, k, threads, target, both_fit, size)
+
+
+def _check_prefetches(m, n, k, threads, target, prefetches: bool, knobs: dict) -> None:
+    """An m x n x k linear with prepacked weights built with `knobs`: its code prefetches
+    (or not, as `prefetches` says; never with the `matmul.prefetch` knob off), and its numbers
+    are numpy's, both ways."""
+    text, w, packed = _prepacked_linear(m, n, k, target)
     if target.runs_on_host():
         pytest.skip(f"this machine lacks {target.runs_on_host()}")
     a = rand(m, k)
-    size = {"matmul.rows_block": blocks} if blocks else {}
-    both_fit = 2 * (blocks or 1) * 4 * k * micro_tile(target).nr <= 1 << 20
-    for knobs, prefetches in (({}, both_fit), ({"matmul.prefetch": 0}, False)):
-        knobs = {**size, **knobs}
+    for extra, expected in (({}, prefetches), ({"matmul.prefetch": 0}, False)):
+        built = {**knobs, **extra}
         schedule = f"threads={threads} strict=true"
-        kern = Kernel.build(_with_knobs(text, knobs), "mm", schedule=schedule, target=target)
-        assert ("llvm.intr.prefetch" in str(kern.module)) == prefetches, knobs
+        kern = Kernel.build(_with_knobs(text, built), "mm", schedule=schedule, target=target)
+        assert ("llvm.intr.prefetch" in str(kern.module)) == expected, built
         c = np.full((m, n), 7.0, np.float32)
         kern(a, packed, c)
-        check(c, a @ w.T, f"prepacked {m}x{n}x{k} on {threads} thread(s), {mcpu}, {knobs}")
+        check(c, a @ w.T, f"prepacked {m}x{n}x{k} on {threads} thread(s), {target}, {built}")
 
 
 @pytest.mark.parametrize("mcpu", ["x86-64-v4", "x86-64-v3"])
@@ -539,32 +541,19 @@ def test_one_row_tile_prefetches_two_panels_ahead(mcpu, threads):
     at 1 thread 1013 -> 750 us). The code holds the prefetches (none with the knob off) and the
     numbers are numpy's."""
     target = Target(f"llvm -mcpu={mcpu}")
-    m, n, k = micro_tile(target).mr, 1024, 1024
+    _check_prefetches(micro_tile(target).mr, 1024, 1024, threads, target, True, {})
+
+
+def _prepacked_linear(
+    m: int | None, n: int, k: int, target: Target
+) -> tuple[str, np.ndarray, np.ndarray]:
+    """A linear layer of m rows (None: any number, `?`), `x @ w.T` with w: n x k, whose weight
+    is packed ahead for `target`: (its PrimFunc text, w, the packed w it takes)."""
     w = rand(n, k, seed=1)
     packed, layout = pack_weight(w, transposed=True, nr=micro_tile(target).nr)
     with ir.Context():
-        module = ir.Module.parse(matmul_text(m, n, k, transposed_b=True))
-        use_prepacked_weight(module.body.operations[0].operation, 1, layout)
-        text = str(module)
-    if target.runs_on_host():
-        pytest.skip(f"this machine lacks {target.runs_on_host()}")
-    a = rand(m, k)
-    for knobs, prefetches in (({}, True), ({"matmul.prefetch": 0}, False)):
-        schedule = f"threads={threads} strict=true"
-        kern = Kernel.build(_with_knobs(text, knobs), "mm", schedule=schedule, target=target)
-        assert ("llvm.intr.prefetch" in str(kern.module)) == prefetches, knobs
-        c = np.full((m, n), 7.0, np.float32)
-        kern(a, packed, c)
-        check(c, a @ w.T, f"{m} rows x {n} x {k} on {threads} thread(s), {mcpu}, {knobs}")
-
-
-def _symbolic_rows_linear(n: int, k: int, target: Target) -> tuple[str, np.ndarray, np.ndarray]:
-    """A linear layer over any number of rows (`?` x k @ w.T, w: n x k) whose weight is packed
-    ahead for `target`: (its PrimFunc text, w, the packed w it takes)."""
-    w = rand(n, k, seed=1)
-    packed, layout = pack_weight(w, transposed=True, nr=micro_tile(target).nr)
-    with ir.Context():
-        text = matmul_text(5, n, k, transposed_b=True).replace("tensor<5x", "tensor<?x")
+        text = matmul_text(m or 5, n, k, transposed_b=True)
+        text = text if m else text.replace("tensor<5x", "tensor<?x")
         module = ir.Module.parse(text)
         use_prepacked_weight(module.body.operations[0].operation, 1, layout)
         return str(module), w, packed
@@ -579,7 +568,7 @@ def test_symbolic_rows_prefetch_the_next_block(threads):
     only the static one prefetched."""
     n, k = 1024, 300
     target = Target(AVX512 if not Target(AVX512).runs_on_host() else AVX2)
-    text, w, packed = _symbolic_rows_linear(n, k, target)
+    text, w, packed = _prepacked_linear(None, n, k, target)
     kern = Kernel.build(text, "mm", schedule=f"threads={threads} strict=true", target=target)
     assert "llvm.intr.prefetch" in str(kern.module)
     for m in (1, 7, 70, 256, 1000):
@@ -600,7 +589,7 @@ def test_one_thread_dispatches_few_and_many_symbolic_rows(mcpu):
     than built for 32."""
     n, k = 256, 2048
     target = Target(f"llvm -mcpu={mcpu}")
-    text, w, packed = _symbolic_rows_linear(n, k, target)
+    text, w, packed = _prepacked_linear(None, n, k, target)
     with ir.Context():
         scheduled = ir.Module.parse(text)
         options = ScheduleOptions(threads=1, strict=True, target=target)
