@@ -26,25 +26,16 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf
 
 from lowering.registry import register_pass
+from lowering.schedule.common import constant_index
 from lowering.schedule.hoist import defined_inside
 from lowering.schedule.matmul import PREFETCH_NEXT_ATTR
 
 L2_LOCALITY = 2  # prefetcht1: into L2 (the block's home); L1 is the register tiles' A and B rows
 
 
-def _constant(value: ir.Value) -> int | None:
-    op = value.owner
-    if not isinstance(op, ir.OpView) and not isinstance(op, ir.Operation):
-        return None  # a block argument
-    op = op.operation
-    if op.name != "arith.constant" or not isinstance(op.results[0].type, ir.IndexType):
-        return None
-    return ir.IntegerAttr(op.attributes["value"]).value
-
-
 def _trip(loop: ir.Operation) -> tuple[int, int, int] | None:
     """(lower bound, step, trip count) of an scf.for with constant bounds."""
-    lb, ub, step = (_constant(v) for v in list(loop.operands)[:3])
+    lb, ub, step = (constant_index(v) for v in list(loop.operands)[:3])
     if lb is None or ub is None or not step:
         return None
     return lb, step, max(0, -(-(ub - lb) // step))
@@ -107,7 +98,7 @@ def _add_prefetch(block_loop: ir.Operation) -> bool:
         return False
     row_loop, panel_loop, k_loop = nest
     panel_trip = _trip(panel_loop) if panel_loop is not None else (0, 1, 1)
-    row_lb, row_step = _constant(row_loop.operands[0]), _constant(row_loop.operands[2])
+    row_lb, row_step = constant_index(row_loop.operands[0]), constant_index(row_loop.operands[2])
     read = _b_read(k_loop)
     if row_lb is None or not row_step or panel_trip is None or read is None:
         return False

@@ -304,15 +304,24 @@ def _body_ops(op: ir.Operation) -> list[ir.Operation]:
     return [o.operation for o in op.regions[0].blocks[0].operations]
 
 
+def constant_index(value: ir.Value) -> int | None:
+    """The value of an `index`-typed `arith.constant`; None for anything else."""
+    owner = value.owner
+    if isinstance(owner, ir.Block) or owner.operation.name != "arith.constant":
+        return None
+    if not isinstance(value.type, ir.IndexType):
+        return None
+    return ir.IntegerAttr(owner.operation.attributes["value"]).value
+
+
 def dim_of(value: ir.Value) -> tuple[ir.Value, int] | None:
     """(tensor, axis) where `value` is `tensor.dim` of that tensor at a constant index."""
     owner = value.owner
     if isinstance(owner, ir.Block) or owner.operation.name != "tensor.dim":
         return None
     source, index = owner.operation.operands
-    if isinstance(index.owner, ir.Block) or index.owner.operation.name != "arith.constant":
-        return None
-    return source, ir.IntegerAttr(index.owner.operation.attributes["value"]).value
+    axis = constant_index(index)
+    return None if axis is None else (source, axis)
 
 
 def slice_sizes(op: ir.Operation) -> list[ir.Value]:

@@ -268,7 +268,7 @@ def _static_route(info: OpInfo, t: MicroTile, opts: ScheduleOptions) -> str:
     if route != "auto":
         return route
     k, b_bytes = info.size(info.k), _b_bytes(info)
-    whole_k = k <= t.kc or (t.kc == KC and 4 * k * t.nr <= _l2_bytes(opts) // 2)
+    whole_k = k <= t.kc or (t.kc == KC and _panel_bytes(info, t) <= _l2_bytes(opts) // 2)
     threads, m = _threads_for(info, opts), info.size(info.m)
     # with a B that the threads split (`_splits_wide_b`), every thread runs all the rows: 12
     # rows through BERT-base's weights went packed (16 rows padded)
@@ -536,8 +536,7 @@ def _schedule_rows(s: Script, h: str, info: OpInfo, opts: ScheduleOptions, t: Mi
         # where both fit: symbolic rows keep whole GEMV groups, 4 panels of BERT-base's 3072 ->
         # 768 projection (1.5 MB), and the next block pushed out the one being computed (built
         # for a symbolic sequence, BERT-base ran 1.69x slower than its static build at n = 32).
-        both_fit = 2 * block * 4 * info.size(info.k) * t.nr <= _l2_bytes(opts)
-        if both_fit and int(opts.knob("matmul.prefetch", 1)):
+        if _next_block_fits(info, opts, t, block) and int(opts.knob("matmul.prefetch", 1)):
             s.emit(f'transform.annotate {block_loops[0]} "{PREFETCH_NEXT_ATTR}" : {s.ANY}')
         nb = math.gcd(nb, block)
     full_reg = [0] * nloops + [0]
@@ -659,12 +658,13 @@ def _rows_column_block(
         if n_blocks % knob:
             raise ValueError(f"matmul.rows_block={knob}: must divide the {n_blocks} panels of B")
         return knob
-    panel = 4 * info.size(info.k) * t.nr
+    panel = _panel_bytes(info, t)
     l2 = _l2_bytes(opts)
     # One row tile: nothing reads a block twice. Symbolic rows (few or not) run in parts
     # (`_schedule_row_parts`), up to four passes over each block.
     few_rows = rows is not None and rows <= t.mr
-    if rows == t.mr and panel * n_blocks > l2 // 2 and n_blocks % 2 == 0 and 4 * panel <= l2:
+    one_tile = rows == t.mr and panel * n_blocks > l2 // 2 and n_blocks % 2 == 0
+    if one_tile and _next_block_fits(info, opts, t, 2):
         # Exactly one full row tile, through a B beyond half of L2 (a batch of 8 through a
         # model's weights): its register tile reads one panel per step, a single stream that
         # the hardware prefetchers do not run far enough ahead of. In blocks of two panels the
@@ -715,6 +715,17 @@ def _b_bytes(info: OpInfo, *, batch: bool = False) -> int:
     """B's f32 bytes: one K x N matrix, or with `batch` all of B (a batched B's every matrix)."""
     dims = info.operand_dims[1] if batch else (info.k, info.n)
     return 4 * int(np.prod([info.size(d) for d in dims]))
+
+
+def _panel_bytes(info: OpInfo, t: MicroTile) -> int:
+    """Bytes of one K x NR panel of B (f32)."""
+    return 4 * info.size(info.k) * t.nr
+
+
+def _next_block_fits(info: OpInfo, opts: ScheduleOptions, t: MicroTile, block: int) -> bool:
+    """Whether a column block of `block` panels and the next one fit in L2 together: where
+    the rows route prefetches the next block while this one is read (lowering/prefetch.py)."""
+    return 2 * block * _panel_bytes(info, t) <= _l2_bytes(opts)
 
 
 def _l2_bytes(opts: ScheduleOptions) -> int:

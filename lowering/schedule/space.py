@@ -59,6 +59,7 @@ def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
         ROUTES,
         SPLITS,
         _l2_bytes,
+        _panel_bytes,
         micro_tile,
     )
 
@@ -83,7 +84,7 @@ def _matmul(info: OpInfo, opts: ScheduleOptions) -> list[Knob]:
         knobs.append(Knob("matmul.rows_block", (0, *blocks), 0))
         # ... and whether the loop over them prefetches the next block (lowering/prefetch.py),
         # where B is large enough to go in blocks by default (elsewhere the knob changes nothing)
-        if 4 * panels * nr * info.size(info.k) > _l2_bytes(opts) // 2:
+        if panels * _panel_bytes(info, tile) > _l2_bytes(opts) // 2:
             knobs.append(Knob("matmul.prefetch", (1, 0), 1))
     if opts.threads > 1:
         knobs.append(Knob("matmul.split", SPLITS, "auto"))
